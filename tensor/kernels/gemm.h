@@ -1,0 +1,36 @@
+// Matrix multiply kernels on plain float arrays. Nothing here knows about Tensor or autograd.
+//
+//   C = alpha · op(A) · op(B) + beta · C        C is M×N, row-major, leading dimension ldc
+//
+// op(A) is M×K: A is stored row-major as M×K with leading dimension lda (trans_a = false), or as
+// K×M (trans_a = true, so op(A) = Aᵀ). Likewise op(B) is K×N: B stored as K×N (trans_b = false)
+// or N×K (trans_b = true). A transposed operand is read through its packing, never copied out, so
+// backward (dX = dY·Wᵀ, dW = Xᵀ·dY) and attention scores (Q·Kᵀ) take the same fast path.
+// When beta == 0, C is only written, never read (it may hold garbage or NaN).
+#pragma once
+
+#include <cstdint>
+
+namespace qkv::kernels {
+
+// The fast kernel: packed, cache-blocked, SIMD micro-kernel, OpenMP over output blocks only, so
+// the result is bitwise identical for any number of threads. Runs serially when called from inside
+// a parallel region.
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+          int64_t ldc);
+
+// The plain triple loop the fast kernel is tested against. Accumulates in float, in k order.
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                    const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                    int64_t ldc);
+
+// `batch` independent products; matrix b of each operand starts at base + b·stride. A stride of 0
+// repeats one matrix across the batch (broadcasting). Small matrices are spread across threads;
+// large ones are parallel inside.
+void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                  float alpha, const float* A, int64_t lda, int64_t stride_a, const float* B,
+                  int64_t ldb, int64_t stride_b, float beta, float* C, int64_t ldc,
+                  int64_t stride_c);
+
+}  // namespace qkv::kernels
