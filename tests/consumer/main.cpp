@@ -1,0 +1,3 @@
+#include <qkv/qkv.h>
+#include <cstdio>
+int main() { std::puts("consumer ok"); return 0; }
