@@ -1,0 +1,134 @@
+#include "autograd/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <utility>
+
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+#include "tensor/error.h"
+#include "tensor/factories.h"
+
+namespace qkv::autograd {
+namespace {
+
+// Leaves accumulate: a parameter used twice, or two backward calls without zero_grad, sums up.
+void accumulate_into_leaf(TensorImpl& leaf, const Tensor& grad) {
+  if (!leaf.grad)
+    leaf.grad = grad.clone().shared_impl();  // a copy of its own: later += must not touch grad
+  else
+    Tensor(leaf.grad).add_(grad);
+}
+
+// Nodes reachable from root, each before the nodes of its inputs: the reverse of a depth-first
+// post-order, computed with an explicit stack.
+std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>& root) {
+  static std::atomic<uint64_t> pass{0};
+  const uint64_t mark = ++pass;
+  std::vector<std::shared_ptr<Node>> post_order;
+  std::vector<std::pair<Node*, size_t>> stack;  // a node and the next input to visit
+  std::vector<std::shared_ptr<Node>> owners;    // keeps the nodes on the stack alive
+  root->visit_mark = mark;
+  stack.emplace_back(root.get(), 0);
+  owners.push_back(root);
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      const std::shared_ptr<Node>& child = node->inputs[next++].node;
+      if (child && child->visit_mark != mark) {
+        child->visit_mark = mark;
+        stack.emplace_back(child.get(), 0);
+        owners.push_back(child);
+      }
+    } else {
+      post_order.push_back(std::move(owners.back()));
+      owners.pop_back();
+      stack.pop_back();
+    }
+  }
+  std::reverse(post_order.begin(), post_order.end());
+  return post_order;
+}
+
+void check_saved_versions(const Node& node) {
+  for (size_t i = 0; i < node.saved.size(); ++i)
+    if (node.saved[i].defined() && node.saved[i].storage()->version() != node.saved_versions[i])
+      throw StateError("backward: a tensor saved by '" + node.op +
+                       "' for its gradient was modified in place afterwards (saved tensor " +
+                       std::to_string(i) + ", shape " + shape_str(node.saved[i].shape()) +
+                       "); make a copy (clone) before modifying it");
+}
+
+void release(Node& node) {
+  node.saved.clear();
+  node.saved_versions.clear();
+  node.backward = nullptr;
+  node.inputs.clear();
+  node.released = true;
+}
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  if (!root.defined()) throw StateError("backward: the tensor is undefined");
+  if (!root.requires_grad())
+    throw StateError("backward: the tensor of shape " + shape_str(root.shape()) +
+                     " does not require grad and has no grad_fn (was it computed under "
+                     "NoGradGuard, or from tensors without requires_grad?)");
+  Tensor seed = grad;
+  if (!seed.defined()) {
+    if (root.numel() != 1)
+      throw ShapeError("backward: a gradient can be implied only for a scalar output, got shape " +
+                       shape_str(root.shape()) + "; pass the gradient explicitly");
+    seed = ones(root.shape());
+  } else if (seed.shape() != root.shape()) {
+    throw ShapeError("backward: gradient of shape " + shape_str(seed.shape()) +
+                     " does not match the output's shape " + shape_str(root.shape()));
+  }
+
+  NoGradGuard no_grad;  // backward functions compute with ordinary ops, unrecorded
+  const std::shared_ptr<Node>& root_node = root.grad_fn();
+  if (!root_node) {  // backward() on a leaf: its gradient is the seed itself
+    accumulate_into_leaf(*root.impl(), seed);
+    return;
+  }
+
+  std::vector<std::shared_ptr<Node>> order = topological_order(root_node);
+  root_node->grad_sum = seed;
+  for (const std::shared_ptr<Node>& node : order) {
+    if (node->released)
+      throw StateError("backward: trying to backward through the graph a second time (node '" +
+                       node->op + "'); its saved tensors were freed after the first backward. "
+                       "Pass retain_graph = true to the first call to keep them");
+    Tensor g = std::move(node->grad_sum);
+    node->grad_sum = Tensor();
+    if (!g.defined()) continue;  // no gradient reached this node (all consumers sent none)
+    check_saved_versions(*node);
+
+    std::vector<bool> needs(node->inputs.size());
+    for (size_t i = 0; i < needs.size(); ++i) needs[i] = node->inputs[i].needed();
+    const std::vector<Tensor> grads = node->backward(g, BackwardContext{node->saved, needs});
+    if (grads.size() != node->inputs.size())
+      throw Error("backward of '" + node->op + "' returned " + std::to_string(grads.size()) +
+                  " gradients for " + std::to_string(node->inputs.size()) + " inputs");
+
+    for (size_t i = 0; i < grads.size(); ++i) {
+      Edge& edge = node->inputs[i];
+      if (!edge.needed() || !grads[i].defined()) continue;
+      if (grads[i].shape() != edge.shape)
+        throw Error("backward of '" + node->op + "' produced a gradient of shape " +
+                    shape_str(grads[i].shape()) + " for input " + std::to_string(i) +
+                    " of shape " + shape_str(edge.shape));
+      if (edge.node) {
+        Tensor& sum = edge.node->grad_sum;
+        sum = sum.defined() ? sum + grads[i] : grads[i];
+      } else {
+        accumulate_into_leaf(*edge.leaf, grads[i]);
+      }
+    }
+    if (!retain_graph) release(*node);
+  }
+}
+
+}  // namespace qkv::autograd

@@ -1,0 +1,46 @@
+#include "autograd/function.h"
+
+#include "autograd/grad_mode.h"
+
+namespace qkv::autograd {
+
+bool needs_graph(const std::vector<Tensor>& inputs) {
+  if (!is_grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs,
+              const std::vector<Tensor>& save, BackwardFn backward) {
+  if (!needs_graph(inputs)) return out;
+  auto node = std::make_shared<Node>();
+  node->op = op;
+  node->inputs.reserve(inputs.size());
+  for (const Tensor& in : inputs) {
+    Edge e;
+    if (in.defined()) {
+      e.shape = in.shape();
+      if (in.requires_grad()) {
+        if (in.grad_fn())
+          e.node = in.grad_fn();
+        else
+          e.leaf = in.shared_impl();
+      }
+    }
+    node->inputs.push_back(std::move(e));
+  }
+  node->saved.reserve(save.size());
+  node->saved_versions.reserve(save.size());
+  for (const Tensor& s : save) {
+    node->saved.push_back(s.defined() ? s.detach() : Tensor());
+    node->saved_versions.push_back(s.defined() ? s.storage()->version() : 0);
+  }
+  node->backward = std::move(backward);
+  node->out_shape = out.shape();
+  out.impl()->grad_fn = std::move(node);
+  out.impl()->requires_grad = true;
+  return out;
+}
+
+}  // namespace qkv::autograd

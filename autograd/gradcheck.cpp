@@ -1,0 +1,94 @@
+#include "autograd/gradcheck.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "tensor/factories.h"
+
+namespace qkv {
+namespace {
+
+// L = Σ r ⊙ y, accumulated in double so the finite differences lose as little as possible.
+double project(const Tensor& y, const std::vector<float>& r) {
+  const std::vector<float> v = y.to_vector();
+  double acc = 0.0;
+  for (size_t i = 0; i < v.size(); ++i) acc += static_cast<double>(r[i]) * v[i];
+  return acc;
+}
+
+}  // namespace
+
+GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& options) {
+  GradcheckResult result;
+  // Work on private copies: leaves of their own, so the caller's tensors are left untouched.
+  std::vector<Tensor> xs;
+  for (const Tensor& in : inputs) {
+    Tensor copy = in.detach().clone();
+    if (in.requires_grad()) copy.requires_grad_(true);
+    xs.push_back(copy);
+  }
+
+  const Tensor y = fn(xs);
+  Generator gen(options.seed);
+  const Tensor r = uniform(y.shape(), -1.0f, 1.0f, false, &gen);
+  const std::vector<float> rv = r.to_vector();
+  if (!y.requires_grad()) {
+    result.ok = false;
+    result.message = "the output does not require grad: no input reaches it through the graph";
+    return result;
+  }
+  (y * r).sum().backward();
+
+  std::ostringstream fail;
+  double worst_excess = -1.0;
+  for (size_t k = 0; k < xs.size(); ++k) {
+    if (!xs[k].requires_grad()) continue;
+    const Tensor analytic = xs[k].grad();
+    std::vector<float> a = analytic.defined() ? analytic.to_vector()
+                                              : std::vector<float>(static_cast<size_t>(xs[k].numel()), 0.0f);
+    // Perturb element by element; the tensor is contiguous, so flat index i is data()[i].
+    Tensor x = xs[k].detach();
+    double max_numeric = 0.0, max_analytic = 0.0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      NoGradGuard no_grad;
+      const float saved = x.data()[i];
+      x.data()[i] = saved + options.eps;
+      const double plus = project(fn(xs), rv);
+      x.data()[i] = saved - options.eps;
+      const double minus = project(fn(xs), rv);
+      x.data()[i] = saved;
+      const double numeric = (plus - minus) / (2.0 * options.eps);
+      const double err = std::fabs(a[i] - numeric);
+      const double allowed = options.atol + options.rtol * std::fabs(numeric);
+      max_numeric = std::max(max_numeric, std::fabs(numeric));
+      max_analytic = std::max(max_analytic, std::fabs(static_cast<double>(a[i])));
+      const double excess = std::isnan(err) ? INFINITY : err / allowed;
+      if (excess > worst_excess) {
+        worst_excess = excess;
+        result.worst_input = static_cast<int64_t>(k);
+        result.worst_index = i;
+        result.analytic = a[i];
+        result.numeric = numeric;
+        result.error = err;
+      }
+    }
+    if (max_analytic == 0.0 && max_numeric > options.atol) {
+      result.ok = false;
+      fail << "input " << k << " of shape " << shape_str(x.shape())
+           << ": the analytic gradient is " << (analytic.defined() ? "identically zero" : "missing")
+           << " but the numeric one reaches " << max_numeric << "; ";
+    }
+  }
+  if (worst_excess > 1.0) {
+    result.ok = false;
+    fail << "worst element: input " << result.worst_input << " index " << result.worst_index
+         << ": analytic " << result.analytic << " vs numeric " << result.numeric << " (error "
+         << result.error << ", allowed " << options.atol << " + " << options.rtol << "·|numeric|)";
+  }
+  result.message = fail.str();
+  return result;
+}
+
+}  // namespace qkv

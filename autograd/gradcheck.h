@@ -1,0 +1,42 @@
+// gradcheck: does an op's backward agree with its forward?
+//
+// The analytic gradient (from backward) is compared with central finite differences
+//   dL/dx_i ≈ (L(x + ε·e_i) - L(x - ε·e_i)) / 2ε
+// where L = Σ r ⊙ fn(inputs) for a fixed random r, so every output element takes part. Every input
+// that requires grad is checked, element by element. Tensors are float32, so ε and the tolerances
+// are looser than PyTorch's float64 defaults; keep inputs O(1) and away from kinks (relu at 0).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace qkv {
+
+struct GradcheckOptions {
+  float eps = 1e-2f;   // finite-difference step
+  float atol = 1e-3f;  // pass when |analytic - numeric| <= atol + rtol·|numeric|
+  float rtol = 1e-2f;
+  uint64_t seed = 1234;  // for the projection r
+};
+
+struct GradcheckResult {
+  bool ok = true;
+  // The worst element over all inputs: which input, which flat index, both gradients.
+  int64_t worst_input = -1;
+  int64_t worst_index = -1;
+  double analytic = 0.0, numeric = 0.0, error = 0.0;
+  std::string message;  // what failed, readable; empty when ok
+};
+
+using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+// Fails when an element is outside tolerance, or when an input's analytic gradient is missing or
+// identically zero while the numeric one is not (a backward that forgot an input).
+GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                          const GradcheckOptions& options = {});
+
+}  // namespace qkv

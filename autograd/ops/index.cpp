@@ -1,0 +1,150 @@
+// Indexing and joining: index_select, gather, cat, stack. Their backward sends each output
+// element's gradient back to the input element it came from (adding, where an index repeats).
+#include <string>
+
+#include "autograd/function.h"
+#include "tensor/error.h"
+#include "tensor/factories.h"
+#include "tensor/kernels/elementwise.h"
+
+namespace qkv {
+namespace {
+
+using autograd::BackwardContext;
+using Grads = std::vector<Tensor>;
+
+void check_range(const IndexTensor& index, int64_t size, const char* op, int64_t dim) {
+  const int64_t* p = index.data();
+  for (int64_t i = 0, n = index.numel(); i < n; ++i)
+    if (p[i] < 0 || p[i] >= size)
+      throw IndexError(std::string(op) + ": index " + std::to_string(p[i]) + " is out of range for dim " +
+                       std::to_string(dim) + " of size " + std::to_string(size));
+}
+
+}  // namespace
+
+Tensor Tensor::index_select(int64_t dim, const IndexTensor& index) const {
+  const int64_t d = normalize_dim(dim, this->dim(), "index_select");
+  if (index.dim() != 1)
+    throw ShapeError("index_select: index must be 1-d, got shape " + shape_str(index.shape()));
+  check_range(index, shape()[d], "index_select", d);
+  // x is (outer, n, inner); out is (outer, m, inner) with out[o, j, :] = x[o, index[j], :]
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < d; ++k) outer *= shape()[k];
+  for (int64_t k = d + 1; k < this->dim(); ++k) inner *= shape()[k];
+  const int64_t n = shape()[d], m = index.numel();
+  Shape out_shape = shape();
+  out_shape[d] = m;
+  const Tensor x = detach().contiguous();
+  Tensor out = Tensor::empty(out_shape);
+  const int64_t* idx = index.data();
+  kernels::parallel_for(outer * m, outer * m * inner, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* src = x.data() + ((r / m) * n + idx[r % m]) * inner;
+      std::copy(src, src + inner, out.data() + r * inner);
+    }
+  });
+  return autograd::record("index_select", out, {*this}, {},
+      [index, outer, n, m, inner, in_shape = shape()](const Tensor& g, const BackwardContext&) -> Grads {
+        // Rows picked twice receive both gradients: a serial loop keeps the sum order fixed.
+        Tensor dx = zeros(in_shape);
+        const Tensor gc = g.contiguous();
+        const int64_t* ix = index.data();
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < m; ++j) {
+            float* dst = dx.data() + (o * n + ix[j]) * inner;
+            const float* src = gc.data() + (o * m + j) * inner;
+            for (int64_t i = 0; i < inner; ++i) dst[i] += src[i];
+          }
+        return {dx};
+      });
+}
+
+Tensor Tensor::gather(int64_t dim, const IndexTensor& index) const {
+  const int64_t d = normalize_dim(dim, this->dim(), "gather");
+  if (index.dim() != this->dim())
+    throw ShapeError("gather: index of shape " + shape_str(index.shape()) +
+                     " must have as many dims as the input's shape " + shape_str(shape()));
+  for (int64_t k = 0; k < this->dim(); ++k)
+    if (k != d && index.shape()[k] > shape()[k])
+      throw ShapeError("gather: index of shape " + shape_str(index.shape()) + " is larger than the input's shape " +
+                       shape_str(shape()) + " at dim " + std::to_string(k));
+  check_range(index, shape()[d], "gather", d);
+  // For each element of index (multi-index i), the source is x at i with dim d replaced by index[i].
+  const Tensor x = detach().contiguous();
+  const Shape xs = x.strides();
+  const Shape& is = index.shape();
+  const int64_t count = index.numel();
+  std::vector<int64_t> src_offset(static_cast<size_t>(count));
+  for (int64_t flat = 0; flat < count; ++flat) {
+    int64_t rem = flat, off = 0;
+    for (int64_t k = this->dim() - 1; k >= 0; --k) {
+      const int64_t i = rem % is[k];
+      rem /= is[k];
+      off += (k == d ? index.data()[flat] : i) * xs[k];
+    }
+    src_offset[flat] = off;
+  }
+  Tensor out = Tensor::empty(is);
+  for (int64_t flat = 0; flat < count; ++flat) out.data()[flat] = x.data()[src_offset[flat]];
+  return autograd::record("gather", out, {*this}, {},
+      [src_offset, in_shape = shape()](const Tensor& g, const BackwardContext&) -> Grads {
+        Tensor dx = zeros(in_shape);
+        const Tensor gc = g.contiguous();
+        for (size_t flat = 0; flat < src_offset.size(); ++flat) dx.data()[src_offset[flat]] += gc.data()[flat];
+        return {dx};
+      });
+}
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw ValueError("cat: expected a non-empty list of tensors");
+  const Tensor& first = tensors[0];
+  if (first.dim() == 0) throw ShapeError("cat: zero-dimensional tensors cannot be concatenated");
+  const int64_t d = normalize_dim(dim, first.dim(), "cat");
+  Shape out_shape = first.shape();
+  out_shape[d] = 0;
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    bool fits = t.dim() == first.dim();
+    for (int64_t k = 0; fits && k < t.dim(); ++k) fits = k == d || t.shape()[k] == first.shape()[k];
+    if (!fits)
+      throw ShapeError("cat: tensor " + std::to_string(i) + " has shape " + shape_str(t.shape()) +
+                       ", which does not match tensor 0's shape " + shape_str(first.shape()) +
+                       " except in dim " + std::to_string(d));
+    sizes.push_back(t.shape()[d]);
+    out_shape[d] += t.shape()[d];
+  }
+  Tensor out = Tensor::empty(out_shape);
+  int64_t start = 0;
+  for (const Tensor& t : tensors) {
+    // Write t into its slab of out: out's strides, offset by start along d.
+    kernels::copy_strided(t.shape(), t.data(), t.strides(), out.data() + start * out.strides()[d], out.strides());
+    start += t.shape()[d];
+  }
+  return autograd::record("cat", out, tensors, {},
+      [sizes, d](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        Grads grads;
+        int64_t begin = 0;
+        for (size_t i = 0; i < sizes.size(); ++i) {
+          grads.push_back(ctx.needs[i] ? g.narrow(d, begin, sizes[i]) : Tensor());
+          begin += sizes[i];
+        }
+        return grads;
+      });
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw ValueError("stack: expected a non-empty list of tensors");
+  const int64_t d = normalize_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> expanded;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].shape() != tensors[0].shape())
+      throw ShapeError("stack: tensor " + std::to_string(i) + " has shape " + shape_str(tensors[i].shape()) +
+                       " but tensor 0 has shape " + shape_str(tensors[0].shape()) + "; all must be equal");
+    expanded.push_back(tensors[i].unsqueeze(d));
+  }
+  return cat(expanded, d);
+}
+
+}  // namespace qkv

@@ -1,0 +1,198 @@
+// Reductions. A reduction over several dims is done one run of adjacent dims at a time with the
+// (outer, n, inner) kernels of tensor/kernels/reduce.h; its backward broadcasts the gradient back.
+#include <algorithm>
+#include <cmath>
+
+#include "autograd/function.h"
+#include "tensor/error.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops/map.h"
+#include "tensor/factories.h"
+#include "tensor/kernels/reduce.h"
+
+namespace qkv {
+namespace {
+
+using autograd::BackwardContext;
+using Grads = std::vector<Tensor>;
+
+// The dims to reduce, normalized, sorted and unique; all dims when `dims` is empty.
+std::vector<int64_t> reduced_dims(const std::vector<int64_t>& dims, int64_t ndim, const char* op) {
+  std::vector<int64_t> out;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < ndim; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : dims) out.push_back(normalize_dim(d, ndim, op));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    throw IndexError(std::string(op) + ": a dim appears twice in the list of dims to reduce");
+  return out;
+}
+
+// The input's shape with reduced dims set to 1 (keepdim), or removed.
+Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool keepdim) {
+  Shape out;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    const bool reduced = std::binary_search(dims.begin(), dims.end(), d);
+    if (!reduced) out.push_back(shape[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+// (outer, n, inner) sizes for reducing dims [first, last] of a contiguous tensor.
+void split_sizes(const Shape& shape, int64_t first, int64_t last, int64_t& outer, int64_t& n,
+                 int64_t& inner) {
+  outer = n = inner = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+    (d < first ? outer : d <= last ? n : inner) *= shape[d];
+}
+
+// Σ over `dims` (sorted), keeping them as size 1.
+Tensor sum_keepdim(const Tensor& x, const std::vector<int64_t>& dims) {
+  Tensor cur = x.detach().contiguous();
+  Shape shape = x.shape();
+  // Runs of adjacent dims are one reduction each; go from the last run to the first.
+  for (size_t j = dims.size(); j > 0;) {
+    const int64_t last = dims[--j];
+    int64_t first = last;
+    while (j > 0 && dims[j - 1] == first - 1) first = dims[--j];
+    int64_t outer, n, inner;
+    split_sizes(shape, first, last, outer, n, inner);
+    for (int64_t d = first; d <= last; ++d) shape[d] = 1;
+    Tensor next = Tensor::empty(shape);
+    if (n == 0)
+      next.detach().zero_();
+    else
+      kernels::sum_dim(outer, n, inner, cur.data(), next.data());
+    cur = next;
+  }
+  return cur;
+}
+
+}  // namespace
+
+Tensor Tensor::sum(std::vector<int64_t> dims, bool keepdim) const {
+  const std::vector<int64_t> rd = reduced_dims(dims, dim(), "sum");
+  const Tensor reduced = sum_keepdim(*this, rd);
+  const Shape out_shape = reduced_shape(shape(), rd, keepdim);
+  Tensor out = Tensor::view_of(reduced.storage(), out_shape, contiguous_strides(out_shape), reduced.offset());
+  const Shape in_shape = shape(), keep_shape = reduced_shape(shape(), rd, true);
+  return autograd::record("sum", out, {*this}, {},
+      [in_shape, keep_shape](const Tensor& g, const BackwardContext&) -> Grads {
+        return {g.reshape(keep_shape).expand(in_shape)};
+      });
+}
+
+Tensor Tensor::mean(std::vector<int64_t> dims, bool keepdim) const {
+  const std::vector<int64_t> rd = reduced_dims(dims, dim(), "mean");
+  int64_t count = 1;
+  for (int64_t d : rd) count *= shape()[d];
+  return sum(rd, keepdim).div(static_cast<float>(count));
+}
+
+Tensor Tensor::var(std::vector<int64_t> dims, int64_t correction, bool keepdim) const {
+  const std::vector<int64_t> rd = reduced_dims(dims, dim(), "var");
+  int64_t count = 1;
+  for (int64_t d : rd) count *= shape()[d];
+  // Σ (x - mean)² / (N - correction), as torch.var; composed, so its gradient comes for free.
+  const Tensor centered = *this - mean(rd, true);
+  return (centered * centered).sum(rd, keepdim).div(static_cast<float>(std::max<int64_t>(count - correction, 0)));
+}
+
+Tensor Tensor::norm(float p, std::vector<int64_t> dims, bool keepdim) const {
+  const std::vector<int64_t> rd = reduced_dims(dims, dim(), "norm");
+  if (std::isinf(p) && p > 0) {  // max |x|: a chain of differentiable maxima
+    Tensor out = abs();
+    for (size_t j = rd.size(); j-- > 0;) out = out.max(rd[j], true).first;
+    return keepdim ? out : out.reshape(reduced_shape(shape(), rd, false));
+  }
+  if (!(p > 0)) throw ValueError("norm: p must be positive (or INFINITY), got " + std::to_string(p));
+  // ‖x‖_p = (Σ|x|^p)^(1/p);  d‖x‖/dx = sign(x)·|x|^(p-1) / ‖x‖^(p-1), taken as 0 where ‖x‖ = 0.
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = (p == 2.0f ? (*this * *this) : abs().pow(p)).sum(rd, true).pow(1.0f / p);
+  }
+  const Shape out_shape = reduced_shape(shape(), rd, keepdim);
+  Tensor out = Tensor::view_of(y.storage(), out_shape, contiguous_strides(out_shape), y.offset());
+  return autograd::record("norm", out, {*this}, {*this, y},
+      [p, keep_shape = y.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        return {ops::map3(g.reshape(keep_shape), ctx.saved[0], ctx.saved[1], "norm",
+                          [p](float gv, float x, float n) {
+                            if (n == 0.0f || x == 0.0f) return 0.0f;
+                            const float sign = x > 0 ? 1.0f : -1.0f;
+                            return p == 2.0f ? gv * x / n
+                                             : gv * sign * std::pow(std::fabs(x) / n, p - 1.0f);
+                          })};
+      });
+}
+
+namespace {
+
+std::pair<Tensor, IndexTensor> extremum_dim(const char* op, const Tensor& x, int64_t dim, bool keepdim,
+                                            bool is_max) {
+  const int64_t d = normalize_dim(dim, x.dim(), op);
+  if (x.shape()[d] == 0)
+    throw ShapeError(std::string(op) + ": cannot reduce over dim " + std::to_string(dim) +
+                     " of size 0 in shape " + shape_str(x.shape()));
+  const Tensor in = x.detach().contiguous();
+  int64_t outer, n, inner;
+  split_sizes(x.shape(), d, d, outer, n, inner);
+  const Shape out_shape = reduced_shape(x.shape(), {d}, keepdim);
+  Tensor values = Tensor::empty(out_shape);
+  IndexTensor index = IndexTensor::full(out_shape, 0);
+  kernels::max_dim(outer, n, inner, in.data(), values.data(), index.data(), is_max);
+  // The gradient goes to the element that was picked: g scattered into zeros at `index`.
+  values = autograd::record(op, values, {x}, {},
+      [index, outer, n, inner, in_shape = x.shape()](const Tensor& g, const BackwardContext&) -> Grads {
+        Tensor dx = zeros(in_shape);
+        const Tensor gc = g.contiguous();
+        const int64_t* idx = index.data();
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t i = 0; i < inner; ++i)
+            dx.data()[(o * n + idx[o * inner + i]) * inner + i] = gc.data()[o * inner + i];
+        return {dx};
+      });
+  return {values, index};
+}
+
+}  // namespace
+
+std::pair<Tensor, IndexTensor> Tensor::max(int64_t dim, bool keepdim) const {
+  return extremum_dim("max", *this, dim, keepdim, true);
+}
+std::pair<Tensor, IndexTensor> Tensor::min(int64_t dim, bool keepdim) const {
+  return extremum_dim("min", *this, dim, keepdim, false);
+}
+Tensor Tensor::max() const {
+  if (numel() == 0) throw ShapeError("max: the tensor is empty");
+  return reshape({-1}).max(0).first;
+}
+Tensor Tensor::min() const {
+  if (numel() == 0) throw ShapeError("min: the tensor is empty");
+  return reshape({-1}).min(0).first;
+}
+IndexTensor Tensor::argmax(int64_t dim, bool keepdim) const {
+  NoGradGuard no_grad;
+  return max(dim, keepdim).second;
+}
+IndexTensor Tensor::argmin(int64_t dim, bool keepdim) const {
+  NoGradGuard no_grad;
+  return min(dim, keepdim).second;
+}
+
+Tensor Tensor::sum_to(const Shape& target) const {
+  if (shape() == target) return *this;
+  if (broadcast_shapes(target, shape(), "sum_to") != shape())
+    throw ShapeError("sum_to: shape " + shape_str(shape()) + " is not a broadcast of " + shape_str(target));
+  // Sum the leading dims the target lacks, and the dims where the target has size 1.
+  const int64_t lead = dim() - static_cast<int64_t>(target.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (d < lead || (target[d - lead] == 1 && shape()[d] != 1)) dims.push_back(d);
+  return dims.empty() ? reshape(target) : sum(dims, true).reshape(target);
+}
+
+}  // namespace qkv

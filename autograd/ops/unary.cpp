@@ -1,0 +1,150 @@
+// Elementwise ops of one tensor (and tensor-scalar arithmetic). Each backward is the derivative
+// written next to the forward; where the derivative reads better through the output y, y is saved.
+#include <cmath>
+#include <numbers>
+
+#include "autograd/function.h"
+#include "tensor/error.h"
+#include "autograd/ops/map.h"
+
+namespace qkv {
+namespace {
+
+using autograd::BackwardContext;
+using Grads = std::vector<Tensor>;
+using ops::map1;
+using ops::map2;
+
+// An op whose gradient is g · dy/dx, with dy/dx computed elementwise from x (or from y, when
+// `from_output`) by `derivative`.
+template <class F, class D>
+Tensor pointwise(const char* op, const Tensor& x, F f, D derivative, bool from_output = false) {
+  Tensor out = map1(x, f);
+  const Tensor& saved = from_output ? out : x;
+  return autograd::record(op, out, {x}, {saved},
+      [derivative, op](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        return {map2(g, ctx.saved[0], op, [derivative](float gv, float v) { return gv * derivative(v); })};
+      });
+}
+
+// y = scale·x + shift, whose gradient is g · scale.
+Tensor affine(const char* op, const Tensor& x, float scale, float shift) {
+  Tensor out = map1(x, [scale, shift](float v) { return scale * v + shift; });
+  return autograd::record(op, out, {x}, {},
+      [scale](const Tensor& g, const BackwardContext&) -> Grads {
+        return {scale == 1.0f ? g : map1(g, [scale](float gv) { return gv * scale; })};
+      });
+}
+
+float normal_cdf(float x) { return 0.5f * std::erfc(-x * std::numbers::sqrt2_v<float> / 2.0f); }
+float normal_pdf(float x) {
+  return std::exp(-0.5f * x * x) * (std::numbers::inv_sqrtpi_v<float> / std::numbers::sqrt2_v<float>);
+}
+
+}  // namespace
+
+Tensor Tensor::add(float s) const { return affine("add_scalar", *this, 1.0f, s); }
+Tensor Tensor::sub(float s) const { return affine("add_scalar", *this, 1.0f, -s); }
+Tensor Tensor::mul(float s) const { return affine("mul_scalar", *this, s, 0.0f); }
+Tensor Tensor::div(float s) const {
+  // A true division (not multiplication by 1/s), so x / 3 gives the same bits as in PyTorch.
+  Tensor out = map1(*this, [s](float v) { return v / s; });
+  return autograd::record("div_scalar", out, {*this}, {},
+      [s](const Tensor& g, const BackwardContext&) -> Grads {
+        return {map1(g, [s](float gv) { return gv / s; })};
+      });
+}
+Tensor Tensor::rsub(float s) const { return affine("rsub_scalar", *this, -1.0f, s); }
+Tensor Tensor::neg() const { return affine("neg", *this, -1.0f, 0.0f); }
+
+Tensor Tensor::rdiv(float s) const {
+  // d(s/x)/dx = -s/x²
+  return pointwise("rdiv_scalar", *this, [s](float v) { return s / v; },
+                   [s](float v) { return -s / (v * v); });
+}
+
+Tensor Tensor::pow(float p) const {
+  return pointwise("pow_scalar", *this, [p](float v) { return std::pow(v, p); },
+                   [p](float v) { return p == 0.0f ? 0.0f : p * std::pow(v, p - 1.0f); });
+}
+
+Tensor Tensor::sqrt() const {
+  // d√x/dx = 1/(2√x) = 1/(2y)
+  return pointwise("sqrt", *this, [](float v) { return std::sqrt(v); },
+                   [](float y) { return 0.5f / y; }, /*from_output=*/true);
+}
+
+Tensor Tensor::rsqrt() const {
+  // d(x^-1/2)/dx = -x^-3/2 / 2 = -y³/2
+  return pointwise("rsqrt", *this, [](float v) { return 1.0f / std::sqrt(v); },
+                   [](float y) { return -0.5f * y * y * y; }, true);
+}
+
+Tensor Tensor::exp() const {
+  return pointwise("exp", *this, [](float v) { return std::exp(v); }, [](float y) { return y; }, true);
+}
+
+Tensor Tensor::log() const {
+  return pointwise("log", *this, [](float v) { return std::log(v); }, [](float v) { return 1.0f / v; });
+}
+
+Tensor Tensor::sin() const {
+  return pointwise("sin", *this, [](float v) { return std::sin(v); }, [](float v) { return std::cos(v); });
+}
+
+Tensor Tensor::cos() const {
+  return pointwise("cos", *this, [](float v) { return std::cos(v); }, [](float v) { return -std::sin(v); });
+}
+
+Tensor Tensor::tanh() const {
+  return pointwise("tanh", *this, [](float v) { return std::tanh(v); },
+                   [](float y) { return 1.0f - y * y; }, true);
+}
+
+Tensor Tensor::sigmoid() const {
+  // σ(x) = 1/(1+e^-x), written to avoid overflow of e^-x for very negative x; σ' = y(1-y).
+  return pointwise("sigmoid", *this,
+                   [](float v) {
+                     if (v >= 0) return 1.0f / (1.0f + std::exp(-v));
+                     const float e = std::exp(v);
+                     return e / (1.0f + e);
+                   },
+                   [](float y) { return y * (1.0f - y); }, true);
+}
+
+Tensor Tensor::relu() const {
+  return pointwise("relu", *this, [](float v) { return v > 0.0f ? v : 0.0f; },
+                   [](float v) { return v > 0.0f ? 1.0f : 0.0f; });
+}
+
+Tensor Tensor::gelu(bool tanh_approximation) const {
+  if (!tanh_approximation)
+    // GELU(x) = x·Φ(x);  d/dx = Φ(x) + x·φ(x)   (Hendrycks & Gimpel 2016)
+    return pointwise("gelu", *this, [](float v) { return v * normal_cdf(v); },
+                     [](float v) { return normal_cdf(v) + v * normal_pdf(v); });
+  // 0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³);  d/dx = 0.5(1+t) + 0.5·x·(1-t²)·u'
+  constexpr float k = 0.7978845608028654f, c = 0.044715f;
+  return pointwise("gelu_tanh", *this,
+                   [](float v) { return 0.5f * v * (1.0f + std::tanh(k * (v + c * v * v * v))); },
+                   [](float v) {
+                     const float t = std::tanh(k * (v + c * v * v * v));
+                     return 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * k * (1.0f + 3.0f * c * v * v);
+                   });
+}
+
+Tensor Tensor::abs() const {
+  return pointwise("abs", *this, [](float v) { return std::fabs(v); },
+                   [](float v) { return v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : 0.0f); });
+}
+
+Tensor Tensor::clamp(float min, float max) const {
+  if (min > max) throw ValueError("clamp: min " + std::to_string(min) + " is above max " + std::to_string(max));
+  // The gradient passes where the input was inside [min, max], as in PyTorch.
+  return pointwise("clamp", *this, [min, max](float v) { return v < min ? min : (v > max ? max : v); },
+                   [min, max](float v) { return v >= min && v <= max ? 1.0f : 0.0f; });
+}
+
+Tensor Tensor::clamp_min(float min) const { return clamp(min, INFINITY); }
+Tensor Tensor::clamp_max(float max) const { return clamp(-INFINITY, max); }
+
+}  // namespace qkv

@@ -1,0 +1,110 @@
+#include "tensor/index_tensor.h"
+
+#include <algorithm>
+#include <string>
+
+#include "tensor/error.h"
+
+namespace qkv {
+
+IndexTensor::IndexTensor(std::initializer_list<int64_t> values)
+    : IndexTensor(std::vector<int64_t>(values)) {}
+
+IndexTensor::IndexTensor(std::vector<int64_t> values)
+    : data_(std::make_shared<std::vector<int64_t>>(std::move(values))),
+      shape_{static_cast<int64_t>(data_->size())} {}
+
+IndexTensor::IndexTensor(std::vector<int64_t> values, Shape shape) {
+  shape_ = infer_shape(std::move(shape), static_cast<int64_t>(values.size()), "IndexTensor");
+  data_ = std::make_shared<std::vector<int64_t>>(std::move(values));
+}
+
+IndexTensor IndexTensor::full(Shape shape, int64_t value) {
+  const int64_t n = qkv::numel(shape);
+  if (n < 0) throw ShapeError("IndexTensor::full: negative size in shape " + shape_str(shape));
+  return IndexTensor(std::vector<int64_t>(static_cast<size_t>(n), value), std::move(shape));
+}
+
+IndexTensor IndexTensor::arange(int64_t n) {
+  if (n < 0) throw ValueError("IndexTensor::arange: n must be >= 0, got " + std::to_string(n));
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = i;
+  return IndexTensor(std::move(v));
+}
+
+int64_t IndexTensor::size(int64_t d) const {
+  return shape_[normalize_dim(d, dim(), "IndexTensor::size")];
+}
+
+const int64_t* IndexTensor::data() const { return values().data(); }
+
+int64_t* IndexTensor::data() {
+  if (!data_) throw StateError("IndexTensor: the tensor is undefined");
+  return data_->data();
+}
+
+const std::vector<int64_t>& IndexTensor::values() const {
+  if (!data_) throw StateError("IndexTensor: the tensor is undefined");
+  return *data_;
+}
+
+int64_t IndexTensor::operator[](int64_t i) const {
+  if (i < 0 || i >= numel())
+    throw IndexError("IndexTensor: flat index " + std::to_string(i) + " is out of range for " +
+                     std::to_string(numel()) + " elements");
+  return (*data_)[i];
+}
+
+int64_t IndexTensor::at(std::initializer_list<int64_t> index) const {
+  if (static_cast<int64_t>(index.size()) != dim())
+    throw IndexError("IndexTensor::at: " + std::to_string(index.size()) +
+                     " indices for a tensor of shape " + shape_str(shape_));
+  int64_t flat = 0, k = 0;
+  for (int64_t i : index) {
+    if (i < 0 || i >= shape_[k])
+      throw IndexError("IndexTensor::at: index " + std::to_string(i) + " is out of range for dim " +
+                       std::to_string(k) + " of shape " + shape_str(shape_));
+    flat = flat * shape_[k++] + i;
+  }
+  return (*data_)[flat];
+}
+
+IndexTensor IndexTensor::reshape(Shape shape) const {
+  IndexTensor out = *this;
+  out.shape_ = infer_shape(std::move(shape), numel(), "IndexTensor::reshape");
+  return out;
+}
+
+IndexTensor IndexTensor::repeat_interleave(int64_t repeats) const {
+  if (repeats < 0) throw ValueError("repeat_interleave: repeats must be >= 0");
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(numel() * repeats));
+  for (int64_t v : values()) out.insert(out.end(), static_cast<size_t>(repeats), v);
+  return IndexTensor(std::move(out));
+}
+
+IndexTensor IndexTensor::clone() const { return IndexTensor(values(), shape_); }
+
+int64_t IndexTensor::min() const {
+  if (numel() == 0) throw ValueError("IndexTensor::min: empty tensor");
+  return *std::min_element(values().begin(), values().end());
+}
+
+int64_t IndexTensor::max() const {
+  if (numel() == 0) throw ValueError("IndexTensor::max: empty tensor");
+  return *std::max_element(values().begin(), values().end());
+}
+
+bool operator==(const IndexTensor& a, const IndexTensor& b) {
+  if (!a.defined() || !b.defined()) return a.defined() == b.defined();
+  return a.shape() == b.shape() && a.values() == b.values();
+}
+
+std::ostream& operator<<(std::ostream& os, const IndexTensor& t) {
+  if (!t.defined()) return os << "IndexTensor(undefined)";
+  os << "IndexTensor([";
+  for (int64_t i = 0; i < t.numel(); ++i) os << (i ? ", " : "") << t.values()[i];
+  return os << "], shape=" << shape_str(t.shape()) << ")";
+}
+
+}  // namespace qkv

@@ -1,0 +1,108 @@
+// Elementwise kernels on plain float arrays: maps over one, two or three operands, with
+// NumPy-style broadcasting expressed as strides (a broadcast dim has stride 0).
+// The output is always contiguous; inputs are read through their strides.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor/kernels/parallel.h"
+
+namespace qkv::kernels {
+
+// Dims and per-operand strides after merging neighbours that are contiguous for every operand:
+// a (32,64,128) tensor with row-major strides becomes one dim of 262144, so the inner loop is long.
+struct Collapsed {
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> strides;  // one vector per operand
+};
+Collapsed collapse_dims(const std::vector<int64_t>& shape,
+                        const std::vector<std::vector<int64_t>>& strides);
+
+// out[i] = f(x[i]) for contiguous x and out (n elements).
+template <class F>
+void unary_map(int64_t n, const float* x, float* out, F f) {
+  parallel_for(n, n, [&](int64_t begin, int64_t end) {
+#pragma omp simd
+    for (int64_t i = begin; i < end; ++i) out[i] = f(x[i]);
+  });
+}
+
+// Calls row(offsets, r) for every row r (the last collapsed dim) with each operand's offset of the
+// row start, in parallel over rows.
+template <size_t N, class F>
+void for_each_row(const Collapsed& c, F&& row) {
+  const int64_t nd = static_cast<int64_t>(c.shape.size());
+  const int64_t len = nd ? c.shape[nd - 1] : 1;
+  int64_t rows = 1;
+  for (int64_t k = 0; k + 1 < nd; ++k) rows *= c.shape[k];
+  parallel_for(rows, rows * len, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t off[N] = {};
+      int64_t rem = r;
+      for (int64_t k = nd - 2; k >= 0; --k) {  // row index → multi-index → offsets
+        const int64_t i = rem % c.shape[k];
+        rem /= c.shape[k];
+        for (size_t o = 0; o < N; ++o) off[o] += i * c.strides[o][k];
+      }
+      row(off, r);
+    }
+  });
+}
+
+// out = f(a, b) over `shape`; a and b are read with strides sa and sb (0 where broadcast).
+template <class F>
+void binary_map(const std::vector<int64_t>& shape, const float* a, const std::vector<int64_t>& sa,
+                const float* b, const std::vector<int64_t>& sb, float* out, F f) {
+  std::vector<int64_t> so(shape.size());
+  for (int64_t k = static_cast<int64_t>(shape.size()) - 1, s = 1; k >= 0; --k) so[k] = s, s *= shape[k];
+  const Collapsed c = collapse_dims(shape, {sa, sb, so});
+  const int64_t nd = static_cast<int64_t>(c.shape.size());
+  const int64_t len = nd ? c.shape[nd - 1] : 1;
+  const int64_t ia = nd ? c.strides[0][nd - 1] : 0, ib = nd ? c.strides[1][nd - 1] : 0;
+  for_each_row<3>(c, [&](const int64_t* off, int64_t) {
+    const float* pa = a + off[0];
+    const float* pb = b + off[1];
+    float* po = out + off[2];
+    // The common stride patterns get their own loops so that the compiler vectorizes them.
+    if (ia == 1 && ib == 1) {
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i) po[i] = f(pa[i], pb[i]);
+    } else if (ia == 1 && ib == 0) {
+      const float vb = pb[0];
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i) po[i] = f(pa[i], vb);
+    } else if (ia == 0 && ib == 1) {
+      const float va = pa[0];
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i) po[i] = f(va, pb[i]);
+    } else {
+      for (int64_t i = 0; i < len; ++i) po[i] = f(pa[i * ia], pb[i * ib]);
+    }
+  });
+}
+
+// out = f(a, b, c) over `shape`, each operand read through its strides.
+template <class F>
+void ternary_map(const std::vector<int64_t>& shape, const float* a, const std::vector<int64_t>& sa,
+                 const float* b, const std::vector<int64_t>& sb, const float* c3,
+                 const std::vector<int64_t>& sc, float* out, F f) {
+  std::vector<int64_t> so(shape.size());
+  for (int64_t k = static_cast<int64_t>(shape.size()) - 1, s = 1; k >= 0; --k) so[k] = s, s *= shape[k];
+  const Collapsed c = collapse_dims(shape, {sa, sb, sc, so});
+  const int64_t nd = static_cast<int64_t>(c.shape.size());
+  const int64_t len = nd ? c.shape[nd - 1] : 1;
+  const int64_t ia = nd ? c.strides[0][nd - 1] : 0, ib = nd ? c.strides[1][nd - 1] : 0,
+                ic = nd ? c.strides[2][nd - 1] : 0;
+  for_each_row<4>(c, [&](const int64_t* off, int64_t) {
+    for (int64_t i = 0; i < len; ++i)
+      out[off[3] + i] = f(a[off[0] + i * ia], b[off[1] + i * ib], c3[off[2] + i * ic]);
+  });
+}
+
+// dst = src elementwise over `shape`, both read/written through strides (src may broadcast).
+void copy_strided(const std::vector<int64_t>& shape, const float* src,
+                  const std::vector<int64_t>& src_strides, float* dst,
+                  const std::vector<int64_t>& dst_strides);
+
+}  // namespace qkv::kernels

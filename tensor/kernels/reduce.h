@@ -1,0 +1,22 @@
+// Reductions along one dim of a contiguous tensor viewed as (outer, n, inner): the dim being
+// reduced has n elements, `outer` is the product of the dims before it, `inner` of those after.
+//   x is (outer, n, inner)   out is (outer, inner)
+// Each output is summed by one thread in a fixed order, so results do not depend on threads.
+#pragma once
+
+#include <cstdint>
+
+namespace qkv::kernels {
+
+// out[o, i] = Σ_k x[o, k, i]
+void sum_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out);
+
+// out[o, i] = max_k x[o, k, i] and index[o, i] its k (the first, on ties). NaN wins: a NaN
+// anywhere makes the result NaN, as in PyTorch. is_max = false gives the minimum.
+void max_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out, int64_t* index,
+             bool is_max);
+
+// Sum of |x|^p over n contiguous elements in double (p = 1, 2, or general), for norms.
+double sum_abs_pow(int64_t n, const float* x, float p);
+
+}  // namespace qkv::kernels

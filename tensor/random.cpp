@@ -1,0 +1,85 @@
+#include "tensor/random.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "tensor/error.h"
+#include "tensor/threads.h"
+
+namespace qkv {
+namespace {
+
+// SplitMix64's finalizer (Steele, Lea & Flood 2014): a bijective mix with good avalanche, applied
+// to key + counter · golden ratio; two rounds keep consecutive counters independent-looking.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t draw(uint64_t seed, uint64_t counter) {
+  return mix64(mix64(seed ^ 0x6A09E667F3BCC909ULL) + counter * 0x9E3779B97F4A7C15ULL);
+}
+
+// 24 random bits → a float in [0, 1) with every value exactly representable.
+float unit_float(uint32_t bits) { return static_cast<float>(bits >> 8) * 0x1.0p-24f; }
+
+constexpr int64_t kParallelThreshold = 1 << 15;
+
+}  // namespace
+
+void Generator::fill_uniform(float* out, int64_t n, float lo, float hi) {
+  const uint64_t seed = state_.seed, base = state_.offset;
+  const float scale = hi - lo;
+#pragma omp parallel for num_threads(get_num_threads()) if (n > kParallelThreshold)
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = lo + scale * unit_float(static_cast<uint32_t>(draw(seed, base + i)));
+  state_.offset += static_cast<uint64_t>(n);
+}
+
+void Generator::fill_normal(float* out, int64_t n, float mean, float std) {
+  // Each counter gives two 32-bit uniforms u1, u2 and, by Box-Muller, two independent normals
+  // sqrt(-2 ln u1)·cos(2π u2) and sqrt(-2 ln u1)·sin(2π u2) for elements 2j and 2j+1.
+  const uint64_t seed = state_.seed, base = state_.offset;
+  const int64_t pairs = (n + 1) / 2;
+#pragma omp parallel for num_threads(get_num_threads()) if (n > kParallelThreshold)
+  for (int64_t j = 0; j < pairs; ++j) {
+    const uint64_t r = draw(seed, base + j);
+    const double u1 = (static_cast<double>(r >> 40) + 1.0) * 0x1.0p-24;  // in (0, 1]: log is finite
+    const double u2 = static_cast<double>(r & 0xFFFFFF) * 0x1.0p-24;
+    const double radius = std::sqrt(-2.0 * std::log(u1));
+    const double angle = 2.0 * std::numbers::pi * u2;
+    out[2 * j] = mean + std * static_cast<float>(radius * std::cos(angle));
+    if (2 * j + 1 < n) out[2 * j + 1] = mean + std * static_cast<float>(radius * std::sin(angle));
+  }
+  state_.offset += static_cast<uint64_t>(pairs);
+}
+
+void Generator::fill_bernoulli(float* out, int64_t n, float p) {
+  const uint64_t seed = state_.seed, base = state_.offset;
+#pragma omp parallel for num_threads(get_num_threads()) if (n > kParallelThreshold)
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = unit_float(static_cast<uint32_t>(draw(seed, base + i))) < p ? 1.0f : 0.0f;
+  state_.offset += static_cast<uint64_t>(n);
+}
+
+uint64_t Generator::next_below(uint64_t n) {
+  if (n == 0) throw ValueError("Generator::next_below: n must be at least 1");
+  // Rejection sampling removes the modulo bias of r % n.
+  const uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  uint64_t r;
+  do r = draw(state_.seed, state_.offset++);
+  while (r >= limit);
+  return r % n;
+}
+
+Generator& default_generator() {
+  static Generator g(0);
+  return g;
+}
+
+void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+
+}  // namespace qkv

@@ -1,0 +1,45 @@
+// Random numbers: a counter-based generator, so that results do not depend on the thread count.
+//
+// Draw number c of a generator with key k is hash(k, c): a pure function of the two. Filling a
+// tensor of n values uses counters offset, offset+1, ..., offset+n-1 and then advances the
+// offset by n, so any thread can compute any element, in any order, and get the same tensor.
+// The state is just (seed, offset), which makes it trivial to save in a checkpoint.
+#pragma once
+
+#include <cstdint>
+
+namespace qkv {
+
+struct GeneratorState {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+
+class Generator {
+ public:
+  explicit Generator(uint64_t seed = 0) : state_{seed, 0} {}
+
+  void manual_seed(uint64_t seed) { state_ = {seed, 0}; }
+  GeneratorState state() const { return state_; }
+  void set_state(GeneratorState s) { state_ = s; }
+
+  // n values uniform in [lo, hi).
+  void fill_uniform(float* out, int64_t n, float lo, float hi);
+  // n values from N(mean, std²), by the Box-Muller transform.
+  void fill_normal(float* out, int64_t n, float mean, float std);
+  // n values that are 1 with probability p and 0 otherwise.
+  void fill_bernoulli(float* out, int64_t n, float p);
+  // One integer uniform in [0, n), for shuffles and sampling (n >= 1).
+  uint64_t next_below(uint64_t n);
+
+ private:
+  GeneratorState state_;
+};
+
+// The generator used when none is given: rand, randn, dropout, parameter initialization.
+Generator& default_generator();
+
+// Reseeds the default generator, like torch.manual_seed.
+void manual_seed(uint64_t seed);
+
+}  // namespace qkv

@@ -1,0 +1,43 @@
+// Storage: the float buffer behind one or more tensors (views share it), 64-byte aligned so that
+// kernels can use aligned SIMD loads on contiguous data.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qkv {
+
+class Storage {
+ public:
+  // `numel` floats, uninitialized: every producer writes all of them.
+  explicit Storage(int64_t numel);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  int64_t numel() const { return numel_; }
+
+  // Bumped by every in-place write, so that autograd can tell that a tensor it saved for backward
+  // was modified afterwards (PyTorch's "version counter").
+  uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
+
+ private:
+  float* data_;
+  int64_t numel_;
+  uint64_t version_ = 0;
+};
+
+// Live allocations of tensor storage, for finding leaks and measuring peak memory.
+struct MemoryStats {
+  int64_t live_storages = 0;  // buffers currently allocated
+  int64_t live_bytes = 0;     // their bytes
+  int64_t peak_bytes = 0;     // the most live_bytes has been since the last reset
+};
+
+MemoryStats memory_stats();
+void reset_peak_memory();
+
+}  // namespace qkv

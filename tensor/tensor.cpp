@@ -1,0 +1,91 @@
+// The data side of Tensor: construction, metadata, element access and printing of values.
+// The graph side (requires_grad, backward, in-place writes) is in autograd/tensor.cpp and the
+// differentiable methods in autograd/ops/.
+#include "tensor/tensor.h"
+
+
+#include "tensor/error.h"
+#include "tensor/kernels/elementwise.h"
+
+namespace qkv {
+
+Tensor Tensor::empty(const Shape& shape) {
+  for (int64_t d : shape)
+    if (d < 0) throw ShapeError("empty: negative size in shape " + shape_str(shape));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(qkv::numel(shape));
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::view_of(std::shared_ptr<Storage> storage, Shape shape, Shape strides,
+                       int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  return Tensor(std::move(impl));
+}
+
+TensorImpl& Tensor::checked() const {
+  if (!impl_) throw StateError("Tensor: use of an undefined tensor");
+  return *impl_;
+}
+
+const Shape& Tensor::shape() const { return checked().shape; }
+const Shape& Tensor::strides() const { return checked().strides; }
+int64_t Tensor::offset() const { return checked().offset; }
+int64_t Tensor::dim() const { return static_cast<int64_t>(checked().shape.size()); }
+int64_t Tensor::size(int64_t d) const { return shape()[normalize_dim(d, dim(), "size")]; }
+int64_t Tensor::numel() const { return qkv::numel(shape()); }
+const std::shared_ptr<Storage>& Tensor::storage() const { return checked().storage; }
+
+bool Tensor::is_contiguous() const {
+  const TensorImpl& t = checked();
+  int64_t expected = 1;
+  for (size_t k = t.shape.size(); k-- > 0;) {
+    if (t.shape[k] != 1 && t.strides[k] != expected) return false;
+    expected *= t.shape[k];
+  }
+  return true;
+}
+
+float* Tensor::data() {
+  TensorImpl& t = checked();
+  return t.storage->data() + t.offset;
+}
+
+const float* Tensor::data() const {
+  const TensorImpl& t = checked();
+  return t.storage->data() + t.offset;
+}
+
+float Tensor::item() const {
+  if (numel() != 1)
+    throw ShapeError("item: expected a tensor with one element, got shape " + shape_str(shape()));
+  return data()[0];
+}
+
+float Tensor::at(std::initializer_list<int64_t> index) const {
+  if (static_cast<int64_t>(index.size()) != dim())
+    throw IndexError("at: " + std::to_string(index.size()) + " indices for a tensor of shape " +
+                     shape_str(shape()));
+  int64_t off = 0, k = 0;
+  for (int64_t i : index) {
+    if (i < 0 || i >= shape()[k])
+      throw IndexError("at: index " + std::to_string(i) + " is out of range for dim " +
+                       std::to_string(k) + " of shape " + shape_str(shape()));
+    off += i * strides()[k++];
+  }
+  return data()[off];
+}
+
+std::vector<float> Tensor::to_vector() const {
+  std::vector<float> out(static_cast<size_t>(numel()));
+  kernels::copy_strided(shape(), data(), strides(), out.data(), contiguous_strides(shape()));
+  return out;
+}
+
+}  // namespace qkv

@@ -1,0 +1,41 @@
+#include "tensor/threads.h"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "tensor/error.h"
+
+namespace qkv {
+namespace {
+
+// Applies QKV_NUM_THREADS the first time anyone asks for the thread count. (Lazily rather than in a
+// static initializer: the linker drops an object file from a static library when nothing refers to
+// it, and its initializer with it.)
+void apply_environment_once() {
+  static const bool applied = [] {
+    if (const char* env = std::getenv("QKV_NUM_THREADS")) {
+      char* end = nullptr;
+      const long n = std::strtol(env, &end, 10);
+      if (end != env && *end == '\0' && n >= 1) omp_set_num_threads(static_cast<int>(n));
+    }
+    return true;
+  }();
+  (void)applied;
+}
+
+}  // namespace
+
+void set_num_threads(int n) {
+  apply_environment_once();
+  if (n < 1) throw ValueError("set_num_threads: expected n >= 1, got " + std::to_string(n));
+  omp_set_num_threads(n);
+}
+
+int get_num_threads() {
+  apply_environment_once();
+  return omp_get_max_threads();
+}
+
+}  // namespace qkv

@@ -1,0 +1,103 @@
+// Runs every entry of the gradcheck registry (tests/gradcheck_registry.h says how to add one).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "autograd/node.h"
+#include "gradcheck_registry.h"
+
+using namespace qkv;
+using namespace qkv::testing;
+
+namespace {
+
+uint64_t seed_of(const std::string& name) { return std::hash<std::string>{}(name) & 0xFFFFFFFF; }
+
+std::vector<Tensor> make_inputs(const GradcheckEntry& e) {
+  Generator gen(seed_of(e.name));
+  std::vector<Tensor> xs;
+  for (const In& in : e.inputs) {
+    Tensor t;
+    switch (in.kind) {
+      case In::Kind::Normal: t = randn(in.shape, false, &gen); break;
+      case In::Kind::Uniform: t = uniform(in.shape, in.lo, in.hi, false, &gen); break;
+      case In::Kind::AwayFromZero: {
+        t = uniform(in.shape, in.lo, in.hi, false, &gen);
+        const Tensor sign = rand(in.shape, false, &gen).lt(0.5f) * 2.0f - 1.0f;
+        t = t * sign;
+        break;
+      }
+      case In::Kind::Fixed: t = tensor(in.values, in.shape); break;
+    }
+    if (in.grad) t.requires_grad_(true);
+    xs.push_back(t);
+  }
+  return xs;
+}
+
+// The same values, stored transposed: strides that are not row-major, reached through the graph.
+Tensor non_contiguous(const Tensor& x) {
+  if (x.dim() < 2) return x;
+  return x.transpose(-1, -2).contiguous().transpose(-1, -2);
+}
+
+void collect_ops(const std::shared_ptr<autograd::Node>& root, std::set<std::string>& ops) {
+  std::vector<autograd::Node*> stack;
+  std::set<autograd::Node*> seen;
+  if (root) stack.push_back(root.get());
+  while (!stack.empty()) {
+    autograd::Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    ops.insert(n->op);
+    for (const auto& e : n->inputs)
+      if (e.node) stack.push_back(e.node.get());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gradcheck registry: every entry passes with contiguous inputs") {
+  REQUIRE(gradcheck_registry().size() > 0);
+  for (const GradcheckEntry& e : gradcheck_registry()) {
+    CAPTURE(e.name);
+    const GradcheckResult r = gradcheck(e.fn, make_inputs(e), e.options);
+    CHECK_MESSAGE(r.ok, e.name << ": " << r.message);
+  }
+}
+
+TEST_CASE("gradcheck registry: every entry passes with non-contiguous inputs") {
+  for (const GradcheckEntry& e : gradcheck_registry()) {
+    CAPTURE(e.name);
+    auto fn = [&e](const Inputs& xs) {
+      Inputs strided;
+      for (const Tensor& x : xs) strided.push_back(non_contiguous(x));
+      return e.fn(strided);
+    };
+    const GradcheckResult r = gradcheck(fn, make_inputs(e), e.options);
+    CHECK_MESSAGE(r.ok, e.name << " (non-contiguous): " << r.message);
+  }
+}
+
+TEST_CASE("gradcheck registry: every op defined in autograd/ops has an entry") {
+  std::set<std::string> reached;
+  for (const GradcheckEntry& e : gradcheck_registry()) collect_ops(e.fn(make_inputs(e)).grad_fn(), reached);
+
+  // An op is defined where a call opens with its name as a string literal: record("mul", ...).
+  const std::regex op_call(R"re(\b\w+\(\s*"([a-z][a-z_0-9]*)"\s*,)re");
+  std::set<std::string> defined;
+  for (const auto& f : std::filesystem::directory_iterator(std::string(QKV_SOURCE_DIR) + "/autograd/ops")) {
+    std::ifstream in(f.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string s = text.str();
+    for (std::sregex_iterator it(s.begin(), s.end(), op_call), end; it != end; ++it) defined.insert((*it)[1]);
+  }
+  REQUIRE(defined.size() > 30);
+  for (const std::string& op : defined) CHECK_MESSAGE(reached.count(op), "no gradcheck entry reaches op '" << op << "'");
+}

@@ -1,0 +1,81 @@
+// The gradcheck registry: one entry per differentiable op or layer, checked by one runner
+// (tests/autograd/test_gradcheck_registry.cpp).
+//
+// HOW TO ADD AN ENTRY — in the test file of your op's family, at namespace scope:
+//
+//   QKV_GRADCHECK("mul broadcast", {In::normal({2, 3}), In::normal({3})},
+//                 [](const Inputs& x) { return x[0] * x[1]; });
+//
+// The first argument names the entry; the list describes each input (shape and how its values are
+// drawn); the lambda computes the op. An optional fourth argument, GradcheckOptions{...}, sets
+// tolerances; In::...().no_grad() marks inputs that are not checked (masks, fixed data).
+// Each entry runs twice: with contiguous inputs, and with every input of 2+ dims made
+// non-contiguous (the same values stored transposed in memory), so strided paths are checked too.
+// The runner also checks that every op defined in autograd/ops is reached by some entry: it finds
+// op names as the string literal that opens a call, `record("mul", ...)` or `pointwise("exp", ...)`
+// (define new ops the same way), and an op that no entry's graph contains fails the suite.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autograd/gradcheck.h"
+#include "tensor/factories.h"
+
+namespace qkv::testing {
+
+using Inputs = std::vector<Tensor>;
+
+// How one input of an entry is made.
+struct In {
+  enum class Kind { Normal, Uniform, AwayFromZero, Fixed };
+  Shape shape;
+  Kind kind = Kind::Normal;
+  float lo = 0.0f, hi = 1.0f;
+  std::vector<float> values;  // Kind::Fixed
+  bool grad = true;
+
+  static In make(Shape s, Kind kind, float lo = 0.0f, float hi = 1.0f, std::vector<float> v = {}) {
+    In in;
+    in.shape = std::move(s), in.kind = kind, in.lo = lo, in.hi = hi, in.values = std::move(v);
+    return in;
+  }
+  static In normal(Shape s) { return make(std::move(s), Kind::Normal); }
+  // Values in [lo, hi): for log, sqrt, division...
+  static In uniform(Shape s, float lo, float hi) { return make(std::move(s), Kind::Uniform, lo, hi); }
+  // |values| in [0.2, 2) with random signs: for ops with a kink at 0 (relu, abs).
+  static In away_from_zero(Shape s) { return make(std::move(s), Kind::AwayFromZero, 0.2f, 2.0f); }
+  static In fixed(Shape s, std::vector<float> v) { return make(std::move(s), Kind::Fixed, 0, 0, std::move(v)); }
+  In no_grad() const {
+    In copy = *this;
+    copy.grad = false;
+    return copy;
+  }
+};
+
+struct GradcheckEntry {
+  std::string name;
+  std::vector<In> inputs;
+  std::function<Tensor(const Inputs&)> fn;
+  GradcheckOptions options;
+};
+
+// The entries, in registration order.
+std::vector<GradcheckEntry>& gradcheck_registry();
+
+struct Registrar {
+  Registrar(std::string name, std::vector<In> inputs, std::function<Tensor(const Inputs&)> fn,
+            GradcheckOptions options = {}) {
+    gradcheck_registry().push_back({std::move(name), std::move(inputs), std::move(fn), options});
+  }
+};
+
+}  // namespace qkv::testing
+
+#define QKV_GRADCHECK_CONCAT2(a, b) a##b
+#define QKV_GRADCHECK_CONCAT(a, b) QKV_GRADCHECK_CONCAT2(a, b)
+#define QKV_GRADCHECK(...)                                                            \
+  static const ::qkv::testing::Registrar QKV_GRADCHECK_CONCAT(qkv_gradcheck_, __LINE__) { \
+    __VA_ARGS__                                                                        \
+  }
