@@ -17,7 +17,6 @@ void softmax_forward(int64_t outer, int64_t n, int64_t inner, const float* x, fl
       float* yr = y + base;
       float m = -std::numeric_limits<float>::infinity();
       for (int64_t k = 0; k < n; ++k) m = std::fmax(m, xr[k * inner]);
-      if (std::isinf(m) && m < 0) m = 0.0f;  // a row of -inf: avoid (-inf) - (-inf) = NaN
       float s = 0.0f;
       for (int64_t k = 0; k < n; ++k) {
         const float e = std::exp(xr[k * inner] - m);

@@ -1,0 +1,199 @@
+// Forward values of the ops, against values worked out by hand (or with the identity named in the
+// test). Gradients are checked by the gradcheck registry; here we check what the ops compute.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "qkv.h"
+
+using namespace qkv;
+using V = std::vector<float>;
+
+namespace {
+
+void check_close(const Tensor& t, const V& expected, float tol = 1e-5f) {
+  const V got = t.to_vector();
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(expected[i]).epsilon(tol));
+}
+
+}  // namespace
+
+TEST_CASE("binary ops broadcast like NumPy") {
+  const Tensor a = tensor({{1, 2, 3}, {4, 5, 6}});
+  CHECK((a + tensor({10, 20, 30})).to_vector() == V{11, 22, 33, 14, 25, 36});
+  CHECK((a - tensor({1, 2}, Shape{2, 1})).to_vector() == V{0, 1, 2, 2, 3, 4});
+  CHECK((a * tensor({2}, Shape{1})).to_vector() == V{2, 4, 6, 8, 10, 12});
+  CHECK((a / 2.0f).to_vector() == V{0.5f, 1, 1.5f, 2, 2.5f, 3});
+  CHECK((10.0f - a).to_vector() == V{9, 8, 7, 6, 5, 4});
+  CHECK((6.0f / a).to_vector() == V{6, 3, 2, 1.5f, 1.2f, 1});
+  // (2,1,3) + (4,1) → (2,4,3)
+  const Tensor b = arange(6.0f).reshape({2, 1, 3}) + arange(4.0f).reshape({4, 1});
+  CHECK(b.shape() == Shape{2, 4, 3});
+  CHECK(b.at({1, 2, 0}) == 5.0f);
+  CHECK_THROWS_WITH_AS(a + tensor({1, 2}), "add: shapes (2,3) and (2) cannot be broadcast: dim 1 has sizes 3 and 2",
+                       ShapeError);
+}
+
+TEST_CASE("unary math ops compute the textbook functions") {
+  const Tensor x = tensor({-2.0f, -0.5f, 0.0f, 0.5f, 2.0f});
+  check_close(x.exp(), {std::exp(-2.0f), std::exp(-0.5f), 1, std::exp(0.5f), std::exp(2.0f)});
+  check_close(x.tanh(), {std::tanh(-2.0f), std::tanh(-0.5f), 0, std::tanh(0.5f), std::tanh(2.0f)});
+  check_close(x.sigmoid(), {1 / (1 + std::exp(2.0f)), 1 / (1 + std::exp(0.5f)), 0.5f, 1 / (1 + std::exp(-0.5f)),
+                            1 / (1 + std::exp(-2.0f))});
+  CHECK(x.relu().to_vector() == V{0, 0, 0, 0.5f, 2});
+  CHECK(x.abs().to_vector() == V{2, 0.5f, 0, 0.5f, 2});
+  CHECK(x.clamp(-1, 1).to_vector() == V{-1, -0.5f, 0, 0.5f, 1});
+  CHECK(x.pow(2.0f).to_vector() == V{4, 0.25f, 0, 0.25f, 4});
+  // GELU(x) = x·Φ(x); Φ(0.5) = 0.691462461, Φ(2) = 0.977249868 (normal table).
+  check_close(x.gelu(), {-2 * (1 - 0.977249868f), -0.5f * (1 - 0.691462461f), 0, 0.5f * 0.691462461f, 2 * 0.977249868f},
+              1e-4f);
+  // The tanh approximation is within 1e-3 of the exact GELU on this range.
+  const V exact = x.gelu().to_vector(), approx = x.gelu(true).to_vector();
+  for (size_t i = 0; i < exact.size(); ++i) CHECK(std::fabs(exact[i] - approx[i]) < 1e-3f);
+  check_close(tensor({4.0f, 0.25f}).sqrt(), {2, 0.5f});
+  check_close(tensor({4.0f, 0.25f}).rsqrt(), {0.5f, 2});
+  check_close(tensor({1.0f, std::exp(1.0f)}).log(), {0, 1});
+  // sigmoid does not overflow for large |x|
+  CHECK(tensor({-100.0f, 100.0f}).sigmoid().to_vector() == V{std::exp(-100.0f) / (1 + std::exp(-100.0f)), 1.0f});
+}
+
+TEST_CASE("maximum minimum where and masked_fill select elementwise") {
+  const Tensor a = tensor({1, 5, 3}), b = tensor({4, 2, 3});
+  CHECK(maximum(a, b).to_vector() == V{4, 5, 3});
+  CHECK(minimum(a, b).to_vector() == V{1, 2, 3});
+  CHECK(where(tensor({1, 0, 1}), a, b).to_vector() == V{1, 2, 3});
+  CHECK(a.masked_fill(tensor({0, 1, 0}), -1e6f).to_vector() == V{1, -1e6f, 3});
+  CHECK(a.gt(b).to_vector() == V{0, 1, 0});
+  CHECK(a.eq(3.0f).to_vector() == V{0, 0, 1});
+  CHECK(a.le(b).to_vector() == V{1, 0, 1});
+  CHECK_THROWS_AS(a.masked_fill(ones({2, 3}), 0.0f), ShapeError);  // the mask may not grow the input
+}
+
+TEST_CASE("reductions over dims with keepdim") {
+  const Tensor x = arange(24.0f).reshape({2, 3, 4});
+  CHECK(x.sum().item() == 276.0f);  // 0 + 1 + ... + 23
+  CHECK(x.sum({1}).shape() == Shape{2, 4});
+  CHECK(x.sum({1}).to_vector() == V{12, 15, 18, 21, 48, 51, 54, 57});
+  CHECK(x.sum({0, 2}, true).shape() == Shape{1, 3, 1});
+  CHECK(x.sum({0, 2}, true).to_vector() == V{60, 92, 124});  // Σ over i,k of 12i + 4j + k
+  CHECK(x.sum({-1, 0}).to_vector() == V{60, 92, 124});
+  CHECK(x.mean({2}).to_vector() == V{1.5f, 5.5f, 9.5f, 13.5f, 17.5f, 21.5f});
+  // var of 0,1,2,3 = (2.25 + 0.25 + 0.25 + 2.25) / 3 (unbiased) = 5/3; biased: 5/4
+  CHECK(tensor({0, 1, 2, 3}).var().item() == doctest::Approx(5.0 / 3));
+  CHECK(tensor({0, 1, 2, 3}).var({}, 0).item() == doctest::Approx(1.25));
+  CHECK(tensor({3, -4}).norm().item() == doctest::Approx(5));
+  CHECK(tensor({3, -4}).norm(1.0f).item() == doctest::Approx(7));
+  CHECK(tensor({3, -4}).norm(INFINITY).item() == doctest::Approx(4));
+  CHECK(tensor({{3, 4}, {6, 8}}).norm(2.0f, {1}, true).to_vector() == V{5, 10});
+  CHECK(zeros({0, 3}).sum({0}).to_vector() == V{0, 0, 0});
+  CHECK_THROWS_AS(x.sum({3}), IndexError);
+  CHECK_THROWS_AS(x.sum({1, -2}), IndexError);
+}
+
+TEST_CASE("max and min give values and first indices and propagate NaN") {
+  const Tensor x = tensor({{1, 7, 7}, {9, -2, 0}});
+  auto [values, index] = x.max(1);
+  CHECK(values.to_vector() == V{7, 9});
+  CHECK(index.values() == std::vector<int64_t>{1, 0});  // the first of the tied 7s
+  auto [mins, argmins] = x.min(0, true);
+  CHECK(mins.shape() == Shape{1, 3});
+  CHECK(mins.to_vector() == V{1, -2, 0});
+  CHECK(argmins.values() == std::vector<int64_t>{0, 1, 1});
+  CHECK(x.max().item() == 9.0f);
+  CHECK(x.argmax(1).values() == std::vector<int64_t>{1, 0});
+  CHECK(x.argmin(-1).values() == std::vector<int64_t>{0, 1});
+  CHECK(std::isnan(tensor({1.0f, NAN, 3.0f}).max().item()));
+  CHECK_THROWS_AS(zeros({2, 0}).max(1), ShapeError);
+}
+
+TEST_CASE("the max gradient goes to the first maximal element only") {
+  Tensor x = tensor({2.0f, 5.0f, 5.0f}, true);
+  x.max().backward();
+  CHECK(x.grad().to_vector() == V{0, 1, 0});
+}
+
+TEST_CASE("matmul covers matrices batches broadcasting and vectors") {
+  const Tensor a = tensor({{1, 2, 3}, {4, 5, 6}});
+  const Tensor b = tensor({{7, 8}, {9, 10}, {11, 12}});
+  CHECK(a.matmul(b).to_vector() == V{58, 64, 139, 154});
+  CHECK(a.matmul(tensor({1, 0, -1})).to_vector() == V{-2, -2});                // (2,3)·(3) → (2)
+  CHECK(tensor({1, 1}).matmul(a).to_vector() == V{5, 7, 9});                   // (2)·(2,3) → (3)
+  CHECK(tensor({1, 2, 3}).matmul(tensor({4, 5, 6})).item() == 32.0f);          // dot → 0-d
+  CHECK(tensor({1, 2, 3}).matmul(tensor({4, 5, 6})).dim() == 0);
+  // Transposed views go through the kernel's transpose flags: (Bᵀ·Aᵀ)ᵀ = A·B.
+  CHECK(b.t().matmul(a.t()).t().to_vector() == V{58, 64, 139, 154});
+  // A batch of 2 against a shared matrix, and broadcast batch dims (2,1) × (3) → (2,3).
+  const Tensor batch = stack({a, a * 2.0f});
+  CHECK(batch.matmul(b).to_vector() == V{58, 64, 139, 154, 116, 128, 278, 308});
+  const Tensor x = randn({2, 1, 4, 5}), y = randn({3, 5, 2});
+  const Tensor z = x.matmul(y);
+  CHECK(z.shape() == Shape{2, 3, 4, 2});
+  const Tensor expected = x.select(0, 1).squeeze(0).matmul(y.select(0, 2));
+  const V got = z.select(0, 1).select(0, 2).to_vector(), want = expected.to_vector();
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]));
+  CHECK(zeros({3, 0}).matmul(zeros({0, 2})).to_vector() == V(6, 0.0f));  // K = 0: a zero matrix
+}
+
+TEST_CASE("matmul names both shapes when they do not fit") {
+  CHECK_THROWS_WITH_AS(zeros({2, 3}).matmul(zeros({4, 5})),
+                       "matmul: shapes (2,3) and (4,5) cannot be multiplied: 3 != 4", ShapeError);
+  CHECK_THROWS_WITH_AS(zeros({2, 3}).matmul(zeros({4})), "matmul: shapes (2,3) and (4) cannot be multiplied: 3 != 4",
+                       ShapeError);
+  CHECK_THROWS_AS(zeros({2, 2, 3}).matmul(zeros({3, 3, 2})), ShapeError);  // batch 2 vs 3
+  CHECK_THROWS_AS(scalar_tensor(1.0f).matmul(zeros({1})), ShapeError);
+}
+
+TEST_CASE("softmax rows sum to one and survive huge logits") {
+  const Tensor x = tensor({{1, 2, 3}, {1000, 1000, 1000}});
+  const Tensor y = x.softmax(-1);
+  // e^0 : e^1 : e^2 normalized = 0.0900306, 0.2447285, 0.6652410
+  check_close(y.select(0, 0), {0.0900306f, 0.2447285f, 0.6652410f});
+  check_close(y.select(0, 1), {1.0f / 3, 1.0f / 3, 1.0f / 3});
+  check_close(x.log_softmax(1).select(0, 0), {std::log(0.0900306f), std::log(0.2447285f), std::log(0.6652410f)});
+  // Along dim 0 of a (2,3): each column normalized.
+  check_close(tensor({{0, 0, 0}, {0, std::log(3.0f), 0}}).softmax(0), {0.5f, 0.25f, 0.5f, 0.5f, 0.75f, 0.5f});
+  // A row that is all -inf has no distribution: NaN, as in PyTorch. (Masked attention avoids it by
+  // masking with -1e6 instead of -inf; see nn::functional::masked_softmax.)
+  CHECK(std::isnan(tensor({-INFINITY, -INFINITY}).softmax(0).to_vector()[0]));
+}
+
+TEST_CASE("indexing and joining ops pick and place the right elements") {
+  const Tensor x = arange(12.0f).reshape({3, 4});
+  CHECK(x.index_select(0, IndexTensor{2, 0}).to_vector() == V{8, 9, 10, 11, 0, 1, 2, 3});
+  CHECK(x.index_select(1, IndexTensor{3, 3}).to_vector() == V{3, 3, 7, 7, 11, 11});
+  CHECK(x.gather(1, IndexTensor({0, 3, 2, 2, 1, 0}, {3, 2})).to_vector() == V{0, 3, 6, 6, 9, 8});
+  CHECK(x.gather(0, IndexTensor({2, 1, 0, 0}, {1, 4})).to_vector() == V{8, 5, 2, 3});
+  CHECK_THROWS_WITH_AS(x.index_select(0, IndexTensor{3}), "index_select: index 3 is out of range for dim 0 of size 3",
+                       IndexError);
+  CHECK_THROWS_AS(x.gather(1, IndexTensor({-1}, {1, 1})), IndexError);
+
+  const Tensor a = tensor({{1, 2}}), b = tensor({{3, 4}, {5, 6}});
+  CHECK(cat({a, b}).to_vector() == V{1, 2, 3, 4, 5, 6});
+  CHECK(cat({b, b}, 1).to_vector() == V{3, 4, 3, 4, 5, 6, 5, 6});
+  CHECK(stack({tensor({1, 2}), tensor({3, 4})}, 1).to_vector() == V{1, 3, 2, 4});
+  CHECK_THROWS_WITH_AS(cat({a, b}, 1), doctest::Contains("tensor 1 has shape (2,2)"), ShapeError);
+  CHECK_THROWS_AS(stack({a, b}), ShapeError);
+
+  const auto parts = split(arange(5.0f), 2);
+  REQUIRE(parts.size() == 3);
+  CHECK(parts[2].to_vector() == V{4});
+  const auto pieces = split(arange(5.0f), std::vector<int64_t>{1, 4});
+  CHECK(pieces[1].to_vector() == V{1, 2, 3, 4});
+  CHECK(chunk(arange(6.0f), 4).size() == 3);  // like torch.chunk: pieces of ceil(6/4) = 2
+  CHECK_THROWS_AS(split(arange(5.0f), std::vector<int64_t>{1, 2}), ShapeError);
+}
+
+TEST_CASE("common mistakes name the op and the shapes") {
+  const Tensor x = zeros({2, 3});
+  CHECK_THROWS_WITH_AS(x.permute({0}), "permute: got 1 dims for a tensor of shape (2,3)", ShapeError);
+  CHECK_THROWS_WITH_AS(x.reshape({4, 2}), "reshape: shape (4,2) is invalid for 6 elements", ShapeError);
+  CHECK_THROWS_WITH_AS(x.squeeze(0), "squeeze: dim 0 of shape (2,3) has size 2, not 1", ShapeError);
+  CHECK_THROWS_WITH_AS(x.transpose(0, 2), "transpose: dim 2 is out of range for a 2-d tensor (expected -2 <= dim < 2)",
+                       IndexError);
+  CHECK_THROWS_WITH_AS(x.expand({4, 3}),
+                       "expand: cannot expand shape (2,3) to (4,3): dim 0 has size 2, which is not 1", ShapeError);
+  CHECK_THROWS_AS(x.narrow(1, 2, 2), IndexError);
+  CHECK_THROWS_AS(x.select(0, 2), IndexError);
+  CHECK_THROWS_AS(x.slice(0, 0, 2, 0), ValueError);
+}

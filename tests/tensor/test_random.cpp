@@ -1,0 +1,71 @@
+// The counter-based generator: reproducible, independent of threads, and with the right moments.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+
+#include "qkv.h"
+
+using namespace qkv;
+
+TEST_CASE("manual_seed makes rand and randn reproducible") {
+  manual_seed(42);
+  const std::vector<float> a = randn({100}).to_vector(), u = rand({10}).to_vector();
+  manual_seed(42);
+  CHECK(randn({100}).to_vector() == a);
+  CHECK(rand({10}).to_vector() == u);
+  manual_seed(43);
+  CHECK(randn({100}).to_vector() != a);
+}
+
+TEST_CASE("generator state can be saved and restored") {
+  Generator g(7);
+  randn({5}, false, &g);
+  const GeneratorState s = g.state();
+  const std::vector<float> next = randn({8}, false, &g).to_vector();
+  g.set_state(s);
+  CHECK(randn({8}, false, &g).to_vector() == next);
+}
+
+TEST_CASE("one draw of n values equals the same n values drawn in pieces") {
+  // Element i depends only on (seed, offset + i): how the work is split cannot change it.
+  Generator whole(3), pieces(3);
+  const std::vector<float> all = rand({1000}, false, &whole).to_vector();
+  std::vector<float> parts = rand({300}, false, &pieces).to_vector();
+  const std::vector<float> rest = rand({700}, false, &pieces).to_vector();
+  parts.insert(parts.end(), rest.begin(), rest.end());
+  CHECK(parts == all);
+}
+
+TEST_CASE("random values have the expected distributions") {
+  Generator g(11);
+  const int n = 200000;
+  const std::vector<float> u = rand({n}, false, &g).to_vector();
+  const std::vector<float> z = randn({n}, false, &g).to_vector();
+  double su = 0, sz = 0, szz = 0;
+  float lo = 1, hi = 0;
+  for (int i = 0; i < n; ++i) {
+    su += u[i], sz += z[i], szz += z[i] * z[i];
+    lo = std::min(lo, u[i]), hi = std::max(hi, u[i]);
+  }
+  // Means within ~5 standard errors: 1/sqrt(12n) ≈ 6.5e-4 and 1/sqrt(n) ≈ 2.2e-3.
+  CHECK(std::fabs(su / n - 0.5) < 3.5e-3);
+  CHECK(std::fabs(sz / n) < 1.2e-2);
+  CHECK(std::fabs(szz / n - 1.0) < 1.5e-2);
+  CHECK(lo >= 0.0f);
+  CHECK(hi < 1.0f);
+  const std::vector<float> b = normal({4}, 5.0f, 0.0f).to_vector();
+  CHECK(b == std::vector<float>(4, 5.0f));
+}
+
+TEST_CASE("randint and randperm stay in range") {
+  Generator g(5);
+  const IndexTensor r = randint(3, 7, {1000}, &g);
+  CHECK(r.min() == 3);
+  CHECK(r.max() == 6);
+  const IndexTensor p = randperm(50, &g);
+  std::set<int64_t> seen(p.values().begin(), p.values().end());
+  CHECK(seen.size() == 50);
+  CHECK(*seen.rbegin() == 49);
+  CHECK_THROWS_AS(randint(2, 2, {1}), ValueError);
+}
