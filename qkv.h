@@ -9,3 +9,12 @@
 #include "tensor/random.h"
 #include "tensor/tensor.h"
 #include "tensor/threads.h"
+
+#include "nn/activation.h"
+#include "nn/container.h"
+#include "nn/dropout.h"
+#include "nn/functional.h"
+#include "nn/init.h"
+#include "nn/layer_norm.h"
+#include "nn/linear.h"
+#include "nn/module.h"

@@ -1,0 +1,4 @@
+// qkv::nn::functional: the stateless forms of layers and the losses.
+#pragma once
+
+#include "nn/functional/basic.h"

@@ -1,0 +1,37 @@
+#include "nn/functional/basic.h"
+
+#include <string>
+
+#include "tensor/error.h"
+#include "tensor/factories.h"
+
+namespace qkv::nn::functional {
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (x.dim() == 0 || x.size(-1) != weight.size(1))
+    throw ShapeError("linear: input of shape " + shape_str(x.shape()) + " does not fit weight of shape " +
+                     shape_str(weight.shape()) + ": expected the last dim to be " + std::to_string(weight.size(1)));
+  // weight.t() is a transposed view: the matmul reads it with a transpose flag, without a copy.
+  Tensor y = x.matmul(weight.t());
+  return bias.defined() ? y + bias : y;
+}
+
+Tensor dropout(const Tensor& x, float p, bool training, Generator* gen) {
+  if (!(p >= 0.0f && p < 1.0f)) throw ValueError("dropout: p must be in [0, 1), got " + std::to_string(p));
+  if (!training || p == 0.0f) return x;
+  Tensor mask = Tensor::empty(x.shape());
+  (gen ? *gen : default_generator()).fill_bernoulli(mask.data(), mask.numel(), 1.0f - p);
+  return x * (mask * (1.0f / (1.0f - p)));
+}
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
+  const Tensor mean = x.mean({-1}, true);
+  const Tensor centered = x - mean;
+  const Tensor var = (centered * centered).mean({-1}, true);
+  Tensor y = centered * (var + eps).rsqrt();
+  if (weight.defined()) y = y * weight;
+  if (bias.defined()) y = y + bias;
+  return y;
+}
+
+}  // namespace qkv::nn::functional

@@ -1,0 +1,182 @@
+#include "nn/module.h"
+
+#include <functional>
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "tensor/error.h"
+
+namespace qkv::nn {
+namespace {
+
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+// 1234567 → "1,234,567"
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+void Module::check_new_name(const std::string& name) const {
+  if (name.empty() || name.find('.') != std::string::npos)
+    throw ValueError(type_name_ + ": invalid name '" + name + "' (must be non-empty, without '.')");
+  auto taken = [&name](const auto& list, auto key) {
+    for (const auto& item : list)
+      if (key(item) == name) return true;
+    return false;
+  };
+  if (taken(parameters_, [](const auto& p) { return p.first; }) ||
+      taken(buffers_, [](const Buffer& b) { return b.name; }) ||
+      taken(children_, [](const auto& c) { return c.first; }))
+    throw ValueError(type_name_ + ": the name '" + name + "' is already registered");
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor param) {
+  check_new_name(name);
+  if (!param.defined()) throw ValueError(type_name_ + ": parameter '" + name + "' is undefined");
+  if (!param.is_leaf()) param = param.detach();
+  param.requires_grad_(true);
+  parameters_.emplace_back(name, param);
+  return param;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor buffer, bool persistent) {
+  check_new_name(name);
+  buffers_.push_back({name, buffer.detach(), persistent});
+  return buffers_.back().tensor;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  check_new_name(name);
+  if (!module) throw ValueError(type_name_ + ": child module '" + name + "' is null");
+  children_.emplace_back(name, std::move(module));
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  std::function<void(const Module&, const std::string&)> visit = [&](const Module& m, const std::string& prefix) {
+    for (const auto& [name, p] : m.parameters_) out.emplace_back(join(prefix, name), p);
+    if (recurse)
+      for (const auto& [name, child] : m.children_) visit(*child, join(prefix, name));
+  };
+  visit(*this, "");
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [name, p] : named_parameters(recurse)) out.push_back(p);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  std::function<void(const Module&, const std::string&)> visit = [&](const Module& m, const std::string& prefix) {
+    for (const Buffer& b : m.buffers_) out.emplace_back(join(prefix, b.name), b.tensor);
+    if (recurse)
+      for (const auto& [name, child] : m.children_) visit(*child, join(prefix, name));
+  };
+  visit(*this, "");
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [name, b] : named_buffers(recurse)) out.push_back(b);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (const auto& [name, child] : children_) out.push_back(child);
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const Tensor& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (const auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad(bool set_to_none) {
+  for (Tensor& p : parameters()) p.zero_grad(set_to_none);
+}
+
+StateDict Module::state_dict() const {
+  StateDict state;
+  for (auto& [name, p] : named_parameters()) state[name] = p;
+  std::function<void(const Module&, const std::string&)> visit = [&](const Module& m, const std::string& prefix) {
+    for (const Buffer& b : m.buffers_)
+      if (b.persistent) state[join(prefix, b.name)] = b.tensor;
+    for (const auto& [name, child] : m.children_) visit(*child, join(prefix, name));
+  };
+  visit(*this, "");
+  return state;
+}
+
+void Module::load_state_dict(const StateDict& state, bool strict) {
+  const StateDict own = state_dict();
+  std::vector<std::string> missing, unexpected, mismatched;
+  for (const auto& [name, t] : own) {
+    auto it = state.find(name);
+    if (it == state.end())
+      missing.push_back(name);
+    else if (!it->second.defined() || it->second.shape() != t.shape())
+      mismatched.push_back(name + " (expected " + shape_str(t.shape()) + ", got " +
+                           (it->second.defined() ? shape_str(it->second.shape()) : "undefined") + ")");
+  }
+  for (const auto& [name, t] : state)
+    if (!own.count(name)) unexpected.push_back(name);
+
+  std::string problems;
+  auto report = [&problems](const char* what, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    problems += std::string("\n  ") + what + ":";
+    for (const std::string& n : names) problems += " " + n + ";";
+  };
+  if (strict) {
+    report("missing keys", missing);
+    report("unexpected keys", unexpected);
+  }
+  report("shape mismatches", mismatched);
+  if (!problems.empty())
+    throw ShapeError("load_state_dict: cannot load into " + type_name_ + " (nothing was changed):" + problems);
+
+  NoGradGuard no_grad;
+  for (auto& [name, t] : own) {
+    auto it = state.find(name);
+    if (it != state.end() && !it->second.is_same(t)) Tensor(t).copy_(it->second);
+  }
+}
+
+void Module::summarize(std::string& out, const std::string& name, int depth) const {
+  std::ostringstream line;
+  line << std::string(static_cast<size_t>(depth) * 2, ' ');
+  if (!name.empty()) line << name << ": ";
+  line << type_name_ << "(" << extra_repr() << ")";
+  const int64_t count = num_parameters();
+  if (count) line << "  " << with_commas(count) << " parameters";
+  out += line.str() + "\n";
+  for (const auto& [child_name, child] : children_) child->summarize(out, child_name, depth + 1);
+}
+
+std::string Module::summary() const {
+  std::string out;
+  summarize(out, "", 0);
+  return out;
+}
+
+}  // namespace qkv::nn

@@ -1,0 +1,110 @@
+// Module: the base of every layer and model.
+//
+// A module owns named parameters (tensors that train), buffers (tensors that don't: a positional
+// table, running statistics) and child modules. Registering them by name is what makes
+// named_parameters() yield dotted paths like "blocks.0.attention.W_q.weight" that line up with
+// checkpoints, and what lets train()/eval(), zero_grad() and state_dict() reach the whole tree.
+//
+// Writing a layer (docs/new_layer.md walks through one):
+//
+//   class Scale : public qkv::nn::Module {
+//    public:
+//     explicit Scale(int64_t d) : Module("Scale") {
+//       gamma = register_parameter("gamma", qkv::ones({d}, true));
+//     }
+//     qkv::Tensor forward(const qkv::Tensor& x) const { return x * gamma; }
+//     qkv::Tensor gamma;
+//   };
+//
+// Members hold the same tensors (Tensors are handles) and the same child modules (shared_ptr)
+// that the registry holds, so forward() reads them directly. There is no virtual forward: layers
+// take different arguments (attention takes queries, keys, values and valid lengths). Sequential
+// wraps modules whose forward maps one tensor to one tensor.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace qkv::nn {
+
+// Parameters and persistent buffers by dotted name. Sorted by name (like a safetensors header).
+using StateDict = std::map<std::string, Tensor>;
+
+class Module {
+ public:
+  explicit Module(std::string type_name) : type_name_(std::move(type_name)) {}
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // ---- the tree ----------------------------------------------------------------------------
+  // Parameters of this module and, if recurse, of all its descendants, in registration order.
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const {
+    return children_;
+  }
+  int64_t num_parameters() const;  // total elements of all parameters
+
+  // ---- modes and gradients ------------------------------------------------------------------
+  // Training mode (dropout active) or evaluation mode, for this module and all descendants.
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  void zero_grad(bool set_to_none = true);
+
+  // ---- state --------------------------------------------------------------------------------
+  // Parameters and persistent buffers by dotted name. The tensors are the module's own (not
+  // copies): save them, or pass a state dict of the same names to load_state_dict.
+  StateDict state_dict() const;
+  // Copies values into this module's tensors. Every problem is found before anything is written
+  // and reported in one Error: with strict, missing and unexpected keys; always, shape mismatches.
+  // So a failed load leaves the module exactly as it was.
+  void load_state_dict(const StateDict& state, bool strict = true);
+
+  // A tree of the modules with their parameter counts, like printing a PyTorch model.
+  std::string summary() const;
+  const std::string& type_name() const { return type_name_; }
+  // One line describing this module's configuration, e.g. "in=64, out=32, bias=true".
+  virtual std::string extra_repr() const { return ""; }
+
+ protected:
+  // Registration returns its argument, so a member can be set in the same line:
+  //   weight = register_parameter("weight", qkv::empty({out, in}));
+  // A parameter is made a leaf that requires grad.
+  Tensor register_parameter(const std::string& name, Tensor param);
+  // A buffer is state without gradient; non-persistent buffers are left out of state_dict.
+  Tensor register_buffer(const std::string& name, Tensor buffer, bool persistent = true);
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    add_child(name, module);
+    return module;
+  }
+
+ private:
+  void add_child(const std::string& name, std::shared_ptr<Module> module);
+  void check_new_name(const std::string& name) const;
+  void summarize(std::string& out, const std::string& name, int depth) const;
+
+  std::string type_name_;
+  bool training_ = true;
+  std::vector<std::pair<std::string, Tensor>> parameters_;
+  struct Buffer {
+    std::string name;
+    Tensor tensor;
+    bool persistent;
+  };
+  std::vector<Buffer> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+};
+
+}  // namespace qkv::nn
