@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "tensor/error.h"
 #include "tensor/factories.h"
 
 namespace qkv {
@@ -21,16 +22,36 @@ double project(const Tensor& y, const std::vector<float>& r) {
 
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options) {
-  GradcheckResult result;
   // Work on private copies: leaves of their own, so the caller's tensors are left untouched.
-  std::vector<Tensor> xs;
+  std::vector<Tensor> xs, checked;
   for (const Tensor& in : inputs) {
     Tensor copy = in.detach().clone();
-    if (in.requires_grad()) copy.requires_grad_(true);
+    if (in.requires_grad()) {
+      copy.requires_grad_(true);
+      checked.push_back(copy);
+    }
     xs.push_back(copy);
   }
+  GradcheckResult r = gradcheck_tensors([&] { return fn(xs); }, checked, options);
+  // Report positions among all inputs, not among the checked ones.
+  if (r.worst_input >= 0)
+    for (size_t k = 0, seen = 0; k < inputs.size(); ++k)
+      if (inputs[k].requires_grad() && static_cast<int64_t>(seen++) == r.worst_input) {
+        r.worst_input = static_cast<int64_t>(k);
+        break;
+      }
+  return r;
+}
 
-  const Tensor y = fn(xs);
+GradcheckResult gradcheck_tensors(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
+                                  const GradcheckOptions& options) {
+  GradcheckResult result;
+  for (const Tensor& t : tensors)
+    if (!t.is_leaf() || !t.requires_grad() || !t.is_contiguous())
+      throw ValueError("gradcheck: every checked tensor must be a contiguous leaf that requires grad");
+  for (Tensor t : tensors) t.zero_grad();
+
+  const Tensor y = fn();
   Generator gen(options.seed);
   const Tensor r = uniform(y.shape(), -1.0f, 1.0f, false, &gen);
   const std::vector<float> rv = r.to_vector();
@@ -43,21 +64,21 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
 
   std::ostringstream fail;
   double worst_excess = -1.0;
-  for (size_t k = 0; k < xs.size(); ++k) {
-    if (!xs[k].requires_grad()) continue;
-    const Tensor analytic = xs[k].grad();
-    std::vector<float> a = analytic.defined() ? analytic.to_vector()
-                                              : std::vector<float>(static_cast<size_t>(xs[k].numel()), 0.0f);
-    // Perturb element by element; the tensor is contiguous, so flat index i is data()[i].
-    Tensor x = xs[k].detach();
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const Tensor analytic = tensors[k].grad();
+    const std::vector<float> a = analytic.defined()
+                                     ? analytic.to_vector()
+                                     : std::vector<float>(static_cast<size_t>(tensors[k].numel()), 0.0f);
+    // Perturb element by element: the tensor is contiguous, so flat index i is data()[i].
+    Tensor x = tensors[k].detach();
     double max_numeric = 0.0, max_analytic = 0.0;
     for (int64_t i = 0; i < x.numel(); ++i) {
       NoGradGuard no_grad;
       const float saved = x.data()[i];
       x.data()[i] = saved + options.eps;
-      const double plus = project(fn(xs), rv);
+      const double plus = project(fn(), rv);
       x.data()[i] = saved - options.eps;
-      const double minus = project(fn(xs), rv);
+      const double minus = project(fn(), rv);
       x.data()[i] = saved;
       const double numeric = (plus - minus) / (2.0 * options.eps);
       const double err = std::fabs(a[i] - numeric);
@@ -76,16 +97,16 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
     }
     if (max_analytic == 0.0 && max_numeric > options.atol) {
       result.ok = false;
-      fail << "input " << k << " of shape " << shape_str(x.shape())
-           << ": the analytic gradient is " << (analytic.defined() ? "identically zero" : "missing")
-           << " but the numeric one reaches " << max_numeric << "; ";
+      fail << "input " << k << " of shape " << shape_str(x.shape()) << ": the analytic gradient is "
+           << (analytic.defined() ? "identically zero" : "missing") << " but the numeric one reaches "
+           << max_numeric << "; ";
     }
   }
   if (worst_excess > 1.0) {
     result.ok = false;
-    fail << "worst element: input " << result.worst_input << " index " << result.worst_index
-         << ": analytic " << result.analytic << " vs numeric " << result.numeric << " (error "
-         << result.error << ", allowed " << options.atol << " + " << options.rtol << "·|numeric|)";
+    fail << "worst element: input " << result.worst_input << " index " << result.worst_index << ": analytic "
+         << result.analytic << " vs numeric " << result.numeric << " (error " << result.error << ", allowed "
+         << options.atol << " + " << options.rtol << "·|numeric|)";
   }
   result.message = fail.str();
   return result;

@@ -39,4 +39,10 @@ using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options = {});
 
+// The same check for a function that reads its tensors directly, such as a module's forward
+// reading its parameters: each of `tensors` (contiguous leaves that require grad) is perturbed in
+// place and restored; their .grad() is overwritten.
+GradcheckResult gradcheck_tensors(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
+                                  const GradcheckOptions& options = {});
+
 }  // namespace qkv

@@ -7,7 +7,16 @@
 //                 [](const Inputs& x) { return x[0] * x[1]; });
 //
 // The first argument names the entry; the list describes each input (shape and how its values are
-// drawn); the lambda computes the op. An optional fourth argument, GradcheckOptions{...}, sets
+// drawn); the lambda computes the op. A layer is checked with respect to its inputs AND its
+// parameters with QKV_GRADCHECK_MODULE, which takes a factory and a forward:
+//
+//   QKV_GRADCHECK_MODULE("Linear", {In::normal({2, 3})},
+//                        [] { return std::make_shared<nn::Linear>(3, 4); },
+//                        [](nn::Linear& m, const Inputs& x) { return m.forward(x[0]); });
+//
+// The module is made after seeding the default generator from the entry's name, so its initial
+// parameters are reproducible. Forward must be deterministic: give dropout a generator that is
+// reset on every call, or check the module in eval(). An optional fourth argument, GradcheckOptions{...}, sets
 // tolerances; In::...().no_grad() marks inputs that are not checked (masks, fixed data).
 // Each entry runs twice: with contiguous inputs, and with every input of 2+ dims made
 // non-contiguous (the same values stored transposed in memory), so strided paths are checked too.
@@ -17,10 +26,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "autograd/gradcheck.h"
+#include "nn/module.h"
 #include "tensor/factories.h"
 
 namespace qkv::testing {
@@ -54,10 +65,17 @@ struct In {
   }
 };
 
+// A module under check and its forward bound to it.
+struct ModuleCheck {
+  std::shared_ptr<nn::Module> module;
+  std::function<Tensor(const Inputs&)> fn;
+};
+
 struct GradcheckEntry {
   std::string name;
   std::vector<In> inputs;
-  std::function<Tensor(const Inputs&)> fn;
+  std::function<Tensor(const Inputs&)> fn;    // an op entry, or
+  std::function<ModuleCheck()> make_module;  // a module entry
   GradcheckOptions options;
 };
 
@@ -67,7 +85,19 @@ std::vector<GradcheckEntry>& gradcheck_registry();
 struct Registrar {
   Registrar(std::string name, std::vector<In> inputs, std::function<Tensor(const Inputs&)> fn,
             GradcheckOptions options = {}) {
-    gradcheck_registry().push_back({std::move(name), std::move(inputs), std::move(fn), options});
+    gradcheck_registry().push_back({std::move(name), std::move(inputs), std::move(fn), nullptr, options});
+  }
+};
+
+struct ModuleRegistrar {
+  template <class Make, class Forward>
+  ModuleRegistrar(std::string name, std::vector<In> inputs, Make make, Forward forward, GradcheckOptions options = {}) {
+    GradcheckEntry e{std::move(name), std::move(inputs), nullptr, nullptr, options};
+    e.make_module = [make, forward]() -> ModuleCheck {
+      auto m = make();
+      return {m, [m, forward](const Inputs& x) { return forward(*m, x); }};
+    };
+    gradcheck_registry().push_back(std::move(e));
   }
 };
 
@@ -75,6 +105,10 @@ struct Registrar {
 
 #define QKV_GRADCHECK_CONCAT2(a, b) a##b
 #define QKV_GRADCHECK_CONCAT(a, b) QKV_GRADCHECK_CONCAT2(a, b)
+#define QKV_GRADCHECK_MODULE(...)                                                          \
+  static const ::qkv::testing::ModuleRegistrar QKV_GRADCHECK_CONCAT(qkv_gradcheck_, __LINE__) { \
+    __VA_ARGS__                                                                               \
+  }
 #define QKV_GRADCHECK(...)                                                            \
   static const ::qkv::testing::Registrar QKV_GRADCHECK_CONCAT(qkv_gradcheck_, __LINE__) { \
     __VA_ARGS__                                                                        \

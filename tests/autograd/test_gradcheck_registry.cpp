@@ -74,13 +74,41 @@ std::vector<std::string> op_names_in(const std::string& s) {
   return names;
 }
 
+// Checks one entry: an op with respect to its inputs, a module with respect to its inputs and its
+// parameters. With `strided`, inputs reach the op through non-contiguous views.
+GradcheckResult check_entry(const GradcheckEntry& e, bool strided) {
+  auto with_layout = [strided](const std::function<Tensor(const Inputs&)>& fn) {
+    return [strided, fn](const Inputs& xs) {
+      if (!strided) return fn(xs);
+      Inputs views;
+      for (const Tensor& x : xs) views.push_back(non_contiguous(x));
+      return fn(views);
+    };
+  };
+  if (e.fn) return gradcheck(with_layout(e.fn), make_inputs(e), e.options);
+  manual_seed(seed_of(e.name));
+  const ModuleCheck mc = e.make_module();
+  const Inputs xs = make_inputs(e);
+  std::vector<Tensor> checked;
+  for (const Tensor& x : xs)
+    if (x.requires_grad()) checked.push_back(x);
+  for (const Tensor& p : mc.module->parameters()) checked.push_back(p);
+  const auto fn = with_layout(mc.fn);
+  return gradcheck_tensors([&] { return fn(xs); }, checked, e.options);
+}
+
+Tensor run_entry(const GradcheckEntry& e) {
+  if (e.fn) return e.fn(make_inputs(e));
+  return e.make_module().fn(make_inputs(e));
+}
+
 }  // namespace
 
 TEST_CASE("gradcheck registry: every entry passes with contiguous inputs") {
   REQUIRE(gradcheck_registry().size() > 0);
   for (const GradcheckEntry& e : gradcheck_registry()) {
     CAPTURE(e.name);
-    const GradcheckResult r = gradcheck(e.fn, make_inputs(e), e.options);
+    const GradcheckResult r = check_entry(e, false);
     CHECK_MESSAGE(r.ok, e.name << ": " << r.message);
   }
 }
@@ -88,19 +116,14 @@ TEST_CASE("gradcheck registry: every entry passes with contiguous inputs") {
 TEST_CASE("gradcheck registry: every entry passes with non-contiguous inputs") {
   for (const GradcheckEntry& e : gradcheck_registry()) {
     CAPTURE(e.name);
-    auto fn = [&e](const Inputs& xs) {
-      Inputs strided;
-      for (const Tensor& x : xs) strided.push_back(non_contiguous(x));
-      return e.fn(strided);
-    };
-    const GradcheckResult r = gradcheck(fn, make_inputs(e), e.options);
+    const GradcheckResult r = check_entry(e, true);
     CHECK_MESSAGE(r.ok, e.name << " (non-contiguous): " << r.message);
   }
 }
 
 TEST_CASE("gradcheck registry: every op defined in autograd/ops has an entry") {
   std::set<std::string> reached;
-  for (const GradcheckEntry& e : gradcheck_registry()) collect_ops(e.fn(make_inputs(e)).grad_fn(), reached);
+  for (const GradcheckEntry& e : gradcheck_registry()) collect_ops(run_entry(e).grad_fn(), reached);
 
   std::set<std::string> defined;
   for (const auto& f : std::filesystem::directory_iterator(std::string(QKV_SOURCE_DIR) + "/autograd/ops")) {

@@ -1,0 +1,20 @@
+// Gradcheck entries for the layers of nn/ (see tests/gradcheck_registry.h), with respect to their
+// inputs and their parameters.
+#include "gradcheck_registry.h"
+#include "qkv.h"
+
+using namespace qkv;
+using namespace qkv::testing;
+
+QKV_GRADCHECK_MODULE("Linear", {In::normal({2, 3, 4})}, [] { return std::make_shared<nn::Linear>(4, 5); },
+                     [](nn::Linear& m, const Inputs& x) { return m.forward(x[0]); });
+QKV_GRADCHECK_MODULE("Linear without bias", {In::normal({3, 4})},
+                     [] { return std::make_shared<nn::Linear>(4, 2, false); },
+                     [](nn::Linear& m, const Inputs& x) { return m.forward(x[0]); });
+QKV_GRADCHECK_MODULE("LayerNorm", {In::normal({2, 3, 5})}, [] { return std::make_shared<nn::LayerNorm>(5); },
+                     [](nn::LayerNorm& m, const Inputs& x) { return m.forward(x[0]); });
+QKV_GRADCHECK_MODULE("Dropout with a fixed mask", {In::normal({4, 5})}, [] { return std::make_shared<nn::Dropout>(0.3f); },
+                     [](nn::Dropout& m, const Inputs& x) {
+                       Generator g(7);  // the same mask on every call
+                       return nn::functional::dropout(x[0], m.p, true, &g);
+                     });
