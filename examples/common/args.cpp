@@ -1,0 +1,93 @@
+#include "examples/common/args.h"
+
+#include <cstdlib>
+
+#include "tensor/error.h"
+
+namespace qkv::examples {
+namespace {
+
+bool is_flag(const Args::Option& o) { return o.fallback == "false" || o.fallback == "true"; }
+
+double parse_number(const std::string& s, const std::string& name) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0') throw ValueError("option --" + name + " expects a number, got '" + s + "'");
+  return v;
+}
+
+}  // namespace
+
+Args::Args(int argc, char** argv, std::vector<Option> spec, std::string usage)
+    : spec_(std::move(spec)), usage_(std::move(usage)) {
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      help_ = true;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) {
+      positional_.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2), value;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const Option& o = option(name);
+    if (is_flag(o)) {
+      values_[name] = value.empty() ? "true" : value;
+    } else if (!value.empty()) {
+      values_[name] = value;
+    } else {
+      if (i + 1 >= argc) throw ValueError("option --" + name + " needs a value (" + o.help + ")");
+      values_[name] = argv[++i];
+    }
+  }
+}
+
+const Args::Option& Args::option(const std::string& name) const {
+  for (const Option& o : spec_)
+    if (o.name == name) return o;
+  throw ValueError("unknown option --" + name + "\n" + help());
+}
+
+std::string Args::str(const std::string& name) const {
+  auto it = values_.find(name);
+  return it != values_.end() ? it->second : option(name).fallback;
+}
+
+int64_t Args::integer(const std::string& name) const {
+  const std::string s = str(name);
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0') throw ValueError("option --" + name + " expects an integer, got '" + s + "'");
+  return v;
+}
+
+double Args::number(const std::string& name) const { return parse_number(str(name), name); }
+
+bool Args::flag(const std::string& name) const {
+  const std::string s = str(name);
+  if (s == "true" || s == "1") return true;
+  if (s == "false" || s == "0") return false;
+  throw ValueError("option --" + name + " expects true or false, got '" + s + "'");
+}
+
+bool Args::given(const std::string& name) const {
+  option(name);
+  return values_.count(name) > 0;
+}
+
+std::string Args::help() const {
+  std::string out = usage_ + "\n\noptions:\n";
+  for (const Option& o : spec_) {
+    std::string left = "  --" + o.name + (is_flag(o) ? "" : " VALUE");
+    if (left.size() < 26) left += std::string(26 - left.size(), ' ');
+    out += left + " " + o.help + (is_flag(o) || o.fallback.empty() ? "" : " (default: " + o.fallback + ")") + "\n";
+  }
+  return out;
+}
+
+}  // namespace qkv::examples

@@ -1,0 +1,39 @@
+// A small command-line parser for the example programs: `--name value` and `--flag`, with typed
+// getters, defaults, a generated help text and clear errors for unknown or malformed options.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace qkv::examples {
+
+class Args {
+ public:
+  // argv after the subcommand; `spec` lists the accepted options as {name, default, help}. An
+  // option whose default is "false" or "true" is a flag (no value; --name sets it to true).
+  struct Option {
+    std::string name, fallback, help;
+  };
+  Args(int argc, char** argv, std::vector<Option> spec, std::string usage);
+
+  std::string str(const std::string& name) const;
+  int64_t integer(const std::string& name) const;
+  double number(const std::string& name) const;
+  bool flag(const std::string& name) const;
+  bool given(const std::string& name) const;  // set on the command line, not by default
+  const std::vector<std::string>& positional() const { return positional_; }
+  bool help_requested() const { return help_; }
+  std::string help() const;
+
+ private:
+  const Option& option(const std::string& name) const;
+  std::vector<Option> spec_;
+  std::string usage_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+  bool help_ = false;
+};
+
+}  // namespace qkv::examples

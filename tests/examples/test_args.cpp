@@ -1,0 +1,46 @@
+// The example programs' command-line parser.
+#include <doctest/doctest.h>
+
+#include "examples/common/args.h"
+#include "examples/common/progress.h"
+#include "tensor/error.h"
+
+using qkv::examples::Args;
+
+namespace {
+
+Args parse(std::vector<std::string> argv) {
+  std::vector<char*> ptrs;
+  for (auto& a : argv) ptrs.push_back(a.data());
+  return Args(static_cast<int>(ptrs.size()), ptrs.data(),
+              {{"epochs", "10", "training epochs"}, {"lr", "0.001", "learning rate"}, {"quiet", "false", "less output"},
+               {"out", "runs/x", "run directory"}},
+              "usage: prog train [options]");
+}
+
+}  // namespace
+
+TEST_CASE("args parses values flags and defaults") {
+  const Args a = parse({"--epochs", "3", "--lr=0.5", "--quiet", "file.txt"});
+  CHECK(a.integer("epochs") == 3);
+  CHECK(a.number("lr") == 0.5);
+  CHECK(a.flag("quiet"));
+  CHECK(a.str("out") == "runs/x");
+  CHECK_FALSE(a.given("out"));
+  CHECK(a.given("epochs"));
+  CHECK(a.positional() == std::vector<std::string>{"file.txt"});
+  CHECK(parse({"--help"}).help_requested());
+  CHECK(a.help().find("--epochs VALUE") != std::string::npos);
+}
+
+TEST_CASE("args rejects unknown options and malformed values") {
+  CHECK_THROWS_WITH_AS(parse({"--epoch", "3"}), doctest::Contains("unknown option --epoch"), qkv::ValueError);
+  CHECK_THROWS_WITH_AS(parse({"--epochs", "three"}).integer("epochs"), "option --epochs expects an integer, got 'three'",
+                       qkv::ValueError);
+  CHECK_THROWS_AS(parse({"--lr"}), qkv::ValueError);
+}
+
+TEST_CASE("durations format as minutes and hours") {
+  CHECK(qkv::examples::format_duration(65) == "1:05");
+  CHECK(qkv::examples::format_duration(3725) == "1:02:05");
+}
