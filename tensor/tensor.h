@@ -221,6 +221,19 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 
+// The fused losses behind nn::functional::cross_entropy and binary_cross_entropy_with_logits
+// (nn/functional/loss.h documents their semantics; use those). Both are unreduced.
+//
+// Per-row cross-entropy of logits (N, C) against targets (N), log-softmax and NLL in one node:
+//   loss_n = (1-ε)·w[y_n]·(-log p_n[y_n]) + (ε/C)·Σ_c w[c]·(-log p_n[c]),  p_n = softmax(logits_n)
+// and 0 where y_n == ignore_index; w = 1 when `weight` (C) is undefined; ε is label_smoothing.
+// The weight is a constant: it receives no gradient (as in PyTorch).
+Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, const Tensor& weight,
+                             int64_t ignore_index, float label_smoothing);
+// Elementwise -[pw·y·log σ(x) + (1-y)·log(1-σ(x))] for x and y of one shape; pw (pos_weight)
+// broadcasts to it, or is undefined (1).
+Tensor sigmoid_cross_entropy(const Tensor& x, const Tensor& y, const Tensor& pos_weight);
+
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);

@@ -1,0 +1,155 @@
+// Cross-entropy losses taken from logits, fused: the log-softmax (or log-sigmoid) and the
+// negative log-likelihood are one node, so backward needs only the logits and one log-sum-exp
+// per row instead of an (N, C) tensor of log-probabilities, and the gradient is the well-known
+// closed form "probabilities minus targets" instead of a chain of five ops.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "autograd/function.h"
+#include "autograd/ops/map.h"
+#include "tensor/error.h"
+#include "tensor/kernels/parallel.h"
+
+namespace qkv {
+namespace {
+
+using autograd::BackwardContext;
+using Grads = std::vector<Tensor>;
+
+void check_targets(const IndexTensor& target, int64_t classes, int64_t ignore_index) {
+  const int64_t* y = target.data();
+  for (int64_t n = 0; n < target.numel(); ++n)
+    if (y[n] != ignore_index && (y[n] < 0 || y[n] >= classes))
+      throw IndexError("cross_entropy: target " + std::to_string(y[n]) + " (at position " + std::to_string(n) +
+                       ") is out of range for " + std::to_string(classes) + " classes: expected 0 <= target < " +
+                       std::to_string(classes) + ", or ignore_index " + std::to_string(ignore_index));
+}
+
+// softplus(x) = log(1 + e^x) = max(x, 0) + log(1 + e^-|x|), which never overflows.
+float softplus(float x) { return std::fmax(x, 0.0f) + std::log1p(std::exp(-std::fabs(x))); }
+
+// σ(x) without overflow of e^-x for very negative x.
+float sigmoid(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
+  const float e = std::exp(x);
+  return e / (1.0f + e);
+}
+
+}  // namespace
+
+Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, const Tensor& weight,
+                             int64_t ignore_index, float label_smoothing) {
+  if (logits.dim() != 2)
+    throw ShapeError("cross_entropy: logits must be (N, C), got shape " + shape_str(logits.shape()));
+  const int64_t N = logits.size(0), C = logits.size(1);
+  if (target.shape() != Shape{N})
+    throw ShapeError("cross_entropy: target of shape " + shape_str(target.shape()) + " does not fit logits of shape " +
+                     shape_str(logits.shape()) + ": expected (" + std::to_string(N) + ")");
+  if (weight.defined() && weight.shape() != Shape{C})
+    throw ShapeError("cross_entropy: weight of shape " + shape_str(weight.shape()) + " for " + std::to_string(C) +
+                     " classes: expected (" + std::to_string(C) + ")");
+  if (!(label_smoothing >= 0.0f && label_smoothing <= 1.0f))
+    throw ValueError("cross_entropy: label_smoothing must be in [0, 1], got " + std::to_string(label_smoothing));
+  check_targets(target, C, ignore_index);
+
+  // logits is (N, C); loss and lse (the log-sum-exp of each row) are (N).
+  const Tensor z = logits.detach().contiguous();
+  const Tensor w = weight.defined() ? weight.detach().contiguous() : Tensor();
+  Tensor loss = Tensor::empty({N}), lse = Tensor::empty({N});
+  // The target distribution of a row is (1-ε)·onehot(y) + ε/C everywhere, each class c weighted w[c].
+  const float keep = 1.0f - label_smoothing, spread = label_smoothing / static_cast<float>(C);
+  const int64_t* y = target.data();
+  kernels::parallel_for(N, N * C * 4, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      const float* zr = z.data() + n * C;
+      // log Σ_c e^z_c = m + log Σ_c e^(z_c - m), m the row maximum (the softmax kernel's order).
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t c = 0; c < C; ++c) m = std::fmax(m, zr[c]);
+      float s = 0.0f;
+      for (int64_t c = 0; c < C; ++c) s += std::exp(zr[c] - m);
+      const float shift = m + std::log(s);
+      lse.data()[n] = shift;
+      if (y[n] == ignore_index) {
+        loss.data()[n] = 0.0f;
+        continue;
+      }
+      // -log p[c] = shift - z[c]
+      const float wy = w.defined() ? w.data()[y[n]] : 1.0f;
+      float l = keep * wy * (shift - zr[y[n]]);
+      if (spread > 0.0f) {
+        float smooth = 0.0f;
+        for (int64_t c = 0; c < C; ++c) smooth += (w.defined() ? w.data()[c] : 1.0f) * (shift - zr[c]);
+        l += spread * smooth;
+      }
+      loss.data()[n] = l;
+    }
+  });
+
+  return autograd::record("cross_entropy", loss, {logits}, {z, lse, w},
+      [target, ignore_index, keep, spread, N, C](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        const Tensor &z = ctx.saved[0], &lse = ctx.saved[1], &w = ctx.saved[2];
+        const Tensor gc = g.contiguous();
+        auto weight_of = [&w](int64_t c) { return w.defined() ? w.data()[c] : 1.0f; };
+        float total_weight = 0.0f;  // Σ_c w[c]
+        for (int64_t c = 0; c < C; ++c) total_weight += weight_of(c);
+        const int64_t* y = target.data();
+        Tensor dz = Tensor::empty({N, C});
+        kernels::parallel_for(N, N * C * 4, [&](int64_t begin, int64_t end) {
+          for (int64_t n = begin; n < end; ++n) {
+            float* dr = dz.data() + n * C;
+            if (y[n] == ignore_index) {
+              std::fill(dr, dr + C, 0.0f);
+              continue;
+            }
+            // In the forward pass this was loss = Σ_c t[c]·(lse - z[c]) with the target weights
+            // t[c] = (1-ε)·w[y]·[c = y] + (ε/C)·w[c]; since d lse/dz[j] = p[j],
+            //   dloss/dz[j] = (Σ_c t[c])·p[j] - t[j] = ((1-ε)·w[y] + (ε/C)·Σ_c w[c])·p[j] - t[j],
+            // which is softmax - onehot when ε = 0 and w = 1.
+            const float wy = weight_of(y[n]), gn = gc.data()[n];
+            const float mass = keep * wy + spread * total_weight;
+            const float* zr = z.data() + n * C;
+            for (int64_t j = 0; j < C; ++j) {
+              const float t = (j == y[n] ? keep * wy : 0.0f) + spread * weight_of(j);
+              dr[j] = gn * (mass * std::exp(zr[j] - lse.data()[n]) - t);
+            }
+          }
+        });
+        return {dz};
+      });
+}
+
+Tensor sigmoid_cross_entropy(const Tensor& x, const Tensor& y, const Tensor& pos_weight) {
+  const char* op = "binary_cross_entropy_with_logits";
+  if (y.shape() != x.shape())
+    throw ShapeError(std::string(op) + ": target of shape " + shape_str(y.shape()) + " must have the input's shape " +
+                     shape_str(x.shape()));
+  const Tensor pw = pos_weight.defined() ? pos_weight : Tensor::empty({}).fill_(1.0f);
+  if (broadcast_shapes(x.shape(), pw.shape(), op) != x.shape())
+    throw ShapeError(std::string(op) + ": pos_weight of shape " + shape_str(pw.shape()) +
+                     " does not broadcast to the input's shape " + shape_str(x.shape()));
+  // -[pw·y·log σ(x) + (1-y)·log(1-σ(x))] = (1-y)·x + (1 + (pw-1)·y)·softplus(-x), as PyTorch writes
+  // it, since log σ(x) = -softplus(-x) and log(1-σ(x)) = -x - softplus(-x).
+  Tensor out = ops::map3(x, y, pw, op, [](float xv, float yv, float p) {
+    return (1.0f - yv) * xv + (1.0f + (p - 1.0f) * yv) * softplus(-xv);
+  });
+  return autograd::record("binary_cross_entropy_with_logits", out, {x, y, pos_weight}, {x, y, pw},
+      [op](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        const Tensor &x = ctx.saved[0], &y = ctx.saved[1], &pw = ctx.saved[2];
+        // dL/dx = (1-y) - (1 + (pw-1)·y)·σ(-x)   (= σ(x) - y when pw = 1)
+        // dL/dy = -x + (pw-1)·softplus(-x)
+        // dL/dpw = y·softplus(-x)
+        Tensor gx, gy, gp;
+        if (ctx.needs[0])
+          gx = ops::map3(x, y, pw, op, [](float xv, float yv, float p) {
+                 return (1.0f - yv) - (1.0f + (p - 1.0f) * yv) * sigmoid(-xv);
+               }) * g;
+        if (ctx.needs[1])
+          gy = ops::map2(x, pw, op, [](float xv, float p) { return -xv + (p - 1.0f) * softplus(-xv); }) * g;
+        if (ctx.needs[2])
+          gp = (ops::map2(x, y, op, [](float xv, float yv) { return yv * softplus(-xv); }) * g).sum_to(pw.shape());
+        return {gx, gy, gp};
+      });
+}
+
+}  // namespace qkv
