@@ -1,6 +1,7 @@
 #include "optim/adam.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "tensor/kernels/parallel.h"
 
@@ -47,19 +48,27 @@ void Adam::update(float* p, const float* g, int64_t n, double lr, double weight_
   float* m = state.buffers[0].data();
   float* v = state.buffers[1].data();
   float* v_max = options_.amsgrad ? state.buffers[2].data() : nullptr;
-  kernels::parallel_for(n, n * 8, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float d = g[i];
-      if (l2 != 0.0f) d = d + l2 * p[i];
-      if (shrink != 1.0f) p[i] = p[i] * shrink;
-      m[i] = b1 * m[i] + one_minus_b1 * d;
-      v[i] = b2 * v[i] + one_minus_b2 * d * d;
-      float second = v[i];
-      if (v_max) second = v_max[i] = std::fmax(v_max[i], v[i]);
-      const float denom = std::sqrt(second) / bc2_sqrt + eps;
-      p[i] = p[i] + (-step_size * m[i]) / denom;  // addcdiv's order: self + (value·t1)/t2
-    }
-  });
+  // One loop per amsgrad setting, so that neither has a branch inside and both vectorize.
+  auto run = [&](auto amsgrad) {
+    // Captured by value, so that the loop need not reread the scalars through references that
+    // might alias p (which would keep it from vectorizing).
+    kernels::parallel_for(n, n * 8, [=](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const float d = l2 != 0.0f ? g[i] + l2 * p[i] : g[i];
+        const float theta = p[i] * shrink;  // exact when shrink = 1
+        m[i] = b1 * m[i] + one_minus_b1 * d;
+        v[i] = b2 * v[i] + one_minus_b2 * d * d;
+        float second = v[i];
+        if constexpr (amsgrad) second = v_max[i] = std::fmax(v_max[i], v[i]);
+        const float denom = std::sqrt(second) / bc2_sqrt + eps;
+        p[i] = theta + (-step_size * m[i]) / denom;  // addcdiv's order: self + (value·t1)/t2
+      }
+    });
+  };
+  if (v_max)
+    run(std::true_type{});
+  else
+    run(std::false_type{});
 }
 
 AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)

@@ -22,7 +22,7 @@ void SGD::update(float* p, const float* g, int64_t n, double lr, double weight_d
   const float keep = static_cast<float>(1.0 - options_.dampening), step = static_cast<float>(-lr);
   const bool nesterov = options_.nesterov, first = state.step == 1;
   float* buf = mu != 0.0f ? state.buffers[0].data() : nullptr;
-  kernels::parallel_for(n, n * 4, [&](int64_t begin, int64_t end) {
+  kernels::parallel_for(n, n * 4, [=](int64_t begin, int64_t end) {  // by value: see adam.cpp
     for (int64_t i = begin; i < end; ++i) {
       float d = g[i];
       if (wd != 0.0f) d = d + wd * p[i];
