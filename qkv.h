@@ -2,3 +2,7 @@
 #pragma once
 
 #include "tensor/error.h"
+#include "io/batching.h"
+#include "io/conll.h"
+#include "io/splitmix64.h"
+#include "io/vocab.h"
