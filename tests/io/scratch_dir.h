@@ -16,6 +16,16 @@
 
 namespace qkv::testing {
 
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline void write_file(const std::filesystem::path& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
 // A fresh directory under the system temp directory, removed with its contents at scope exit.
 class ScratchDir {
  public:
@@ -34,6 +44,15 @@ class ScratchDir {
   const std::filesystem::path& path() const { return path_; }
   std::filesystem::path operator/(std::string_view name) const { return path_ / name; }
 
+  // Writes `contents` to a file of a new name and returns its path. The fuzz tests write
+  // thousands of files this way: rewriting one file in place would make ext4 flush it to disk at
+  // every close (its auto_da_alloc heuristic), which is slow on a busy disk.
+  std::filesystem::path new_file(std::string_view contents) {
+    const auto path = path_ / ("file" + std::to_string(files_++));
+    write_file(path, contents);
+    return path;
+  }
+
   // The names in the directory, to check that no temporary file was left behind.
   std::vector<std::string> entries() const {
     std::vector<std::string> names;
@@ -44,17 +63,8 @@ class ScratchDir {
 
  private:
   std::filesystem::path path_;
+  int files_ = 0;
 };
-
-inline std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-inline void write_file(const std::filesystem::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // The bytes of `values` as they sit in memory (little-endian on every machine qkv supports).
 template <typename T>

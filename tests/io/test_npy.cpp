@@ -284,22 +284,21 @@ TEST_CASE("npy save rejects bad arrays and leaves the existing file untouched") 
 
 TEST_CASE("npy load rejects every truncation of a valid file") {
   ScratchDir dir;
-  const auto path = dir / "t.npy";
   int accepted = 0;
   for (std::size_t n = 0; n < kArange2x3.size(); ++n) {
-    write_file(path, kArange2x3.substr(0, n));
+    const auto path = dir.new_file(kArange2x3.substr(0, n));
     try {
       load_npy(path);
       ++accepted;
     } catch (const qkv::FormatError&) {
     }
+    std::filesystem::remove(path);
   }
   CHECK(accepted == 0);
 }
 
 TEST_CASE("npy load survives corrupted header bytes") {
   ScratchDir dir;
-  const auto path = dir / "f.npy";
   const std::size_t header_end = 128;
   const std::string replacements = "\x00\xFF\x80'\"{}(),:-09 TF\n"s;
   std::vector<std::string> problems;
@@ -308,7 +307,7 @@ TEST_CASE("npy load survives corrupted header bytes") {
       std::string damaged = kArange2x3;
       if (damaged[pos] == r) continue;
       damaged[pos] = r;
-      write_file(path, damaged);
+      const auto path = dir.new_file(damaged);
       try {
         const auto a = load_npy(path);
         const auto nbytes = qkv::io::checked_nbytes(a.dtype, a.shape);
@@ -318,6 +317,7 @@ TEST_CASE("npy load survives corrupted header bytes") {
       } catch (const std::exception& e) {
         problems.push_back("byte " + std::to_string(pos) + ": " + e.what());
       }
+      std::filesystem::remove(path);
     }
   }
   CHECK_MESSAGE(problems.empty(), (problems.empty() ? "" : problems.front()));

@@ -508,8 +508,7 @@ struct Outcome {
   std::string problem;
 };
 
-Outcome load_outcome(const std::filesystem::path& path, const std::string& contents) {
-  write_file(path, contents);
+Outcome try_load(const std::filesystem::path& path, std::size_t file_size) {
   try {
     const auto loaded = load_safetensors(path);
     std::size_t covered = 0;
@@ -518,7 +517,7 @@ Outcome load_outcome(const std::filesystem::path& path, const std::string& conte
         return {false, "loaded a record whose size disagrees with its shape"};
       covered += t.data.size();
     }
-    if (8 + covered > contents.size()) return {false, "loaded more bytes than the file holds"};
+    if (8 + covered > file_size) return {false, "loaded more bytes than the file holds"};
   } catch (const qkv::Error&) {
     return {true, ""};
   } catch (const std::exception& e) {
@@ -526,28 +525,33 @@ Outcome load_outcome(const std::filesystem::path& path, const std::string& conte
   }
   return {};
 }
+
+Outcome load_outcome(ScratchDir& dir, const std::string& contents) {
+  const auto path = dir.new_file(contents);
+  const Outcome outcome = try_load(path, contents.size());
+  std::filesystem::remove(path);
+  return outcome;
+}
 }  // namespace
 
 TEST_CASE("safetensors load rejects every truncation of a valid file") {
   ScratchDir dir;
-  const auto path = dir / "t.safetensors";
   int accepted = 0;
   for (std::size_t n = 0; n < kMixedFile.size(); ++n) {
-    write_file(path, kMixedFile.substr(0, n));
+    const auto path = dir.new_file(kMixedFile.substr(0, n));
     try {
       load_safetensors(path);
       ++accepted;
     } catch (const qkv::FormatError&) {
     }
+    std::filesystem::remove(path);
   }
   CHECK(accepted == 0);
-  write_file(path, kMixedFile);
-  CHECK(load_safetensors(path).tensors.size() == 3);
+  CHECK(load_safetensors(dir.new_file(kMixedFile)).tensors.size() == 3);
 }
 
 TEST_CASE("safetensors load survives corrupted header bytes") {
   ScratchDir dir;
-  const auto path = dir / "f.safetensors";
   const std::size_t header_end = 8 + 200;
   std::vector<std::string> problems;
   int rejected = 0;
@@ -557,7 +561,7 @@ TEST_CASE("safetensors load survives corrupted header bytes") {
       std::string damaged = kMixedFile;
       if (damaged[pos] == r) continue;
       damaged[pos] = r;
-      const Outcome outcome = load_outcome(path, damaged);
+      const Outcome outcome = load_outcome(dir, damaged);
       if (!outcome.problem.empty())
         problems.push_back("byte " + std::to_string(pos) + ": " + outcome.problem);
       rejected += outcome.rejected;
@@ -568,7 +572,7 @@ TEST_CASE("safetensors load survives corrupted header bytes") {
   for (std::size_t bit = 0; bit < 64; ++bit) {
     std::string damaged = kMixedFile;
     damaged[bit / 8] = static_cast<char>(damaged[bit / 8] ^ (1 << (bit % 8)));
-    const Outcome outcome = load_outcome(path, damaged);
+    const Outcome outcome = load_outcome(dir, damaged);
     if (!outcome.problem.empty())
       problems.push_back("length bit " + std::to_string(bit) + ": " + outcome.problem);
     CHECK(outcome.rejected);
