@@ -18,3 +18,10 @@
 #include "nn/layer_norm.h"
 #include "nn/linear.h"
 #include "nn/module.h"
+
+#include "io/batching.h"
+#include "io/conll.h"
+#include "io/image.h"
+#include "io/plot.h"
+#include "io/splitmix64.h"
+#include "io/vocab.h"

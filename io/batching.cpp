@@ -1,0 +1,82 @@
+#include "io/batching.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "io/splitmix64.h"
+#include "tensor/error.h"
+
+namespace qkv::io {
+namespace {
+
+void check_inputs(const std::vector<std::vector<int64_t>>& inputs,
+                  const std::vector<std::vector<int64_t>>& targets, const BatchOptions& options) {
+  if (options.batch_size < 1 || options.pool_batches < 1)
+    throw ValueError("make_batches: batch_size and pool_batches must be at least 1, got " +
+                     std::to_string(options.batch_size) + " and " +
+                     std::to_string(options.pool_batches));
+  if (!targets.empty() && targets.size() != inputs.size())
+    throw ValueError("make_batches: " + std::to_string(inputs.size()) + " input sequences but " +
+                     std::to_string(targets.size()) + " target sequences");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].empty())
+      throw ValueError("make_batches: sentence " + std::to_string(i) + " is empty");
+    if (!targets.empty() && targets[i].size() != inputs[i].size())
+      throw ValueError("make_batches: sentence " + std::to_string(i) + " has " +
+                       std::to_string(inputs[i].size()) + " inputs but " +
+                       std::to_string(targets[i].size()) + " targets");
+  }
+}
+
+// Lays out the sentences `rows` (indices into inputs) as one padded batch.
+Batch pad_batch(const std::vector<std::vector<int64_t>>& inputs,
+                const std::vector<std::vector<int64_t>>& targets, std::vector<int64_t> rows,
+                const BatchOptions& options) {
+  Batch batch;
+  batch.batch_size = static_cast<int64_t>(rows.size());
+  for (int64_t r : rows) batch.max_len = std::max<int64_t>(batch.max_len, inputs[r].size());
+  const int64_t B = batch.batch_size, T = batch.max_len;
+  batch.inputs.assign(B * T, options.pad_id);
+  if (!targets.empty()) batch.targets.assign(B * T, options.ignore_index);
+  for (int64_t b = 0; b < B; ++b) {
+    const std::vector<int64_t>& sentence = inputs[rows[b]];
+    std::copy(sentence.begin(), sentence.end(), batch.inputs.begin() + b * T);
+    if (!targets.empty())
+      std::copy(targets[rows[b]].begin(), targets[rows[b]].end(), batch.targets.begin() + b * T);
+    batch.valid_lens.push_back(static_cast<int64_t>(sentence.size()));
+  }
+  batch.indices = std::move(rows);
+  return batch;
+}
+
+}  // namespace
+
+std::vector<Batch> make_batches(const std::vector<std::vector<int64_t>>& inputs,
+                                const std::vector<std::vector<int64_t>>& targets,
+                                const BatchOptions& options) {
+  check_inputs(inputs, targets, options);
+  SplitMix64 rng(options.seed);
+  std::vector<int64_t> order(inputs.size());
+  std::iota(order.begin(), order.end(), int64_t{0});
+  if (options.shuffle) shuffle(order, rng);
+
+  const int64_t n = static_cast<int64_t>(order.size());
+  const int64_t pool_size = options.batch_size * options.pool_batches;
+  std::vector<Batch> batches;
+  for (int64_t pool_begin = 0; pool_begin < n; pool_begin += pool_size) {
+    const auto first = order.begin() + pool_begin;
+    const auto last = order.begin() + std::min(n, pool_begin + pool_size);
+    std::stable_sort(first, last,
+                     [&](int64_t a, int64_t b) { return inputs[a].size() < inputs[b].size(); });
+    for (auto begin = first; begin != last;) {
+      const auto end = begin + std::min<int64_t>(options.batch_size, last - begin);
+      batches.push_back(pad_batch(inputs, targets, {begin, end}, options));
+      begin = end;
+    }
+  }
+  if (options.shuffle) shuffle(batches, rng);
+  return batches;
+}
+
+}  // namespace qkv::io

@@ -1,0 +1,224 @@
+#include "io/conll.h"
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <istream>
+#include <ostream>
+#include <string_view>
+
+#include "tensor/error.h"
+
+namespace qkv::io {
+namespace {
+
+// What the ID column of a CoNLL-U line holds.
+enum class IdKind { word, range, empty_node, bad };
+
+bool is_number(std::string_view s) {
+  if (s.empty() || s.size() > 9) return false;  // nine digits keep every ID inside int64_t
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+// "3" is a word, "3-4" a multiword-token range, "3.1" an empty node.
+IdKind classify_id(std::string_view id, int64_t& word_id) {
+  if (is_number(id)) {
+    std::from_chars(id.data(), id.data() + id.size(), word_id);
+    return word_id >= 1 ? IdKind::word : IdKind::bad;
+  }
+  for (char sep : {'-', '.'}) {
+    const size_t at = id.find(sep);
+    if (at != std::string_view::npos && is_number(id.substr(0, at)) && is_number(id.substr(at + 1)))
+      return sep == '-' ? IdKind::range : IdKind::empty_node;
+  }
+  return IdKind::bad;
+}
+
+std::vector<std::string_view> split(std::string_view line, bool on_tabs_only) {
+  std::vector<std::string_view> fields;
+  if (on_tabs_only) {
+    size_t start = 0;
+    for (;;) {
+      const size_t tab = line.find('\t', start);
+      fields.push_back(line.substr(start, tab - start));
+      if (tab == std::string_view::npos) break;
+      start = tab + 1;
+    }
+  } else {
+    size_t start = line.find_first_not_of(" \t");
+    while (start != std::string_view::npos) {
+      const size_t end = line.find_first_of(" \t", start);
+      fields.push_back(line.substr(start, end - start));
+      start = line.find_first_not_of(" \t", end);
+    }
+  }
+  return fields;
+}
+
+bool is_blank(std::string_view line) { return line.find_first_not_of(" \t") == std::string::npos; }
+
+// Reads lines, strips a CR left by CRLF line ends, and collects sentences between blank lines.
+// `parse_line` adds one non-blank line to the current sentence, or throws through `fail`.
+template <class ParseLine>
+std::vector<TaggedSentence> read_sentences(std::istream& in, const std::string& op,
+                                           const std::string& source, ParseLine parse_line) {
+  std::vector<TaggedSentence> sentences;
+  TaggedSentence current;
+  std::string line;
+  int64_t line_no = 0;
+  auto fail = [&](const std::string& what) {
+    throw FormatError(op + ": " + source + ":" + std::to_string(line_no) + ": " + what);
+  };
+  auto finish_sentence = [&] {
+    if (!current.words.empty()) sentences.push_back(std::move(current));
+    current = {};
+  };
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (is_blank(line))
+      finish_sentence();
+    else
+      parse_line(line, current, fail);
+  }
+  if (in.bad())
+    throw FormatError(op + ": " + source + ": read error after line " + std::to_string(line_no));
+  finish_sentence();
+  return sentences;
+}
+
+std::ifstream open_for_reading(const std::string& op, const std::string& path) {
+  if (!std::filesystem::exists(path)) throw ValueError(op + ": no such file '" + path + "'");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ValueError(op + ": cannot open '" + path + "' for reading");
+  return in;
+}
+
+std::string in_quotes(std::string_view s) {
+  // Built by appending: GCC 12 warns falsely (-Wrestrict) on "'" + s + "'".
+  std::string q(1, '\'');
+  q += s;
+  q += '\'';
+  return q;
+}
+
+// The writers' check, run over every sentence before the first byte is written, so that a bad
+// sentence never leaves half a file behind.
+void check_writable(const std::string& op, const std::vector<TaggedSentence>& sentences,
+                    const char* forbidden) {
+  for (size_t s = 0; s < sentences.size(); ++s) {
+    const TaggedSentence& sentence = sentences[s];
+    const std::string where = op + ": sentence " + std::to_string(s);
+    if (sentence.words.empty()) throw ValueError(where + " is empty");
+    if (sentence.words.size() != sentence.tags.size())
+      throw ValueError(where + " has " + std::to_string(sentence.words.size()) + " words but " +
+                       std::to_string(sentence.tags.size()) + " tags");
+    for (size_t i = 0; i < sentence.words.size(); ++i) {
+      for (const std::string* field : {&sentence.words[i], &sentence.tags[i]}) {
+        const char* what = field == &sentence.words[i] ? "word " : "tag ";
+        if (field->empty()) throw ValueError(where + ": " + what + std::to_string(i) + " is empty");
+        if (field->find_first_of(forbidden) != std::string::npos)
+          throw ValueError(where + ": " + what + std::to_string(i) + " " + in_quotes(*field) +
+                           " contains whitespace the format cannot hold");
+      }
+    }
+  }
+}
+
+template <class Write>
+void write_file(const std::string& op, const std::string& path, Write write) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw ValueError(op + ": cannot open '" + path + "' for writing");
+  write(out);
+  out.flush();
+  if (!out) throw ValueError(op + ": failed writing '" + path + "'");
+}
+
+}  // namespace
+
+std::vector<TaggedSentence> read_conllu(std::istream& in, const std::string& source) {
+  return read_sentences(
+      in, "read_conllu", source, [](std::string_view line, TaggedSentence& sentence, auto fail) {
+        if (line[0] == '#') return;
+        const std::vector<std::string_view> f = split(line, /*on_tabs_only=*/true);
+        if (f.size() != 10)
+          fail(
+              "expected 10 tab-separated columns (ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS "
+              "MISC), found " +
+              std::to_string(f.size()));
+        int64_t id = 0;
+        const IdKind kind = classify_id(f[0], id);
+        if (kind == IdKind::range || kind == IdKind::empty_node) return;
+        if (kind == IdKind::bad)
+          fail("bad ID " + in_quotes(f[0]) +
+               ": expected a word number like 3, a range like 3-4 or an empty node like 3.1");
+        const int64_t expected = static_cast<int64_t>(sentence.words.size()) + 1;
+        if (id != expected)
+          fail("word ID " + std::to_string(id) + " where " + std::to_string(expected) +
+               " was expected (is a blank line missing between sentences?)");
+        if (f[1].empty()) fail("empty FORM in word " + std::to_string(id));
+        if (f[3].empty() || f[3] == "_")
+          fail("no UPOS tag (" + in_quotes(f[3]) + ") for word " + in_quotes(f[1]));
+        sentence.words.emplace_back(f[1]);
+        sentence.tags.emplace_back(f[3]);
+      });
+}
+
+std::vector<TaggedSentence> read_conll(std::istream& in, const std::string& source) {
+  return read_sentences(
+      in, "read_conll", source, [](std::string_view line, TaggedSentence& sentence, auto fail) {
+        const std::vector<std::string_view> f = split(line, /*on_tabs_only=*/false);
+        if (f.size() != 2)
+          fail("expected 2 whitespace-separated columns (word TAG), found " +
+               std::to_string(f.size()));
+        sentence.words.emplace_back(f[0]);
+        sentence.tags.emplace_back(f[1]);
+      });
+}
+
+std::vector<TaggedSentence> read_conllu(const std::string& path) {
+  std::ifstream in = open_for_reading("read_conllu", path);
+  return read_conllu(in, path);
+}
+
+std::vector<TaggedSentence> read_conll(const std::string& path) {
+  std::ifstream in = open_for_reading("read_conll", path);
+  return read_conll(in, path);
+}
+
+void write_conllu(std::ostream& out, const std::vector<TaggedSentence>& sentences) {
+  check_writable("write_conllu", sentences, "\t\r\n");
+  for (size_t s = 0; s < sentences.size(); ++s) {
+    const TaggedSentence& sentence = sentences[s];
+    out << "# sent_id = " << s + 1 << "\n# text =";
+    for (const std::string& word : sentence.words) out << ' ' << word;
+    out << '\n';
+    for (size_t i = 0; i < sentence.words.size(); ++i)
+      out << i + 1 << '\t' << sentence.words[i] << "\t_\t" << sentence.tags[i]
+          << "\t_\t_\t_\t_\t_\t_\n";
+    out << '\n';
+  }
+}
+
+void write_conll(std::ostream& out, const std::vector<TaggedSentence>& sentences) {
+  check_writable("write_conll", sentences, " \t\r\n");
+  for (const TaggedSentence& sentence : sentences) {
+    for (size_t i = 0; i < sentence.words.size(); ++i)
+      out << sentence.words[i] << ' ' << sentence.tags[i] << '\n';
+    out << '\n';
+  }
+}
+
+void write_conllu(const std::string& path, const std::vector<TaggedSentence>& sentences) {
+  check_writable("write_conllu", sentences, "\t\r\n");
+  write_file("write_conllu", path, [&](std::ostream& out) { write_conllu(out, sentences); });
+}
+
+void write_conll(const std::string& path, const std::vector<TaggedSentence>& sentences) {
+  check_writable("write_conll", sentences, " \t\r\n");
+  write_file("write_conll", path, [&](std::ostream& out) { write_conll(out, sentences); });
+}
+
+}  // namespace qkv::io

@@ -1,0 +1,51 @@
+// Tagged sentences as text: CoNLL-U (Universal Dependencies) and two-column CoNLL.
+//
+// CoNLL-U (https://universaldependencies.org/format.html) has one word per line in ten
+// tab-separated columns
+//   ID  FORM  LEMMA  UPOS  XPOS  FEATS  HEAD  DEPREL  DEPS  MISC
+// of which the reader keeps FORM (the word) and UPOS (its universal part-of-speech tag). Lines
+// starting with '#' are comments. Multiword-token ranges ("1-2", the surface "don't" above its
+// words "do" "n't") and empty nodes ("8.1") are skipped: neither is a word of the tag sequence.
+// Word IDs must count 1, 2, 3, ... within a sentence. A blank line ends a sentence.
+//
+// Two-column CoNLL has "word TAG" on each line, separated by spaces or tabs, and a blank line
+// between sentences.
+//
+// Both readers accept CRLF line ends and a missing final blank line. A line that does not fit
+// rejects the whole input with a FormatError naming the source, the 1-based line and the fault:
+//   read_conllu: train.conllu:17: expected 10 tab-separated columns, found 9
+// A path that cannot be opened throws ValueError.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace qkv::io {
+
+// One sentence: words[i] is tagged tags[i].
+struct TaggedSentence {
+  std::vector<std::string> words;
+  std::vector<std::string> tags;
+
+  bool operator==(const TaggedSentence&) const = default;
+};
+
+std::vector<TaggedSentence> read_conllu(const std::string& path);
+// `source` names the stream in error messages.
+std::vector<TaggedSentence> read_conllu(std::istream& in, const std::string& source);
+
+std::vector<TaggedSentence> read_conll(const std::string& path);
+std::vector<TaggedSentence> read_conll(std::istream& in, const std::string& source);
+
+// The writers reject what their reader could not read back (ValueError): an empty sentence,
+// words and tags of different counts, an empty word or tag, a tab or line break inside one, and
+// for two-column CoNLL any whitespace inside one. CoNLL-U output gives each sentence a
+// "# sent_id" (1-based) and a "# text" comment and fills the unused columns with "_".
+void write_conllu(const std::string& path, const std::vector<TaggedSentence>& sentences);
+void write_conllu(std::ostream& out, const std::vector<TaggedSentence>& sentences);
+
+void write_conll(const std::string& path, const std::vector<TaggedSentence>& sentences);
+void write_conll(std::ostream& out, const std::vector<TaggedSentence>& sentences);
+
+}  // namespace qkv::io

@@ -1,0 +1,120 @@
+#include "io/file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "tensor/error.h"
+
+namespace qkv::io {
+
+namespace {
+
+std::string quote_path(const std::filesystem::path& p) {
+  return std::string("'") + p.string() + "'";
+}
+
+std::string os_error() { return std::strerror(errno); }
+
+// A name no other writer uses at the same time: dot-prefixed (hidden), with this process's id
+// and a counter, e.g. ".model.safetensors.tmp-4242-0".
+std::filesystem::path temp_name(const std::filesystem::path& target) {
+  static std::atomic<unsigned> counter{0};
+  return target.parent_path() / (std::string(".") + target.filename().string() + ".tmp-" +
+                                 std::to_string(::getpid()) + "-" + std::to_string(counter++));
+}
+
+}  // namespace
+
+AtomicFileWriter::AtomicFileWriter(std::string op, std::filesystem::path target)
+    : op_(std::move(op)), target_(std::move(target)) {
+  if (target_.filename().empty()) fail("cannot write " + quote_path(target_) + ": not a file name");
+  // O_EXCL: never write into a file someone else created; retry under a new name instead.
+  // Mode 0666 lets the umask decide the permissions, as for any newly created file.
+  for (int attempt = 0; fd_ < 0; ++attempt) {
+    temp_ = temp_name(target_);
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ < 0 && (errno != EEXIST || attempt == 100))
+      fail("cannot create " + quote_path(temp_) + " to write " + quote_path(target_) + ": " +
+           os_error());
+  }
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+}
+
+void AtomicFileWriter::fail(const std::string& what) const { throw Error(op_ + ": " + what); }
+
+void AtomicFileWriter::write(std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot write " + quote_path(target_) + ": " + os_error());
+    }
+    bytes = bytes.subspan(static_cast<std::size_t>(n));
+  }
+}
+
+void AtomicFileWriter::commit() {
+  if (::fsync(fd_) != 0) fail("cannot flush " + quote_path(target_) + " to disk: " + os_error());
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail("cannot write " + quote_path(target_) + ": " + os_error());
+  if (::rename(temp_.c_str(), target_.c_str()) != 0)
+    fail("cannot replace " + quote_path(target_) + ": " + os_error());
+  committed_ = true;
+  // The rename itself lives in the directory; flush that too so the new name survives a crash.
+  // Some file systems cannot fsync a directory (EINVAL); the rename has happened all the same.
+  const std::filesystem::path dir = target_.has_parent_path() ? target_.parent_path() : ".";
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    const bool synced = ::fsync(dir_fd) == 0 || errno == EINVAL;
+    const std::string reason = synced ? "" : os_error();
+    ::close(dir_fd);
+    if (!synced)
+      fail("wrote " + quote_path(target_) + " but cannot flush its directory: " + reason);
+  }
+}
+
+FileReader::FileReader(std::string op, const std::filesystem::path& path)
+    : context_(std::move(op) + ": " + quote_path(path) + ": ") {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw Error(context_ + "cannot open: " + os_error());
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) {
+    const std::string reason = os_error();
+    ::close(fd_);
+    throw Error(context_ + "cannot stat: " + reason);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw Error(context_ + "not a regular file");
+  }
+  size_ = static_cast<uint64_t>(st.st_size);
+}
+
+FileReader::~FileReader() { ::close(fd_); }
+
+void FileReader::read_at(uint64_t offset, std::span<std::byte> out) const {
+  while (!out.empty()) {
+    const ssize_t n = ::pread(fd_, out.data(), out.size(), static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw Error(context_ + "cannot read: " + os_error());
+    }
+    if (n == 0)
+      throw FormatError(context_ + "file ended at byte " + std::to_string(offset) + ", " +
+                        std::to_string(out.size()) + " bytes short (was it truncated?)");
+    offset += static_cast<uint64_t>(n);
+    out = out.subspan(static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace qkv::io

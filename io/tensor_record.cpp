@@ -1,0 +1,62 @@
+#include "io/tensor_record.h"
+
+#include <new>
+
+namespace qkv::io {
+
+std::size_t itemsize(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return 4;
+    case DType::I64: return 8;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return "F32";
+    case DType::I64: return "I64";
+  }
+  return "?";
+}
+
+std::optional<int64_t> checked_numel(std::span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  return n;
+}
+
+std::optional<int64_t> checked_nbytes(DType dtype, std::span<const int64_t> shape) {
+  const std::optional<int64_t> n = checked_numel(shape);
+  int64_t bytes;
+  if (!n || __builtin_mul_overflow(*n, static_cast<int64_t>(itemsize(dtype)), &bytes))
+    return std::nullopt;
+  return bytes;
+}
+
+std::string shape_string(std::span<const int64_t> shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) s += ',';
+  return s + ")";
+}
+
+std::string in_quotes(std::string_view text) {
+  constexpr std::size_t kMax = 80;
+  std::string s = "'";
+  s += text.substr(0, kMax);
+  s += text.size() <= kMax ? "'" : "...'";
+  return s;
+}
+
+std::shared_ptr<std::byte[]> allocate_storage(std::size_t nbytes) {
+  constexpr std::align_val_t alignment{64};
+  auto* p = static_cast<std::byte*>(::operator new[](nbytes, alignment));
+  return std::shared_ptr<std::byte[]>(p, [](std::byte* q) { ::operator delete[](q, alignment); });
+}
+
+}  // namespace qkv::io
