@@ -119,7 +119,7 @@ OptimizerState Optimizer::state_dict() const {
   return out;
 }
 
-void Optimizer::load_state_dict(const OptimizerState& state) {
+std::vector<std::string> Optimizer::check_state_dict(const OptimizerState& state) const {
   std::vector<std::string> unexpected, missing, invalid;
   // Which parameters have state: those with any "state.<i>.*" entry.
   std::set<size_t> stateful;
@@ -162,18 +162,33 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
       if (!state.tensors.count(prefix + b)) missing.push_back(prefix + b);
   }
 
-  std::string problems;
+  std::vector<std::string> problems;
   auto report = [&problems](const char* what, const std::vector<std::string>& keys) {
     if (keys.empty()) return;
-    problems += std::string("\n  ") + what + ":";
-    for (const std::string& k : keys) problems += " " + k + ";";
+    std::string line = what;
+    for (const std::string& k : keys) line += " " + k + ";";
+    problems.push_back(line);
   };
-  report("missing keys", missing);
-  report("unexpected keys", unexpected);
-  report("invalid values", invalid);
-  if (!problems.empty())
-    throw ValueError("load_state_dict: cannot load into " + name_ + " (nothing was changed):" + problems);
+  report("missing keys:", missing);
+  report("unexpected keys:", unexpected);
+  report("invalid values:", invalid);
+  return problems;
+}
 
+void Optimizer::load_state_dict(const OptimizerState& state) {
+  const std::vector<std::string> problems = check_state_dict(state);
+  if (!problems.empty()) {
+    std::string message = "load_state_dict: cannot load into " + name_ + " (nothing was changed):";
+    for (const std::string& line : problems) message += "\n  " + line;
+    throw ValueError(message);
+  }
+  // The parameters with state are those with a step: check_state_dict saw all their entries.
+  std::set<size_t> stateful;
+  for (const auto& [key, value] : state.scalars) {
+    size_t index;
+    std::string field;
+    if (split_key(key, "state.", index, field) && field == "step") stateful.insert(index);
+  }
   for (size_t g = 0; g < groups_.size(); ++g) {
     groups_[g].lr = state.scalars.at("param_groups." + std::to_string(g) + ".lr");
     groups_[g].weight_decay = state.scalars.at("param_groups." + std::to_string(g) + ".weight_decay");

@@ -73,6 +73,9 @@ class Optimizer {
   // a state for parameters or groups this optimizer does not have) is found before anything is
   // written and reported in one ValueError, so a failed load leaves the optimizer as it was.
   void load_state_dict(const OptimizerState& state);
+  // The problems load_state_dict would report, one line each ("missing keys: state.0.step;");
+  // empty when the state fits.
+  std::vector<std::string> check_state_dict(const OptimizerState& state) const;
 
  protected:
   // `buffers` names the per-parameter tensors the subclass keeps, each of its parameter's shape.

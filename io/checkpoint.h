@@ -1,0 +1,64 @@
+// Checkpoints: everything needed to resume training, in one safetensors file (io/safetensors.h),
+// so that Python's `safetensors` package (and so PyTorch) can read the weights too.
+//
+// Layout. Tensors, all F32:
+//   "model.<name>"   each entry of the model's state_dict, e.g. "model.blocks.0.fc.weight"
+//   "optim.<key>"    each tensor of the optimizer's state (optim/optimizer.h), e.g.
+//                    "optim.state.3.exp_avg"
+// and "__metadata__", strings only:
+//   "format"         "qkv.checkpoint"
+//   "version"        "1"
+//   "step"           the training step, in decimal
+//   "rng.seed", "rng.offset"   the default generator's state (tensor/random.h), in decimal
+//   "optimizer"      the optimizer's name: "SGD", "Adam", "AdamW"
+//   "optim.<key>"    each scalar of the optimizer's state, e.g. "optim.param_groups.0.lr", with
+//                    17 significant digits, which give back the same double
+//   "config"         a free text: the run's hyperparameters, a command line, JSON...
+//   "checksum"       FNV-1a (64 bits, hex) of every tensor's name, dtype, shape and bytes, and of
+//                    every other metadata entry, in name order
+// The checksum catches what the safetensors structure cannot, such as a flipped bit in the data.
+//
+// Loading trusts nothing: a truncated, corrupted or foreign file throws FormatError naming the
+// file and the problem; a checkpoint that does not fit the model or the optimizer throws
+// ValueError listing every missing, unexpected and mis-shaped key. Either way the file is read and
+// checked completely before anything is written, so the model, the optimizer and the generator
+// are left exactly as they were.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "nn/module.h"
+#include "optim/optimizer.h"
+#include "tensor/random.h"
+
+namespace qkv::io {
+
+// The contents of a checkpoint file, checked but not applied.
+struct Checkpoint {
+  nn::StateDict model{};
+  optim::OptimizerState optimizer{};
+  std::string optimizer_name{};
+  int64_t step = 0;
+  GeneratorState rng{};
+  std::string config{};
+};
+
+// Writes the model's state_dict, the optimizer's state, the step, the default generator's state
+// and `config` atomically: on any error the file at `path` is left as it was.
+void save_checkpoint(const std::filesystem::path& path, const nn::Module& model, const optim::Optimizer& optimizer,
+                     int64_t step, const std::string& config = "");
+
+// Reads and checks a checkpoint without applying it: to look at it, or to load only the weights
+// (model.load_state_dict(read_checkpoint(path).model, false)) when fine-tuning.
+Checkpoint read_checkpoint(const std::filesystem::path& path);
+
+// Restores a checkpoint into the model, the optimizer and the default generator, and returns what
+// it held (with the tensors now in the model and optimizer) for the step and the config. With
+// strict = false, the model may have keys the file lacks and the other way round; shapes must
+// always match, and the optimizer's state must always fit exactly.
+Checkpoint load_checkpoint(const std::filesystem::path& path, nn::Module& model, optim::Optimizer& optimizer,
+                           bool strict = true);
+
+}  // namespace qkv::io

@@ -1,0 +1,241 @@
+// Checkpoints (io/checkpoint.h): resuming from a file continues training bit for bit, and a file
+// that is damaged, foreign or does not fit is rejected whole, leaving the model, the optimizer and
+// the generator exactly as they were.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <memory>
+
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
+#include "nn/functional/loss.h"
+#include "optim/adam.h"
+#include "optim/clip.h"
+#include "optim/scheduler.h"
+#include "optim/sgd.h"
+#include "qkv.h"
+#include "scratch_dir.h"
+
+using namespace qkv;
+using qkv::testing::read_file;
+using qkv::testing::ScratchDir;
+using V = std::vector<float>;
+
+namespace {
+
+// A classifier with dropout, so that resuming also needs the generator's state, trained with
+// AdamW, a schedule and clipping.
+struct Run {
+  std::shared_ptr<nn::Sequential> model = std::make_shared<nn::Sequential>();
+  std::unique_ptr<optim::AdamW> optimizer;
+  std::unique_ptr<optim::WarmupLR> schedule;
+  Tensor x;
+  IndexTensor y;
+
+  Run() {
+    model->push_back(std::make_shared<nn::Linear>(6, 16)).push_back(std::make_shared<nn::Dropout>(0.3f));
+    model->push_back(std::make_shared<nn::Tanh>()).push_back(std::make_shared<nn::Linear>(16, 4));
+    optimizer = std::make_unique<optim::AdamW>(model->parameters(), optim::AdamWOptions{.lr = 0.02});
+    schedule = std::make_unique<optim::WarmupLR>(*optimizer, 3, 20);
+    Generator data(77);
+    x = randn({32, 6}, false, &data);
+    y = randint(0, 4, {32}, &data);
+  }
+
+  void step() {
+    optimizer->zero_grad();
+    nn::functional::cross_entropy(model->forward(x), y).backward();
+    optim::clip_grad_norm_(model->parameters(), 1.0);
+    optimizer->step();
+    schedule->step();
+  }
+};
+
+V flat(const std::vector<Tensor>& tensors) {
+  V out;
+  for (const Tensor& t : tensors) {
+    const V v = t.to_vector();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+bool bitwise_equal(const V& a, const V& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Everything a failed load must leave alone.
+struct Snapshot {
+  V params, optimizer_tensors;
+  std::map<std::string, double> optimizer_scalars;
+  GeneratorState rng;
+
+  Snapshot(const nn::Module& model, const optim::Optimizer& optimizer)
+      : params(flat(model.parameters())), rng(default_generator().state()) {
+    const optim::OptimizerState s = optimizer.state_dict();
+    for (const auto& [key, t] : s.tensors) {
+      const V v = t.to_vector();
+      optimizer_tensors.insert(optimizer_tensors.end(), v.begin(), v.end());
+    }
+    optimizer_scalars = s.scalars;
+  }
+  bool operator==(const Snapshot& o) const {
+    return bitwise_equal(params, o.params) && bitwise_equal(optimizer_tensors, o.optimizer_tensors) &&
+           optimizer_scalars == o.optimizer_scalars && rng.seed == o.rng.seed && rng.offset == o.rng.offset;
+  }
+};
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("training k steps then saving and loading into fresh objects continues bit for bit") {
+  ScratchDir dir;
+  const int N = 10, k = 4;
+  manual_seed(1);
+  Run full;
+  for (int t = 0; t < N; ++t) full.step();
+  const GeneratorState full_rng = default_generator().state();
+
+  manual_seed(1);
+  Run first;
+  for (int t = 0; t < k; ++t) first.step();
+  io::save_checkpoint(dir / "run.safetensors", *first.model, *first.optimizer, first.schedule->last_step(),
+                      "{\"lr\": 0.02}");
+
+  // A new process: another seed, hence other initial weights, and fresh objects.
+  manual_seed(12345);
+  Run second;
+  const io::Checkpoint c = io::load_checkpoint(dir / "run.safetensors", *second.model, *second.optimizer);
+  second.schedule->set_last_step(c.step);
+  CHECK(c.step == k);
+  CHECK(c.config == "{\"lr\": 0.02}");
+  CHECK(c.optimizer_name == "AdamW");
+  for (int t = k; t < N; ++t) second.step();
+
+  CHECK(bitwise_equal(flat(second.model->parameters()), flat(full.model->parameters())));
+  CHECK(bitwise_equal(flat({second.optimizer->state_dict().tensors.at("state.0.exp_avg")}),
+                      flat({full.optimizer->state_dict().tensors.at("state.0.exp_avg")})));
+  CHECK(default_generator().state().offset == full_rng.offset);
+  CHECK(second.optimizer->lr() == full.optimizer->lr());
+}
+
+TEST_CASE("a checkpoint is a safetensors file with the documented names and metadata") {
+  ScratchDir dir;
+  manual_seed(3);
+  Run run;
+  run.step();
+  io::save_checkpoint(dir / "c.safetensors", *run.model, *run.optimizer, 1, "cfg");
+  const io::LoadedTensors file = io::load_safetensors(dir / "c.safetensors");
+  REQUIRE(file.find("model.0.weight") != nullptr);
+  CHECK(file.find("model.0.weight")->shape == std::vector<int64_t>{16, 6});
+  CHECK(file.find("optim.state.0.exp_avg_sq") != nullptr);
+  CHECK(file.metadata.at("format") == "qkv.checkpoint");
+  CHECK(file.metadata.at("version") == "1");
+  CHECK(file.metadata.at("step") == "1");
+  CHECK(file.metadata.at("optimizer") == "AdamW");
+  CHECK(file.metadata.at("config") == "cfg");
+  CHECK(file.metadata.at("optim.state.0.step") == "1");
+  CHECK(file.metadata.at("optim.param_groups.0.weight_decay") == "0.01");
+  CHECK(std::stod(file.metadata.at("optim.param_groups.0.lr")) == run.optimizer->lr());
+  CHECK(file.metadata.at("checksum").size() == 16);
+}
+
+TEST_CASE("a truncated corrupted or foreign checkpoint is rejected and changes nothing") {
+  ScratchDir dir;
+  manual_seed(2);
+  Run run;
+  for (int t = 0; t < 2; ++t) run.step();
+  const auto good = dir / "good.safetensors";
+  io::save_checkpoint(good, *run.model, *run.optimizer, 2);
+  for (int t = 0; t < 2; ++t) run.step();  // the objects move on from what the file holds
+  const Snapshot before(*run.model, *run.optimizer);
+  const std::string bytes = read_file(good);
+
+  std::string flipped_data = bytes, flipped_step = bytes;
+  flipped_data[bytes.size() - 3] ^= 0x10;  // a bit of the last tensor's last float
+  const size_t step_at = bytes.find("\"step\":\"2\"");
+  REQUIRE(step_at != std::string::npos);
+  flipped_step[step_at + 8] = '9';
+  const io::TensorRecord foreign{"w", io::DType::F32, {1}, std::as_bytes(std::span(bytes.data(), 4))};
+  io::save_safetensors(dir / "foreign.safetensors", std::span(&foreign, 1));
+
+  const struct {
+    std::filesystem::path path;
+    std::string problem;
+  } cases[] = {
+      {dir.new_file(bytes.substr(0, bytes.size() / 2)), "load_safetensors: "},
+      {dir.new_file(bytes.substr(0, bytes.size() - 1)), "load_safetensors: "},
+      {dir.new_file(""), "load_safetensors: "},
+      {dir.new_file("not a checkpoint at all"), "load_safetensors: "},
+      {dir.new_file(flipped_data), "checksum mismatch"},
+      {dir.new_file(flipped_step), "checksum mismatch"},
+      {dir / "foreign.safetensors", "no metadata 'format': not a qkv checkpoint"},
+      {dir / "missing.safetensors", "missing.safetensors"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.path);
+    const std::string message = error_of([&] { io::load_checkpoint(c.path, *run.model, *run.optimizer); });
+    CHECK_MESSAGE(message.find(c.problem) != std::string::npos, message);
+    CHECK_MESSAGE(message.find(c.path.filename().string()) != std::string::npos, message);
+    CHECK(Snapshot(*run.model, *run.optimizer) == before);
+  }
+  CHECK_THROWS_AS(io::load_checkpoint(dir.new_file(flipped_data), *run.model, *run.optimizer), FormatError);
+  // The intact file still loads.
+  io::load_checkpoint(good, *run.model, *run.optimizer);
+  CHECK_FALSE(Snapshot(*run.model, *run.optimizer) == before);
+}
+
+TEST_CASE("a checkpoint that does not fit lists every missing unexpected and mis-shaped key and changes nothing") {
+  ScratchDir dir;
+  manual_seed(4);
+  auto saved = std::make_shared<nn::Sequential>();  // keys 0.*, 2.*, 4.*
+  saved->push_back(std::make_shared<nn::Linear>(6, 16)).push_back(std::make_shared<nn::Tanh>());
+  saved->push_back(std::make_shared<nn::Linear>(16, 4)).push_back(std::make_shared<nn::Tanh>());
+  saved->push_back(std::make_shared<nn::Linear>(4, 2));
+  optim::Adam saved_opt(saved->parameters());
+  saved->forward(ones({1, 6})).sum().backward();
+  saved_opt.step();
+  io::save_checkpoint(dir / "c.safetensors", *saved, saved_opt, 1);
+
+  auto other = std::make_shared<nn::Sequential>();  // keys 0.*, 1.*, 2.*
+  other->push_back(std::make_shared<nn::Linear>(6, 16)).push_back(std::make_shared<nn::Linear>(16, 16));
+  other->push_back(std::make_shared<nn::Linear>(16, 3));
+  optim::Adam other_opt(other->parameters());
+  const Snapshot before(*other, other_opt);
+  const std::string message = error_of([&] { io::load_checkpoint(dir / "c.safetensors", *other, other_opt); });
+  CHECK_MESSAGE(message.find("' does not fit (nothing was changed):") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("\n  model missing keys: 1.bias; 1.weight;") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("\n  model unexpected keys: 4.bias; 4.weight;") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("\n  model shape mismatches: 2.bias (expected (3), got (4)); 2.weight (expected (3,16), "
+                             "got (4,16));") != std::string::npos,
+                message);
+  CHECK_MESSAGE(message.find("\n  optimizer invalid values: ") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("state.2.exp_avg (expected shape (16,16), got (4,16))") != std::string::npos, message);
+  CHECK(Snapshot(*other, other_opt) == before);
+
+  // Another optimizer type.
+  optim::SGD sgd(saved->parameters(), {.lr = 0.1, .momentum = 0.9});
+  const std::string wrong_type = "load_checkpoint: '" + (dir / "c.safetensors").string() +
+                                 "' does not fit (nothing was changed):\n  optimizer: the checkpoint holds the state "
+                                 "of 'Adam', not of SGD";
+  CHECK_THROWS_WITH_AS(io::load_checkpoint(dir / "c.safetensors", *saved, sgd), wrong_type.c_str(), ValueError);
+
+  // Not strict: a model with an extra layer takes the weights it shares; the extra parameters
+  // come after the saved ones, so the optimizer state still fits them.
+  auto bigger = std::make_shared<nn::Sequential>();
+  bigger->push_back(std::make_shared<nn::Linear>(6, 16)).push_back(std::make_shared<nn::Tanh>());
+  bigger->push_back(std::make_shared<nn::Linear>(16, 4)).push_back(std::make_shared<nn::Tanh>());
+  bigger->push_back(std::make_shared<nn::Linear>(4, 2)).push_back(std::make_shared<nn::Linear>(2, 2));
+  optim::Adam bigger_opt(bigger->parameters());
+  CHECK_THROWS_AS(io::load_checkpoint(dir / "c.safetensors", *bigger, bigger_opt), ValueError);
+  io::load_checkpoint(dir / "c.safetensors", *bigger, bigger_opt, /*strict=*/false);
+  CHECK(bigger->state_dict().at("4.weight").to_vector() == saved->state_dict().at("4.weight").to_vector());
+}
