@@ -61,7 +61,7 @@ V flat(const std::vector<Tensor>& tensors) {
 }
 
 bool bitwise_equal(const V& a, const V& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Everything a failed load must leave alone.

@@ -86,7 +86,7 @@ void check_close(const V& got, const D& expected, double tol = 2e-5) {
 }
 
 bool bitwise_equal(const V& a, const V& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 }  // namespace
