@@ -59,45 +59,53 @@ Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, co
   Tensor loss = Tensor::empty({N}), lse = Tensor::empty({N});
   // The target distribution of a row is (1-ε)·onehot(y) + ε/C everywhere, each class c weighted w[c].
   const float keep = 1.0f - label_smoothing, spread = label_smoothing / static_cast<float>(C);
+  // Raw pointers, read once: Tensor::data() is an out-of-line call.
   const int64_t* y = target.data();
-  kernels::parallel_for(N, N * C * 4, [&](int64_t begin, int64_t end) {
+  const float* zp = z.data();
+  const float* wp = w.defined() ? w.data() : nullptr;
+  float* lp = loss.data();
+  float* sp = lse.data();
+  kernels::parallel_for(N, N * C * 4, [=](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
-      const float* zr = z.data() + n * C;
+      const float* zr = zp + n * C;
       // log Σ_c e^z_c = m + log Σ_c e^(z_c - m), m the row maximum (the softmax kernel's order).
       float m = -std::numeric_limits<float>::infinity();
       for (int64_t c = 0; c < C; ++c) m = std::fmax(m, zr[c]);
       float s = 0.0f;
       for (int64_t c = 0; c < C; ++c) s += std::exp(zr[c] - m);
       const float shift = m + std::log(s);
-      lse.data()[n] = shift;
+      sp[n] = shift;
       if (y[n] == ignore_index) {
-        loss.data()[n] = 0.0f;
+        lp[n] = 0.0f;
         continue;
       }
       // -log p[c] = shift - z[c]
-      const float wy = w.defined() ? w.data()[y[n]] : 1.0f;
+      const float wy = wp ? wp[y[n]] : 1.0f;
       float l = keep * wy * (shift - zr[y[n]]);
       if (spread > 0.0f) {
         float smooth = 0.0f;
-        for (int64_t c = 0; c < C; ++c) smooth += (w.defined() ? w.data()[c] : 1.0f) * (shift - zr[c]);
+        for (int64_t c = 0; c < C; ++c) smooth += (wp ? wp[c] : 1.0f) * (shift - zr[c]);
         l += spread * smooth;
       }
-      loss.data()[n] = l;
+      lp[n] = l;
     }
   });
 
   return autograd::record("cross_entropy", loss, {logits}, {z, lse, w},
       [target, ignore_index, keep, spread, N, C](const Tensor& g, const BackwardContext& ctx) -> Grads {
-        const Tensor &z = ctx.saved[0], &lse = ctx.saved[1], &w = ctx.saved[2];
         const Tensor gc = g.contiguous();
-        auto weight_of = [&w](int64_t c) { return w.defined() ? w.data()[c] : 1.0f; };
-        float total_weight = 0.0f;  // Σ_c w[c]
-        for (int64_t c = 0; c < C; ++c) total_weight += weight_of(c);
+        const float* zp = ctx.saved[0].data();
+        const float* sp = ctx.saved[1].data();
+        const float* wp = ctx.saved[2].defined() ? ctx.saved[2].data() : nullptr;
+        const float* gp = gc.data();
         const int64_t* y = target.data();
+        float total_weight = 0.0f;  // Σ_c w[c]
+        for (int64_t c = 0; c < C; ++c) total_weight += wp ? wp[c] : 1.0f;
         Tensor dz = Tensor::empty({N, C});
-        kernels::parallel_for(N, N * C * 4, [&](int64_t begin, int64_t end) {
+        float* dp = dz.data();
+        kernels::parallel_for(N, N * C * 4, [=](int64_t begin, int64_t end) {
           for (int64_t n = begin; n < end; ++n) {
-            float* dr = dz.data() + n * C;
+            float* dr = dp + n * C;
             if (y[n] == ignore_index) {
               std::fill(dr, dr + C, 0.0f);
               continue;
@@ -106,13 +114,13 @@ Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, co
             // t[c] = (1-ε)·w[y]·[c = y] + (ε/C)·w[c]; since d lse/dz[j] = p[j],
             //   dloss/dz[j] = (Σ_c t[c])·p[j] - t[j] = ((1-ε)·w[y] + (ε/C)·Σ_c w[c])·p[j] - t[j],
             // which is softmax - onehot when ε = 0 and w = 1.
-            const float wy = weight_of(y[n]), gn = gc.data()[n];
+            const int64_t target_class = y[n];
+            const float wy = wp ? wp[target_class] : 1.0f, gn = gp[n], shift = sp[n];
             const float mass = keep * wy + spread * total_weight;
-            const float* zr = z.data() + n * C;
-            for (int64_t j = 0; j < C; ++j) {
-              const float t = (j == y[n] ? keep * wy : 0.0f) + spread * weight_of(j);
-              dr[j] = gn * (mass * std::exp(zr[j] - lse.data()[n]) - t);
-            }
+            const float* zr = zp + n * C;
+            auto grad = [&](int64_t j, float t) { return gn * (mass * std::exp(zr[j] - shift) - t); };
+            for (int64_t j = 0; j < C; ++j) dr[j] = grad(j, spread * (wp ? wp[j] : 1.0f));
+            dr[target_class] = grad(target_class, keep * wy + spread * wy);
           }
         });
         return {dz};

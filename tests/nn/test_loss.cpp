@@ -169,6 +169,20 @@ TEST_CASE("fused cross_entropy equals the composed log_softmax gather and maskin
       }
 }
 
+TEST_CASE("fused cross_entropy keeps one float per row for backward instead of the log-probabilities") {
+  Generator gen(2);
+  const int64_t N = 256, C = 100;
+  const Tensor x = randn({N, C}, true, &gen);
+  const IndexTensor y = randint(0, C, {N}, &gen);
+  const int64_t start = memory_stats().live_bytes;
+  const Tensor fused = F::cross_entropy(x, y);
+  const int64_t fused_bytes = memory_stats().live_bytes - start;
+  // The log-sum-exp of each row (N floats) and scalars; nothing of size N·C.
+  CHECK(fused_bytes < N * C * 4 / 10);
+  const Tensor composed = F::nll_loss(x.log_softmax(-1), y);
+  CHECK(memory_stats().live_bytes - start - fused_bytes >= N * C * 4);  // log_softmax saves its output
+}
+
 TEST_CASE("cross_entropy gradient is softmax minus the smoothed one-hot over N") {
   const Tensor x = tensor({{1, 2, 3}, {0.5f, -0.5f, 0}}, true);
   F::cross_entropy(x, IndexTensor{0, 2}, {.label_smoothing = 0.3f}).backward();
