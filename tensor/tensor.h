@@ -220,6 +220,10 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
+// Layer normalization over the last dim, fused (one kernel forward, one backward):
+//   y = (x - mean) / sqrt(var + eps) · weight + bias,   mean and biased var over the last D values
+// x: (..., D) → y: (..., D); weight and bias are (D), or undefined to leave them out.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
