@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -224,6 +225,10 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 //   y = (x - mean) / sqrt(var + eps) · weight + bias,   mean and biased var over the last D values
 // x: (..., D) → y: (..., D); weight and bias are (D), or undefined to leave them out.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+// Rows of weight (V, D) picked by token ids of any shape, like torch.nn.functional.embedding:
+// ids (...) → (..., D). An id outside [0, V) throws IndexError. Row padding_idx (negative counts
+// from the end) receives no gradient.
+Tensor embedding(const IndexTensor& ids, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);

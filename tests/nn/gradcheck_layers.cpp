@@ -1,6 +1,9 @@
 // Gradcheck entries for the layers of nn/ (see tests/gradcheck_registry.h), with respect to their
 // inputs and their parameters.
 #include "gradcheck_registry.h"
+#include "nn/add_norm.h"
+#include "nn/embedding.h"
+#include "nn/ffn.h"
 #include "qkv.h"
 
 using namespace qkv;
@@ -18,3 +21,16 @@ QKV_GRADCHECK_MODULE("Dropout with a fixed mask", {In::normal({4, 5})}, [] { ret
                        Generator g(7);  // the same mask on every call
                        return nn::functional::dropout(x[0], m.p, true, &g);
                      });
+QKV_GRADCHECK_MODULE("Embedding", {}, [] { return std::make_shared<nn::Embedding>(5, 3); },
+                     [](nn::Embedding& m, const Inputs&) {
+                       const IndexTensor ids({1, 3, 1, 0, 4, 1}, {2, 3});  // row 1 used three times
+                       return m.forward(ids);
+                     });
+QKV_GRADCHECK_MODULE("PositionWiseFFN", {In::normal({2, 3, 4})},
+                     [] { return std::make_shared<nn::PositionWiseFFN>(4, 6, 3); },
+                     [](nn::PositionWiseFFN& m, const Inputs& x) { return m.forward(x[0]); },
+                     // A small step, so that no hidden pre-activation is pushed across relu's kink.
+                     GradcheckOptions{.eps = 1e-3f});
+QKV_GRADCHECK_MODULE("AddNorm", {In::normal({2, 3, 5}), In::normal({2, 3, 5})},
+                     [] { return std::make_shared<nn::AddNorm>(5, 0.0f); },
+                     [](nn::AddNorm& m, const Inputs& x) { return m.forward(x[0], x[1]); });
