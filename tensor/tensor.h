@@ -229,6 +229,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
 // ids (...) → (..., D). An id outside [0, V) throws IndexError. Row padding_idx (negative counts
 // from the end) receives no gradient.
 Tensor embedding(const IndexTensor& ids, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+// GRU recurrences, fused (nn/gru.h has the equations; tensor/kernels/gru.h the gate math and its
+// derivatives). Gates are stacked r, z, n along the 3H dim, as in PyTorch.
+// One step: gi = x·W_ihᵀ + b_ih (B, 3H), gh = h·W_hhᵀ + b_hh (B, 3H), h (B, H) → h' (B, H).
+Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h);
+// A whole sequence in one direction: gi (T, B, 3H) holds x_t·W_ihᵀ + b_ih for every step, h0 is
+// (B, H), w_hh (3H, H), b_hh (3H) or undefined. Returns every hidden state (T, B, H): h_t at t.
+// With reverse, steps run from t = T-1 down to 0 (the backward direction of a bidirectional GRU).
+Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, const Tensor& b_hh, bool reverse = false);
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);

@@ -4,6 +4,7 @@
 #include "nn/add_norm.h"
 #include "nn/embedding.h"
 #include "nn/ffn.h"
+#include "nn/gru.h"
 #include "qkv.h"
 
 using namespace qkv;
@@ -34,3 +35,22 @@ QKV_GRADCHECK_MODULE("PositionWiseFFN", {In::normal({2, 3, 4})},
 QKV_GRADCHECK_MODULE("AddNorm", {In::normal({2, 3, 5}), In::normal({2, 3, 5})},
                      [] { return std::make_shared<nn::AddNorm>(5, 0.0f); },
                      [](nn::AddNorm& m, const Inputs& x) { return m.forward(x[0], x[1]); });
+QKV_GRADCHECK_MODULE("GRUCell", {In::normal({2, 3}), In::normal({2, 4})},
+                     [] { return std::make_shared<nn::GRUCell>(3, 4); },
+                     [](nn::GRUCell& m, const Inputs& x) { return m.forward(x[0], x[1]); });
+QKV_GRADCHECK_MODULE("GRU two layers with h0", {In::normal({3, 2, 3}), In::normal({2, 2, 4})},
+                     [] { return std::make_shared<nn::GRU>(3, 4, nn::GRUOptions{.num_layers = 2}); },
+                     [](nn::GRU& m, const Inputs& x) {
+                       const nn::GRUOutput out = m.forward(x[0], x[1]);
+                       return cat({out.output.flatten(), out.h_n.flatten()}, 0);  // both results take part
+                     });
+QKV_GRADCHECK_MODULE("GRU bidirectional batch_first",
+                     {In::normal({2, 3, 3}), In::normal({4, 2, 3})},
+                     [] {
+                       return std::make_shared<nn::GRU>(
+                           3, 3, nn::GRUOptions{.num_layers = 2, .batch_first = true, .bidirectional = true});
+                     },
+                     [](nn::GRU& m, const Inputs& x) {
+                       const nn::GRUOutput out = m.forward(x[0], x[1]);
+                       return cat({out.output.flatten(), out.h_n.flatten()}, 0);
+                     });
