@@ -1,8 +1,12 @@
-// GRU recurrences as single graph nodes. The gate math of a step (tensor/kernels/gru.h) would take
+// GRU recurrences as single graph nodes. The gate math of a step (tensor/kernels/gru.h) takes
 // about fifteen small ops when composed; gru_cell does it in one node. gru_sequence goes further and
 // runs a whole layer's time loop in one node, with backpropagation through time written out below:
-// a composed unroll would slice the input projections step by step, and the backward of each slice
-// writes a gradient as large as the whole sequence (T² work over the unroll).
+// a composed unroll would also slice the input projections step by step, and the backward of each
+// slice writes a gradient as large as the whole sequence (T² work over the unroll).
+//
+// Measured with bench/gru.cpp at sizes where the matrix products cost almost nothing, so that the
+// figure is everything else (`QKV_NUM_THREADS=1 bench_gru 35 4 8 8 20`, forward + backward, per
+// time step): composed ops 48 µs, GRUCell with gru_cell 22 µs, GRU with gru_sequence 3.1 µs.
 #include <algorithm>
 #include <string>
 
