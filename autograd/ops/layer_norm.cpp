@@ -1,7 +1,8 @@
 // Layer normalization over the last dim, fused: one kernel for the forward and one for the
 // backward (tensor/kernels/layernorm.h has the formulas) instead of the composed
 // mean, sub, mul, mean, add, rsqrt, mul, mul, add and their nine backward steps, each of which
-// reads and writes the whole (..., D) tensor.
+// reads and writes the whole (..., D) tensor. Measured with `QKV_NUM_THREADS=1 bench_layer_norm`
+// on (1120, 256), forward and backward: composed 1.56 ms, fused 0.42 ms.
 #include <cmath>
 #include <string>
 
