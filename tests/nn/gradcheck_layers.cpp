@@ -5,6 +5,7 @@
 #include "nn/embedding.h"
 #include "nn/ffn.h"
 #include "nn/gru.h"
+#include "nn/rms_norm.h"
 #include "qkv.h"
 
 using namespace qkv;
@@ -54,3 +55,5 @@ QKV_GRADCHECK_MODULE("GRU bidirectional batch_first",
                        const nn::GRUOutput out = m.forward(x[0], x[1]);
                        return cat({out.output.flatten(), out.h_n.flatten()}, 0);
                      });
+QKV_GRADCHECK_MODULE("RMSNorm", {In::normal({2, 3, 5})}, [] { return std::make_shared<nn::RMSNorm>(5); },
+                     [](nn::RMSNorm& m, const Inputs& x) { return m.forward(x[0]); });
