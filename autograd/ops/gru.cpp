@@ -64,19 +64,23 @@ Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, cons
 
   // Step s handles time t(s); its previous state is h0 for s = 0, else the output of step s - 1.
   auto time_of = [T, reverse](int64_t s) { return reverse ? T - 1 - s : s; };
+  // gh = h_{t-1}·W_hhᵀ + b_hh and the gates r, z, n of every step are kept for backward; without a
+  // graph to record (evaluation), one step's worth is reused.
+  const bool keep = autograd::needs_graph({gi, h0, w_hh, b_hh});
+  const int64_t kept_steps = keep ? T : 1;
   Tensor out = Tensor::empty({T, B, H});
-  Tensor gh = Tensor::empty({T, B, G});     // h_{t-1}·W_hhᵀ + b_hh of every step, kept for backward
-  Tensor gates = Tensor::empty({T, B, G});  // r, z, n of every step
+  Tensor gh = Tensor::empty({kept_steps, B, G}), gates = Tensor::empty({kept_steps, B, G});
   for (int64_t s = 0; s < T; ++s) {
     const int64_t t = time_of(s);
     const float* prev = s == 0 ? hc0.data() : out.data() + time_of(s - 1) * B * H;
-    float* gh_t = gh.data() + t * B * G;
+    float* gh_t = gh.data() + (keep ? t : 0) * B * G;
     if (b.defined())
       for (int64_t i = 0; i < B; ++i) std::copy(b.data(), b.data() + G, gh_t + i * G);
     kernels::gemm(false, true, B, G, H, 1.0f, prev, H, w.data(), H, b.defined() ? 1.0f : 0.0f, gh_t, G);
     kernels::gru_gates_forward(B, H, gic.data() + t * B * G, gh_t, prev, out.data() + t * B * H,
-                               gates.data() + t * B * G);
+                               gates.data() + (keep ? t : 0) * B * G);
   }
+  if (!keep) return out;
 
   return autograd::record("gru_sequence", out, {gi, h0, w_hh, b_hh}, {hc0, w, out, gh, gates},
       [T, B, H, G, time_of](const Tensor& g, const BackwardContext& ctx) -> Grads {

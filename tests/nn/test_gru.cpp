@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "autograd/grad_mode.h"
 #include "nn/gru.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
@@ -238,6 +239,18 @@ TEST_CASE("GRU applies dropout between layers only in training and never after t
   const V train = single.forward(x).output.to_vector();
   single.eval();
   CHECK(single.forward(x).output.to_vector() == train);
+}
+
+TEST_CASE("GRU under NoGradGuard gives the same values and records no graph") {
+  nn::GRU gru(3, 4, {.num_layers = 2, .bidirectional = true});
+  const Tensor x = randn({6, 2, 3});
+  const nn::GRUOutput with_graph = gru.forward(x);
+  CHECK(with_graph.output.requires_grad());
+  NoGradGuard no_grad;
+  const nn::GRUOutput without = gru.forward(x);
+  CHECK_FALSE(without.output.requires_grad());
+  CHECK(without.output.to_vector() == with_graph.output.to_vector());
+  CHECK(without.h_n.to_vector() == with_graph.h_n.to_vector());
 }
 
 TEST_CASE("fused GRU gradients match the cell composed of tensor ops") {
