@@ -11,13 +11,18 @@
 #include "tensor/threads.h"
 
 #include "nn/activation.h"
+#include "nn/add_norm.h"
 #include "nn/container.h"
 #include "nn/dropout.h"
+#include "nn/embedding.h"
+#include "nn/ffn.h"
 #include "nn/functional.h"
+#include "nn/gru.h"
 #include "nn/init.h"
 #include "nn/layer_norm.h"
 #include "nn/linear.h"
 #include "nn/module.h"
+#include "nn/rms_norm.h"
 
 #include "io/batching.h"
 #include "io/conll.h"

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -220,6 +221,22 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
+// Layer normalization over the last dim, fused (one kernel forward, one backward):
+//   y = (x - mean) / sqrt(var + eps) · weight + bias,   mean and biased var over the last D values
+// x: (..., D) → y: (..., D); weight and bias are (D), or undefined to leave them out.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+// Rows of weight (V, D) picked by token ids of any shape, like torch.nn.functional.embedding:
+// ids (...) → (..., D). An id outside [0, V) throws IndexError. Row padding_idx (negative counts
+// from the end) receives no gradient.
+Tensor embedding(const IndexTensor& ids, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+// GRU recurrences, fused (nn/gru.h has the equations; tensor/kernels/gru.h the gate math and its
+// derivatives). Gates are stacked r, z, n along the 3H dim, as in PyTorch.
+// One step: gi = x·W_ihᵀ + b_ih (B, 3H), gh = h·W_hhᵀ + b_hh (B, 3H), h (B, H) → h' (B, H).
+Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h);
+// A whole sequence in one direction: gi (T, B, 3H) holds x_t·W_ihᵀ + b_ih for every step, h0 is
+// (B, H), w_hh (3H, H), b_hh (3H) or undefined. Returns every hidden state (T, B, H): h_t at t.
+// With reverse, steps run from t = T-1 down to 0 (the backward direction of a bidirectional GRU).
+Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, const Tensor& b_hh, bool reverse = false);
 
 // The fused losses behind nn::functional::cross_entropy and binary_cross_entropy_with_logits
 // (nn/functional/loss.h documents their semantics; use those). Both are unreduced.

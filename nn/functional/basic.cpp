@@ -25,13 +25,7 @@ Tensor dropout(const Tensor& x, float p, bool training, Generator* gen) {
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
-  const Tensor mean = x.mean({-1}, true);
-  const Tensor centered = x - mean;
-  const Tensor var = (centered * centered).mean({-1}, true);
-  Tensor y = centered * (var + eps).rsqrt();
-  if (weight.defined()) y = y * weight;
-  if (bias.defined()) y = y + bias;
-  return y;
+  return qkv::layer_norm(x, weight, bias, eps);  // the fused op of autograd/ops/layer_norm.cpp
 }
 
 }  // namespace qkv::nn::functional

@@ -15,7 +15,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 Tensor dropout(const Tensor& x, float p, bool training, Generator* gen = nullptr);
 
 // Normalizes over the last dim: (x - mean) / sqrt(var + eps), var biased (÷ D), then · weight + bias
-// when they are given. x is (..., D); weight and bias are (D).
+// when they are given. x is (..., D); weight and bias are (D) or undefined. This is the fused op
+// qkv::layer_norm (one node in the graph).
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
 
 }  // namespace qkv::nn::functional

@@ -1,6 +1,11 @@
 // Gradcheck entries for the layers of nn/ (see tests/gradcheck_registry.h), with respect to their
 // inputs and their parameters.
 #include "gradcheck_registry.h"
+#include "nn/add_norm.h"
+#include "nn/embedding.h"
+#include "nn/ffn.h"
+#include "nn/gru.h"
+#include "nn/rms_norm.h"
 #include "qkv.h"
 
 using namespace qkv;
@@ -18,3 +23,37 @@ QKV_GRADCHECK_MODULE("Dropout with a fixed mask", {In::normal({4, 5})}, [] { ret
                        Generator g(7);  // the same mask on every call
                        return nn::functional::dropout(x[0], m.p, true, &g);
                      });
+QKV_GRADCHECK_MODULE("Embedding", {}, [] { return std::make_shared<nn::Embedding>(5, 3); },
+                     [](nn::Embedding& m, const Inputs&) {
+                       const IndexTensor ids({1, 3, 1, 0, 4, 1}, {2, 3});  // row 1 used three times
+                       return m.forward(ids);
+                     });
+QKV_GRADCHECK_MODULE("PositionWiseFFN", {In::normal({2, 3, 4})},
+                     [] { return std::make_shared<nn::PositionWiseFFN>(4, 6, 3); },
+                     [](nn::PositionWiseFFN& m, const Inputs& x) { return m.forward(x[0]); },
+                     // A small step, so that no hidden pre-activation is pushed across relu's kink.
+                     GradcheckOptions{.eps = 1e-3f});
+QKV_GRADCHECK_MODULE("AddNorm", {In::normal({2, 3, 5}), In::normal({2, 3, 5})},
+                     [] { return std::make_shared<nn::AddNorm>(5, 0.0f); },
+                     [](nn::AddNorm& m, const Inputs& x) { return m.forward(x[0], x[1]); });
+QKV_GRADCHECK_MODULE("GRUCell", {In::normal({2, 3}), In::normal({2, 4})},
+                     [] { return std::make_shared<nn::GRUCell>(3, 4); },
+                     [](nn::GRUCell& m, const Inputs& x) { return m.forward(x[0], x[1]); });
+QKV_GRADCHECK_MODULE("GRU two layers with h0", {In::normal({3, 2, 3}), In::normal({2, 2, 4})},
+                     [] { return std::make_shared<nn::GRU>(3, 4, nn::GRUOptions{.num_layers = 2}); },
+                     [](nn::GRU& m, const Inputs& x) {
+                       const nn::GRUOutput out = m.forward(x[0], x[1]);
+                       return cat({out.output.flatten(), out.h_n.flatten()}, 0);  // both results take part
+                     });
+QKV_GRADCHECK_MODULE("GRU bidirectional batch_first",
+                     {In::normal({2, 3, 3}), In::normal({4, 2, 3})},
+                     [] {
+                       return std::make_shared<nn::GRU>(
+                           3, 3, nn::GRUOptions{.num_layers = 2, .batch_first = true, .bidirectional = true});
+                     },
+                     [](nn::GRU& m, const Inputs& x) {
+                       const nn::GRUOutput out = m.forward(x[0], x[1]);
+                       return cat({out.output.flatten(), out.h_n.flatten()}, 0);
+                     });
+QKV_GRADCHECK_MODULE("RMSNorm", {In::normal({2, 3, 5})}, [] { return std::make_shared<nn::RMSNorm>(5); },
+                     [](nn::RMSNorm& m, const Inputs& x) { return m.forward(x[0]); });

@@ -1,0 +1,26 @@
+// Gradcheck entries for the fused ops behind layers of nn/ (see tests/gradcheck_registry.h):
+// layer_norm, gru_cell and gru_sequence (embedding is reached by the Embedding entry of
+// tests/nn/gradcheck_layers.cpp).
+#include "gradcheck_registry.h"
+
+using namespace qkv;
+using namespace qkv::testing;
+
+namespace {
+
+using X = const Inputs&;
+
+}  // namespace
+
+QKV_GRADCHECK("layer_norm", {In::normal({2, 3, 6}), In::normal({6}), In::normal({6})},
+              [](X x) { return layer_norm(x[0], x[1], x[2], 1e-5f); });
+QKV_GRADCHECK("layer_norm without affine", {In::normal({4, 5})},
+              [](X x) { return layer_norm(x[0], Tensor(), Tensor(), 1e-5f); });
+QKV_GRADCHECK("gru_cell", {In::normal({2, 6}), In::normal({2, 6}), In::normal({2, 2})},
+              [](X x) { return gru_cell(x[0], x[1], x[2]); });
+QKV_GRADCHECK("gru_sequence", {In::normal({3, 2, 6}), In::normal({2, 2}), In::normal({6, 2}), In::normal({6})},
+              [](X x) { return gru_sequence(x[0], x[1], x[2], x[3]); });
+QKV_GRADCHECK("gru_sequence reverse without bias", {In::normal({4, 2, 6}), In::normal({2, 2}), In::normal({6, 2})},
+              [](X x) { return gru_sequence(x[0], x[1], x[2], Tensor(), /*reverse=*/true); });
+QKV_GRADCHECK("gru_sequence of one step", {In::normal({1, 3, 9}), In::normal({3, 3}), In::normal({9, 3}), In::normal({9})},
+              [](X x) { return gru_sequence(x[0], x[1], x[2], x[3]); });
