@@ -25,8 +25,16 @@
 #include "nn/rms_norm.h"
 
 #include "io/batching.h"
+#include "io/checkpoint.h"
 #include "io/conll.h"
 #include "io/image.h"
 #include "io/plot.h"
 #include "io/splitmix64.h"
+#include "io/tensor_npy.h"
 #include "io/vocab.h"
+
+#include "optim/adam.h"
+#include "optim/clip.h"
+#include "optim/optimizer.h"
+#include "optim/scheduler.h"
+#include "optim/sgd.h"

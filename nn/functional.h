@@ -2,3 +2,4 @@
 #pragma once
 
 #include "nn/functional/basic.h"
+#include "nn/functional/loss.h"
