@@ -22,6 +22,7 @@
 #include "nn/layer_norm.h"
 #include "nn/linear.h"
 #include "nn/module.h"
+#include "nn/positional_encoding.h"
 #include "nn/rms_norm.h"
 
 #include "io/batching.h"

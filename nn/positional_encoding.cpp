@@ -1,0 +1,47 @@
+#include "nn/positional_encoding.h"
+
+#include <cmath>
+
+#include "tensor/error.h"
+
+namespace qkv::nn {
+
+Tensor sinusoidal_table(int64_t max_len, int64_t d) {
+  if (max_len <= 0 || d <= 0 || d % 2 != 0)
+    throw ValueError("sinusoidal_table: need max_len > 0 and an even, positive width; got max_len " +
+                     std::to_string(max_len) + " and width " + std::to_string(d));
+  Tensor P = Tensor::empty({max_len, d});
+  float* p = P.data();
+  for (int64_t j = 0; j < d / 2; ++j) {
+    // The same float32 steps as d2l: the exponent 2j/d, the power, then position / power.
+    const float freq_div = std::pow(10000.0f, static_cast<float>(2 * j) / static_cast<float>(d));
+    for (int64_t i = 0; i < max_len; ++i) {
+      const float x = static_cast<float>(i) / freq_div;
+      p[i * d + 2 * j] = std::sin(x);
+      p[i * d + 2 * j + 1] = std::cos(x);
+    }
+  }
+  return P;
+}
+
+PositionalEncoding::PositionalEncoding(int64_t d, float p, int64_t len)
+    : Module("PositionalEncoding"), num_hiddens(d), max_len(len) {
+  dropout = register_module("dropout", std::make_shared<Dropout>(p));
+  P = register_buffer("P", sinusoidal_table(max_len, num_hiddens), /*persistent=*/false);
+}
+
+Tensor PositionalEncoding::forward(const Tensor& X) const {
+  if (X.dim() != 3 || X.size(2) != num_hiddens)
+    throw ShapeError("PositionalEncoding: input of shape " + shape_str(X.shape()) + " must be (B, T, " +
+                     std::to_string(num_hiddens) + ")");
+  if (X.size(1) > max_len)
+    throw ShapeError("PositionalEncoding: sequence length " + std::to_string(X.size(1)) + " exceeds max_len " +
+                     std::to_string(max_len));
+  return dropout->forward(X + P.narrow(0, 0, X.size(1)));
+}
+
+std::string PositionalEncoding::extra_repr() const {
+  return "num_hiddens=" + std::to_string(num_hiddens) + ", max_len=" + std::to_string(max_len);
+}
+
+}  // namespace qkv::nn
