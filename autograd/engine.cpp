@@ -103,7 +103,10 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
                        "Pass retain_graph = true to the first call to keep them");
     Tensor g = std::move(node->grad_sum);
     node->grad_sum = Tensor();
-    if (!g.defined()) continue;  // no gradient reached this node (all consumers sent none)
+    if (!g.defined()) {  // no gradient reached this node (all consumers sent none)
+      if (!retain_graph) release(*node);
+      continue;
+    }
     check_saved_versions(*node);
 
     std::vector<bool> needs(node->inputs.size());

@@ -21,9 +21,13 @@ std::string_view dtype_name(DType dtype) {
 }
 
 std::optional<int64_t> checked_numel(std::span<const int64_t> shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  // The product of the dims, with a zero dim counted as 1, bounds every stride of the tensor: it
+  // must fit too, or (0, 2^40, 2^40) would pass as an empty tensor whose strides overflow.
+  int64_t n = 1, span = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(span, d > 0 ? d : 1, &span)) return std::nullopt;
+    n *= d;  // |n| <= span: cannot overflow
+  }
   return n;
 }
 

@@ -29,7 +29,8 @@ struct TensorRecord {
 };
 
 // The number of elements of `shape`, or nullopt when a dimension is negative or the product
-// overflows int64. checked_nbytes multiplies by the item size, with the same checks.
+// overflows int64 — counting a zero dim as 1 for that check, since the strides of an empty tensor
+// must fit too. checked_nbytes multiplies by the item size, with the same checks.
 std::optional<int64_t> checked_numel(std::span<const int64_t> shape);
 std::optional<int64_t> checked_nbytes(DType dtype, std::span<const int64_t> shape);
 

@@ -10,8 +10,14 @@
 namespace qkv {
 
 Tensor Tensor::empty(const Shape& shape) {
-  for (int64_t d : shape)
+  // Every stride must fit in int64 even when a zero-sized dim makes the tensor empty: (0, 2^40,
+  // 2^40) holds no element, yet its first stride would be 2^80.
+  int64_t span = 1;
+  for (int64_t d : shape) {
     if (d < 0) throw ShapeError("empty: negative size in shape " + shape_str(shape));
+    if (__builtin_mul_overflow(span, d > 0 ? d : 1, &span))
+      throw ShapeError("empty: shape " + shape_str(shape) + " is too large to address with 64-bit strides");
+  }
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(qkv::numel(shape));
   impl->shape = shape;

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -18,7 +19,10 @@ void apply_environment_once() {
     if (const char* env = std::getenv("QKV_NUM_THREADS")) {
       char* end = nullptr;
       const long n = std::strtol(env, &end, 10);
-      if (end != env && *end == '\0' && n >= 1) omp_set_num_threads(static_cast<int>(n));
+      if (end != env && *end == '\0' && n >= 1 && n <= 4096)
+        omp_set_num_threads(static_cast<int>(n));
+      else  // not an error worth stopping a program for, but never silently ignored
+        std::fprintf(stderr, "qkv: ignoring QKV_NUM_THREADS='%s' (expected an integer from 1 to 4096)\n", env);
     }
     return true;
   }();

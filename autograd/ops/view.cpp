@@ -224,6 +224,9 @@ Tensor Tensor::expand(Shape shape) const {
     }
     const int64_t have = this->shape()[k - lead];
     if (shape[k] == -1) shape[k] = have;
+    if (shape[k] < 0)
+      throw ShapeError("expand: negative size " + std::to_string(shape[k]) + " in " + shape_str(shape) +
+                       " (only -1, to keep a dim, is allowed)");
     if (have == shape[k]) {
       strides[k] = this->strides()[k - lead];
     } else if (have != 1) {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "autograd/function.h"
 #include "autograd/node.h"
 #include "qkv.h"
 
@@ -71,6 +72,25 @@ TEST_CASE("backward frees the graph's saved tensors unless retained") {
   CHECK(with_graph - before >= 2 * 256 * 256 * 4);  // two saved 256×256 activations
   loss.backward();
   // What remains: x's gradient (one 256×256 buffer) and the scalar loss.
+  CHECK(memory_stats().live_bytes - before <= 256 * 256 * 4 + 64);
+}
+
+TEST_CASE("backward frees the saved tensors of nodes that no gradient reached") {
+  Tensor x = randn({256, 256}, true);
+  const int64_t before = memory_stats().live_bytes;
+  Tensor loss;
+  {
+    const Tensor h = x.tanh();  // saves its 256×256 output
+    // An op whose backward sends nothing to its input: the tanh node receives no gradient.
+    const Tensor cut = autograd::record("cut", h.detach().clone(), {h}, {},
+                                        [](const Tensor&, const autograd::BackwardContext&) {
+                                          return std::vector<Tensor>{Tensor()};
+                                        });
+    loss = cut.sum() + x.sum();
+  }
+  CHECK(memory_stats().live_bytes - before >= 256 * 256 * 4);
+  loss.backward();
+  CHECK(x.grad().to_vector() == ones({256, 256}).to_vector());  // from x.sum() alone
   CHECK(memory_stats().live_bytes - before <= 256 * 256 * 4 + 64);
 }
 

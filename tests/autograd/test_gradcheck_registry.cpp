@@ -40,10 +40,14 @@ std::vector<Tensor> make_inputs(const GradcheckEntry& e) {
   return xs;
 }
 
-// The same values, stored transposed: strides that are not row-major, reached through the graph.
+// The same values in a strided layout, reached through the graph: stored transposed (2+ dims), with
+// a gap after every element and an offset of 1, so that 1-d inputs and dims of size 1 are strided
+// too. E.g. (3,1) becomes strides (2,6), offset 1; (4) becomes stride 2, offset 1.
 Tensor non_contiguous(const Tensor& x) {
-  if (x.dim() < 2) return x;
-  return x.transpose(-1, -2).contiguous().transpose(-1, -2);
+  if (x.dim() == 0) return x;
+  const Tensor t = x.dim() >= 2 ? x.transpose(-1, -2) : x;
+  const Tensor spread = stack({zeros_like(t), t}, -1).select(-1, 1);  // t's values, every other float
+  return x.dim() >= 2 ? spread.transpose(-1, -2) : spread;
 }
 
 void collect_ops(const std::shared_ptr<autograd::Node>& root, std::set<std::string>& ops) {

@@ -3,9 +3,15 @@
 // the generator exactly as they were.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
+#include <span>
 
+#include "child_process.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "nn/functional/loss.h"
@@ -96,7 +102,20 @@ std::string error_of(const std::function<void()>& fn) {
 
 }  // namespace
 
-TEST_CASE("training k steps then saving and loading into fresh objects continues bit for bit") {
+// The second half of a resumed run, in a new process: nothing of the first half survives in memory.
+// args: the checkpoint to resume from, the step to train to, where to save the result.
+QKV_CHILD("resume checkpoint", [](const std::vector<std::string>& args) {
+  manual_seed(12345);  // another seed, hence other initial weights: the checkpoint must overwrite them
+  Run run;
+  const io::Checkpoint c = io::load_checkpoint(args.at(0), *run.model, *run.optimizer);
+  run.schedule->set_last_step(c.step);
+  const int N = std::stoi(args.at(1));
+  for (int64_t t = c.step; t < N; ++t) run.step();
+  io::save_checkpoint(args.at(2), *run.model, *run.optimizer, N, c.config);
+  return 0;
+});
+
+TEST_CASE("training k steps then resuming from the checkpoint in a new process continues bit for bit") {
   ScratchDir dir;
   const int N = 10, k = 4;
   manual_seed(1);
@@ -107,24 +126,21 @@ TEST_CASE("training k steps then saving and loading into fresh objects continues
   manual_seed(1);
   Run first;
   for (int t = 0; t < k; ++t) first.step();
-  io::save_checkpoint(dir / "run.safetensors", *first.model, *first.optimizer, first.schedule->last_step(),
+  io::save_checkpoint(dir / "k.safetensors", *first.model, *first.optimizer, first.schedule->last_step(),
                       "{\"lr\": 0.02}");
+  const testing::ChildResult child = testing::run_child(
+      "resume checkpoint", {(dir / "k.safetensors").string(), std::to_string(N), (dir / "n.safetensors").string()});
+  REQUIRE(child.exit_code == 0);
 
-  // A new process: another seed, hence other initial weights, and fresh objects.
-  manual_seed(12345);
-  Run second;
-  const io::Checkpoint c = io::load_checkpoint(dir / "run.safetensors", *second.model, *second.optimizer);
-  second.schedule->set_last_step(c.step);
-  CHECK(c.step == k);
-  CHECK(c.config == "{\"lr\": 0.02}");
-  CHECK(c.optimizer_name == "AdamW");
-  for (int t = k; t < N; ++t) second.step();
-
-  CHECK(bitwise_equal(flat(second.model->parameters()), flat(full.model->parameters())));
-  CHECK(bitwise_equal(flat({second.optimizer->state_dict().tensors.at("state.0.exp_avg")}),
-                      flat({full.optimizer->state_dict().tensors.at("state.0.exp_avg")})));
-  CHECK(default_generator().state().offset == full_rng.offset);
-  CHECK(second.optimizer->lr() == full.optimizer->lr());
+  const io::Checkpoint resumed = io::read_checkpoint(dir / "n.safetensors");
+  CHECK(resumed.step == N);
+  CHECK(resumed.config == "{\"lr\": 0.02}");
+  for (const auto& [name, t] : full.model->state_dict())
+    CHECK_MESSAGE(bitwise_equal(resumed.model.at(name).to_vector(), t.to_vector()), name);
+  for (const auto& [key, t] : full.optimizer->state_dict().tensors)
+    CHECK_MESSAGE(bitwise_equal(resumed.optimizer.tensors.at(key).to_vector(), t.to_vector()), key);
+  CHECK(resumed.optimizer.scalars == full.optimizer->state_dict().scalars);  // lr of the schedule, step counts
+  CHECK(resumed.rng.offset == full_rng.offset);  // dropout drew the same numbers
 }
 
 TEST_CASE("a checkpoint is a safetensors file with the documented names and metadata") {
@@ -191,6 +207,97 @@ TEST_CASE("a truncated corrupted or foreign checkpoint is rejected and changes n
   // The intact file still loads.
   io::load_checkpoint(good, *run.model, *run.optimizer);
   CHECK_FALSE(Snapshot(*run.model, *run.optimizer) == before);
+}
+
+namespace {
+
+// FNV-1a (64 bits) over a checkpoint as io/checkpoint.h documents it, written again here so that a
+// test can forge files that pass the checksum and reach the checks behind it: each tensor's name,
+// dtype, shape ("(16,6)") and bytes in name order, then each metadata key and value but
+// "checksum"; every string is followed by one 0 byte.
+std::string documented_checksum(std::vector<io::TensorRecord> tensors, const std::map<std::string, std::string>& meta) {
+  uint64_t h = 14695981039346656037ULL;
+  auto bytes = [&h](std::span<const std::byte> b) {
+    for (std::byte x : b) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ULL;
+  };
+  auto text = [&bytes](std::string_view s) {
+    bytes(std::as_bytes(std::span(s.data(), s.size())));
+    bytes(std::as_bytes(std::span("", 1)));
+  };
+  std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (const io::TensorRecord& t : tensors) {
+    text(t.name);
+    text(io::dtype_name(t.dtype));
+    text(io::shape_string(t.shape));
+    bytes(t.data);
+  }
+  for (const auto& [key, value] : meta)
+    if (key != "checksum") text(key), text(value);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+}  // namespace
+
+TEST_CASE("a forged checkpoint with a valid checksum is still checked whole and changes nothing") {
+  ScratchDir dir;
+  manual_seed(4);
+  Run run;
+  run.step();
+  const auto good = dir / "good.safetensors";
+  io::save_checkpoint(good, *run.model, *run.optimizer, 1);
+  run.step();
+  const Snapshot before(*run.model, *run.optimizer);
+  const io::LoadedTensors file = io::load_safetensors(good);
+  // The checksum we compute is the one the writer stored: the forgeries below are faithful.
+  REQUIRE(documented_checksum(file.tensors, file.metadata) == file.metadata.at("checksum"));
+
+  // A copy of the good file changed by `edit`, with the checksum recomputed.
+  const int64_t one = 1;
+  int forged = 0;
+  auto forge = [&](const std::function<void(std::vector<io::TensorRecord>&, std::map<std::string, std::string>&)>& edit) {
+    std::vector<io::TensorRecord> tensors = file.tensors;
+    std::map<std::string, std::string> meta = file.metadata;
+    edit(tensors, meta);
+    meta["checksum"] = documented_checksum(tensors, meta);
+    const auto path = dir / ("forged" + std::to_string(forged++) + ".safetensors");
+    io::save_safetensors(path, tensors, meta);
+    return path;
+  };
+  auto with_length = [](const std::string& header) {  // the 8-byte little-endian length, then the header
+    std::string out(8, '\0');
+    for (size_t i = 0, n = header.size(); i < 8; ++i, n >>= 8) out[i] = static_cast<char>(n & 0xff);
+    return out + header;
+  };
+  const struct {
+    std::filesystem::path path;
+    std::string problem;
+  } cases[] = {
+      {forge([&](auto& t, auto&) {
+         t.push_back({"model.extra", io::DType::I64, {1}, std::as_bytes(std::span(&one, 1))});
+       }),
+       "tensor 'model.extra' has dtype I64, expected F32"},
+      {forge([](auto& t, auto&) { t[0].name = "weights.0"; }), "tensor 'weights.0' is neither 'model.*' nor 'optim.*'"},
+      {forge([](auto&, auto& m) { m["step"] = "-3"; }), "metadata 'step' is not a step number: '-3'"},
+      {forge([](auto&, auto& m) { m["rng.offset"] = "lots"; }), "metadata 'rng.offset' is not a number: 'lots'"},
+      {forge([](auto&, auto& m) { m["owner"] = "me"; }), "unexpected metadata 'owner'"},
+      {forge([](auto&, auto& m) { m["optim.param_groups.0.lr"] = "fast"; }),
+       "metadata 'optim.param_groups.0.lr' is not a number: 'fast'"},
+      {forge([](auto&, auto& m) { m["version"] = "2"; }), "checkpoint version '2' is not supported"},
+      // A structure no writer makes: an empty tensor whose other dims multiply past int64, and a header
+      // length of 2^62. The safetensors reader rejects both before anything is allocated.
+      {dir.new_file(with_length(R"({"model.w":{"dtype":"F32","shape":[0,1099511627776,1099511627776],)"
+                                R"("data_offsets":[0,0]}})")),
+       "more elements than int64 can count"},
+      {dir.new_file(std::string("\0\0\0\0\0\0\0\x40", 8) + "{}"), "load_safetensors: "},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.path);
+    const std::string message = error_of([&] { io::load_checkpoint(c.path, *run.model, *run.optimizer); });
+    CHECK_MESSAGE(message.find(c.problem) != std::string::npos, message);
+    CHECK(Snapshot(*run.model, *run.optimizer) == before);
+  }
 }
 
 TEST_CASE("a checkpoint that does not fit lists every missing unexpected and mis-shaped key and changes nothing") {

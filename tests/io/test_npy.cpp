@@ -251,6 +251,9 @@ TEST_CASE("npy rejects dimensions and element counts beyond int64") {
                  "expected a dimension that fits in int64");
   check_rejected(npy_v1(dict("<f4", "False", "(4294967296, 4294967296)"), ""),
                  "shape (4294967296,4294967296) has more elements than int64 can count");
+  // Empty, yet with strides of 2^80: no tensor of this shape can be made.
+  check_rejected(npy_v1(dict("<f4", "False", "(0, 1099511627776, 1099511627776)"), ""),
+                 "shape (0,1099511627776,1099511627776) has more elements than int64 can count");
 }
 
 TEST_CASE("npy rejects truncated data") {

@@ -297,6 +297,11 @@ TEST_CASE("safetensors rejects shapes whose element or byte count overflows int6
       safetensors_file(
           R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}})", ""),
       "tensor 'w': shape (4294967296,4294967296,0) has more elements than int64 can count");
+  // No element at all, but strides of 2^80: an empty tensor of this shape cannot be made either.
+  check_rejected(
+      safetensors_file(
+          R"({"w":{"dtype":"F32","shape":[0,1099511627776,1099511627776],"data_offsets":[0,0]}})", ""),
+      "has more elements than int64 can count");
   // 2^62 elements fit, but 2^62 · 4 bytes do not.
   check_rejected(
       safetensors_file(

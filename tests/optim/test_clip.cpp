@@ -32,6 +32,14 @@ TEST_CASE("clip_grad_norm_ scales all gradients together by max_norm over the to
   CHECK_FALSE(no_grad.grad().defined());
 }
 
+TEST_CASE("clip_grad_norm_ divides by the norm plus 1e-6 as PyTorch does") {
+  // At a tiny norm the 1e-6 shows: |g| = 2e-6 clipped to 1e-6 scales by 1e-6 / 3e-6 = 1/3, where
+  // max_norm / norm alone would give 1/2.
+  Tensor a = with_grad({2e-6f});
+  CHECK(optim::clip_grad_norm_({a}, 1e-6) == doctest::Approx(2e-6).scale(0));
+  CHECK(a.grad().at({0}) == doctest::Approx(2e-6 / 3).epsilon(1e-6).scale(0));
+}
+
 TEST_CASE("clip_grad_norm_ leaves gradients under max_norm unchanged") {
   Tensor a = with_grad({0.3f, -0.4f});
   CHECK(optim::clip_grad_norm_({a}, 1.0) == doctest::Approx(0.5));

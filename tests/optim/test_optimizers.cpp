@@ -121,6 +121,9 @@ TEST_CASE("AdamW decays weights decoupled from the gradient") {
   const optim::AdamWOptions o{.lr = 0.1, .betas = {0.9, 0.99}, .weight_decay = 0.2};
   const V ours = train([&](std::vector<Tensor> p) { return std::make_unique<optim::AdamW>(p, o); }, 10);
   check_close(ours, adam_reference(0.1, 0.9, 0.99, 1e-8, 0.2, false, true, 10));
+  const optim::AdamWOptions ams{.lr = 0.1, .betas = {0.8, 0.6}, .weight_decay = 0.2, .amsgrad = true};
+  check_close(train([&](std::vector<Tensor> p) { return std::make_unique<optim::AdamW>(p, ams); }, 12),
+              adam_reference(0.1, 0.8, 0.6, 1e-8, 0.2, true, true, 12));
   // Not the same as Adam's L2 penalty.
   const D l2 = adam_reference(0.1, 0.9, 0.99, 1e-8, 0.2, false, false, 10);
   CHECK(std::fabs(ours[2] - l2[2]) > 1e-3);

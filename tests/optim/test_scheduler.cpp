@@ -73,16 +73,19 @@ TEST_CASE("NoamLR is the Transformer paper's schedule with steps counted from 1"
   optim::SGD opt({p}, {.lr = 1.0});
   optim::NoamLR schedule(opt, 512, 4000);
   // 512^-0.5 = 0.0441941738, 4000^-1.5 = 3.95284708e-6.
-  // n = 1 (the first step, last_step 0): 0.0441941738 · 1 · 3.95284708e-6 = 1.74692811e-7.
-  CHECK(opt.lr() == doctest::Approx(1.74692811e-7));
-  // n = 100: min(0.1, 100·3.95284708e-6) = 3.95284708e-4 → 1.74692811e-5.
-  CHECK(schedule.lr_at(99) == doctest::Approx(1.74692811e-5));
+  // Relative tolerances only (scale 0): the rates are far below Approx's default absolute slack.
+  auto near = [](double x) { return doctest::Approx(x).epsilon(1e-8).scale(0); };
+  // n = 1 (the first step, last_step 0): 0.0441941738 · 1 · 3.95284708e-6 = 1.74692811e-7; counting
+  // from 0 instead would give 0 here.
+  CHECK(opt.lr() == near(1.74692811e-7));
+  // n = 100: min(0.1, 100·3.95284708e-6) = 3.95284708e-4 → 1.74692811e-5; n = 99 would give 1.7294e-5.
+  CHECK(schedule.lr_at(99) == near(1.74692811e-5));
   // n = 4000, the peak: both terms are 4000^-0.5 = 0.0158113883 → 6.98771243e-4.
-  CHECK(schedule.lr_at(3999) == doctest::Approx(6.98771243e-4));
+  CHECK(schedule.lr_at(3999) == near(6.98771243e-4));
   // n = 16000: 16000^-0.5 = 0.00790569415 → 3.49385621e-4, half the peak.
-  CHECK(schedule.lr_at(15999) == doctest::Approx(3.49385621e-4));
+  CHECK(schedule.lr_at(15999) == near(3.49385621e-4));
   schedule.step();
-  CHECK(opt.lr() == doctest::Approx(2 * 1.74692811e-7));
+  CHECK(opt.lr() == near(2 * 1.74692811e-7));
 }
 
 TEST_CASE("a scheduler scales every group from its own base rate and can jump to a step") {

@@ -1,8 +1,10 @@
 // Determinism across thread counts: every kernel gives each output to one thread, in a fixed order.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <cstring>
 
+#include "child_process.h"
 #include "qkv.h"
 
 using namespace qkv;
@@ -40,4 +42,17 @@ TEST_CASE("results are bitwise identical with 1 and 2 threads") {
 
 TEST_CASE("set_num_threads rejects zero") {
   CHECK_THROWS_AS(set_num_threads(0), ValueError);
+}
+
+// A fresh process reads QKV_NUM_THREADS once, at the first use of the thread count.
+QKV_CHILD("print threads", [](const std::vector<std::string>&) {
+  std::printf("%d", get_num_threads());
+  return 0;
+});
+
+TEST_CASE("QKV_NUM_THREADS sets the initial thread count and a bad value is reported and ignored") {
+  CHECK(testing::run_child("print threads", {}, {"QKV_NUM_THREADS=1"}).output == "1");
+  CHECK(testing::run_child("print threads", {}, {"QKV_NUM_THREADS=3"}).output == "3");
+  const std::string fallback = testing::run_child("print threads", {}, {"OMP_NUM_THREADS=2", "QKV_NUM_THREADS=lots"}).output;
+  CHECK(fallback == "2");  // OpenMP's own default
 }
