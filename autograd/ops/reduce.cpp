@@ -103,9 +103,18 @@ Tensor Tensor::var(std::vector<int64_t> dims, int64_t correction, bool keepdim) 
 
 Tensor Tensor::norm(float p, std::vector<int64_t> dims, bool keepdim) const {
   const std::vector<int64_t> rd = reduced_dims(dims, dim(), "norm");
-  if (std::isinf(p) && p > 0) {  // max |x|: a chain of differentiable maxima
-    Tensor out = abs();
-    for (size_t j = rd.size(); j-- > 0;) out = out.max(rd[j], true).first;
+  if (std::isinf(p) && p > 0) {
+    // max |x|. Where several elements tie for the maximum, PyTorch splits the gradient evenly
+    // among them; so the result is composed as the mean of |x| over the tied elements (a 0/1
+    // mask, constant), whose gradient is sign(x)/count on each tie and 0 elsewhere.
+    Tensor top;
+    {
+      NoGradGuard no_grad;
+      top = abs();
+      for (size_t j = rd.size(); j-- > 0;) top = top.max(rd[j], true).first;
+    }
+    const Tensor ties = abs().eq(top);
+    const Tensor out = (abs() * ties).sum(rd, true) / ties.sum(rd, true);
     return keepdim ? out : out.reshape(reduced_shape(shape(), rd, false));
   }
   if (!(p > 0)) throw ValueError("norm: p must be positive (or INFINITY), got " + std::to_string(p));

@@ -91,6 +91,16 @@ TEST_CASE("reductions over dims with keepdim") {
   CHECK_THROWS_AS(x.sum({1, -2}), IndexError);
 }
 
+TEST_CASE("the infinity norm splits its gradient evenly among tied maxima as PyTorch does") {
+  Tensor x = tensor({{3, -3, 1}, {0, 2, -1}}, true);
+  const Tensor n = x.norm(INFINITY, {1});
+  CHECK(n.to_vector() == V{3, 2});
+  n.sum().backward();
+  // Row 0: |3| and |-3| tie, each gets ±1/2; row 1: the single maximum 2 gets 1.
+  CHECK(x.grad().to_vector() == V{0.5f, -0.5f, 0, 0, 1, 0});
+  CHECK(std::isnan(tensor({1, NAN}).norm(INFINITY).item()));
+}
+
 TEST_CASE("max and min give values and first indices and propagate NaN") {
   const Tensor x = tensor({{1, 7, 7}, {9, -2, 0}});
   auto [values, index] = x.max(1);
