@@ -1,18 +1,17 @@
 // Determinism across thread counts: every kernel gives each output to one thread, in a fixed order.
 #include <doctest/doctest.h>
 
-#include <cstring>
-
 #include "qkv.h"
+#include "thread_testing.h"
 
 using namespace qkv;
+using namespace qkv::testing;
 
 namespace {
 
 // Forward and backward of a two-layer network big enough for every kernel to go parallel;
 // returns the loss and all gradients, flattened.
-std::vector<float> one_step(int threads) {
-  set_num_threads(threads);
+std::vector<float> one_step() {
   Generator g(99);
   Tensor x = randn({512, 96}, false, &g);
   Tensor w1 = randn({96, 160}, true, &g), b1 = randn({160}, true, &g), w2 = randn({160, 10}, true, &g);
@@ -31,11 +30,7 @@ std::vector<float> one_step(int threads) {
 }  // namespace
 
 TEST_CASE("results are bitwise identical with 1 and 2 threads") {
-  const int saved = get_num_threads();
-  const std::vector<float> one = one_step(1), two = one_step(2);
-  set_num_threads(saved);
-  REQUIRE(one.size() == two.size());
-  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  check_bitwise_identical_with_1_and_2_threads(one_step);
 }
 
 TEST_CASE("set_num_threads rejects zero") {
