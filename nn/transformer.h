@@ -13,6 +13,9 @@
 // Children, by name: attention (MultiHeadAttention, D → D with num_heads heads; bias only with
 // use_bias), ffn (PositionWiseFFN, with biases), and addnorm1, addnorm2 (post-norm) or norm1, norm2,
 // dropout (pre-norm). d2l's names, so the parameters read attention.W_q.weight, addnorm1.ln.weight...
+// Differences from PyTorch's nn.TransformerEncoderLayer, which this block otherwise matches (relu,
+// norm_first for pre-norm): PyTorch also drops out after the FFN's relu, and its attention has
+// biased, packed projections (see MultiHeadAttention in nn/attention.h).
 //
 // TransformerEncoder: token ids to contextual vectors (d2l 11.7.4),
 //   X = PositionalEncoding(Embedding(ids) · √D)    (dropout inside the positional encoding)

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/node.h"
 #include "nn/attention_testing.h"
+#include "nn/functional/attention.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "thread_testing.h"
@@ -42,6 +44,15 @@ TEST_CASE("fused masked_softmax matches d2l's masked_fill then softmax forward a
     check_close(fused.y, ref.y, 1e-6f);
     check_close(fused.dx, ref.dx, 1e-5f);
   }
+}
+
+TEST_CASE("the valid-lengths masked_softmax is one node of the graph reading X directly") {
+  const Tensor x = randn({2, 3, 4}, true);
+  const Tensor y = nn::functional::masked_softmax(x, IndexTensor{2, 4});
+  REQUIRE(y.grad_fn());
+  CHECK(y.grad_fn()->op == "masked_softmax");
+  REQUIRE(y.grad_fn()->inputs.size() == 1);
+  CHECK(y.grad_fn()->inputs[0].leaf == x.shared_impl());  // no mask or fill op in between
 }
 
 TEST_CASE("masked_softmax gives exactly zero weight and zero gradient past valid_len") {

@@ -57,7 +57,8 @@ QKV_GRADCHECK_MODULE("TransformerEncoderBlock post-norm", {In::normal({2, 3, 4})
                      [](nn::TransformerEncoderBlock& m, const Inputs& x) { return m.forward(x[0], IndexTensor{3, 2}); },
                      kAcrossRelu);
 QKV_GRADCHECK_MODULE("TransformerEncoderBlock pre-norm with a window", {In::normal({2, 4, 4})},
-                     [] { return std::make_shared<nn::TransformerEncoderBlock>(4, 6, 2, 0.0f, true, true); },
+                     [] { return std::make_shared<nn::TransformerEncoderBlock>(4, 6, 2, 0.0f, /*use_bias=*/true,
+                                                                            /*pre_norm=*/true); },
                      [](nn::TransformerEncoderBlock& m, const Inputs& x) {
                        return m.forward(x[0], IndexTensor{4, 3}, F::window_mask(4, 4, 1));
                      },

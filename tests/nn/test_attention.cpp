@@ -22,6 +22,18 @@ namespace {
 Tensor demo_keys() { return ones({2, 10, 2}); }
 Tensor demo_values() { return arange(40.0f).reshape({1, 10, 4}).expand({2, 10, 4}); }
 
+// d2l's torch.repeat_interleave(valid_lens, H, dim=0): each example's lengths, (B) or (B, Q), once
+// per head.
+IndexTensor repeat_per_head(const IndexTensor& valid_lens, int64_t H) {
+  if (valid_lens.dim() == 1) return valid_lens.repeat_interleave(H);
+  const int64_t B = valid_lens.size(0), Q = valid_lens.size(1);
+  std::vector<int64_t> rows;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Q; ++i) rows.push_back(valid_lens.at({b, i}));
+  return IndexTensor(rows, {B * H, Q});
+}
+
 // d2l's MultiHeadAttention.forward, with its own head layout: transpose_qkv folds the heads into the
 // batch, (B·H, T, d), valid_lens is repeated per head, the heads' outputs are unfolded by
 // transpose_output. Returns the output and the weights (B·H, Q, K).
@@ -34,15 +46,8 @@ std::pair<Tensor, Tensor> d2l_multi_head(const nn::MultiHeadAttention& m, const 
   };
   const Tensor q = transpose_qkv(m.W_q->forward(queries)), k = transpose_qkv(m.W_k->forward(keys));
   const Tensor v = transpose_qkv(m.W_v->forward(values));
-  const IndexTensor lens = valid_lens.dim() == 1 ? valid_lens.repeat_interleave(H) : [&] {
-    std::vector<int64_t> rows;  // each example's row of (B, Q) lengths, once per head
-    const int64_t B = valid_lens.size(0), Q = valid_lens.size(1);
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t i = 0; i < Q; ++i) rows.push_back(valid_lens.at({b, i}));
-    return IndexTensor(rows, {B * H, Q});
-  }();
-  const Tensor w = d2l_masked_softmax(q.matmul(k.transpose(1, 2)) / std::sqrt(static_cast<float>(q.size(-1))), lens);
+  const Tensor w = d2l_masked_softmax(q.matmul(k.transpose(1, 2)) / std::sqrt(static_cast<float>(q.size(-1))),
+                                      repeat_per_head(valid_lens, H));
   const Tensor out = w.matmul(v);
   const Tensor unfolded = out.reshape({-1, H, out.size(1), out.size(2)}).permute({0, 2, 1, 3});
   return {m.W_o->forward(unfolded.reshape({unfolded.size(0), unfolded.size(1), -1})), w};

@@ -152,7 +152,7 @@ TEST_CASE("the pre-norm block keeps an identity path and the post-norm block nor
   const Tensor X = randn({2, 3, 8}, false, &g) * 3.0f + 1.0f;
   for (const bool pre_norm : {true, false}) {
     CAPTURE(pre_norm);
-    nn::TransformerEncoderBlock block(8, 16, 2, 0.0f, false, pre_norm);
+    nn::TransformerEncoderBlock block(8, 16, 2, 0.0f, /*use_bias=*/false, pre_norm);
     {
       NoGradGuard no_grad;
       block.attention->W_o->weight.zero_();
