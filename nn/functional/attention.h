@@ -20,7 +20,7 @@
 // hide everything, or from a -inf bias — gets all-zero weights, so its output is the zero vector.
 // This follows PyTorch's scaled_dot_product_attention (since 2.5, its _safe_softmax); d2l's -1e6
 // fill would spread the row uniformly over the hidden keys, and a plain softmax of -inf gives NaN.
-// Rows with at least one visible key are exactly d2l's: hidden keys get weight 0.
+// Rows with at least one visible key are d2l's (to float rounding), with hidden keys at exactly 0.
 #pragma once
 
 #include <cstdint>
