@@ -12,6 +12,7 @@
 
 #include "nn/activation.h"
 #include "nn/add_norm.h"
+#include "nn/attention.h"
 #include "nn/container.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
@@ -24,6 +25,7 @@
 #include "nn/module.h"
 #include "nn/positional_encoding.h"
 #include "nn/rms_norm.h"
+#include "nn/transformer.h"
 
 #include "io/batching.h"
 #include "io/checkpoint.h"

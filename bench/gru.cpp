@@ -5,34 +5,17 @@
 //             as one fused node (gru_sequence)
 // The loss is the sum of every h_t. Usage: bench_gru [T B in H [repeats]] (defaults 35 32 28 64 5);
 // threads from QKV_NUM_THREADS.
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 
+#include "bench/timing.h"
 #include "nn/functional/basic.h"
 #include "nn/gru.h"
 #include "tensor/factories.h"
 #include "tensor/threads.h"
 
 using namespace qkv;
-
-namespace {
-
-// The best of `repeats` runs of fn, in milliseconds (after one warm-up run).
-double best_ms(int repeats, const std::function<void()>& fn) {
-  fn();
-  double best = 1e30;
-  for (int i = 0; i < repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
-
-}  // namespace
+using qkv::bench::best_ms;
 
 int main(int argc, char** argv) {
   const int64_t T = argc > 4 ? std::atoll(argv[1]) : 35, B = argc > 4 ? std::atoll(argv[2]) : 32;

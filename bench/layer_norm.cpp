@@ -1,43 +1,26 @@
 // Time of layer normalization, forward and backward, composed of tensor ops (mean, sub, mul, rsqrt,
 // ...) and fused (qkv::layer_norm). Usage: bench_layer_norm [rows D] (defaults 1120 256, i.e. B·T =
 // 32·35); threads from QKV_NUM_THREADS.
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 
+#include "bench/timing.h"
 #include "tensor/factories.h"
 #include "tensor/threads.h"
 
 using namespace qkv;
-
-namespace {
-
-// The best of 20 runs of fn, in microseconds (after one warm-up run).
-double best_us(const std::function<void()>& fn) {
-  fn();
-  double best = 1e30;
-  for (int i = 0; i < 20; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
-
-}  // namespace
+using qkv::bench::best_us;
 
 int main(int argc, char** argv) {
   const int64_t rows = argc > 2 ? std::atoll(argv[1]) : 1120, D = argc > 2 ? std::atoll(argv[2]) : 256;
   Tensor x = randn({rows, D}, true), w = ones({D}, true), b = zeros({D}, true);
   const Tensor r = randn({rows, D});  // the loss Σ r ⊙ y gives every output a gradient
-  const double composed = best_us([&] {
+  const double composed = best_us(20, [&] {
     const Tensor c = x - x.mean({-1}, true);
     const Tensor y = c * ((c * c).mean({-1}, true) + 1e-5f).rsqrt() * w + b;
     (y * r).sum().backward();
   });
-  const double fused = best_us([&] { (layer_norm(x, w, b, 1e-5f) * r).sum().backward(); });
+  const double fused = best_us(20, [&] { (layer_norm(x, w, b, 1e-5f) * r).sum().backward(); });
   std::printf("layer_norm forward+backward of (%lld, %lld), %d thread(s): composed %.0f us, fused %.0f us\n",
               static_cast<long long>(rows), static_cast<long long>(D), get_num_threads(), composed, fused);
   return 0;

@@ -2,12 +2,11 @@
 // large parameter, and cross-entropy forward and backward, fused (nn::functional::cross_entropy)
 // and composed (log_softmax then nll_loss), with the bytes each keeps alive for backward.
 // Usage: bench_training [params N C] (defaults 4194304 4096 512); threads from QKV_NUM_THREADS.
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 
+#include "bench/timing.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"
 #include "optim/sgd.h"
@@ -16,21 +15,10 @@
 #include "tensor/threads.h"
 
 using namespace qkv;
+using qkv::bench::best_ms;
 namespace F = qkv::nn::functional;
 
 namespace {
-
-// The best of 10 runs of fn, in milliseconds (after one warm-up run).
-double best_ms(const std::function<void()>& fn) {
-  fn();
-  double best = 1e30;
-  for (int i = 0; i < 10; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
 
 // Bytes allocated by fn's result that are still alive while it is held (its graph, for a loss).
 int64_t kept_bytes(const std::function<Tensor()>& fn) {
@@ -49,12 +37,12 @@ int main(int argc, char** argv) {
   optim::SGD sgd({p}, {.lr = 1e-3, .momentum = 0.9});
   optim::Adam adam({p}, {.lr = 1e-3});
   std::printf("optimizer step on %lld floats, %d thread(s): SGD momentum %.2f ms, Adam %.2f ms\n",
-              static_cast<long long>(P), get_num_threads(), best_ms([&] { sgd.step(); }), best_ms([&] { adam.step(); }));
+              static_cast<long long>(P), get_num_threads(), best_ms(10, [&] { sgd.step(); }), best_ms(10, [&] { adam.step(); }));
 
   const Tensor x = randn({N, C}, true);
   const IndexTensor y = randint(0, C, {N});
-  const double fused = best_ms([&] { F::cross_entropy(x, y).backward(); });
-  const double composed = best_ms([&] { F::nll_loss(x.log_softmax(-1), y).backward(); });
+  const double fused = best_ms(10, [&] { F::cross_entropy(x, y).backward(); });
+  const double composed = best_ms(10, [&] { F::nll_loss(x.log_softmax(-1), y).backward(); });
   std::printf("cross_entropy forward+backward of (%lld, %lld), %d thread(s): fused %.2f ms, composed %.2f ms\n",
               static_cast<long long>(N), static_cast<long long>(C), get_num_threads(), fused, composed);
   std::printf("bytes kept for backward: fused %lld, composed %lld\n",

@@ -1,5 +1,6 @@
 // qkv::nn::functional: the stateless forms of layers and the losses.
 #pragma once
 
+#include "nn/functional/attention.h"
 #include "nn/functional/basic.h"
 #include "nn/functional/loss.h"

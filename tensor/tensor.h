@@ -221,6 +221,12 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
+// Softmax over the last dim of the first valid_lens keys, fused (one kernel forward, one backward):
+// the op behind nn::functional::masked_softmax (nn/functional/attention.h documents its semantics;
+// use that). x is (B, Q, K), or (B, H, Q, K) with the lengths shared by the H heads; valid_lens is
+// (B) or (B, Q) with values in [0, K], or undefined for every key. -inf logits are hidden too, and
+// a row with nothing visible is all zeros.
+Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens);
 // Layer normalization over the last dim, fused (one kernel forward, one backward):
 //   y = (x - mean) / sqrt(var + eps) · weight + bias,   mean and biased var over the last D values
 // x: (..., D) → y: (..., D); weight and bias are (D), or undefined to leave them out.

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "tensor/kernels/parallel.h"
+#include "tensor/kernels/vecmath.h"
 
 namespace qkv::kernels {
 
@@ -51,6 +52,44 @@ void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, c
         for (int64_t k = 0; k < n; ++k) dr[k * inner] = yr[k * inner] * (gr[k * inner] - s);
       }
     }
+  });
+}
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// One row of masked_softmax_forward: positions [0, len) take part unless -inf. (A function of its
+// own, not inside the parallel_for lambda, so that the compiler sees plain pointers and vectorizes
+// the loops.)
+void masked_softmax_row(int64_t n, int64_t len, const float* x, float* y) {
+  float m = kNegInf;
+#pragma omp simd reduction(max : m)
+  for (int64_t k = 0; k < len; ++k) m = x[k] > m ? x[k] : m;
+  if (m == kNegInf) {  // nothing visible: an empty row, or every logit -inf
+    for (int64_t k = 0; k < n; ++k) y[k] = 0.0f;
+    return;
+  }
+  // vexp vectorizes where std::exp does not (tensor/kernels/vecmath.h); it never returns an exact
+  // 0, so -inf logits are zeroed by the select.
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (int64_t k = 0; k < len; ++k) {
+    const float e = x[k] == kNegInf ? 0.0f : vexp(x[k] - m);
+    y[k] = e;
+    s += e;
+  }
+  const float inv = 1.0f / s;
+#pragma omp simd
+  for (int64_t k = 0; k < len; ++k) y[k] *= inv;
+  for (int64_t k = len; k < n; ++k) y[k] = 0.0f;
+}
+
+}  // namespace
+
+void masked_softmax_forward(int64_t rows, int64_t n, const float* x, const int64_t* lens, float* y) {
+  parallel_for(rows, rows * n * 8, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) masked_softmax_row(n, lens ? lens[r] : n, x + r * n, y + r * n);
   });
 }
 

@@ -15,4 +15,15 @@ void softmax_forward(int64_t outer, int64_t n, int64_t inner, const float* x, fl
 void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
                       float* dx, bool log);
 
+// The forward of masked_softmax (d2l 11.3.2.1): softmax over each row of x (rows, n) restricted
+// to the row's first lens[r] positions (all n when lens is null) and, among those, to the
+// positions where x is not -inf:
+//   y_k = exp(x_k - m) / Σ_j exp(x_j - m)   over those positions, m their maximum
+//   y_k = 0                                 everywhere else
+// A row with no such position is all zeros (PyTorch's _safe_softmax, behind its
+// scaled_dot_product_attention since 2.5), where the plain softmax of -inf logits gives NaN.
+// y is exactly 0 at hidden positions, so the backward is softmax_backward's formula as it is:
+// dx_k = y_k · (dy_k - Σ_j dy_j y_j) is 0 wherever y_k is.
+void masked_softmax_forward(int64_t rows, int64_t n, const float* x, const int64_t* lens, float* y);
+
 }  // namespace qkv::kernels

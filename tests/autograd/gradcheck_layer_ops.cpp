@@ -1,6 +1,6 @@
 // Gradcheck entries for the fused ops behind layers of nn/ (see tests/gradcheck_registry.h):
-// layer_norm, gru_cell and gru_sequence (embedding is reached by the Embedding entry of
-// tests/nn/gradcheck_layers.cpp).
+// layer_norm, gru_cell, gru_sequence and masked_softmax (embedding is reached by the Embedding entry
+// of tests/nn/gradcheck_layers.cpp).
 #include "gradcheck_registry.h"
 
 using namespace qkv;
@@ -24,3 +24,11 @@ QKV_GRADCHECK("gru_sequence reverse without bias", {In::normal({4, 2, 6}), In::n
               [](X x) { return gru_sequence(x[0], x[1], x[2], Tensor(), /*reverse=*/true); });
 QKV_GRADCHECK("gru_sequence of one step", {In::normal({1, 3, 9}), In::normal({3, 3}), In::normal({9, 3}), In::normal({9})},
               [](X x) { return gru_sequence(x[0], x[1], x[2], x[3]); });
+QKV_GRADCHECK("masked_softmax with a length per example", {In::normal({2, 3, 5})},
+              [](X x) { return masked_softmax(x[0], IndexTensor{2, 5}); });
+QKV_GRADCHECK("masked_softmax with a length per query and an empty row", {In::normal({2, 3, 4})},
+              [](X x) { return masked_softmax(x[0], IndexTensor({1, 4, 2, 0, 3, 4}, {2, 3})); });
+QKV_GRADCHECK("masked_softmax over heads", {In::normal({2, 2, 3, 4})},
+              [](X x) { return masked_softmax(x[0], IndexTensor({3, 1, 4, 2, 2, 1}, {2, 3})); });
+QKV_GRADCHECK("masked_softmax without lengths", {In::normal({3, 5})},
+              [](X x) { return masked_softmax(x[0], IndexTensor()); });

@@ -3,13 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstring>
 
 #include "tensor/error.h"
 #include "tensor/factories.h"
-#include "tensor/threads.h"
+#include "thread_testing.h"
 
 using namespace qkv;
+using namespace qkv::testing;
 
 namespace {
 
@@ -92,8 +92,7 @@ TEST_CASE("fused layer_norm reads strided inputs and skips gradients nobody need
 
 TEST_CASE("fused layer_norm gives bitwise identical results with 1 and 2 threads") {
   // Big enough that every loop of the kernel goes parallel; D odd so column ranges split unevenly.
-  auto once = [](int threads) {
-    set_num_threads(threads);
+  auto once = [] {
     Generator g(4);
     Tensor x = randn({300, 257}, true, &g), w = randn({257}, true, &g), b = randn({257}, true, &g);
     const Tensor y = layer_norm(x, w, b, 1e-5f);
@@ -105,11 +104,7 @@ TEST_CASE("fused layer_norm gives bitwise identical results with 1 and 2 threads
     }
     return out;
   };
-  const int saved = get_num_threads();
-  const std::vector<float> one = once(1), two = once(2);
-  set_num_threads(saved);
-  REQUIRE(one.size() == two.size());
-  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  check_bitwise_identical_with_1_and_2_threads(once);
 }
 
 TEST_CASE("fused layer_norm names the shapes that do not fit") {

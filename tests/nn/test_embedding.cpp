@@ -2,14 +2,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstring>
 
 #include "nn/embedding.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
-#include "tensor/threads.h"
+#include "thread_testing.h"
 
 using namespace qkv;
+using namespace qkv::testing;
 using V = std::vector<float>;
 
 namespace {
@@ -77,8 +77,7 @@ TEST_CASE("Embedding names the bad id and the vocabulary size") {
 }
 
 TEST_CASE("Embedding gradient is bitwise identical with 1 and 2 threads") {
-  auto once = [](int threads) {
-    set_num_threads(threads);
+  auto once = [] {
     manual_seed(8);
     nn::Embedding emb(50, 77, 0);
     const IndexTensor ids = randint(0, 50, {40, 30});
@@ -86,8 +85,5 @@ TEST_CASE("Embedding gradient is bitwise identical with 1 and 2 threads") {
     (emb.forward(ids) * randn({40, 30, 77}, false, &g)).sum().backward();
     return emb.weight.grad().to_vector();
   };
-  const int saved = get_num_threads();
-  const V one = once(1), two = once(2);
-  set_num_threads(saved);
-  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  check_bitwise_identical_with_1_and_2_threads(once);
 }

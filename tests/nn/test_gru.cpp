@@ -3,16 +3,16 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstring>
 #include <map>
 
 #include "autograd/grad_mode.h"
 #include "nn/gru.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
-#include "tensor/threads.h"
+#include "thread_testing.h"
 
 using namespace qkv;
+using namespace qkv::testing;
 using V = std::vector<float>;
 
 namespace {
@@ -300,8 +300,7 @@ TEST_CASE("a 1000-step GRU unroll backpropagates") {
 }
 
 TEST_CASE("GRU gives bitwise identical results with 1 and 2 threads") {
-  auto once = [](int threads) {
-    set_num_threads(threads);
+  auto once = [] {
     manual_seed(4);
     nn::GRU gru(24, 64, {.num_layers = 2, .bidirectional = true});
     Tensor x = randn({5, 64, 24}, true);  // B·H large enough for the gate kernel to go parallel
@@ -316,11 +315,7 @@ TEST_CASE("GRU gives bitwise identical results with 1 and 2 threads") {
     all.insert(all.end(), dx.begin(), dx.end());
     return all;
   };
-  const int saved = get_num_threads();
-  const V one = once(1), two = once(2);
-  set_num_threads(saved);
-  REQUIRE(one.size() == two.size());
-  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  check_bitwise_identical_with_1_and_2_threads(once);
 }
 
 TEST_CASE("GRU names the shapes it expected") {

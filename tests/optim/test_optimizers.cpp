@@ -13,8 +13,10 @@
 #include "optim/scheduler.h"
 #include "optim/sgd.h"
 #include "qkv.h"
+#include "thread_testing.h"
 
 using namespace qkv;
+using namespace qkv::testing;
 using V = std::vector<float>;
 using D = std::vector<double>;
 
@@ -321,8 +323,7 @@ TEST_CASE("optimizer state restored into a fresh optimizer continues training bi
 
 TEST_CASE("training steps with losses and optimizers are bitwise identical with 1 and 2 threads") {
   // Sizes above the kernels' parallel threshold: the loss, backward and Adam update all split.
-  auto run = [](int threads) {
-    set_num_threads(threads);
+  auto run = [] {
     manual_seed(5);
     nn::Linear layer(64, 512);
     Generator data(6);
@@ -337,8 +338,5 @@ TEST_CASE("training steps with losses and optimizers are bitwise identical with 
     }
     return flat_params(layer);
   };
-  const int saved = get_num_threads();
-  const V one = run(1), two = run(2);
-  set_num_threads(saved);
-  CHECK(bitwise_equal(one, two));
+  check_bitwise_identical_with_1_and_2_threads(run);
 }

@@ -2,19 +2,19 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
-#include <cstring>
 
 #include "child_process.h"
 #include "qkv.h"
+#include "thread_testing.h"
 
 using namespace qkv;
+using namespace qkv::testing;
 
 namespace {
 
 // Forward and backward of a two-layer network big enough for every kernel to go parallel;
 // returns the loss and all gradients, flattened.
-std::vector<float> one_step(int threads) {
-  set_num_threads(threads);
+std::vector<float> one_step() {
   Generator g(99);
   Tensor x = randn({512, 96}, false, &g);
   Tensor w1 = randn({96, 160}, true, &g), b1 = randn({160}, true, &g), w2 = randn({160, 10}, true, &g);
@@ -33,11 +33,7 @@ std::vector<float> one_step(int threads) {
 }  // namespace
 
 TEST_CASE("results are bitwise identical with 1 and 2 threads") {
-  const int saved = get_num_threads();
-  const std::vector<float> one = one_step(1), two = one_step(2);
-  set_num_threads(saved);
-  REQUIRE(one.size() == two.size());
-  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  check_bitwise_identical_with_1_and_2_threads(one_step);
 }
 
 TEST_CASE("set_num_threads rejects zero") {
@@ -51,8 +47,8 @@ QKV_CHILD("print threads", [](const std::vector<std::string>&) {
 });
 
 TEST_CASE("QKV_NUM_THREADS sets the initial thread count and a bad value is reported and ignored") {
-  CHECK(testing::run_child("print threads", {}, {"QKV_NUM_THREADS=1"}).output == "1");
-  CHECK(testing::run_child("print threads", {}, {"QKV_NUM_THREADS=3"}).output == "3");
-  const std::string fallback = testing::run_child("print threads", {}, {"OMP_NUM_THREADS=2", "QKV_NUM_THREADS=lots"}).output;
+  CHECK(run_child("print threads", {}, {"QKV_NUM_THREADS=1"}).output == "1");
+  CHECK(run_child("print threads", {}, {"QKV_NUM_THREADS=3"}).output == "3");
+  const std::string fallback = run_child("print threads", {}, {"OMP_NUM_THREADS=2", "QKV_NUM_THREADS=lots"}).output;
   CHECK(fallback == "2");  // OpenMP's own default
 }

@@ -1,0 +1,115 @@
+#include "nn/attention.h"
+
+#include <string>
+#include <tuple>
+
+#include "nn/functional/attention.h"
+#include "nn/functional/basic.h"
+#include "tensor/error.h"
+
+namespace qkv::nn {
+namespace {
+
+void check_dropout(const char* layer, float p) {
+  if (!(p >= 0.0f && p < 1.0f))
+    throw ValueError(std::string(layer) + ": dropout must be in [0, 1), got " + std::to_string(p));
+}
+
+// Throws unless x is (B, T, features) for the given batch size (any when B < 0) and features.
+void check_input(const char* layer, const char* what, const Tensor& x, int64_t B, int64_t features) {
+  if (x.dim() != 3 || (B >= 0 && x.size(0) != B) || x.size(2) != features)
+    throw ShapeError(std::string(layer) + ": " + what + " of shape " + shape_str(x.shape()) + " must be (" +
+                     (B >= 0 ? std::to_string(B) : std::string("B")) + ", T, " + std::to_string(features) + ")");
+}
+
+void check_keys_values(const char* layer, const Tensor& keys, const Tensor& values) {
+  if (values.dim() != 3 || values.size(0) != keys.size(0) || values.size(1) != keys.size(1))
+    throw ShapeError(std::string(layer) + ": values of shape " + shape_str(values.shape()) +
+                     " must pair with keys of shape " + shape_str(keys.shape()) + ": expected (" +
+                     std::to_string(keys.size(0)) + ", " + std::to_string(keys.size(1)) + ", dv)");
+}
+
+std::string dropout_repr(float p) { return "dropout=" + std::to_string(p); }
+
+}  // namespace
+
+// ---- DotProductAttention -----------------------------------------------------------------------
+
+DotProductAttention::DotProductAttention(float p) : Module("DotProductAttention"), dropout(p) {
+  check_dropout("DotProductAttention", p);
+}
+
+Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                    const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
+  const functional::AttentionOutput out = functional::scaled_dot_product_attention(
+      queries, keys, values, valid_lens, mask, bias, is_training() ? dropout : 0.0f);
+  attention_weights = out.weights.detach();
+  return out.output;
+}
+
+std::string DotProductAttention::extra_repr() const { return dropout_repr(dropout); }
+
+// ---- AdditiveAttention -------------------------------------------------------------------------
+
+AdditiveAttention::AdditiveAttention(int64_t key_size, int64_t query_size, int64_t num_hiddens, float p)
+    : Module("AdditiveAttention"), dropout(p) {
+  check_dropout("AdditiveAttention", p);
+  W_k = register_module("W_k", std::make_shared<Linear>(key_size, num_hiddens, false));
+  W_q = register_module("W_q", std::make_shared<Linear>(query_size, num_hiddens, false));
+  w_v = register_module("w_v", std::make_shared<Linear>(num_hiddens, 1, false));
+}
+
+Tensor AdditiveAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                  const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
+  check_input("AdditiveAttention", "queries", queries, -1, W_q->in_features);
+  check_input("AdditiveAttention", "keys", keys, queries.size(0), W_k->in_features);
+  check_keys_values("AdditiveAttention", keys, values);
+  // Every query meets every key by broadcasting: (B, Q, 1, h) + (B, 1, K, h) → (B, Q, K, h).
+  const Tensor features = (W_q->forward(queries).unsqueeze(2) + W_k->forward(keys).unsqueeze(1)).tanh();
+  const Tensor scores = w_v->forward(features).squeeze(-1);  // (B, Q, K)
+  const Tensor weights = functional::masked_softmax(scores, valid_lens, mask, bias);
+  attention_weights = weights.detach();
+  return functional::dropout(weights, dropout, is_training()).matmul(values);
+}
+
+std::string AdditiveAttention::extra_repr() const { return dropout_repr(dropout); }
+
+// ---- MultiHeadAttention ------------------------------------------------------------------------
+
+MultiHeadAttention::MultiHeadAttention(int64_t key_size, int64_t query_size, int64_t value_size,
+                                       int64_t num_hiddens, int64_t num_heads_, float p, bool bias)
+    : Module("MultiHeadAttention"), num_heads(num_heads_) {
+  if (num_heads <= 0 || num_hiddens % num_heads != 0)
+    throw ValueError("MultiHeadAttention: num_hiddens " + std::to_string(num_hiddens) +
+                     " must be a multiple of num_heads " + std::to_string(num_heads) +
+                     " (each head takes num_hiddens / num_heads features)");
+  attention = register_module("attention", std::make_shared<DotProductAttention>(p));
+  W_q = register_module("W_q", std::make_shared<Linear>(query_size, num_hiddens, bias));
+  W_k = register_module("W_k", std::make_shared<Linear>(key_size, num_hiddens, bias));
+  W_v = register_module("W_v", std::make_shared<Linear>(value_size, num_hiddens, bias));
+  W_o = register_module("W_o", std::make_shared<Linear>(num_hiddens, num_hiddens, bias));
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                   const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
+  check_input("MultiHeadAttention", "queries", queries, -1, W_q->in_features);
+  check_input("MultiHeadAttention", "keys", keys, queries.size(0), W_k->in_features);
+  check_input("MultiHeadAttention", "values", values, queries.size(0), W_v->in_features);
+  check_keys_values("MultiHeadAttention", keys, values);
+  const int64_t D = W_o->in_features, d = D / num_heads;
+  // (B, T, D) → (B, H, T, d): d2l's transpose_qkv without its final reshape, so a view.
+  auto split_heads = [&](const Tensor& x) { return x.view({x.size(0), x.size(1), num_heads, d}).permute({0, 2, 1, 3}); };
+  Tensor q = split_heads(W_q->forward(queries)), k = split_heads(W_k->forward(keys));
+  const Tensor v = split_heads(W_v->forward(values));
+  if (qk_transform) std::tie(q, k) = qk_transform(q, k);
+  const Tensor heads = attention->forward(q, k, v, valid_lens, mask, bias);  // (B, H, Q, d)
+  attention_weights = attention->attention_weights;
+  // d2l's transpose_output: (B, H, Q, d) → (B, Q, H, d) → (B, Q, D), the heads side by side.
+  return W_o->forward(heads.permute({0, 2, 1, 3}).reshape({queries.size(0), queries.size(1), D}));
+}
+
+std::string MultiHeadAttention::extra_repr() const {
+  return "num_hiddens=" + std::to_string(W_o->in_features) + ", num_heads=" + std::to_string(num_heads);
+}
+
+}  // namespace qkv::nn

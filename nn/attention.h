@@ -1,0 +1,106 @@
+// Attention layers (d2l 11.3 and 11.5; zh 10.3 and 10.5): a query scores every key, the scores
+// become weights by a masked softmax, and the output is the weighted sum of the values.
+//
+// Every layer's forward takes
+//   queries (B, Q, ·), keys (B, K, ·), values (B, K, ·)   Q and K may differ (cross attention)
+//   valid_lens, mask, bias: which keys each query may see, and what is added to its scores — all
+//   optional and composable; nn/functional/attention.h defines them, their shapes and the
+//   fully-masked-row rule (all-zero weights).
+// and keeps the weights of its last forward in `attention_weights`, detached from the graph (for
+// plotting; keeping them does not keep the graph alive). They are taken before dropout, as in d2l:
+// each row sums to 1 over its visible keys and is 0 at the others.
+//
+// Dropout acts on the attention weights, as in d2l: a query randomly ignores some keys in
+// training; in eval() it is the identity.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <utility>
+
+#include "nn/linear.h"
+#include "nn/module.h"
+
+namespace qkv::nn {
+
+// Scaled dot-product attention (Vaswani et al. 2017, eq. 1; d2l 11.3.3):
+//   weights = masked_softmax(Q·Kᵀ/√d + bias),   output = dropout(weights)·V
+//   queries (B, Q, d), keys (B, K, d), values (B, K, dv)  →  output (B, Q, dv)
+//   attention_weights: (B, Q, K)
+// It has no parameters. Inputs may also carry a heads dim after B, (B, H, ·, ·), as
+// MultiHeadAttention passes them; d2l's version takes the heads folded into the batch, (B·H, ·, ·).
+class DotProductAttention : public Module {
+ public:
+  explicit DotProductAttention(float dropout);
+  Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                 const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
+                 const Tensor& bias = Tensor());
+  std::string extra_repr() const override;
+
+  float dropout;
+  Tensor attention_weights;
+};
+
+// Additive attention (Bahdanau et al. 2015; d2l 11.3.2), for queries and keys of different widths:
+//   score(q, k) = w_vᵀ · tanh(W_q q + W_k k)
+//   queries (B, Q, query_size), keys (B, K, key_size), values (B, K, dv)  →  output (B, Q, dv)
+//   attention_weights: (B, Q, K)
+// Parameters, as d2l's (no biases): W_k: Linear(key_size, num_hiddens), W_q: Linear(query_size,
+// num_hiddens), w_v: Linear(num_hiddens, 1). The tanh features take B·Q·K·num_hiddens floats.
+class AdditiveAttention : public Module {
+ public:
+  AdditiveAttention(int64_t key_size, int64_t query_size, int64_t num_hiddens, float dropout);
+  Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                 const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
+                 const Tensor& bias = Tensor());
+  std::string extra_repr() const override;
+
+  float dropout;
+  std::shared_ptr<Linear> W_k, W_q, w_v;
+  Tensor attention_weights;
+};
+
+// Multi-head attention (Vaswani et al. 2017, section 3.2.2; d2l 11.5), with d2l's head layout:
+//   q = W_q(queries), k = W_k(keys), v = W_v(values)      (B, ·, D), D = num_hiddens
+//   head h reads features [h·d, (h+1)·d) of each,          d = D / num_heads
+//   output = W_o(concat over heads of DotProductAttention(q_h, k_h, v_h))
+//   queries (B, Q, query_size), keys (B, K, key_size), values (B, K, value_size) → output (B, Q, D)
+//   attention_weights: (B, H, Q, K), per head
+// The heads are views of the projections, (B, H, ·, d) through a permute, not copies; d2l folds
+// them into the batch, (B·H, ·, d), and repeats valid_lens per head, which is the same computation.
+// valid_lens and 3-d masks apply to every head; 4-d masks and biases may differ per head.
+// Parameters, as d2l's: W_q: Linear(query_size, D), W_k: Linear(key_size, D), W_v: Linear(value_size,
+// D), W_o: Linear(D, D), all with a bias only if `bias`.
+//
+// Differences from PyTorch's nn.MultiheadAttention: that one packs W_q, W_k, W_v into one
+// in_proj_weight (3D, D), initializes it xavier-uniform, has biases by default, and returns weights
+// averaged over the heads; qkv follows d2l (separate Linears, PyTorch's Linear initialization).
+//
+// Hooks for position embeddings that act inside attention:
+//  - qk_transform, if set, is applied to the per-head queries and keys, (B, H, Q, d) and
+//    (B, H, K, d), after the projections and before the scores: the place of a rotary embedding
+//    (RoPE, Su et al. 2021). For example, with a RotaryEmbedding `rope` (nn/rotary.h):
+//      mha.qk_transform = [rope](const Tensor& q, const Tensor& k) {
+//        return std::pair{rope->forward(q), rope->forward(k)};
+//      };
+//  - forward's `bias`, (1 or B, H, Q, K), is added to every head's scores: the place of a relative
+//    position bias (Shaw et al. 2018; T5, Raffel et al. 2020).
+class MultiHeadAttention : public Module {
+ public:
+  using QKTransform = std::function<std::pair<Tensor, Tensor>(const Tensor& q, const Tensor& k)>;
+
+  MultiHeadAttention(int64_t key_size, int64_t query_size, int64_t value_size, int64_t num_hiddens,
+                     int64_t num_heads, float dropout, bool bias = false);
+  Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                 const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
+                 const Tensor& bias = Tensor());
+  std::string extra_repr() const override;
+
+  int64_t num_heads;
+  std::shared_ptr<DotProductAttention> attention;
+  std::shared_ptr<Linear> W_q, W_k, W_v, W_o;
+  QKTransform qk_transform;
+  Tensor attention_weights;  // (B, H, Q, K)
+};
+
+}  // namespace qkv::nn

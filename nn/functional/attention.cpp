@@ -1,0 +1,114 @@
+#include "nn/functional/attention.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "nn/functional/basic.h"
+#include "tensor/error.h"
+#include "tensor/factories.h"
+
+namespace qkv::nn::functional {
+namespace {
+
+// True when `shape` broadcasts to `target` without enlarging it.
+bool broadcasts_to(const Shape& shape, const Shape& target) {
+  if (shape.size() > target.size()) return false;
+  const size_t lead = target.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1 && shape[i] != target[lead + i]) return false;
+  return true;
+}
+
+// A mask or bias made to broadcast against the scores X: a 3-d (B, Q, K) one is shared by the
+// heads of 4-d (B, H, Q, K) scores, so it gains the heads dim as size 1.
+Tensor fit_to_scores(const Tensor& t, const Tensor& X, const char* what) {
+  const Tensor fitted = X.dim() == 4 && t.dim() == 3 ? t.unsqueeze(1) : t;
+  if (!broadcasts_to(fitted.shape(), X.shape()))
+    throw ShapeError(std::string("masked_softmax: ") + what + " of shape " + shape_str(t.shape()) +
+                     " does not broadcast to the scores of shape " + shape_str(X.shape()) +
+                     ": expected (Q, K), (B, Q, K) or (B, H, Q, K) with sizes equal or 1");
+  return fitted;
+}
+
+}  // namespace
+
+Tensor masked_softmax(const Tensor& X, const IndexTensor& valid_lens) {
+  return qkv::masked_softmax(X, valid_lens);  // the fused op of autograd/ops/softmax.cpp
+}
+
+Tensor masked_softmax(const Tensor& X, const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
+  Tensor scores = X;
+  if (bias.defined()) scores = scores + fit_to_scores(bias, X, "bias");
+  // A hidden key becomes -inf, which the fused op treats like a key past the valid length.
+  if (mask.defined())
+    scores = where(fit_to_scores(mask, X, "mask"), scores, scalar_tensor(-std::numeric_limits<float>::infinity()));
+  return qkv::masked_softmax(scores, valid_lens);
+}
+
+Tensor causal_mask(int64_t Q, int64_t K) {
+  if (Q < 0 || K < 0)
+    throw ValueError("causal_mask: sizes must be >= 0, got Q " + std::to_string(Q) + " and K " + std::to_string(K));
+  return arange(static_cast<float>(K)).le(arange(static_cast<float>(Q)).unsqueeze(1));
+}
+
+Tensor window_mask(int64_t Q, int64_t K, int64_t window) {
+  if (Q < 0 || K < 0 || window < 0)
+    throw ValueError("window_mask: sizes and window must be >= 0, got Q " + std::to_string(Q) + ", K " +
+                     std::to_string(K) + " and window " + std::to_string(window));
+  const Tensor distance = (arange(static_cast<float>(K)) - arange(static_cast<float>(Q)).unsqueeze(1)).abs();
+  return distance.le(static_cast<float>(window));
+}
+
+Tensor adjacency_mask(int64_t num_nodes, const std::vector<std::pair<int64_t, int64_t>>& edges, bool self_loops) {
+  if (num_nodes < 0) throw ValueError("adjacency_mask: num_nodes must be >= 0, got " + std::to_string(num_nodes));
+  Tensor mask = self_loops ? eye(num_nodes) : zeros({num_nodes, num_nodes});
+  float* m = mask.data();
+  for (const auto& [i, j] : edges) {
+    if (i < 0 || i >= num_nodes || j < 0 || j >= num_nodes)
+      throw IndexError("adjacency_mask: edge (" + std::to_string(i) + ", " + std::to_string(j) +
+                       ") has a node outside [0, " + std::to_string(num_nodes) + ")");
+    m[i * num_nodes + j] = m[j * num_nodes + i] = 1.0f;
+  }
+  return mask;
+}
+
+Tensor key_padding_mask(const IndexTensor& valid_lens, int64_t K) {
+  if (!valid_lens.defined() || valid_lens.dim() < 1 || valid_lens.dim() > 2)
+    throw ShapeError("key_padding_mask: valid_lens must be (B) or (B, Q), got shape " +
+                     (valid_lens.defined() ? shape_str(valid_lens.shape()) : std::string("undefined")));
+  if (K < 0) throw ValueError("key_padding_mask: K must be >= 0, got " + std::to_string(K));
+  // d2l's sequence_mask: arange(K)[None, :] < valid_len[:, None], one row per length.
+  const Tensor lens = to_float(valid_lens).unsqueeze(-1);
+  const Tensor mask = arange(static_cast<float>(K)).lt(lens);
+  return valid_lens.dim() == 1 ? mask.unsqueeze(1) : mask;
+}
+
+Tensor mask_and(const Tensor& a, const Tensor& b) {
+  if (!a.defined()) return b;
+  if (!b.defined()) return a;
+  return a.ne(0.0f) * b.ne(0.0f);
+}
+
+AttentionOutput scaled_dot_product_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                             const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias,
+                                             float dropout_p) {
+  const int64_t rank = queries.dim();
+  const bool fits = (rank == 3 || rank == 4) && keys.dim() == rank && values.dim() == rank &&
+                    Shape(queries.shape().begin(), queries.shape().end() - 2) ==
+                        Shape(keys.shape().begin(), keys.shape().end() - 2) &&
+                    Shape(keys.shape().begin(), keys.shape().end() - 2) ==
+                        Shape(values.shape().begin(), values.shape().end() - 2) &&
+                    queries.size(-1) == keys.size(-1) && keys.size(-2) == values.size(-2);
+  if (!fits)
+    throw ShapeError("scaled_dot_product_attention: queries " + shape_str(queries.shape()) + ", keys " +
+                     shape_str(keys.shape()) + " and values " + shape_str(values.shape()) +
+                     " do not fit: expected (B, Q, d), (B, K, d) and (B, K, dv), or the same with a heads dim after B");
+  // Dividing by √d keeps the scores' variance at 1 for unit-variance queries and keys, whatever d
+  // (Vaswani et al. 2017, section 3.2.1). keys.transpose is a view: the matmul reads it as Kᵀ.
+  const Tensor scores = queries.matmul(keys.transpose(-1, -2)) / std::sqrt(static_cast<float>(queries.size(-1)));
+  const Tensor weights = masked_softmax(scores, valid_lens, mask, bias);
+  return {dropout(weights, dropout_p, dropout_p > 0.0f).matmul(values), weights};
+}
+
+}  // namespace qkv::nn::functional

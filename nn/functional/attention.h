@@ -1,0 +1,91 @@
+// The stateless parts of attention: the masked softmax, masks for its variants, and scaled
+// dot-product attention. The layers of nn/attention.h are built from these.
+//
+// Shapes (letters from docs/internals.md): B batch, H heads, Q queries, K keys (and values),
+// d the width of a query/key, dv the width of a value.
+//
+// Three ways to hide keys from a query, which compose (a key is visible only if all allow it):
+//   valid_lens  IndexTensor (B) or (B, Q): only the first valid_lens keys (d2l's key padding).
+//               This is the fast path: the fused masked_softmax op reads the lengths directly.
+//   mask        0/1 Tensor, nonzero where the query may attend to the key (the convention of
+//               PyTorch's boolean attn_mask in scaled_dot_product_attention and of d2l's
+//               sequence_mask; nn.MultiheadAttention's boolean masks use the opposite one).
+//   bias        float Tensor added to the scores before the softmax: PyTorch's float attn_mask
+//               (-inf hides a key), or a learned relative-position bias (T5, Shaw et al.).
+// mask and bias are (Q, K) or (B, Q, K), shared by every head, or (B or 1, H or 1, Q, K) per head;
+// they broadcast to the scores and must not enlarge them. (Per-head tensors must be 4-d: an
+// (H, Q, K) tensor reads as (B, Q, K).)
+//
+// A fully masked row — a query that may see no key, from valid_lens 0, from masks that together
+// hide everything, or from a -inf bias — gets all-zero weights, so its output is the zero vector.
+// This follows PyTorch's scaled_dot_product_attention (since 2.5, its _safe_softmax); d2l's -1e6
+// fill would spread the row uniformly over the hidden keys, and a plain softmax of -inf gives NaN.
+// Rows with at least one visible key are d2l's (to float rounding), with hidden keys at exactly 0.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace qkv::nn::functional {
+
+// d2l's masked_softmax (d2l 11.3.2.1; zh 10.3.1): softmax over the last dim of X in which the keys
+// past each valid length get weight 0.
+//   X: (B, Q, K) scores, or (B, H, Q, K) with the lengths shared by the H heads
+//   valid_lens: (B) — one length per example — or (B, Q) — one per query; values in [0, K].
+//               Undefined: a plain softmax.
+//   → (same shape as X), each row summing to 1 over its visible keys (or all zero, see above)
+// One fused op (qkv::masked_softmax) forward and backward. A length outside [0, K] throws
+// IndexError; d2l would silently treat it as K or 0.
+Tensor masked_softmax(const Tensor& X, const IndexTensor& valid_lens);
+
+// The general form: softmax over the last dim of X + bias, keeping only the keys that are within
+// valid_lens and where mask is nonzero. Any of valid_lens, mask and bias may be undefined.
+Tensor masked_softmax(const Tensor& X, const IndexTensor& valid_lens, const Tensor& mask,
+                      const Tensor& bias = Tensor());
+
+// ---- masks: 0/1 tensors, 1 where a query may attend to a key ----------------------------------
+
+// (Q, K): query i sees keys j <= i, as torch.tril(ones(Q, K)) and PyTorch's is_causal=True
+// (aligned at the top left when Q != K). For a decoder's self-attention.
+Tensor causal_mask(int64_t Q, int64_t K);
+
+// (Q, K): query i sees keys j with |i - j| <= window. The seeds' truncated self-attention: a
+// position looks only at its neighbourhood, as speech models do (window >= 0).
+Tensor window_mask(int64_t Q, int64_t K, int64_t window);
+
+// (N, N): node i sees node j when an edge joins them. Attention restricted to a graph's edges is a
+// graph attention network (the seeds' self-attention on graphs; Veličković et al. 2018, who also
+// add self-loops). Edges are undirected pairs of nodes in [0, num_nodes).
+Tensor adjacency_mask(int64_t num_nodes, const std::vector<std::pair<int64_t, int64_t>>& edges,
+                      bool self_loops = false);
+
+// The valid_lens masking as a mask: (B, 1, K) for lengths (B), (B, Q, K) for lengths (B, Q);
+// 1 at keys k < valid_len. For composing with other masks; valid_lens itself is faster.
+Tensor key_padding_mask(const IndexTensor& valid_lens, int64_t K);
+
+// Attention allowed where both masks allow it (their product, broadcast). An undefined mask allows
+// everything, so mask_and(Tensor(), m) is m.
+Tensor mask_and(const Tensor& a, const Tensor& b);
+
+// ---- scaled dot-product attention --------------------------------------------------------------
+
+struct AttentionOutput {
+  Tensor output;   // (B, [H,] Q, dv)
+  Tensor weights;  // (B, [H,] Q, K), before dropout; part of the graph
+};
+
+// Vaswani et al. 2017, eq. 1; d2l 11.3.3:
+//   weights = masked_softmax(Q·Kᵀ/√d + bias, valid_lens, mask),   output = dropout(weights)·V
+//   queries (B, Q, d), keys (B, K, d), values (B, K, dv); or all with a heads dim after B,
+//   (B, H, ·, ·), where valid_lens and 3-d masks are shared by the heads.
+// Dropout drops attention weights with probability dropout_p (d2l's placement); pass 0 in
+// evaluation, as for torch.nn.functional.scaled_dot_product_attention.
+AttentionOutput scaled_dot_product_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                             const IndexTensor& valid_lens = IndexTensor(),
+                                             const Tensor& mask = Tensor(), const Tensor& bias = Tensor(),
+                                             float dropout_p = 0.0f);
+
+}  // namespace qkv::nn::functional

@@ -1,0 +1,141 @@
+// The fused masked_softmax op against d2l's composed masked_softmax (masked_fill with -1e6, then
+// softmax), forward and backward; its fully-masked-row rule, threads and errors. Its
+// finite-difference checks are in gradcheck_layer_ops.cpp.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/node.h"
+#include "nn/attention_testing.h"
+#include "nn/functional/attention.h"
+#include "tensor/error.h"
+#include "tensor/factories.h"
+#include "thread_testing.h"
+
+using namespace qkv;
+using namespace qkv::testing;
+
+namespace {
+
+struct Run {
+  Tensor y, dx;
+};
+
+// Forward, and the gradient of Σ y ⊙ r for a fixed random r.
+Run run(bool fused, const Tensor& x0, const IndexTensor& lens) {
+  Tensor x = x0.detach().clone().requires_grad_();
+  const Tensor y = fused ? masked_softmax(x, lens) : d2l_masked_softmax(x, lens);
+  Generator g(5);
+  (y * randn(y.shape(), false, &g)).sum().backward();
+  return {y.detach(), x.grad()};
+}
+
+}  // namespace
+
+TEST_CASE("fused masked_softmax matches d2l's masked_fill then softmax forward and backward") {
+  Generator g(1);
+  const Tensor x = randn({3, 4, 7}, false, &g) * 3.0f;
+  const IndexTensor per_example{7, 1, 4};                                      // (B)
+  const IndexTensor per_query({1, 2, 3, 4, 7, 7, 7, 7, 5, 1, 6, 2}, {3, 4});  // (B, Q)
+  for (const IndexTensor& lens : {per_example, per_query}) {
+    CAPTURE(lens);
+    const Run fused = run(true, x, lens), ref = run(false, x, lens);
+    check_close(fused.y, ref.y, 1e-6f);
+    check_close(fused.dx, ref.dx, 1e-5f);
+  }
+}
+
+TEST_CASE("the valid-lengths masked_softmax is one node of the graph reading X directly") {
+  const Tensor x = randn({2, 3, 4}, true);
+  const Tensor y = nn::functional::masked_softmax(x, IndexTensor{2, 4});
+  REQUIRE(y.grad_fn());
+  CHECK(y.grad_fn()->op == "masked_softmax");
+  REQUIRE(y.grad_fn()->inputs.size() == 1);
+  CHECK(y.grad_fn()->inputs[0].leaf == x.shared_impl());  // no mask or fill op in between
+}
+
+TEST_CASE("masked_softmax gives exactly zero weight and zero gradient past valid_len") {
+  const Tensor x = tensor({{{5, 1, 9, -2}, {0, 0, 0, 0}}}, true);
+  const Tensor y = masked_softmax(x, IndexTensor{2});
+  // e^5 : e^1 → 0.98201379, 0.01798621 (numpy: np.exp([5, 1]) / np.exp([5, 1]).sum()).
+  check_values(y, {0.98201379f, 0.01798621f, 0, 0, 0.5f, 0.5f, 0, 0}, 1e-6f);
+  CHECK(y.at({0, 0, 2}) == 0.0f);
+  CHECK(y.at({0, 1, 3}) == 0.0f);
+  (y * tensor({{{1, 2, 3, 4}, {5, 6, 7, 8}}})).sum().backward();
+  const std::vector<float> dx = x.grad().to_vector();
+  CHECK(dx[2] == 0.0f);
+  CHECK(dx[3] == 0.0f);
+  CHECK(dx[6] == 0.0f);
+  CHECK(dx[7] == 0.0f);
+}
+
+TEST_CASE("masked_softmax over heads shares each example's lengths like d2l's repeat_interleave") {
+  // d2l's MultiHeadAttention folds H heads into the batch, (B·H, Q, K), and repeats valid_lens per
+  // head; the op takes (B, H, Q, K) and the (B) or (B, Q) lengths as they are.
+  Generator g(2);
+  const Tensor x = randn({2, 3, 4, 5}, false, &g);
+  const IndexTensor per_example{3, 5}, per_query({1, 2, 3, 4, 5, 0, 2, 4}, {2, 4});
+  check_close(masked_softmax(x, per_example),
+              d2l_masked_softmax(x.reshape({6, 4, 5}), per_example.repeat_interleave(3)).reshape({2, 3, 4, 5}), 1e-6f);
+  const IndexTensor repeated({1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4, 5, 0, 2, 4, 5, 0, 2, 4, 5, 0, 2, 4}, {6, 4});
+  // Row (b=1, q=1) has length 0: d2l spreads it evenly (0.2) over the hidden keys, the op gives zeros.
+  const Tensor ours = masked_softmax(x, per_query), d2l = d2l_masked_softmax(x.reshape({6, 4, 5}), repeated);
+  for (int64_t h = 0; h < 3; ++h) {
+    check_close(ours.select(0, 0).select(0, h), d2l.select(0, h), 1e-6f);
+    check_close(ours.select(0, 1).select(0, h).select(0, 0), d2l.select(0, 3 + h).select(0, 0), 1e-6f);
+    check_close(ours.select(0, 1).select(0, h).select(0, 1), zeros({5}), 0.0f);
+    check_close(d2l.select(0, 3 + h).select(0, 1), full({5}, 0.2f), 1e-6f);
+  }
+}
+
+TEST_CASE("masked_softmax gives a fully masked row all-zero weights and a zero gradient") {
+  // Hidden by valid_len 0 (row 0) or by -inf logits (row 1; masks arrive as -inf). A plain softmax
+  // of row 1 is NaN; d2l's -1e6 would give row 0 uniform weights 1/3.
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor x = tensor({{{1, 2, 3}, {-inf, -inf, -inf}, {-inf, 0, std::log(3.0f)}}}, true);
+  const Tensor y = masked_softmax(x, IndexTensor({0, 3, 3}, {1, 3}));
+  check_values(y, {0, 0, 0, 0, 0, 0, 0, 0.25f, 0.75f}, 1e-6f);
+  (y * tensor({{{1, 2, 3}, {4, 5, 6}, {7, 8, 9}}})).sum().backward();
+  const std::vector<float> dx = x.grad().to_vector();
+  for (int i = 0; i < 7; ++i) CHECK(dx[static_cast<size_t>(i)] == 0.0f);
+  // Row 2: dx = y ⊙ (g - Σ g y) with g = (8, 9) on the visible keys, Σ g y = 8.75.
+  CHECK(dx[7] == doctest::Approx(0.25 * (8 - 8.75)));
+  CHECK(dx[8] == doctest::Approx(0.75 * (9 - 8.75)));
+}
+
+TEST_CASE("masked_softmax without valid_lens is the softmax over the last dim") {
+  Generator g(3);
+  const Tensor x = randn({2, 3, 6}, false, &g);
+  check_close(masked_softmax(x, IndexTensor()), x.softmax(-1), 1e-6f);
+  check_close(masked_softmax(x.transpose(0, 2), IndexTensor()), x.transpose(0, 2).softmax(-1), 1e-6f);
+}
+
+TEST_CASE("fused masked_softmax gives bitwise identical results with 1 and 2 threads") {
+  auto once = [] {
+    Generator g(4);
+    Tensor x = randn({16, 4, 64, 64}, true, &g);
+    const Tensor y = masked_softmax(x, randint(0, 65, {16, 64}, &g));
+    (y * randn(y.shape(), false, &g)).sum().backward();
+    std::vector<float> out = y.to_vector();
+    const std::vector<float> dx = x.grad().to_vector();
+    out.insert(out.end(), dx.begin(), dx.end());
+    return out;
+  };
+  check_bitwise_identical_with_1_and_2_threads(once);
+}
+
+TEST_CASE("masked_softmax names the shapes and lengths that do not fit") {
+  const Tensor x = zeros({2, 3, 4});
+  CHECK_THROWS_WITH_AS(masked_softmax(x, IndexTensor{1, 2, 3}),
+                       "masked_softmax: valid_lens of shape (3) does not fit X of shape (2,3,4): expected (2) or (2,3)",
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(masked_softmax(x, IndexTensor{2, 5}),
+                       "masked_softmax: valid length 5 (element 1 of valid_lens) is out of range [0, 4] for X of shape "
+                       "(2,3,4)",
+                       IndexError);
+  CHECK_THROWS_AS(masked_softmax(x, IndexTensor{-1, 2}), IndexError);
+  CHECK_THROWS_WITH_AS(masked_softmax(zeros({3, 4}), IndexTensor{1, 2, 3}),
+                       "masked_softmax: with valid_lens, X must be (B, Q, K) or (B, H, Q, K), got shape (3,4)", ShapeError);
+  CHECK_THROWS_AS(masked_softmax(scalar_tensor(1.0f), IndexTensor()), ShapeError);
+}

@@ -1,0 +1,84 @@
+// Gradcheck entries for the attention layers and the Transformer encoder (see
+// tests/gradcheck_registry.h), with respect to their inputs and parameters, and to an attention bias
+// (learned, as a relative position bias is). Modules with dropout are checked in eval() or at p = 0.
+#include "gradcheck_registry.h"
+#include "nn/attention.h"
+#include "nn/functional/attention.h"
+#include "nn/transformer.h"
+
+using namespace qkv;
+using namespace qkv::testing;
+namespace F = qkv::nn::functional;
+
+namespace {
+
+// The FFN's relu has a kink at 0: a small step keeps every hidden unit on its side.
+const GradcheckOptions kAcrossRelu{.eps = 1e-3f};
+
+std::shared_ptr<nn::TransformerEncoder> encoder_in_eval(const nn::TransformerEncoderOptions& options) {
+  auto encoder = std::make_shared<nn::TransformerEncoder>(options);
+  encoder->eval();
+  return encoder;
+}
+
+}  // namespace
+
+QKV_GRADCHECK_MODULE("DotProductAttention with valid lengths",
+                     {In::normal({2, 3, 4}), In::normal({2, 5, 4}), In::normal({2, 5, 3})},
+                     [] { return std::make_shared<nn::DotProductAttention>(0.0f); },
+                     [](nn::DotProductAttention& m, const Inputs& x) {
+                       return m.forward(x[0], x[1], x[2], IndexTensor{5, 2});
+                     });
+QKV_GRADCHECK_MODULE("DotProductAttention over heads with a mask and a bias",
+                     {In::normal({2, 2, 3, 4}), In::normal({2, 2, 4, 4}), In::normal({2, 2, 4, 3}), In::normal({1, 2, 3, 4})},
+                     [] { return std::make_shared<nn::DotProductAttention>(0.0f); },
+                     [](nn::DotProductAttention& m, const Inputs& x) {
+                       return m.forward(x[0], x[1], x[2], IndexTensor{4, 3}, F::causal_mask(3, 4), x[3]);
+                     });
+QKV_GRADCHECK_MODULE("AdditiveAttention with a length per query",
+                     {In::normal({2, 3, 5}), In::normal({2, 4, 3}), In::normal({2, 4, 2})},
+                     [] { return std::make_shared<nn::AdditiveAttention>(3, 5, 6, 0.0f); },
+                     [](nn::AdditiveAttention& m, const Inputs& x) {
+                       return m.forward(x[0], x[1], x[2], IndexTensor({1, 4, 2, 3, 3, 4}, {2, 3}));
+                     });
+QKV_GRADCHECK_MODULE("MultiHeadAttention self-attention with biases", {In::normal({2, 4, 6})},
+                     [] { return std::make_shared<nn::MultiHeadAttention>(6, 6, 6, 6, 2, 0.0f, true); },
+                     [](nn::MultiHeadAttention& m, const Inputs& x) {
+                       return m.forward(x[0], x[0], x[0], IndexTensor{4, 2});
+                     });
+QKV_GRADCHECK_MODULE("MultiHeadAttention cross attention with a window and a per-head bias",
+                     {In::normal({2, 3, 5}), In::normal({2, 4, 6}), In::normal({2, 4, 3}), In::normal({1, 2, 3, 4})},
+                     [] { return std::make_shared<nn::MultiHeadAttention>(6, 5, 3, 4, 2, 0.0f); },
+                     [](nn::MultiHeadAttention& m, const Inputs& x) {
+                       return m.forward(x[0], x[1], x[2], IndexTensor{4, 3}, F::window_mask(3, 4, 1), x[3]);
+                     });
+QKV_GRADCHECK_MODULE("TransformerEncoderBlock post-norm", {In::normal({2, 3, 4})},
+                     [] { return std::make_shared<nn::TransformerEncoderBlock>(4, 6, 2, 0.0f); },
+                     [](nn::TransformerEncoderBlock& m, const Inputs& x) { return m.forward(x[0], IndexTensor{3, 2}); },
+                     kAcrossRelu);
+QKV_GRADCHECK_MODULE("TransformerEncoderBlock pre-norm with a window", {In::normal({2, 4, 4})},
+                     [] { return std::make_shared<nn::TransformerEncoderBlock>(4, 6, 2, 0.0f, /*use_bias=*/true,
+                                                                            /*pre_norm=*/true); },
+                     [](nn::TransformerEncoderBlock& m, const Inputs& x) {
+                       return m.forward(x[0], IndexTensor{4, 3}, F::window_mask(4, 4, 1));
+                     },
+                     kAcrossRelu);
+QKV_GRADCHECK_MODULE("TransformerEncoder in eval", {},
+                     [] {
+                       return encoder_in_eval(
+                           {.vocab_size = 5, .num_hiddens = 4, .ffn_num_hiddens = 6, .num_heads = 2, .num_layers = 2});
+                     },
+                     [](nn::TransformerEncoder& m, const Inputs&) {
+                       return m.forward(IndexTensor({1, 4, 0, 2, 2, 3}, {2, 3}), IndexTensor{2, 3});
+                     },
+                     kAcrossRelu);
+QKV_GRADCHECK_MODULE("TransformerEncoder pre-norm windowed without positions", {},
+                     [] {
+                       return encoder_in_eval({.vocab_size = 5, .num_hiddens = 4, .ffn_num_hiddens = 6, .num_heads = 2,
+                                               .num_layers = 1, .positions = nn::PositionKind::None, .window = 1,
+                                               .pre_norm = true});
+                     },
+                     [](nn::TransformerEncoder& m, const Inputs&) {
+                       return m.forward(IndexTensor({1, 4, 0, 3, 2, 2, 3, 1}, {2, 4}), IndexTensor{4, 3});
+                     },
+                     kAcrossRelu);
