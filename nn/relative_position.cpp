@@ -55,8 +55,9 @@ int64_t t5_relative_position_bucket(int64_t relative_position, bool bidirectiona
   const float scale =
       static_cast<float>(std::log(static_cast<double>(max_distance) / static_cast<double>(exact)));
   const float log_ratio = std::log(static_cast<float>(distance) / static_cast<float>(exact));
-  const auto large = exact + static_cast<int64_t>(log_ratio / scale * static_cast<float>(side - exact));
-  return first + std::min(large, side - 1);
+  const float steps = log_ratio / scale * static_cast<float>(side - exact);
+  // Capped at the last bucket before the conversion, which a float past int64's range would make undefined.
+  return first + exact + static_cast<int64_t>(std::min(steps, static_cast<float>(side - 1 - exact)));
 }
 
 RelativePositionBias::RelativePositionBias(std::string type_name, int64_t heads, int64_t buckets)

@@ -63,6 +63,7 @@ TEST_CASE("t5_relative_position_bucket of a causal decoder puts later keys in bu
     CHECK(nn::t5_relative_position_bucket(-n, false) == bucket_from_firsts(n, 16, firsts));
     CHECK(nn::t5_relative_position_bucket(n, false) == 0);
   }
+  CHECK(nn::t5_relative_position_bucket(-(int64_t{1} << 62), false) == 31);
 }
 
 TEST_CASE("t5_relative_position_bucket rejects bucket counts that leave no exact or log range") {
