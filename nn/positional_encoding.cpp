@@ -6,15 +6,16 @@
 
 namespace qkv::nn {
 
-Tensor sinusoidal_table(int64_t max_len, int64_t d) {
+Tensor sinusoidal_table(int64_t max_len, int64_t d, float base) {
   if (max_len <= 0 || d <= 0 || d % 2 != 0)
     throw ValueError("sinusoidal_table: need max_len > 0 and an even, positive width; got max_len " +
                      std::to_string(max_len) + " and width " + std::to_string(d));
+  if (!(base > 1.0f)) throw ValueError("sinusoidal_table: base must be greater than 1, got " + std::to_string(base));
   Tensor P = Tensor::empty({max_len, d});
   float* p = P.data();
   for (int64_t j = 0; j < d / 2; ++j) {
     // The same float32 steps as d2l: the exponent 2j/d, the power, then position / power.
-    const float freq_div = std::pow(10000.0f, static_cast<float>(2 * j) / static_cast<float>(d));
+    const float freq_div = std::pow(base, static_cast<float>(2 * j) / static_cast<float>(d));
     for (int64_t i = 0; i < max_len; ++i) {
       const float x = static_cast<float>(i) / freq_div;
       p[i * d + 2 * j] = std::sin(x);

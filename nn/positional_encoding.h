@@ -25,8 +25,10 @@
 namespace qkv::nn {
 
 // The table P above, (max_len, d), computed in float32 exactly as d2l does:
-// X = arange(max_len)[:, None] / pow(10000, arange(0, d, 2) / d), P[:, 0::2] = sin X, P[:, 1::2] = cos X.
-Tensor sinusoidal_table(int64_t max_len, int64_t d);
+// X = arange(max_len)[:, None] / pow(base, arange(0, d, 2) / d), P[:, 0::2] = sin X, P[:, 1::2] = cos X.
+// base = 10000 is the Transformer's; RotaryEmbedding (nn/rotary.h) takes its angles from the same
+// table with a base of its own.
+Tensor sinusoidal_table(int64_t max_len, int64_t d, float base = 10000.0f);
 
 class PositionalEncoding : public Module {
  public:

@@ -65,7 +65,7 @@ TEST_CASE("PositionalEncoding adds P to every sequence of the batch and keeps P 
   CHECK(zeros > 0);  // dropout after the addition, in training only
 }
 
-TEST_CASE("PositionalEncoding rejects a wrong width a sequence past max_len and an odd width") {
+TEST_CASE("PositionalEncoding rejects a wrong width a sequence past max_len an odd width and a base of 1") {
   nn::PositionalEncoding pe(4, 0.0f, 5);
   CHECK_THROWS_WITH_AS(pe.forward(zeros({1, 3, 6})), "PositionalEncoding: input of shape (1,3,6) must be (B, T, 4)",
                        ShapeError);
@@ -73,6 +73,8 @@ TEST_CASE("PositionalEncoding rejects a wrong width a sequence past max_len and 
                        ShapeError);
   CHECK_THROWS_AS(nn::PositionalEncoding(5, 0.0f), ValueError);
   CHECK_THROWS_AS(nn::sinusoidal_table(0, 4), ValueError);
+  CHECK_THROWS_WITH_AS(nn::sinusoidal_table(4, 4, 1.0f), "sinusoidal_table: base must be greater than 1, got 1.000000",
+                       ValueError);
 }
 
 QKV_GRADCHECK_MODULE("PositionalEncoding", {In::normal({2, 3, 6})},
