@@ -1,0 +1,110 @@
+// The innermost piece of the fast GEMM (tensor/kernels/gemm.cpp): one register-blocked
+// micro-kernel, written once over a small SIMD interface, and that interface for the instruction
+// set this build targets (chosen at build time from the compiler's target macros):
+//
+//   AVX-512 (__AVX512F__)          16 floats a vector, 32 registers, tile MR×NR = 12×32
+//   AVX2 + FMA (__AVX2__, __FMA__)  8 floats a vector, 16 registers, tile MR×NR =  6×16
+//   portable C++                    1 float "a vector",                tile MR×NR =  4×4
+//
+// The micro-kernel computes an MR×NR tile of C from a packed MR×kc sliver of A and a packed kc×NR
+// sliver of B (Van Zee & van de Geijn, "BLIS", ACM TOMS 2015, section 3): for each k it loads the
+// NR values of row k of B (NR/width vectors), broadcasts each of the MR values of column k of A,
+// and adds their outer product into MR·NR/width vector accumulators that stay in registers for
+// the whole k loop. The tile is the largest that fits: accumulators + B vectors + one broadcast
+// must not exceed the register file (AVX2: 12 + 2 + 1 = 15 of 16; AVX-512: 24 + 2 + 1 = 27 of 32).
+//
+// The block sizes MC, KC, NC say how much of A and B the blocked loops keep in each cache level;
+// docs/PERFORMANCE.md explains how they were chosen and measured.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
+
+namespace qkv::kernels::gemm_detail {
+
+#if defined(__AVX512F__)
+
+struct Simd {
+  static constexpr const char* name = "avx512";
+  static constexpr int width = 16;
+  using V = __m512;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V broadcast(float x) { return _mm512_set1_ps(x); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+};
+// Not measured on this project's machine (it has AVX2 only): the same rules as for AVX2 below,
+// with a B sliver of KC·NR·4 = 24 KiB for a 32-48 KiB L1 and an A block of 288 KiB for a 1-2 MiB L2.
+constexpr int64_t MR = 12, NR = 32, MC = 384, KC = 192, NC = 4096;
+
+#elif defined(__AVX2__) && defined(__FMA__)
+
+struct Simd {
+  static constexpr const char* name = "avx2";
+  static constexpr int width = 8;
+  using V = __m256;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V broadcast(float x) { return _mm256_set1_ps(x); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+};
+constexpr int64_t MR = 6, NR = 16, MC = 144, KC = 256, NC = 4080;
+
+#else
+
+struct Simd {
+  static constexpr const char* name = "portable";
+  static constexpr int width = 1;
+  using V = float;
+  static V zero() { return 0.0f; }
+  static V load(const float* p) { return *p; }
+  static V broadcast(float x) { return x; }
+  static V mul(V a, V b) { return a * b; }
+  static V fma(V a, V b, V c) { return a * b + c; }
+  static void store(float* p, V v) { *p = v; }
+};
+constexpr int64_t MR = 4, NR = 4, MC = 128, KC = 256, NC = 4096;
+
+#endif
+
+static_assert(NR % Simd::width == 0 && MC % MR == 0 && NC % NR == 0);
+
+// C (MR×NR, row-major with leading dimension ldc) = alpha · a·b + beta · C, where
+//   a is a packed MR×kc sliver of A: column k is a[k·MR .. k·MR + MR)
+//   b is a packed kc×NR sliver of B: row k is    b[k·NR .. k·NR + NR)
+// When beta == 0, C is not read. Every element of the tile is one chain of fused multiply-adds in
+// k order, whatever its position in the tile: that is what makes the blocked GEMM's result
+// independent of how the tiles are shared among threads.
+inline void micro_kernel(int64_t kc, const float* a, const float* b, float alpha, float beta, float* C,
+                         int64_t ldc) {
+  constexpr int NV = NR / Simd::width;
+  using V = Simd::V;
+  V acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) acc[i][v] = Simd::zero();
+  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
+    V row[NV];
+    for (int v = 0; v < NV; ++v) row[v] = Simd::load(b + v * Simd::width);
+    for (int i = 0; i < MR; ++i) {
+      const V ai = Simd::broadcast(a[i]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = Simd::fma(ai, row[v], acc[i][v]);
+    }
+  }
+  const V va = Simd::broadcast(alpha), vb = Simd::broadcast(beta);
+  for (int i = 0; i < MR; ++i) {
+    float* c = C + i * ldc;
+    for (int v = 0; v < NV; ++v) {
+      float* cv = c + v * Simd::width;
+      Simd::store(cv, beta == 0.0f ? Simd::mul(va, acc[i][v]) : Simd::fma(va, acc[i][v], Simd::mul(vb, Simd::load(cv))));
+    }
+  }
+}
+
+}  // namespace qkv::kernels::gemm_detail
