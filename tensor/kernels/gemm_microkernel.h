@@ -76,24 +76,26 @@ constexpr int64_t MR = 4, NR = 4, MC = 128, KC = 256, NC = 4096;
 
 static_assert(NR % Simd::width == 0 && MC % MR == 0 && NC % NR == 0);
 
-// C (MR×NR, row-major with leading dimension ldc) = alpha · a·b + beta · C, where
-//   a is a packed MR×kc sliver of A: column k is a[k·MR .. k·MR + MR)
-//   b is a packed kc×NR sliver of B: row k is    b[k·NR .. k·NR + NR)
+// C (MR×NR, row-major with leading dimension ldc) = alpha · A·b + beta · C, where
+//   A is MR×kc: row i is read through its own pointer, element k at a[i][k·cs]. A packed sliver
+//     (column k at a[0][k·MR .. k·MR + MR)) has a[i] = a[0] + i and cs = MR; a row-major matrix
+//     read in place has a[i] pointing to row i and cs = 1.
+//   b is a packed kc×NR sliver of B: row k is b[k·NR .. k·NR + NR).
 // When beta == 0, C is not read. Every element of the tile is one chain of fused multiply-adds in
 // k order, whatever its position in the tile: that is what makes the blocked GEMM's result
 // independent of how the tiles are shared among threads.
-inline void micro_kernel(int64_t kc, const float* a, const float* b, float alpha, float beta, float* C,
-                         int64_t ldc) {
+inline void micro_kernel(int64_t kc, const float* const (&a)[MR], int64_t cs, const float* b, float alpha,
+                         float beta, float* C, int64_t ldc) {
   constexpr int NV = NR / Simd::width;
   using V = Simd::V;
   V acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NV; ++v) acc[i][v] = Simd::zero();
-  for (int64_t k = 0; k < kc; ++k, a += MR, b += NR) {
+  for (int64_t k = 0; k < kc; ++k, b += NR) {
     V row[NV];
     for (int v = 0; v < NV; ++v) row[v] = Simd::load(b + v * Simd::width);
     for (int i = 0; i < MR; ++i) {
-      const V ai = Simd::broadcast(a[i]);
+      const V ai = Simd::broadcast(a[i][k * cs]);
       for (int v = 0; v < NV; ++v) acc[i][v] = Simd::fma(ai, row[v], acc[i][v]);
     }
   }

@@ -3,6 +3,7 @@
 // matrices, alpha and beta; and its determinism across thread counts.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -91,6 +92,15 @@ TEST_CASE("gemm matches the reference on every tail of the micro-tile in all tra
     for (int64_t M = 1; M <= 2 * cfg.mr + 1; ++M)
       for (int64_t N = 1; N <= 2 * cfg.nr + 1; ++N)
         for (int64_t K : {1, 7}) check_against_reference({ta, tb, M, N, K});
+}
+
+TEST_CASE("gemm matches the reference on wide products whose rows of A are packed") {
+  // A task over many columns packs its rows of A; over few it reads them in place. Both paths
+  // meet every row tail here.
+  const GemmConfig cfg = gemm_config();
+  for (auto [ta, tb] : kTrans)
+    for (int64_t M : {int64_t{1}, cfg.mr - 1, cfg.mr + 1, 2 * cfg.mr + 5})
+      for (int64_t N : {int64_t{601}, 2 * cfg.nr + 1}) check_against_reference({ta, tb, std::max<int64_t>(M, 1), N, 19});
 }
 
 TEST_CASE("gemm matches the reference on a 1x1 product and on prime shapes") {
