@@ -7,11 +7,13 @@
 //   portable C++                    1 float "a vector",                tile MR×NR =  4×4
 //
 // The micro-kernel computes an MR×NR tile of C from a packed MR×kc sliver of A and a packed kc×NR
-// sliver of B (Van Zee & van de Geijn, "BLIS", ACM TOMS 2015, section 3): for each k it loads the
-// NR values of row k of B (NR/width vectors), broadcasts each of the MR values of column k of A,
-// and adds their outer product into MR·NR/width vector accumulators that stay in registers for
-// the whole k loop. The tile is the largest that fits: accumulators + B vectors + one broadcast
-// must not exceed the register file (AVX2: 12 + 2 + 1 = 15 of 16; AVX-512: 24 + 2 + 1 = 27 of 32).
+// sliver of B (Van Zee & van de Geijn, "BLIS: A framework for rapidly instantiating BLAS
+// functionality", ACM TOMS 2015): for each k it loads the NR values of row k of B (NR/width
+// vectors), broadcasts each of the MR values of column k of A, and adds their outer product into
+// MR·NR/width vector accumulators that stay in registers for the whole k loop. The accumulators,
+// the B vectors and one broadcast must fit in the register file (AVX2: 12 + 2 + 1 = 15 of 16;
+// AVX-512: 24 + 2 + 1 = 27 of 32), and there must be more independent accumulators than FMAs in
+// flight (2 FMA units × 4 cycles of latency = 8), or the units would wait for results.
 //
 // The block sizes MC, KC, NC say how much of A and B the blocked loops keep in each cache level;
 // docs/PERFORMANCE.md explains how they were chosen and measured.
@@ -88,6 +90,13 @@ inline void micro_kernel(int64_t kc, const float* const (&a)[MR], int64_t cs, co
                          float beta, float* C, int64_t ldc) {
   constexpr int NV = NR / Simd::width;
   using V = Simd::V;
+  // The tile of C is needed only at the end, and for a large C it has left the caches since the
+  // previous k block: asking for it now hides the wait behind the k loop, as BLIS's micro-kernels
+  // do. 2048³ on one thread: 77 GFLOP/s without, 86 with.
+  for (int i = 0; i < MR; ++i) {
+    __builtin_prefetch(C + i * ldc, 1);
+    __builtin_prefetch(C + i * ldc + NR - 1, 1);
+  }
   V acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NV; ++v) acc[i][v] = Simd::zero();
