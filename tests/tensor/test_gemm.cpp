@@ -11,19 +11,12 @@
 #include <vector>
 
 #include "tensor/kernels/gemm.h"
-#include "tensor/random.h"
 #include "tensor/threads.h"
+#include "random_floats.h"
 
 using namespace qkv::kernels;
 
 namespace {
-
-// Values uniform in [-1, 1), the same for a given seed.
-std::vector<float> values(int64_t n, uint64_t seed) {
-  std::vector<float> v(static_cast<size_t>(n));
-  qkv::Generator(seed).fill_uniform(v.data(), n, -1.0f, 1.0f);
-  return v;
-}
 
 // One product C = alpha · op(A)·op(B) + beta · C with its operands stored as the flags say, each
 // with `pad` unused floats at the end of every row (lda, ldb, ldc larger than the row).
@@ -35,9 +28,9 @@ struct Problem {
   int64_t lda() const { return (ta ? M : K) + pad; }
   int64_t ldb() const { return (tb ? K : N) + pad; }
   int64_t ldc() const { return N + pad; }
-  std::vector<float> a() const { return values((ta ? K : M) * lda(), 1); }
-  std::vector<float> b() const { return values((tb ? N : K) * ldb(), 2); }
-  std::vector<float> c() const { return values(M * ldc(), 3); }
+  std::vector<float> a() const { return random_floats((ta ? K : M) * lda(), 1); }
+  std::vector<float> b() const { return random_floats((tb ? N : K) * ldb(), 2); }
+  std::vector<float> c() const { return random_floats(M * ldc(), 3); }
 
   std::vector<float> run(bool fast) const {
     const std::vector<float> A = a(), B = b();
@@ -154,7 +147,7 @@ TEST_CASE("gemm with beta 0 never reads C so NaN there does not leak into the re
     for (int64_t M : {1, 7, 50})
       for (int64_t N : {1, 17, 40}) {
         const int64_t K = 9;
-        const std::vector<float> A = values(M * K, 4), B = values(K * N, 5);
+        const std::vector<float> A = random_floats(M * K, 4), B = random_floats(K * N, 5);
         std::vector<float> C(static_cast<size_t>(M * N), nan), R(C.size());
         gemm(ta, tb, M, N, K, 1.0f, A.data(), ta ? M : K, B.data(), tb ? K : N, 0.0f, C.data(), N);
         gemm_reference(ta, tb, M, N, K, 1.0f, A.data(), ta ? M : K, B.data(), tb ? K : N, 0.0f, R.data(), N);
@@ -167,8 +160,8 @@ TEST_CASE("gemm with beta 0 never reads C so NaN there does not leak into the re
 
 TEST_CASE("gemm propagates a NaN of A to its row of C only") {
   const int64_t M = 9, N = 20, K = 11;
-  std::vector<float> A = values(M * K, 6), C(static_cast<size_t>(M * N));
-  const std::vector<float> B = values(K * N, 7);
+  std::vector<float> A = random_floats(M * K, 6), C(static_cast<size_t>(M * N));
+  const std::vector<float> B = random_floats(K * N, 7);
   A[4 * K + 3] = std::numeric_limits<float>::quiet_NaN();
   gemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C.data(), N);
   for (int64_t i = 0; i < M; ++i)
@@ -213,7 +206,7 @@ TEST_CASE("gemm_batched equals one gemm per matrix and broadcasts a matrix with 
   for (auto [ta, tb] : kTrans)
     for (auto [M, N, K] : {std::array<int64_t, 3>{32, 32, 16}, {7, 5, 3}, {200, 150, 90}}) {
       const int64_t batch = 6, lda = ta ? M : K, ldb = tb ? K : N;
-      const std::vector<float> A = values(batch * M * K, 8), B = values(K * N, 9);
+      const std::vector<float> A = random_floats(batch * M * K, 8), B = random_floats(K * N, 9);
       std::vector<float> C(static_cast<size_t>(batch * M * N)), R(C.size());
       // B is shared by every product (stride 0), as when a weight multiplies a batch.
       gemm_batched(batch, ta, tb, M, N, K, 1.0f, A.data(), lda, M * K, B.data(), ldb, 0, 0.0f, C.data(), N, M * N);

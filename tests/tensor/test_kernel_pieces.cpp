@@ -10,18 +10,12 @@
 
 #include "tensor/kernels/elementwise.h"
 #include "tensor/kernels/reduce.h"
-#include "tensor/random.h"
 #include "tensor/threads.h"
+#include "random_floats.h"
 
 using namespace qkv::kernels;
 
 namespace {
-
-std::vector<float> values(int64_t n, uint64_t seed) {
-  std::vector<float> v(static_cast<size_t>(n));
-  qkv::Generator(seed).fill_uniform(v.data(), n, -1.0f, 1.0f);
-  return v;
-}
 
 // fn's output on 1 and on 2 threads.
 std::pair<std::vector<float>, std::vector<float>> on_1_and_2_threads(const std::function<std::vector<float>()>& fn) {
@@ -42,7 +36,7 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST_CASE("elementwise maps over rows longer than a piece give every element its exact value") {
   const int64_t n = 3 * kPiece + 17;
-  const std::vector<float> a = values(2 * n, 1), b = values(2 * n, 2), bias = values(n, 3);
+  const std::vector<float> a = random_floats(2 * n, 1), b = random_floats(2 * n, 2), bias = random_floats(n, 3);
   const auto [one, two] = on_1_and_2_threads([&] {
     std::vector<float> out(static_cast<size_t>(4 * 2 * n));
     float* o = out.data();
@@ -67,7 +61,7 @@ TEST_CASE("elementwise maps over rows longer than a piece give every element its
 
 TEST_CASE("copy_strided copies a long transposed view piece by piece") {
   const int64_t rows = 3, cols = kPiece + 5;
-  const std::vector<float> src = values(rows * cols, 4);
+  const std::vector<float> src = random_floats(rows * cols, 4);
   std::vector<float> dst(src.size());
   // dst (cols, rows) row-major = srcᵀ: the source is read with strides (1, cols).
   copy_strided({cols, rows}, src.data(), {1, cols}, dst.data(), {rows, 1});
@@ -79,7 +73,7 @@ TEST_CASE("copy_strided copies a long transposed view piece by piece") {
 
 TEST_CASE("sum_dim over long rows and wide columns is close to exact and the same on any thread count") {
   const int64_t n = 5 * 16384 + 3, outer = 3;
-  const std::vector<float> x = values(outer * n, 5);
+  const std::vector<float> x = random_floats(outer * n, 5);
   const auto [one, two] = on_1_and_2_threads([&] {
     std::vector<float> out(static_cast<size_t>(outer));
     sum_dim(outer, n, 1, x.data(), out.data());
@@ -93,7 +87,7 @@ TEST_CASE("sum_dim over long rows and wide columns is close to exact and the sam
   }
   // Over the first dim: each column is summed row by row in order, exactly like the naive loop.
   const int64_t rows = 37, inner = 1000;
-  const std::vector<float> y = values(rows * inner, 6);
+  const std::vector<float> y = random_floats(rows * inner, 6);
   const auto [cols_one, cols_two] = on_1_and_2_threads([&] {
     std::vector<float> out(static_cast<size_t>(inner));
     sum_dim(1, rows, inner, y.data(), out.data());
@@ -111,7 +105,7 @@ TEST_CASE("sum_dim over long rows and wide columns is close to exact and the sam
 
 TEST_CASE("sum_abs_pow is exact to double rounding and the same on any thread count") {
   const int64_t n = 4 * 16384 + 11;
-  const std::vector<float> x = values(n, 7);
+  const std::vector<float> x = random_floats(n, 7);
   for (float p : {1.0f, 2.0f, 3.0f}) {
     CAPTURE(p);
     const auto [one, two] = on_1_and_2_threads([&] { return std::vector<float>{static_cast<float>(sum_abs_pow(n, x.data(), p))}; });

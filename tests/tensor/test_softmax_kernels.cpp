@@ -8,18 +8,12 @@
 #include <vector>
 
 #include "tensor/kernels/softmax.h"
-#include "tensor/random.h"
 #include "tensor/threads.h"
+#include "random_floats.h"
 
 using namespace qkv::kernels;
 
 namespace {
-
-std::vector<float> values(int64_t n, uint64_t seed, float scale) {
-  std::vector<float> v(static_cast<size_t>(n));
-  qkv::Generator(seed).fill_uniform(v.data(), n, -scale, scale);
-  return v;
-}
 
 // Fast and reference agree within tol[i] (equal infinities agree; a NaN must be NaN in both).
 int64_t mismatches(const std::vector<float>& fast, const std::vector<float>& ref, const std::vector<float>& tol) {
@@ -42,7 +36,7 @@ void check_shape(int64_t outer, int64_t n, int64_t inner, const std::vector<floa
   CAPTURE(outer);
   CAPTURE(n);
   CAPTURE(inner);
-  const std::vector<float> dy = values(outer * n * inner, 7, 1.0f);
+  const std::vector<float> dy = random_floats(outer * n * inner, 7, -1.0f, 1.0f);
   const float eps = std::numeric_limits<float>::epsilon();
   for (bool log : {false, true}) {
     CAPTURE(log);
@@ -75,15 +69,15 @@ void check_shape(int64_t outer, int64_t n, int64_t inner, const std::vector<floa
 }  // namespace
 
 TEST_CASE("fast softmax matches the reference on every row length up to 70 and along other dims") {
-  for (int64_t n = 1; n <= 70; ++n) check_shape(3, n, 1, values(3 * n, n, 4.0f));
-  check_shape(5, 1000, 1, values(5 * 1000, 1, 20.0f));
-  check_shape(4, 9, 3, values(4 * 9 * 3, 2, 4.0f));
+  for (int64_t n = 1; n <= 70; ++n) check_shape(3, n, 1, random_floats(3 * n, n, -4.0f, 4.0f));
+  check_shape(5, 1000, 1, random_floats(5 * 1000, 1, -20.0f, 20.0f));
+  check_shape(4, 9, 3, random_floats(4 * 9 * 3, 2, -4.0f, 4.0f));
 }
 
 TEST_CASE("fast softmax matches the reference on huge masked infinite and NaN logits") {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const int64_t n = 19;
-  std::vector<float> x = values(6 * n, 3, 4.0f);
+  std::vector<float> x = random_floats(6 * n, 3, -4.0f, 4.0f);
   x[0] = 1e30f;                                             // row 0: one huge logit
   for (int64_t k = 10; k < n; ++k) x[1 * n + k] = -1e6f;   // row 1: masked past position 10
   x[2 * n + 4] = -inf;                                      // row 2: one -inf
@@ -103,7 +97,7 @@ TEST_CASE("fast softmax matches the reference on huge masked infinite and NaN lo
 TEST_CASE("fast softmax gives bitwise the same rows on 1 and 2 threads") {
   const int saved = qkv::get_num_threads();
   const int64_t rows = 4096, n = 37;
-  const std::vector<float> x = values(rows * n, 4, 5.0f);
+  const std::vector<float> x = random_floats(rows * n, 4, -5.0f, 5.0f);
   std::vector<float> one(x.size()), two(x.size());
   qkv::set_num_threads(1);
   softmax_forward(rows, n, 1, x.data(), one.data(), false);
