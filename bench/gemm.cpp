@@ -10,6 +10,8 @@
 //
 // Usage: bench_gemm [--threads LIST] [--rounds N] [VARIANT...]
 //   LIST like 1,2 (default); VARIANT among NN NT TN batched (default all).
+#include "tensor/kernels/gemm.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,7 +22,6 @@
 #include <thread>
 #include <vector>
 
-#include "tensor/kernels/gemm.h"
 #include "tensor/kernels/gemm_microkernel.h"
 #include "tensor/random.h"
 #include "tensor/threads.h"
@@ -160,7 +161,8 @@ void eigen_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* 
 #endif
 
 #ifdef QKV_BENCH_OPENBLAS
-void openblas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C) {
+void openblas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, const float* B,
+                   float* C) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1.0f, A,
               static_cast<int>(ta ? M : K), B, static_cast<int>(tb ? K : N), 0.0f, C, static_cast<int>(N));
@@ -177,22 +179,25 @@ std::vector<Contender> contenders(bool ta, bool tb, int64_t batch, Shape s, cons
   std::vector<Contender> cs;
   float* c = C[cs.size()].data();
   cs.push_back({"qkv", [=] {
-    if (batch == 1)
-      qkv::kernels::gemm(ta, tb, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, N);
-    else
-      qkv::kernels::gemm_batched(batch, ta, tb, M, N, K, 1.0f, a, lda, M * K, b, ldb, K * N, 0.0f, c, N, M * N);
-  }});
+                  if (batch == 1)
+                    qkv::kernels::gemm(ta, tb, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, N);
+                  else
+                    qkv::kernels::gemm_batched(batch, ta, tb, M, N, K, 1.0f, a, lda, M * K, b, ldb, K * N,
+                                               0.0f, c, N, M * N);
+                }});
 #ifdef QKV_BENCH_EIGEN
   c = C[cs.size()].data();
   cs.push_back({"eigen", [=] {
-    for (int64_t i = 0; i < batch; ++i) eigen_gemm(ta, tb, M, N, K, a + i * M * K, b + i * K * N, c + i * M * N);
-  }});
+                  for (int64_t i = 0; i < batch; ++i)
+                    eigen_gemm(ta, tb, M, N, K, a + i * M * K, b + i * K * N, c + i * M * N);
+                }});
 #endif
 #ifdef QKV_BENCH_OPENBLAS
   c = C[cs.size()].data();
   cs.push_back({"openblas", [=] {
-    for (int64_t i = 0; i < batch; ++i) openblas_gemm(ta, tb, M, N, K, a + i * M * K, b + i * K * N, c + i * M * N);
-  }});
+                  for (int64_t i = 0; i < batch; ++i)
+                    openblas_gemm(ta, tb, M, N, K, a + i * M * K, b + i * K * N, c + i * M * N);
+                }});
 #endif
   return cs;
 }
@@ -233,9 +238,9 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
 
-  const std::vector<Shape> shapes = {{64, 64, 64},     {128, 128, 128},  {256, 256, 256},  {512, 512, 512},
-                                     {1024, 1024, 1024}, {2048, 2048, 2048}, {2048, 64, 64}, {2048, 256, 64},
-                                     {2048, 64, 256},  {4096, 128, 128}};
+  const std::vector<Shape> shapes = {{64, 64, 64},       {128, 128, 128},    {256, 256, 256}, {512, 512, 512},
+                                     {1024, 1024, 1024}, {2048, 2048, 2048}, {2048, 64, 64},  {2048, 256, 64},
+                                     {2048, 64, 256},    {4096, 128, 128}};
   // The tagger's attention products per head (tiny: B·H = 32·4, T = 32, d = 16; small: 32·8, 64, 16):
   // scores Q·Kᵀ (NT), weights·V (NN), and the backward's transposed products (TN).
   struct Batched {
@@ -243,8 +248,10 @@ int main(int argc, char** argv) {
     int64_t batch;
     Shape shape;
   };
-  const std::vector<Batched> batched = {{"NT", 128, {32, 32, 16}}, {"NN", 128, {32, 16, 32}},
-                                        {"TN", 128, {32, 16, 32}}, {"NT", 256, {64, 64, 16}},
+  const std::vector<Batched> batched = {{"NT", 128, {32, 32, 16}},
+                                        {"NN", 128, {32, 16, 32}},
+                                        {"TN", 128, {32, 16, 32}},
+                                        {"NT", 256, {64, 64, 16}},
                                         {"NN", 256, {64, 16, 64}}};
 
   for (const std::string& variant : variants) {
@@ -257,7 +264,8 @@ int main(int argc, char** argv) {
     for (const auto& [trans, job] : jobs) {
       const auto [batch, s] = job;
       const bool ta = trans[0] == 'T', tb = trans[1] == 'T';
-      const std::vector<float> A = random_values(batch * s.M * s.K, 1), B = random_values(batch * s.K * s.N, 2);
+      const std::vector<float> A = random_values(batch * s.M * s.K, 1),
+                               B = random_values(batch * s.K * s.N, 2);
       std::vector<std::vector<float>> C(3, std::vector<float>(static_cast<size_t>(batch * s.M * s.N)));
       const double flop = 2.0 * batch * s.M * s.N * s.K;
       for (size_t t = 0; t < thread_counts.size(); ++t) {
@@ -268,8 +276,9 @@ int main(int argc, char** argv) {
           if (relative_difference(C[0], C[i]) > 1e-4)
             std::printf("# warning: %s and qkv disagree on this shape\n", cs[i].name);
         const std::string dims = std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K);
-        const std::string label = batch == 1 ? "gemm " + trans + " " + dims
-                                             : "gemm_batched " + trans + " " + std::to_string(batch) + "x(" + dims + ")";
+        const std::string label =
+            batch == 1 ? "gemm " + trans + " " + dims
+                       : "gemm_batched " + trans + " " + std::to_string(batch) + "x(" + dims + ")";
         report(label, thread_counts[t], flop, cs, peaks[t]);
       }
     }

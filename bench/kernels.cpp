@@ -28,7 +28,8 @@ double best_us(const std::function<void()>& fn) {
   for (int i = 0; i < 30; ++i) {
     const auto start = std::chrono::steady_clock::now();
     fn();
-    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+    best = std::min(
+        best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
   }
   return best;
 }
@@ -70,21 +71,39 @@ int main(int argc, char** argv) {
       {"softmax forward (16384, 64)", [&] { softmax_forward(rows, T, 1, att.data(), out.data(), false); }},
       {"softmax backward (16384, 64)",
        [&] { softmax_backward(rows, T, 1, out.data(), att.data(), grad.data(), false); }},
-      {"log_softmax forward (4096, 1000)", [&] { softmax_forward(N, V, 1, logits.data(), out.data(), true); }},
+      {"log_softmax forward (4096, 1000)",
+       [&] { softmax_forward(N, V, 1, logits.data(), out.data(), true); }},
       {"log_softmax backward (4096, 1000)",
        [&] { softmax_backward(N, V, 1, out.data(), logits.data(), grad.data(), true); }},
       {"add (4096, 256) + (4096, 256)",
-       [&] { binary_map(shape, act.data(), contiguous, act2.data(), contiguous, out.data(), [](float a, float b) { return a + b; }); }},
+       [&] {
+         binary_map(shape, act.data(), contiguous, act2.data(), contiguous, out.data(),
+                    [](float a, float b) { return a + b; });
+       }},
       {"add (4096, 256) + (256)",
-       [&] { binary_map(shape, act.data(), contiguous, bias.data(), row, out.data(), [](float a, float b) { return a + b; }); }},
-      {"relu (4096, 256)", [&] { unary_map(N * D, act.data(), out.data(), [](float a) { return a > 0.0f ? a : 0.0f; }); }},
+       [&] {
+         binary_map(shape, act.data(), contiguous, bias.data(), row, out.data(),
+                    [](float a, float b) { return a + b; });
+       }},
+      {"relu (4096, 256)",
+       [&] { unary_map(N * D, act.data(), out.data(), [](float a) { return a > 0.0f ? a : 0.0f; }); }},
       {"sum over last dim (4096, 256)", [&] { sum_dim(N, D, 1, act.data(), out.data()); }},
       {"sum over first dim (4096, 256)", [&] { sum_dim(1, N, D, act.data(), out.data()); }},
       {"layernorm forward (4096, 256)",
-       [&] { layernorm_forward(N, D, act.data(), bias.data(), bias.data(), 1e-5f, out.data(), mean.data(), rstd.data()); }},
+       [&] {
+         layernorm_forward(N, D, act.data(), bias.data(), bias.data(), 1e-5f, out.data(), mean.data(),
+                           rstd.data());
+       }},
       {"layernorm backward (4096, 256)",
-       [&] { layernorm_backward(N, D, act.data(), bias.data(), mean.data(), rstd.data(), act2.data(), grad.data(), dw.data(), db.data()); }},
-      {"sum of squares (4194304)", [&] { volatile double s = sum_abs_pow(P, params.data(), 2.0f); (void)s; }},
+       [&] {
+         layernorm_backward(N, D, act.data(), bias.data(), mean.data(), rstd.data(), act2.data(), grad.data(),
+                            dw.data(), db.data());
+       }},
+      {"sum of squares (4194304)",
+       [&] {
+         volatile double s = sum_abs_pow(P, params.data(), 2.0f);
+         (void)s;
+       }},
   };
   for (const Case& c : cases) {
     std::string line = c.name + ":";

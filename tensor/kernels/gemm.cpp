@@ -131,7 +131,8 @@ struct ABlock {
   // `valid` ones are zero in a packed copy; in place they repeat the last valid row (their
   // results land in the part of an edge tile that is thrown away).
   int64_t sliver(int64_t i, int64_t valid, int64_t k, const float* (&rows)[MR]) const {
-    for (int64_t r = 0; r < MR; ++r) rows[r] = in_place.p ? in_place.at(i + std::min(r, valid - 1), 0) : packed + i * k + r;
+    for (int64_t r = 0; r < MR; ++r)
+      rows[r] = in_place.p ? in_place.at(i + std::min(r, valid - 1), 0) : packed + i * k + r;
     return in_place.p ? in_place.cs : MR;
   }
 };
@@ -244,7 +245,8 @@ void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, St
       });
       for_each_index(team, row_blocks * chunks, [&](int64_t task) {
         const int64_t block = task / chunks, chunk = task % chunks;
-        const int64_t i0 = split_point(M, row_blocks, MR, block), i1 = split_point(M, row_blocks, MR, block + 1);
+        const int64_t i0 = split_point(M, row_blocks, MR, block),
+                      i1 = split_point(M, row_blocks, MR, block + 1);
         const int64_t j0 = split_point(n, chunks, NR, chunk), j1 = split_point(n, chunks, NR, chunk + 1);
         if (i0 == i1 || j0 == j1) return;
         const Strided a_block{a.at(i0, pc), a.rs, a.cs};
@@ -263,9 +265,8 @@ void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, St
 
 }  // namespace
 
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-          int64_t ldc) {
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return scale_c(M, N, beta, C, ldc);
   const Strided a = trans_a ? Strided{A, 1, lda} : Strided{A, lda, 1};
@@ -280,10 +281,9 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 
 GemmConfig gemm_config() { return {Simd::name, MR, NR, MC, KC, NC}; }
 
-void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                  float alpha, const float* A, int64_t lda, int64_t stride_a, const float* B,
-                  int64_t ldb, int64_t stride_b, float beta, float* C, int64_t ldc,
-                  int64_t stride_c) {
+void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float* A, int64_t lda, int64_t stride_a, const float* B, int64_t ldb,
+                  int64_t stride_b, float beta, float* C, int64_t ldc, int64_t stride_c) {
   // Each product is computed the same way on any thread, so spreading the batch across threads
   // (small matrices) or each product's tiles across threads (large ones) gives the same result.
   const auto one = [&](int64_t i) {

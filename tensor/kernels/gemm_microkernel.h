@@ -141,7 +141,8 @@ inline void micro_kernel(int64_t kc, const float* const (&a)[MR], int64_t cs, co
     float* c = C + i * ldc;
     for (int v = 0; v < NV; ++v) {
       float* cv = c + v * Simd::width;
-      Simd::store(cv, beta == 0.0f ? Simd::mul(va, acc[i][v]) : Simd::fma(va, acc[i][v], Simd::mul(vb, Simd::load(cv))));
+      Simd::store(cv, beta == 0.0f ? Simd::mul(va, acc[i][v])
+                                   : Simd::fma(va, acc[i][v], Simd::mul(vb, Simd::load(cv))));
     }
   }
 }

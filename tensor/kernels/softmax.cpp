@@ -1,10 +1,11 @@
 // The fast softmax kernels: rows along the last dim, vectorized. The reference loops
 // (softmax_reference.cpp) handle the other dims.
+#include "tensor/kernels/softmax.h"
+
 #include <cmath>
 #include <limits>
 
 #include "tensor/kernels/parallel.h"
-#include "tensor/kernels/softmax.h"
 #include "tensor/kernels/vecmath.h"
 
 namespace qkv::kernels {
@@ -69,8 +70,8 @@ void softmax_forward(int64_t outer, int64_t n, int64_t inner, const float* x, fl
 }
 
 // y, dy, dx are (outer, n, inner).
-void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
-                      float* dx, bool log) {
+void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx,
+                      bool log) {
   if (inner != 1 || n == 0) return softmax_backward_reference(outer, n, inner, y, dy, dx, log);
   parallel_for(outer, outer * n * 2, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) backward_row(n, y + r * n, dy + r * n, dx + r * n, log);

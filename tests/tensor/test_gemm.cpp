@@ -10,9 +10,9 @@
 #include <limits>
 #include <vector>
 
+#include "random_floats.h"
 #include "tensor/kernels/gemm.h"
 #include "tensor/threads.h"
-#include "random_floats.h"
 
 using namespace qkv::kernels;
 
@@ -35,8 +35,8 @@ struct Problem {
   std::vector<float> run(bool fast) const {
     const std::vector<float> A = a(), B = b();
     std::vector<float> C = c();
-    (fast ? gemm : gemm_reference)(ta, tb, M, N, K, alpha, A.data(), lda(), B.data(), ldb(), beta,
-                                   C.data(), ldc());
+    (fast ? gemm : gemm_reference)(ta, tb, M, N, K, alpha, A.data(), lda(), B.data(), ldb(), beta, C.data(),
+                                   ldc());
     return C;
   }
 };
@@ -93,7 +93,8 @@ TEST_CASE("gemm matches the reference on wide products whose rows of A are packe
   const GemmConfig cfg = gemm_config();
   for (auto [ta, tb] : kTrans)
     for (int64_t M : {int64_t{1}, cfg.mr - 1, cfg.mr + 1, 2 * cfg.mr + 5})
-      for (int64_t N : {int64_t{601}, 2 * cfg.nr + 1}) check_against_reference({ta, tb, std::max<int64_t>(M, 1), N, 19});
+      for (int64_t N : {int64_t{601}, 2 * cfg.nr + 1})
+        check_against_reference({ta, tb, std::max<int64_t>(M, 1), N, 19});
 }
 
 TEST_CASE("gemm matches the reference on a 1x1 product and on prime shapes") {
@@ -209,7 +210,8 @@ TEST_CASE("gemm_batched equals one gemm per matrix and broadcasts a matrix with 
       const std::vector<float> A = random_floats(batch * M * K, 8), B = random_floats(K * N, 9);
       std::vector<float> C(static_cast<size_t>(batch * M * N)), R(C.size());
       // B is shared by every product (stride 0), as when a weight multiplies a batch.
-      gemm_batched(batch, ta, tb, M, N, K, 1.0f, A.data(), lda, M * K, B.data(), ldb, 0, 0.0f, C.data(), N, M * N);
+      gemm_batched(batch, ta, tb, M, N, K, 1.0f, A.data(), lda, M * K, B.data(), ldb, 0, 0.0f, C.data(), N,
+                   M * N);
       for (int64_t i = 0; i < batch; ++i)
         gemm(ta, tb, M, N, K, 1.0f, A.data() + i * M * K, lda, B.data(), ldb, 0.0f, R.data() + i * M * N, N);
       CHECK(std::memcmp(C.data(), R.data(), C.size() * sizeof(float)) == 0);

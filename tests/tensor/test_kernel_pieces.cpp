@@ -8,17 +8,18 @@
 #include <functional>
 #include <vector>
 
+#include "random_floats.h"
 #include "tensor/kernels/elementwise.h"
 #include "tensor/kernels/reduce.h"
 #include "tensor/threads.h"
-#include "random_floats.h"
 
 using namespace qkv::kernels;
 
 namespace {
 
 // fn's output on 1 and on 2 threads.
-std::pair<std::vector<float>, std::vector<float>> on_1_and_2_threads(const std::function<std::vector<float>()>& fn) {
+std::pair<std::vector<float>, std::vector<float>> on_1_and_2_threads(
+    const std::function<std::vector<float>()>& fn) {
   const int saved = qkv::get_num_threads();
   qkv::set_num_threads(1);
   std::vector<float> one = fn();
@@ -36,13 +37,15 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST_CASE("elementwise maps over rows longer than a piece give every element its exact value") {
   const int64_t n = 3 * kPiece + 17;
-  const std::vector<float> a = random_floats(2 * n, 1), b = random_floats(2 * n, 2), bias = random_floats(n, 3);
+  const std::vector<float> a = random_floats(2 * n, 1), b = random_floats(2 * n, 2),
+                           bias = random_floats(n, 3);
   const auto [one, two] = on_1_and_2_threads([&] {
     std::vector<float> out(static_cast<size_t>(4 * 2 * n));
     float* o = out.data();
     unary_map(2 * n, a.data(), o, [](float x) { return x * x; });
     binary_map({2, n}, a.data(), {n, 1}, b.data(), {n, 1}, o + 2 * n, [](float x, float y) { return x - y; });
-    binary_map({2, n}, a.data(), {n, 1}, bias.data(), {0, 1}, o + 4 * n, [](float x, float y) { return x * y; });
+    binary_map({2, n}, a.data(), {n, 1}, bias.data(), {0, 1}, o + 4 * n,
+               [](float x, float y) { return x * y; });
     ternary_map({2, n}, a.data(), {n, 1}, b.data(), {n, 1}, bias.data(), {0, 1}, o + 6 * n,
                 [](float x, float y, float z) { return x > 0.0f ? y : z; });
     return out;
@@ -108,7 +111,8 @@ TEST_CASE("sum_abs_pow is exact to double rounding and the same on any thread co
   const std::vector<float> x = random_floats(n, 7);
   for (float p : {1.0f, 2.0f, 3.0f}) {
     CAPTURE(p);
-    const auto [one, two] = on_1_and_2_threads([&] { return std::vector<float>{static_cast<float>(sum_abs_pow(n, x.data(), p))}; });
+    const auto [one, two] = on_1_and_2_threads(
+        [&] { return std::vector<float>{static_cast<float>(sum_abs_pow(n, x.data(), p))}; });
     CHECK(bitwise_equal(one, two));
     double exact = 0.0;
     for (float v : x) exact += std::pow(std::fabs(static_cast<double>(v)), p);

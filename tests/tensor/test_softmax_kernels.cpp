@@ -7,16 +7,17 @@
 #include <limits>
 #include <vector>
 
+#include "random_floats.h"
 #include "tensor/kernels/softmax.h"
 #include "tensor/threads.h"
-#include "random_floats.h"
 
 using namespace qkv::kernels;
 
 namespace {
 
 // Fast and reference agree within tol[i] (equal infinities agree; a NaN must be NaN in both).
-int64_t mismatches(const std::vector<float>& fast, const std::vector<float>& ref, const std::vector<float>& tol) {
+int64_t mismatches(const std::vector<float>& fast, const std::vector<float>& ref,
+                   const std::vector<float>& tol) {
   int64_t bad = 0;
   for (size_t i = 0; i < fast.size(); ++i) {
     if (fast[i] == ref[i]) continue;
@@ -29,9 +30,9 @@ int64_t mismatches(const std::vector<float>& fast, const std::vector<float>& ref
   return bad;
 }
 
-// Forward and backward of both kernels on (outer, n, inner), fast against reference. The backward subtracts a row sum that the two kernels add up in
-// different orders, each within n·eps·Σ|terms| of the exact sum; element k sees that error times
-// its probability p_k.
+// Forward and backward of both kernels on (outer, n, inner), fast against reference. The backward subtracts a
+// row sum that the two kernels add up in different orders, each within n·eps·Σ|terms| of the exact sum;
+// element k sees that error times its probability p_k.
 void check_shape(int64_t outer, int64_t n, int64_t inner, const std::vector<float>& x) {
   CAPTURE(outer);
   CAPTURE(n);
@@ -78,12 +79,12 @@ TEST_CASE("fast softmax matches the reference on huge masked infinite and NaN lo
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const int64_t n = 19;
   std::vector<float> x = random_floats(6 * n, 3, -4.0f, 4.0f);
-  x[0] = 1e30f;                                             // row 0: one huge logit
-  for (int64_t k = 10; k < n; ++k) x[1 * n + k] = -1e6f;   // row 1: masked past position 10
-  x[2 * n + 4] = -inf;                                      // row 2: one -inf
-  x[3 * n + 5] = inf;                                       // row 3: +inf makes the row NaN
-  x[4 * n + 6] = nan;                                       // row 4: NaN makes the row NaN
-  for (int64_t k = 0; k < n; ++k) x[5 * n + k] = -inf;      // row 5: all -inf, NaN
+  x[0] = 1e30f;                                           // row 0: one huge logit
+  for (int64_t k = 10; k < n; ++k) x[1 * n + k] = -1e6f;  // row 1: masked past position 10
+  x[2 * n + 4] = -inf;                                    // row 2: one -inf
+  x[3 * n + 5] = inf;                                     // row 3: +inf makes the row NaN
+  x[4 * n + 6] = nan;                                     // row 4: NaN makes the row NaN
+  for (int64_t k = 0; k < n; ++k) x[5 * n + k] = -inf;    // row 5: all -inf, NaN
   check_shape(6, n, 1, x);
   std::vector<float> y(x.size());
   softmax_forward(6, n, 1, x.data(), y.data(), false);
