@@ -5,7 +5,7 @@
 //   for jc in steps of NC over the columns of C          B block: KC×NC, shared, stays in L3
 //     for pc in steps of KC over k                       pack op(B)[pc.., jc..] once for all threads
 //       for each (row block ic of MC rows, column chunk) task, spread over threads:
-//         pack op(A)[ic.., pc..]                           A block: MC×KC, private, stays in L2
+//         pack op(A)[ic.., pc..] (or read it in place)     A block: MC×KC, private, stays in L2
 //         for jr in steps of NR over the chunk             B sliver: KC×NR, stays in L1
 //           for ir in steps of MR over the block
 //             micro-kernel: C[ic+ir.., jc+jr..] (MR×NR) = alpha · A sliver · B sliver + beta' · C
@@ -121,10 +121,10 @@ void pack_b(Strided b, int64_t k, int64_t j0, int64_t j1, float* out) {
   pack_panel<NR>(b.at(0, j0), b.cs, b.rs, j1 - j0, k, out + j0 * k);
 }
 
-// Where the micro-kernel finds the rows of an m×k block of op(A): in the copy made by pack_a
-// (ld == 0), or in place in A when each row of op(A) is contiguous along k (ld = lda).
+// Where the micro-kernel finds the rows of an m×k block of op(A): in place in A (in_place.p is
+// set), or in the copy made by pack_a.
 struct ABlock {
-  Strided in_place;  // in_place.p == nullptr: packed
+  Strided in_place;
   const float* packed;
 
   // Points rows[r] at row i + r of the block and returns the stride along k. Rows past the

@@ -6,17 +6,18 @@
 //   AVX2 + FMA (__AVX2__, __FMA__)  8 floats a vector, 16 registers, tile MR×NR =  6×16
 //   portable C++                    1 float "a vector",                tile MR×NR =  4×4
 //
-// The micro-kernel computes an MR×NR tile of C from a packed MR×kc sliver of A and a packed kc×NR
-// sliver of B (Van Zee & van de Geijn, "BLIS: A framework for rapidly instantiating BLAS
-// functionality", ACM TOMS 2015): for each k it loads the NR values of row k of B (NR/width
-// vectors), broadcasts each of the MR values of column k of A, and adds their outer product into
-// MR·NR/width vector accumulators that stay in registers for the whole k loop. The accumulators,
-// the B vectors and one broadcast must fit in the register file (AVX2: 12 + 2 + 1 = 15 of 16;
-// AVX-512: 24 + 2 + 1 = 27 of 32), and there must be more independent accumulators than FMAs in
-// flight (2 FMA units × 4 cycles of latency = 8), or the units would wait for results.
+// The micro-kernel computes an MR×NR tile of C from an MR×kc sliver of A (packed, or rows of A
+// read in place) and a packed kc×NR sliver of B (Van Zee & van de Geijn, "BLIS: A framework for
+// rapidly instantiating BLAS functionality", ACM TOMS 2015): for each k it loads the NR values of
+// row k of B (NR/width vectors), broadcasts each of the MR values of column k of A, and adds their
+// outer product into MR·NR/width vector accumulators that stay in registers for the whole k loop.
+// The accumulators, the B vectors and one broadcast must fit in the register file (AVX2:
+// 12 + 2 + 1 = 15 of 16; AVX-512: 24 + 2 + 1 = 27 of 32), and there must be more independent
+// accumulators than FMAs in flight (2 FMA units × 4 cycles of latency = 8), or the units would
+// wait for results.
 //
 // The block sizes MC, KC, NC say how much of A and B the blocked loops keep in each cache level;
-// docs/PERFORMANCE.md explains how they were chosen and measured.
+// docs/PERFORMANCE.md explains how they were chosen.
 #pragma once
 
 #include <cstdint>
