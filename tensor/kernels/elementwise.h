@@ -48,18 +48,24 @@ void for_each_piece(const Collapsed& c, F&& piece) {
   int64_t rows = 1;
   for (int64_t k = 0; k + 1 < nd; ++k) rows *= c.shape[k];
   const int64_t pieces = std::max<int64_t>(1, (len + kPiece - 1) / kPiece);
+  // The offsets of the start of row r, plus `start` elements along it.
+  const auto offsets = [&](int64_t r, int64_t start, int64_t (&off)[N]) {
+    for (size_t o = 0; o < N; ++o) off[o] = nd ? start * c.strides[o][nd - 1] : 0;
+    for (int64_t k = nd - 2; k >= 0; --k) {  // row index → multi-index → offsets
+      const int64_t i = r % c.shape[k];
+      r /= c.shape[k];
+      for (size_t o = 0; o < N; ++o) off[o] += i * c.strides[o][k];
+    }
+  };
   parallel_for(rows * pieces, rows * len, [&](int64_t begin, int64_t end) {
+    int64_t off[N];
+    if (pieces == 1) {
+      for (int64_t r = begin; r < end; ++r) offsets(r, 0, off), piece(off, len);
+      return;
+    }
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t r = t / pieces, start = t % pieces * kPiece;
-      int64_t off[N] = {};
-      int64_t rem = r;
-      for (int64_t k = nd - 2; k >= 0; --k) {  // row index → multi-index → offsets
-        const int64_t i = rem % c.shape[k];
-        rem /= c.shape[k];
-        for (size_t o = 0; o < N; ++o) off[o] += i * c.strides[o][k];
-      }
-      if (nd)
-        for (size_t o = 0; o < N; ++o) off[o] += start * c.strides[o][nd - 1];
+      const int64_t start = t % pieces * kPiece;
+      offsets(t / pieces, start, off);
       piece(off, std::min(kPiece, len - start));
     }
   });
