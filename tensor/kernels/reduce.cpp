@@ -13,7 +13,7 @@ namespace {
 // Long sums are cut into blocks of a fixed size, summed separately (in parallel when there are
 // several) and then added in block order; fixed, so that the result is the same for any thread
 // count. Columns of a sum over a non-last dim are likewise shared out in fixed chunks.
-constexpr int64_t kBlock = 16384, kColumns = 256;
+constexpr int64_t kBlock = 16384, kColumns = 64;
 
 // Σ x[0:n], vectorized with a fixed lane-wise order (the compiler's simd reduction).
 float contiguous_sum(int64_t n, const float* x) {
