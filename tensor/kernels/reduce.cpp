@@ -12,8 +12,8 @@ namespace {
 
 // Long sums are cut into blocks of a fixed size, summed separately (in parallel when there are
 // several) and then added in block order; fixed, so that the result is the same for any thread
-// count. Columns of a sum over a non-last dim are likewise shared out in fixed chunks.
-constexpr int64_t kBlock = 16384, kColumns = 64;
+// count.
+constexpr int64_t kBlock = 16384;
 
 // Σ x[0:n], vectorized with a fixed lane-wise order (the compiler's simd reduction).
 float contiguous_sum(int64_t n, const float* x) {
@@ -43,19 +43,18 @@ void sum_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out
     }
     return;
   }
-  // out[o, i] = Σ_k x[o, k, i]: rows of columns accumulated together, k by k (contiguous and
-  // vectorizable), each chunk of columns by one thread.
-  const int64_t chunks = (inner + kColumns - 1) / kColumns;
-  parallel_for(outer * chunks, outer * n * inner, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      const int64_t o = t / chunks, i0 = t % chunks * kColumns, i1 = std::min(inner, i0 + kColumns);
+  // out[o, i] = Σ_k x[o, k, i]: rows of `inner` outputs accumulated together, k by k (contiguous
+  // and vectorizable), in one sweep over the rows. (Giving each thread half of every row made a
+  // (4096, 256) column sum slower on 2 threads, 179 µs, than on one, 75 µs.)
+  parallel_for(outer, outer * n * inner, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
       float* y = out + o * inner;
       const float* base = x + o * n * inner;
-      for (int64_t i = i0; i < i1; ++i) y[i] = 0.0f;
+      for (int64_t i = 0; i < inner; ++i) y[i] = 0.0f;
       for (int64_t k = 0; k < n; ++k) {
         const float* row = base + k * inner;
 #pragma omp simd
-        for (int64_t i = i0; i < i1; ++i) y[i] += row[i];
+        for (int64_t i = 0; i < inner; ++i) y[i] += row[i];
       }
     }
   });
