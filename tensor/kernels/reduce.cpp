@@ -29,6 +29,12 @@ void sum_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out
   if (inner == 1) {
     // out[o] = Σ_k x[o, k]: one contiguous row each, in blocks of kBlock.
     const int64_t blocks = std::max<int64_t>(1, (n + kBlock - 1) / kBlock);
+    if (blocks == 1) {
+      parallel_for(outer, outer * n, [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) out[o] = contiguous_sum(n, x + o * n);
+      });
+      return;
+    }
     std::vector<float> partial(static_cast<size_t>(outer * blocks));
     parallel_for(outer * blocks, outer * n, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
