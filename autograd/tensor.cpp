@@ -88,9 +88,8 @@ void inplace_binary(Tensor& self, const Tensor& other, const char* op, F f) {
   float* dst = self.data();
   const float* src = other.data();
   const int64_t nd = static_cast<int64_t>(c.shape.size());
-  const int64_t len = nd ? c.shape[nd - 1] : 1;
   const int64_t id = nd ? c.strides[0][nd - 1] : 0, is = nd ? c.strides[1][nd - 1] : 0;
-  kernels::for_each_row<2>(c, [&](const int64_t* off, int64_t) {
+  kernels::for_each_piece<2>(c, [&](const int64_t* off, int64_t len) {
     float* d = dst + off[0];
     const float* s = src + off[1];
     if (id == 1 && is == 1) {

@@ -34,9 +34,8 @@ void copy_strided(const std::vector<int64_t>& shape, const float* src,
                   const std::vector<int64_t>& dst_strides) {
   const Collapsed c = collapse_dims(shape, {src_strides, dst_strides});
   const int64_t nd = static_cast<int64_t>(c.shape.size());
-  const int64_t len = nd ? c.shape[nd - 1] : 1;
   const int64_t is = nd ? c.strides[0][nd - 1] : 0, id = nd ? c.strides[1][nd - 1] : 0;
-  for_each_row<2>(c, [&](const int64_t* off, int64_t) {
+  for_each_piece<2>(c, [&](const int64_t* off, int64_t len) {
     const float* s = src + off[0];
     float* d = dst + off[1];
     if (is == 1 && id == 1) {

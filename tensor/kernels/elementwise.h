@@ -3,6 +3,7 @@
 // The output is always contiguous; inputs are read through their strides.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -19,33 +20,53 @@ struct Collapsed {
 Collapsed collapse_dims(const std::vector<int64_t>& shape,
                         const std::vector<std::vector<int64_t>>& strides);
 
+// Elementwise work is cut into pieces of this many elements, the same for any thread count, so
+// that a long row (a contiguous tensor collapses to one) is shared by threads, and every element
+// is computed by the same code (vector body, never a remainder loop that a different cut would
+// give it) whoever computes it.
+constexpr int64_t kPiece = 16384;
+
 // out[i] = f(x[i]) for contiguous x and out (n elements).
 template <class F>
 void unary_map(int64_t n, const float* x, float* out, F f) {
-  parallel_for(n, n, [&](int64_t begin, int64_t end) {
+  parallel_for((n + kPiece - 1) / kPiece, n, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t i0 = p * kPiece, i1 = std::min(n, i0 + kPiece);
 #pragma omp simd
-    for (int64_t i = begin; i < end; ++i) out[i] = f(x[i]);
+      for (int64_t i = i0; i < i1; ++i) out[i] = f(x[i]);
+    }
   });
 }
 
-// Calls row(offsets, r) for every row r (the last collapsed dim) with each operand's offset of the
-// row start, in parallel over rows.
+// Calls piece(offsets, len) for every row (the last collapsed dim) of c, or for every piece of at
+// most kPiece elements of a longer row, with each operand's offset of its start and its length,
+// in parallel over pieces.
 template <size_t N, class F>
-void for_each_row(const Collapsed& c, F&& row) {
+void for_each_piece(const Collapsed& c, F&& piece) {
   const int64_t nd = static_cast<int64_t>(c.shape.size());
   const int64_t len = nd ? c.shape[nd - 1] : 1;
   int64_t rows = 1;
   for (int64_t k = 0; k + 1 < nd; ++k) rows *= c.shape[k];
-  parallel_for(rows, rows * len, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      int64_t off[N] = {};
-      int64_t rem = r;
-      for (int64_t k = nd - 2; k >= 0; --k) {  // row index → multi-index → offsets
-        const int64_t i = rem % c.shape[k];
-        rem /= c.shape[k];
-        for (size_t o = 0; o < N; ++o) off[o] += i * c.strides[o][k];
-      }
-      row(off, r);
+  const int64_t pieces = std::max<int64_t>(1, (len + kPiece - 1) / kPiece);
+  // The offsets of the start of row r, plus `start` elements along it.
+  const auto offsets = [&](int64_t r, int64_t start, int64_t (&off)[N]) {
+    for (size_t o = 0; o < N; ++o) off[o] = nd ? start * c.strides[o][nd - 1] : 0;
+    for (int64_t k = nd - 2; k >= 0; --k) {  // row index → multi-index → offsets
+      const int64_t i = r % c.shape[k];
+      r /= c.shape[k];
+      for (size_t o = 0; o < N; ++o) off[o] += i * c.strides[o][k];
+    }
+  };
+  parallel_for(rows * pieces, rows * len, [&](int64_t begin, int64_t end) {
+    int64_t off[N];
+    if (pieces == 1) {
+      for (int64_t r = begin; r < end; ++r) offsets(r, 0, off), piece(off, len);
+      return;
+    }
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t start = t % pieces * kPiece;
+      offsets(t / pieces, start, off);
+      piece(off, std::min(kPiece, len - start));
     }
   });
 }
@@ -58,9 +79,8 @@ void binary_map(const std::vector<int64_t>& shape, const float* a, const std::ve
   for (int64_t k = static_cast<int64_t>(shape.size()) - 1, s = 1; k >= 0; --k) so[k] = s, s *= shape[k];
   const Collapsed c = collapse_dims(shape, {sa, sb, so});
   const int64_t nd = static_cast<int64_t>(c.shape.size());
-  const int64_t len = nd ? c.shape[nd - 1] : 1;
   const int64_t ia = nd ? c.strides[0][nd - 1] : 0, ib = nd ? c.strides[1][nd - 1] : 0;
-  for_each_row<3>(c, [&](const int64_t* off, int64_t) {
+  for_each_piece<3>(c, [&](const int64_t* off, int64_t len) {
     const float* pa = a + off[0];
     const float* pb = b + off[1];
     float* po = out + off[2];
@@ -91,10 +111,9 @@ void ternary_map(const std::vector<int64_t>& shape, const float* a, const std::v
   for (int64_t k = static_cast<int64_t>(shape.size()) - 1, s = 1; k >= 0; --k) so[k] = s, s *= shape[k];
   const Collapsed c = collapse_dims(shape, {sa, sb, sc, so});
   const int64_t nd = static_cast<int64_t>(c.shape.size());
-  const int64_t len = nd ? c.shape[nd - 1] : 1;
   const int64_t ia = nd ? c.strides[0][nd - 1] : 0, ib = nd ? c.strides[1][nd - 1] : 0,
                 ic = nd ? c.strides[2][nd - 1] : 0;
-  for_each_row<4>(c, [&](const int64_t* off, int64_t) {
+  for_each_piece<4>(c, [&](const int64_t* off, int64_t len) {
     for (int64_t i = 0; i < len; ++i)
       out[off[3] + i] = f(a[off[0] + i * ia], b[off[1] + i * ib], c3[off[2] + i * ic]);
   });

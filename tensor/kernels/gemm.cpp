@@ -1,21 +1,302 @@
-// Temporary: forwards to the reference loop until the packed kernel lands (issue 3).
+// The fast GEMM: the blocked loops of Goto & van de Geijn ("Anatomy of high-performance matrix
+// multiplication", ACM TOMS 2008) in the form of BLIS (Van Zee & van de Geijn 2015), around the
+// micro-kernel of gemm_microkernel.h. docs/PERFORMANCE.md walks through it with measurements.
+//
+//   for jc in steps of NC over the columns of C          B block: KC×NC, shared, stays in L3
+//     for pc in steps of KC over k                       pack op(B)[pc.., jc..] once for all threads
+//       for each (row block ic of MC rows, column chunk) task, spread over threads:
+//         pack op(A)[ic.., pc..] (or read it in place)     A block: MC×KC, private, stays in L2
+//         for jr in steps of NR over the chunk             B sliver: KC×NR, stays in L1
+//           for ir in steps of MR over the block
+//             micro-kernel: C[ic+ir.., jc+jr..] (MR×NR) = alpha · A sliver · B sliver + beta' · C
+//
+// beta' is beta for the first pc step and 1 afterwards (the later steps accumulate). Packing copies
+// the operands into the order the micro-kernel reads them, contiguous and aligned, and is where a
+// transposed operand is handled: packing reads op(A)(i, k) = A[i·rs + k·cs] through row and column
+// strides, and a transpose only swaps them. Threads share work by output blocks and never split k,
+// so every element of C is computed by one thread in the same order whatever the thread count.
 #include "tensor/kernels/gemm.h"
 
-namespace qkv::kernels {
+#include <omp.h>
 
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-          int64_t ldc) {
-  gemm_reference(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
+
+#include "tensor/kernels/gemm_microkernel.h"
+#include "tensor/kernels/parallel.h"
+
+namespace qkv::kernels {
+namespace {
+
+using namespace gemm_detail;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A matrix read through strides: element (i, j) is p[i·rs + j·cs]. A row-major operand has
+// (rs, cs) = (ld, 1); its transpose is the same memory with (1, ld).
+struct Strided {
+  const float* p;
+  int64_t rs, cs;
+  const float* at(int64_t i, int64_t j) const { return p + i * rs + j * cs; }
+};
+
+// A 64-byte-aligned float buffer that only grows, so that packing reuses memory across calls
+// instead of allocating each time. One per thread (thread_local), sized by the largest block seen.
+class PackBuffer {
+ public:
+  float* get(int64_t n) {
+    if (n > capacity_) {
+      const size_t bytes = (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64;
+      data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+      if (!data_) throw std::bad_alloc();
+      capacity_ = n;
+    }
+    return data_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> data_;
+  int64_t capacity_ = 0;
+};
+
+thread_local PackBuffer t_a_buffer, t_b_buffer;
+
+// Packs `lines` lines of a k-long panel into slivers of W lines for the micro-kernel: sliver j
+// holds out[j·W·k + p·W + i] = s[(j·W + i)·rs + p·cs] for p < k, i < W, with zeros for the lines
+// past `lines`, so that the micro-kernel always computes a whole tile. For A the lines are rows
+// of op(A) (W = MR), for B columns of op(B) (W = NR). One of the strides is 1, and the loops follow
+// the memory: when the W values of one p are contiguous (rs == 1), they are copied as they are,
+// 4 values of p at a time across all the slivers, so that each cache line read is used whole while
+// it is in L1 (one sliver at a time over all p reads lines that are far apart and evicts them
+// before the next sliver uses the rest: 2.5 times slower). When each line is contiguous along p
+// (cs == 1), the sliver is a transpose, done in 8×8 blocks for the same reason (with SIMD
+// shuffles when W is a multiple of 8: NT 128×(32×32×16) batched, one thread: 48 -> 54 GFLOP/s).
+template <int64_t W>
+void pack_panel(const float* s, int64_t rs, int64_t cs, int64_t lines, int64_t k, float* out) {
+  const int64_t full = lines / W;  // slivers without padding
+  if (rs == 1) {
+    constexpr int64_t P = 4;
+    for (int64_t p0 = 0; p0 < k; p0 += P)
+      for (int64_t j = 0; j < full; ++j)
+        for (int64_t p = p0; p < std::min(k, p0 + P); ++p)
+          for (int64_t i = 0; i < W; ++i) out[j * W * k + p * W + i] = s[p * cs + j * W + i];
+  } else {
+    constexpr int64_t P = 8;
+    for (int64_t j = 0; j < full; ++j) {
+      const float* line = s + j * W * rs;
+      float* sliver = out + j * W * k;
+      int64_t p0 = 0;
+      for (; p0 + P <= k; p0 += P) {
+        if constexpr (W % 8 == 0) {
+          for (int64_t i = 0; i < W; i += 8) transpose8x8(line + i * rs + p0, rs, sliver + p0 * W + i, W);
+        } else {
+          for (int64_t i = 0; i < W; ++i)
+            for (int64_t p = p0; p < p0 + P; ++p) sliver[p * W + i] = line[i * rs + p];
+        }
+      }
+      for (; p0 < k; ++p0)
+        for (int64_t i = 0; i < W; ++i) sliver[p0 * W + i] = line[i * rs + p0];
+    }
+  }
+  if (const int64_t rest = lines - full * W; rest > 0) {
+    const float* line = s + full * W * rs;
+    float* sliver = out + full * W * k;
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t i = 0; i < W; ++i) sliver[p * W + i] = i < rest ? line[i * rs + p * cs] : 0.0f;
+  }
 }
 
-void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                  float alpha, const float* A, int64_t lda, int64_t stride_a, const float* B,
-                  int64_t ldb, int64_t stride_b, float beta, float* C, int64_t ldc,
-                  int64_t stride_c) {
-  for (int64_t b = 0; b < batch; ++b)
-    gemm(trans_a, trans_b, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b, ldb, beta,
-         C + b * stride_c, ldc);
+// Packs the m×k block a (m ≤ MC, k ≤ KC) into ceil(m/MR) slivers of MR rows.
+void pack_a(Strided a, int64_t m, int64_t k, float* out) { pack_panel<MR>(a.p, a.rs, a.cs, m, k, out); }
+
+// Packs columns [j0, j1) of the k×n block b into slivers of NR columns (j0 a multiple of NR), at
+// their place in the packed block.
+void pack_b(Strided b, int64_t k, int64_t j0, int64_t j1, float* out) {
+  pack_panel<NR>(b.at(0, j0), b.cs, b.rs, j1 - j0, k, out + j0 * k);
+}
+
+// Where the micro-kernel finds the rows of an m×k block of op(A): in place in A (in_place.p is
+// set), or in the copy made by pack_a.
+struct ABlock {
+  Strided in_place;
+  const float* packed;
+
+  // Points rows[r] at row i + r of the block and returns the stride along k. Rows past the
+  // `valid` ones are zero in a packed copy; in place they repeat the last valid row (their
+  // results land in the part of an edge tile that is thrown away).
+  int64_t sliver(int64_t i, int64_t valid, int64_t k, const float* (&rows)[MR]) const {
+    for (int64_t r = 0; r < MR; ++r)
+      rows[r] = in_place.p ? in_place.at(i + std::min(r, valid - 1), 0) : packed + i * k + r;
+    return in_place.p ? in_place.cs : MR;
+  }
+};
+
+// C[0:m, 0:n] = alpha · (A block)·(packed B columns) + beta · C, for an m×k block of A and n
+// columns of B packed by pack_b.
+void macro_kernel(int64_t m, int64_t n, int64_t k, ABlock a, const float* b, float alpha, float beta,
+                  float* C, int64_t ldc) {
+  alignas(64) float edge[MR * NR];
+  const float* rows[MR];
+  for (int64_t j = 0; j < n; j += NR) {
+    const int64_t cols = std::min(NR, n - j);
+    for (int64_t i = 0; i < m; i += MR) {
+      const int64_t valid = std::min(MR, m - i);
+      const int64_t cs = a.sliver(i, valid, k, rows);
+      const float* b_sliver = b + j * k;
+      float* c = C + i * ldc + j;
+      if (valid == MR && cols == NR) {
+        micro_kernel(k, rows, cs, b_sliver, alpha, beta, c, ldc);
+        continue;
+      }
+      // A partial tile goes through a full one on the side, computed by the same micro-kernel
+      // (so with the same arithmetic as a full tile), then the valid part is copied back.
+      if (beta != 0.0f)
+        for (int64_t r = 0; r < valid; ++r) std::copy(c + r * ldc, c + r * ldc + cols, edge + r * NR);
+      micro_kernel(k, rows, cs, b_sliver, alpha, beta, edge, NR);
+      for (int64_t r = 0; r < valid; ++r) std::copy(edge + r * NR, edge + r * NR + cols, c + r * ldc);
+    }
+  }
+}
+
+// C = beta · C (beta == 0 writes zeros without reading C): the whole product when k == 0.
+void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+}
+
+// Splits [0, n) into `parts` nearly equal pieces whose boundaries are multiples of `unit`; returns
+// the start of piece `p` (p = parts gives n).
+int64_t split_point(int64_t n, int64_t parts, int64_t unit, int64_t p) {
+  return std::min(n, ceil_div(ceil_div(n, unit) * p, parts) * unit);
+}
+
+// Below this many multiply-adds a product runs on one thread: waking the second thread and the
+// barriers between packing and computing cost more than they save.
+constexpr int64_t kMinParallelProduct = int64_t{1} << 16;
+
+// Calls fn(i) for i in [0, n): on the calling thread alone, or shared among the threads of the
+// enclosing parallel region when `team` (an orphaned `omp for`, which ends with a barrier). The
+// serial case must not reach the `omp for`: gemm may run on one thread of someone else's team.
+template <class F>
+void for_each_index(bool team, int64_t n, F&& fn) {
+  if (!team) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+#pragma omp for schedule(dynamic)
+  for (int64_t i = 0; i < n; ++i) fn(i);
+}
+
+// How the M×n output of one pc step is cut into tasks: row blocks × column chunks, each task one
+// (row block, column chunk) pair. Row blocks hold at most MC rows, so that their packed A fits in
+// L2. Within that, the cut makes the busiest thread's share of micro-tiles smallest (when M is
+// small, cutting columns balances better than cutting rows), preferring fewer column chunks on
+// a tie, since each chunk packs its rows of A again.
+struct TaskGrid {
+  int64_t row_blocks, col_chunks;
+};
+
+TaskGrid task_grid(int64_t M, int64_t n, int threads) {
+  const int64_t fewest_blocks = ceil_div(M, MC);
+  if (threads == 1) return {fewest_blocks, 1};
+  const int64_t row_tiles = ceil_div(M, MR), col_tiles = ceil_div(n, NR);
+  TaskGrid best{fewest_blocks, 1};
+  int64_t best_load = INT64_MAX;
+  for (int64_t c = 1; c <= std::min<int64_t>(threads, col_tiles); ++c)
+    for (int64_t r = fewest_blocks; r <= std::min(row_tiles, fewest_blocks + threads); ++r) {
+      const int64_t load = ceil_div(r * c, threads) * ceil_div(row_tiles, r) * ceil_div(col_tiles, c);
+      if (load < best_load) best = {r, c}, best_load = load;
+    }
+  return best;
+}
+
+// Whether a task reads its rows of A in place instead of packing them. Packing pays for itself
+// when the packed block serves many slivers of B; for a task of few columns it costs up to a fifth
+// of the time (2048×64×64 on one thread: 80 GFLOP/s packed, 92 in place), while rows of a
+// row-major A read in place are MR sequential streams, as fast as a packed sliver. Over many
+// columns the packed copy wins: rows far apart in memory (a power-of-two lda) compete for the same
+// cache sets. A transposed A is packed unless its block is small enough to stay in L1: read in
+// place, each k touches a new cache line (2048×64×64: 63 GFLOP/s in place, 80 packed; 64³:
+// 74 packed, 86 in place).
+constexpr int64_t kInPlaceMaxCols = 256, kInPlaceMaxTransposed = 4096;  // floats: 16 KiB
+
+bool reads_a_in_place(Strided a, int64_t rows, int64_t k, int64_t cols) {
+  return a.cs == 1 ? cols <= kInPlaceMaxCols : rows * k <= kInPlaceMaxTransposed;
+}
+
+// The blocked loops, run by every thread of a team of `threads` (or by the caller alone).
+void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, Strided a, Strided b,
+                   float beta, float* C, int64_t ldc, float* b_packed) {
+  const bool team = threads > 1;
+  for (int64_t jc = 0; jc < N; jc += NC) {
+    const int64_t n = std::min(NC, N - jc);
+    const auto [row_blocks, chunks] = task_grid(M, n, threads);
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t k = std::min(KC, K - pc);
+      const Strided b_block{b.at(pc, jc), b.rs, b.cs};
+      for_each_index(team, threads, [&](int64_t t) {
+        pack_b(b_block, k, split_point(n, threads, NR, t), split_point(n, threads, NR, t + 1), b_packed);
+      });
+      for_each_index(team, row_blocks * chunks, [&](int64_t task) {
+        const int64_t block = task / chunks, chunk = task % chunks;
+        const int64_t i0 = split_point(M, row_blocks, MR, block),
+                      i1 = split_point(M, row_blocks, MR, block + 1);
+        const int64_t j0 = split_point(n, chunks, NR, chunk), j1 = split_point(n, chunks, NR, chunk + 1);
+        if (i0 == i1 || j0 == j1) return;
+        const Strided a_block{a.at(i0, pc), a.rs, a.cs};
+        ABlock source{a_block, nullptr};
+        if (!reads_a_in_place(a, i1 - i0, k, j1 - j0)) {
+          float* a_packed = t_a_buffer.get(ceil_div(i1 - i0, MR) * MR * k);
+          pack_a(a_block, i1 - i0, k, a_packed);
+          source = {Strided{nullptr, 0, 0}, a_packed};
+        }
+        macro_kernel(i1 - i0, j1 - j0, k, source, b_packed + j0 * k, alpha, pc == 0 ? beta : 1.0f,
+                     C + i0 * ldc + jc + j0, ldc);
+      });
+    }
+  }
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return scale_c(M, N, beta, C, ldc);
+  const Strided a = trans_a ? Strided{A, 1, lda} : Strided{A, lda, 1};
+  const Strided b = trans_b ? Strided{B, 1, ldb} : Strided{B, ldb, 1};
+  const int threads = omp_in_parallel() || M * N * K < kMinParallelProduct ? 1 : get_num_threads();
+  // The packed B block belongs to the calling thread and is shared by the team.
+  float* b_packed = t_b_buffer.get(std::min(KC, K) * ceil_div(std::min(NC, N), NR) * NR);
+  if (threads == 1) return blocked_loops(1, M, N, K, alpha, a, b, beta, C, ldc, b_packed);
+#pragma omp parallel num_threads(threads)
+  blocked_loops(threads, M, N, K, alpha, a, b, beta, C, ldc, b_packed);
+}
+
+GemmConfig gemm_config() { return {Simd::name, MR, NR, MC, KC, NC}; }
+
+void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float* A, int64_t lda, int64_t stride_a, const float* B, int64_t ldb,
+                  int64_t stride_b, float beta, float* C, int64_t ldc, int64_t stride_c) {
+  // Each product is computed the same way on any thread, so spreading the batch across threads
+  // (small matrices) or each product's tiles across threads (large ones) gives the same result.
+  const auto one = [&](int64_t i) {
+    gemm(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
+         C + i * stride_c, ldc);
+  };
+  if (M * N * K < kMinParallelProduct * 16) {
+    parallel_for(batch, batch * M * N * K, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) one(i);
+    });
+  } else {
+    for (int64_t i = 0; i < batch; ++i) one(i);
+  }
 }
 
 }  // namespace qkv::kernels

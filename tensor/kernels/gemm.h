@@ -33,4 +33,14 @@ void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t 
                   int64_t ldb, int64_t stride_b, float beta, float* C, int64_t ldc,
                   int64_t stride_c);
 
+// How this build's fast kernel is shaped: the instruction set of its micro-kernel (chosen at build
+// time: "avx512", "avx2" or "portable"), the micro-tile MR×NR it computes in registers, and the
+// cache blocks MC (rows of A), KC (depth) and NC (columns of B) of the loops around it
+// (docs/PERFORMANCE.md explains the choice). Tests use it to reach every tail of the tiling.
+struct GemmConfig {
+  const char* isa;
+  int64_t mr, nr, mc, kc, nc;
+};
+GemmConfig gemm_config();
+
 }  // namespace qkv::kernels

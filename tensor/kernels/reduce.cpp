@@ -1,27 +1,57 @@
 #include "tensor/kernels/reduce.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "tensor/kernels/parallel.h"
 
 namespace qkv::kernels {
 
+namespace {
+
+// Long sums are cut into blocks of a fixed size, summed separately (in parallel when there are
+// several) and then added in block order; fixed, so that the result is the same for any thread
+// count.
+constexpr int64_t kBlock = 16384;
+
+// Σ x[0:n], vectorized with a fixed lane-wise order (the compiler's simd reduction).
+float contiguous_sum(int64_t n, const float* x) {
+  float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+  for (int64_t k = 0; k < n; ++k) acc += x[k];
+  return acc;
+}
+
+}  // namespace
+
 void sum_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out) {
   if (inner == 1) {
-    // Each output is one contiguous row: a dot product with ones, vectorized with a fixed
-    // lane-wise order (the compiler's simd reduction), the same on every thread.
-    parallel_for(outer, outer * n, [&](int64_t begin, int64_t end) {
-      for (int64_t o = begin; o < end; ++o) {
-        const float* row = x + o * n;
-        float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t k = 0; k < n; ++k) acc += row[k];
-        out[o] = acc;
+    // out[o] = Σ_k x[o, k]: one contiguous row each, in blocks of kBlock.
+    const int64_t blocks = std::max<int64_t>(1, (n + kBlock - 1) / kBlock);
+    if (blocks == 1) {
+      parallel_for(outer, outer * n, [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) out[o] = contiguous_sum(n, x + o * n);
+      });
+      return;
+    }
+    std::vector<float> partial(static_cast<size_t>(outer * blocks));
+    parallel_for(outer * blocks, outer * n, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t o = t / blocks, k0 = t % blocks * kBlock;
+        partial[t] = contiguous_sum(std::min(kBlock, n - k0), x + o * n + k0);
       }
     });
+    for (int64_t o = 0; o < outer; ++o) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < blocks; ++b) acc += partial[o * blocks + b];
+      out[o] = acc;
+    }
     return;
   }
-  // Rows of `inner` outputs are accumulated together, k by k: contiguous and vectorizable.
+  // out[o, i] = Σ_k x[o, k, i]: rows of `inner` outputs accumulated together, k by k (contiguous
+  // and vectorizable), in one sweep over the rows. (Giving each thread half of every row made a
+  // (4096, 256) column sum slower on 2 threads, 179 µs, than on one, 75 µs.)
   parallel_for(outer, outer * n * inner, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
       float* y = out + o * inner;
@@ -55,15 +85,29 @@ void max_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out
 }
 
 double sum_abs_pow(int64_t n, const float* x, float p) {
-  double acc = 0.0;
-  if (p == 1.0f) {
-    for (int64_t i = 0; i < n; ++i) acc += std::fabs(x[i]);
-  } else if (p == 2.0f) {
-    for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(x[i]) * x[i];
-  } else {
-    for (int64_t i = 0; i < n; ++i) acc += std::pow(std::fabs(static_cast<double>(x[i])), p);
-  }
-  return acc;
+  // Blocks of kBlock values, each summed in double by one thread, then added in block order.
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> partial(static_cast<size_t>(blocks));
+  parallel_for(blocks, p == 1.0f || p == 2.0f ? n : n * 20, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const float* v = x + b * kBlock;
+      const int64_t len = std::min(kBlock, n - b * kBlock);
+      double acc = 0.0;
+      if (p == 1.0f) {
+#pragma omp simd reduction(+ : acc)
+        for (int64_t i = 0; i < len; ++i) acc += std::fabs(static_cast<double>(v[i]));
+      } else if (p == 2.0f) {
+#pragma omp simd reduction(+ : acc)
+        for (int64_t i = 0; i < len; ++i) acc += static_cast<double>(v[i]) * v[i];
+      } else {
+        for (int64_t i = 0; i < len; ++i) acc += std::pow(std::fabs(static_cast<double>(v[i])), p);
+      }
+      partial[b] = acc;
+    }
+  });
+  double total = 0.0;
+  for (double s : partial) total += s;
+  return total;
 }
 
 }  // namespace qkv::kernels

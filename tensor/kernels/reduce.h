@@ -1,7 +1,8 @@
 // Reductions along one dim of a contiguous tensor viewed as (outer, n, inner): the dim being
 // reduced has n elements, `outer` is the product of the dims before it, `inner` of those after.
 //   x is (outer, n, inner)   out is (outer, inner)
-// Each output is summed by one thread in a fixed order, so results do not depend on threads.
+// Each output is summed in a fixed order (long rows in blocks of fixed size, whose sums are then
+// added in order), so results do not depend on the number of threads.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,8 @@ void sum_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out
 void max_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out, int64_t* index,
              bool is_max);
 
-// Sum of |x|^p over n contiguous elements in double (p = 1, 2, or general), for norms.
+// Sum of |x|^p over n contiguous elements in double (p = 1, 2, or general), for norms: in
+// blocks of fixed size, as above.
 double sum_abs_pow(int64_t n, const float* x, float p);
 
 }  // namespace qkv::kernels

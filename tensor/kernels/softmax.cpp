@@ -1,3 +1,5 @@
+// The fast softmax kernels: rows along the last dim, vectorized. The reference loops
+// (softmax_reference.cpp) handle the other dims.
 #include "tensor/kernels/softmax.h"
 
 #include <cmath>
@@ -7,51 +9,72 @@
 #include "tensor/kernels/vecmath.h"
 
 namespace qkv::kernels {
+namespace {
 
-// Both kernels handle one (o, i) line of n elements, spaced `inner` apart, per iteration.
+// e^t for the t ≤ 0 that softmax exponentiates (t = x - max). vexp clamps its argument at -87.3 so
+// as never to return 0; here e^t below that is 0, as libm's exp gives for the -1e6 of a masked
+// position. A NaN t gives NaN. (vexp is computed either way: a call on one branch only would keep
+// the loops from vectorizing.)
+inline float exp_nonpositive(float t) {
+  const float e = vexp(t);
+  return t < -87.3f ? 0.0f : e;
+}
 
+// One row of n contiguous values x (n ≥ 1) to y.
+void forward_row(int64_t n, const float* x, float* y, bool log) {
+  float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+  for (int64_t k = 0; k < n; ++k) m = x[k] > m ? x[k] : m;
+  float s = 0.0f;
+  if (log) {
+#pragma omp simd reduction(+ : s)
+    for (int64_t k = 0; k < n; ++k) s += exp_nonpositive(x[k] - m);
+    const float shift = m + std::log(s);
+#pragma omp simd
+    for (int64_t k = 0; k < n; ++k) y[k] = x[k] - shift;
+    return;
+  }
+#pragma omp simd reduction(+ : s)
+  for (int64_t k = 0; k < n; ++k) {
+    y[k] = exp_nonpositive(x[k] - m);
+    s += y[k];
+  }
+  const float inv = 1.0f / s;
+#pragma omp simd
+  for (int64_t k = 0; k < n; ++k) y[k] *= inv;
+}
+
+void backward_row(int64_t n, const float* y, const float* dy, float* dx, bool log) {
+  float s = 0.0f;
+  if (log) {
+#pragma omp simd reduction(+ : s)
+    for (int64_t k = 0; k < n; ++k) s += dy[k];
+#pragma omp simd
+    for (int64_t k = 0; k < n; ++k) dx[k] = dy[k] - exp_nonpositive(y[k]) * s;
+    return;
+  }
+#pragma omp simd reduction(+ : s)
+  for (int64_t k = 0; k < n; ++k) s += dy[k] * y[k];
+#pragma omp simd
+  for (int64_t k = 0; k < n; ++k) dx[k] = y[k] * (dy[k] - s);
+}
+
+}  // namespace
+
+// x, y are (outer, n, inner); with inner == 1, rows of n contiguous values.
 void softmax_forward(int64_t outer, int64_t n, int64_t inner, const float* x, float* y, bool log) {
-  parallel_for(outer * inner, outer * n * inner * 4, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t base = (r / inner) * n * inner + r % inner;
-      const float* xr = x + base;
-      float* yr = y + base;
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t k = 0; k < n; ++k) m = std::fmax(m, xr[k * inner]);
-      float s = 0.0f;
-      for (int64_t k = 0; k < n; ++k) {
-        const float e = std::exp(xr[k * inner] - m);
-        if (!log) yr[k * inner] = e;
-        s += e;
-      }
-      if (log) {
-        const float shift = m + std::log(s);
-        for (int64_t k = 0; k < n; ++k) yr[k * inner] = xr[k * inner] - shift;
-      } else {
-        const float inv = 1.0f / s;
-        for (int64_t k = 0; k < n; ++k) yr[k * inner] *= inv;
-      }
-    }
+  if (inner != 1 || n == 0) return softmax_forward_reference(outer, n, inner, x, y, log);
+  parallel_for(outer, outer * n * 2, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) forward_row(n, x + r * n, y + r * n, log);
   });
 }
 
-void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
-                      float* dx, bool log) {
-  parallel_for(outer * inner, outer * n * inner * 3, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t base = (r / inner) * n * inner + r % inner;
-      const float* yr = y + base;
-      const float* gr = dy + base;
-      float* dr = dx + base;
-      float s = 0.0f;
-      if (log) {
-        for (int64_t k = 0; k < n; ++k) s += gr[k * inner];
-        for (int64_t k = 0; k < n; ++k) dr[k * inner] = gr[k * inner] - std::exp(yr[k * inner]) * s;
-      } else {
-        for (int64_t k = 0; k < n; ++k) s += gr[k * inner] * yr[k * inner];
-        for (int64_t k = 0; k < n; ++k) dr[k * inner] = yr[k * inner] * (gr[k * inner] - s);
-      }
-    }
+// y, dy, dx are (outer, n, inner).
+void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx,
+                      bool log) {
+  if (inner != 1 || n == 0) return softmax_backward_reference(outer, n, inner, y, dy, dx, log);
+  parallel_for(outer, outer * n * 2, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) backward_row(n, y + r * n, dy + r * n, dx + r * n, log);
   });
 }
 

@@ -7,6 +7,12 @@
 
 namespace qkv::kernels {
 
+//
+// The fast kernels vectorize each row when the dim is the last one (inner == 1: attention weights,
+// logits), with the branch-free exp of vecmath.h; along other dims they run the reference loops.
+// Each row is computed by one thread in a fixed order, so results do not depend on the thread
+// count; they differ from the reference by a few ulp (the order of the row sums, exp's rounding).
+
 void softmax_forward(int64_t outer, int64_t n, int64_t inner, const float* x, float* y, bool log);
 
 // Given y = softmax(x) (or log_softmax(x)) and dy = dL/dy, writes dx = dL/dx:
@@ -14,6 +20,12 @@ void softmax_forward(int64_t outer, int64_t n, int64_t inner, const float* x, fl
 //   log_softmax:  dx_k = dy_k - exp(y_k) · Σ_j dy_j
 void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
                       float* dx, bool log);
+
+// The same with plain loops and libm's exp, one element at a time: the specification the fast
+// kernels are tested against.
+void softmax_forward_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y, bool log);
+void softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
+                                float* dx, bool log);
 
 // The forward of masked_softmax (d2l 11.3.2.1): softmax over each row of x (rows, n) restricted
 // to the row's first lens[r] positions (all n when lens is null) and, among those, to the

@@ -1,0 +1,220 @@
+// The fast GEMM (tensor/kernels/gemm.cpp) against the reference triple loop, on the shapes where a
+// blocked kernel goes wrong: tails of the micro-tile, block edges, transposes, strides, empty
+// matrices, alpha and beta; and its determinism across thread counts.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "random_floats.h"
+#include "tensor/kernels/gemm.h"
+#include "tensor/threads.h"
+
+using namespace qkv::kernels;
+
+namespace {
+
+// One product C = alpha · op(A)·op(B) + beta · C with its operands stored as the flags say, each
+// with `pad` unused floats at the end of every row (lda, ldb, ldc larger than the row).
+struct Problem {
+  bool ta, tb;
+  int64_t M, N, K, pad = 0;
+  float alpha = 1.0f, beta = 0.0f;
+
+  int64_t lda() const { return (ta ? M : K) + pad; }
+  int64_t ldb() const { return (tb ? K : N) + pad; }
+  int64_t ldc() const { return N + pad; }
+  std::vector<float> a() const { return random_floats((ta ? K : M) * lda(), 1); }
+  std::vector<float> b() const { return random_floats((tb ? N : K) * ldb(), 2); }
+  std::vector<float> c() const { return random_floats(M * ldc(), 3); }
+
+  std::vector<float> run(bool fast) const {
+    const std::vector<float> A = a(), B = b();
+    std::vector<float> C = c();
+    (fast ? gemm : gemm_reference)(ta, tb, M, N, K, alpha, A.data(), lda(), B.data(), ldb(), beta, C.data(),
+                                   ldc());
+    return C;
+  }
+};
+
+// Checks the fast kernel against the reference, element by element. Both sum K products in float,
+// in different orders and with or without fused multiply-adds, so each is within K·eps·S of the
+// exact value, where S = |alpha|·Σ_k |a_ik·b_kj| + |beta·c_ij|; they differ by at most twice that.
+// A wrong, missing or repeated term is off by about S/K, far outside. The padding of C (past
+// column N) must be left as it was.
+void check_against_reference(const Problem& p) {
+  CAPTURE(p.ta);
+  CAPTURE(p.tb);
+  CAPTURE(p.M);
+  CAPTURE(p.N);
+  CAPTURE(p.K);
+  CAPTURE(p.pad);
+  const std::vector<float> fast = p.run(true), ref = p.run(false), A = p.a(), B = p.b(), C0 = p.c();
+  const double eps = std::numeric_limits<float>::epsilon();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < p.M; ++i) {
+    for (int64_t j = 0; j < p.ldc(); ++j) {
+      const size_t at = static_cast<size_t>(i * p.ldc() + j);
+      if (j >= p.N) {
+        bad += fast[at] != C0[at];
+        continue;
+      }
+      double S = p.beta == 0.0f ? 0.0 : std::fabs(p.beta * C0[at]);
+      for (int64_t k = 0; k < p.K; ++k) {
+        const float a = p.ta ? A[k * p.lda() + i] : A[i * p.lda() + k];
+        const float b = p.tb ? B[j * p.ldb() + k] : B[k * p.ldb() + j];
+        S += std::fabs(p.alpha * a * b);
+      }
+      bad += !(std::fabs(fast[at] - ref[at]) <= 2.0 * (p.K + 2) * eps * S + 1e-30);
+    }
+  }
+  CHECK(bad == 0);
+}
+
+constexpr bool kTrans[][2] = {{false, false}, {false, true}, {true, false}, {true, true}};
+
+}  // namespace
+
+TEST_CASE("gemm matches the reference on every tail of the micro-tile in all transpose variants") {
+  const GemmConfig cfg = gemm_config();
+  for (auto [ta, tb] : kTrans)
+    for (int64_t M = 1; M <= 2 * cfg.mr + 1; ++M)
+      for (int64_t N = 1; N <= 2 * cfg.nr + 1; ++N)
+        for (int64_t K : {1, 7}) check_against_reference({ta, tb, M, N, K});
+}
+
+TEST_CASE("gemm matches the reference on wide products whose rows of A are packed") {
+  // A task over many columns packs its rows of A; over few it reads them in place. Both paths
+  // meet every row tail here.
+  const GemmConfig cfg = gemm_config();
+  for (auto [ta, tb] : kTrans)
+    for (int64_t M : {int64_t{1}, cfg.mr - 1, cfg.mr + 1, 2 * cfg.mr + 5})
+      for (int64_t N : {int64_t{601}, 2 * cfg.nr + 1})
+        check_against_reference({ta, tb, std::max<int64_t>(M, 1), N, 19});
+}
+
+TEST_CASE("gemm matches the reference on a 1x1 product and on prime shapes") {
+  for (auto [ta, tb] : kTrans) {
+    check_against_reference({ta, tb, 1, 1, 1});
+    check_against_reference({ta, tb, 1, 1, 97});
+    check_against_reference({ta, tb, 13, 31, 37});
+    check_against_reference({ta, tb, 97, 89, 101});
+    check_against_reference({ta, tb, 1, 211, 3});
+    check_against_reference({ta, tb, 211, 1, 5});
+  }
+}
+
+TEST_CASE("gemm matches the reference across the cache blocks MC KC and NC") {
+  const GemmConfig cfg = gemm_config();
+  for (auto [ta, tb] : kTrans) {
+    // More rows than one MC block and a depth of two and a bit KC blocks, so that later k blocks
+    // accumulate into C; then more columns than one NC block.
+    check_against_reference({ta, tb, cfg.mc + cfg.mr + 1, 2 * cfg.nr + 3, 2 * cfg.kc + 5});
+    check_against_reference({ta, tb, 3, cfg.nc + cfg.nr + 1, 4});
+  }
+}
+
+TEST_CASE("gemm reads and writes strided matrices and leaves the padding of C alone") {
+  for (auto [ta, tb] : kTrans) {
+    Problem p{ta, tb, 19, 35, 23, /*pad=*/5};
+    check_against_reference(p);
+    p.beta = 0.5f;
+    check_against_reference(p);
+  }
+}
+
+TEST_CASE("gemm applies alpha and beta") {
+  for (auto [ta, tb] : kTrans)
+    for (float alpha : {1.0f, -0.5f, 0.0f})
+      for (float beta : {0.0f, 1.0f, 2.5f}) {
+        Problem p{ta, tb, 29, 37, 300};
+        p.alpha = alpha, p.beta = beta;
+        check_against_reference(p);
+      }
+  // The exact values of a small case: C = 2·A·B + 3·C, A = [1 2], B = [3 4]ᵀ, C = [10].
+  const float A[] = {1, 2}, B[] = {3, 4};
+  float C[] = {10};
+  gemm(false, false, 1, 1, 2, 2.0f, A, 2, B, 1, 3.0f, C, 1);
+  CHECK(C[0] == 2.0f * 11.0f + 30.0f);
+}
+
+TEST_CASE("gemm with beta 0 never reads C so NaN there does not leak into the result") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (auto [ta, tb] : kTrans)
+    for (int64_t M : {1, 7, 50})
+      for (int64_t N : {1, 17, 40}) {
+        const int64_t K = 9;
+        const std::vector<float> A = random_floats(M * K, 4), B = random_floats(K * N, 5);
+        std::vector<float> C(static_cast<size_t>(M * N), nan), R(C.size());
+        gemm(ta, tb, M, N, K, 1.0f, A.data(), ta ? M : K, B.data(), tb ? K : N, 0.0f, C.data(), N);
+        gemm_reference(ta, tb, M, N, K, 1.0f, A.data(), ta ? M : K, B.data(), tb ? K : N, 0.0f, R.data(), N);
+        int64_t nans = 0;
+        for (float c : C) nans += std::isnan(c);
+        CHECK(nans == 0);
+        for (size_t i = 0; i < C.size(); ++i) REQUIRE(std::fabs(C[i] - R[i]) < 1e-5f);
+      }
+}
+
+TEST_CASE("gemm propagates a NaN of A to its row of C only") {
+  const int64_t M = 9, N = 20, K = 11;
+  std::vector<float> A = random_floats(M * K, 6), C(static_cast<size_t>(M * N));
+  const std::vector<float> B = random_floats(K * N, 7);
+  A[4 * K + 3] = std::numeric_limits<float>::quiet_NaN();
+  gemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C.data(), N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) CHECK(std::isnan(C[i * N + j]) == (i == 4));
+}
+
+TEST_CASE("gemm on empty matrices writes nothing and with K 0 sets C to beta times C") {
+  const float A[] = {1.0f}, B[] = {1.0f};
+  float C[] = {7.0f, 8.0f};
+  gemm(false, false, 0, 2, 3, 1.0f, A, 3, B, 2, 0.0f, C, 2);
+  gemm(false, false, 1, 0, 3, 1.0f, A, 3, B, 2, 0.0f, C, 2);
+  CHECK(C[0] == 7.0f);
+  CHECK(C[1] == 8.0f);
+  gemm(false, false, 1, 2, 0, 1.0f, A, 1, B, 2, 0.5f, C, 2);
+  CHECK(C[0] == 3.5f);
+  CHECK(C[1] == 4.0f);
+  C[0] = std::numeric_limits<float>::quiet_NaN();
+  gemm(true, true, 1, 2, 0, 1.0f, A, 1, B, 1, 0.0f, C, 2);
+  CHECK(C[0] == 0.0f);
+  CHECK(C[1] == 0.0f);
+}
+
+TEST_CASE("gemm results are bitwise identical for 1 and 2 threads") {
+  const int saved = qkv::get_num_threads();
+  const GemmConfig cfg = gemm_config();
+  for (auto [ta, tb] : kTrans)
+    for (Problem p : {Problem{ta, tb, 2 * cfg.mc + 5, 3 * cfg.nr + 1, cfg.kc + 3},
+                      Problem{ta, tb, 40, 300, 70}, Problem{ta, tb, 300, 40, 70}}) {
+      p.beta = 0.75f;
+      qkv::set_num_threads(1);
+      const std::vector<float> one = p.run(true);
+      qkv::set_num_threads(2);
+      const std::vector<float> two = p.run(true);
+      CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+    }
+  qkv::set_num_threads(saved);
+}
+
+TEST_CASE("gemm_batched equals one gemm per matrix and broadcasts a matrix with stride 0") {
+  const int saved = qkv::get_num_threads();
+  qkv::set_num_threads(2);
+  for (auto [ta, tb] : kTrans)
+    for (auto [M, N, K] : {std::array<int64_t, 3>{32, 32, 16}, {7, 5, 3}, {200, 150, 90}}) {
+      const int64_t batch = 6, lda = ta ? M : K, ldb = tb ? K : N;
+      const std::vector<float> A = random_floats(batch * M * K, 8), B = random_floats(K * N, 9);
+      std::vector<float> C(static_cast<size_t>(batch * M * N)), R(C.size());
+      // B is shared by every product (stride 0), as when a weight multiplies a batch.
+      gemm_batched(batch, ta, tb, M, N, K, 1.0f, A.data(), lda, M * K, B.data(), ldb, 0, 0.0f, C.data(), N,
+                   M * N);
+      for (int64_t i = 0; i < batch; ++i)
+        gemm(ta, tb, M, N, K, 1.0f, A.data() + i * M * K, lda, B.data(), ldb, 0.0f, R.data() + i * M * N, N);
+      CHECK(std::memcmp(C.data(), R.data(), C.size() * sizeof(float)) == 0);
+    }
+  qkv::set_num_threads(saved);
+}
