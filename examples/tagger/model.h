@@ -36,13 +36,13 @@ struct Config {
   int64_t d_model = 64, heads = 4, ffn = 128, layers = 2;
   double dropout = 0.1;
   // training
-  int64_t epochs = 12, batch_size = 32;
+  int64_t epochs = 20, batch_size = 32;
   double lr = 3e-3, weight_decay = 0.01, clip = 1.0;
   int64_t warmup_steps = 200;
   int64_t min_freq = 1;
   uint64_t seed = 0;
   // data: built-in corpus sizes (ignored with files)
-  int64_t train_sentences = 8000, dev_sentences = 1000, test_sentences = 1000;
+  int64_t train_sentences = 20000, dev_sentences = 1000, test_sentences = 1000;
   // data: CoNLL files instead (all three, or none for the built-in corpus)
   std::string train_file, dev_file, test_file;
 
