@@ -100,7 +100,12 @@ void set_threads(const Args& a) {
 
 int cmd_train(const Args& a) {
   set_threads(a);
-  const Config config = config_from(a);
+  Config config = config_from(a);
+  if (a.flag("resume")) {  // the run's own config and data; only --epochs may change (to extend it)
+    const int64_t epochs = config.epochs;
+    config = load_run_config(a.str("run"));
+    if (a.given("epochs")) config.epochs = epochs;
+  }
   const Data data = load_data(config);
   TrainOptions options;
   options.run_dir = a.str("run");

@@ -133,13 +133,14 @@ Vocabs load_vocabs(const fs::path& dir) {
   return Vocabs{Vocab::load((dir / "words.txt").string()), Vocab::load((dir / "tags.txt").string())};
 }
 
-Config load_config(const fs::path& dir) {
+}  // namespace
+
+Config load_run_config(const std::string& run_dir) {
+  const fs::path dir = run_dir;
   const fs::path path = dir / "config.json";
   if (!fs::exists(path)) throw qkv::ValueError("tagger: " + path.string() + " not found: is " + dir.string() + " a run directory?");
   return Config::from_json(qkv::io::parse_json(read_text(path)));
 }
-
-}  // namespace
 
 std::vector<std::string> split_words(const std::string& line) {
   std::istringstream in(line);
@@ -236,7 +237,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
   if (options.resume) {
     if (!fs::exists(last)) throw qkv::ValueError("tagger: cannot resume: " + last.string() + " not found");
     const int64_t epochs = config.epochs;
-    config = load_config(dir);
+    config = load_run_config(dir.string());
     config.epochs = std::max(config.epochs, epochs);  // --epochs may extend a finished run
   } else {
     config.validate();
@@ -343,7 +344,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
     const bool improved = m.dev_acc > best_dev;
     if (improved) best_dev = m.dev_acc;
     save_state(last);
-    if (improved) fs::copy_file(last, best, fs::copy_options::overwrite_existing);
+    if (improved) save_state(best);  // each written atomically: a crash leaves the previous file
     write_metrics_csv(dir / "metrics.csv", history);
     if (verbose) {
       char line[200];
@@ -395,7 +396,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
 
 Run load_run(const std::string& run_dir) {
   const fs::path dir = run_dir;
-  Config config = load_config(dir);
+  Config config = load_run_config(dir.string());
   Vocabs vocabs = load_vocabs(dir);
   std::shared_ptr<TaggerModel> model = make_model(config, vocabs.words.size(), vocabs.tags.size());
   model->load_state_dict(qkv::io::read_checkpoint(dir / "best.safetensors").model);

@@ -82,6 +82,8 @@ struct Run {
   std::shared_ptr<TaggerModel> model;
 };
 Run load_run(const std::string& run_dir);
+// A run directory's config.json; ValueError when there is none.
+Config load_run_config(const std::string& run_dir);
 
 // Tags whitespace-separated sentences with a loaded run.
 std::vector<std::vector<std::string>> predict(Run& run, const std::vector<std::vector<std::string>>& sentences);
