@@ -8,6 +8,7 @@
 //
 // Without data files, train uses the built-in corpus (examples/tagger/corpus.h). Threads come
 // from QKV_NUM_THREADS or --threads.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -189,7 +190,10 @@ int cmd_ablate(const Args& a) {
   std::cout << "  " << std::left << std::setw(26) << "model" << std::right << std::setw(10) << "overall" << std::setw(11)
             << "ambiguous" << std::setw(10) << "repeated" << std::setw(10) << "tok/s" << "\n";
   auto row = [](const std::string& name, const TaggingScore& s, double tps) {
-    std::cout << "  " << std::left << std::setw(26) << name << std::right << std::fixed << std::setprecision(2)
+    // Pad by characters, not bytes: "±" is two bytes of UTF-8 and one column.
+    int64_t columns = 0;
+    for (unsigned char ch : name) columns += (ch & 0xC0) != 0x80;
+    std::cout << "  " << name << std::string(static_cast<size_t>(std::max<int64_t>(0, 26 - columns)), ' ') << std::right << std::fixed << std::setprecision(2)
               << std::setw(9) << 100 * s.overall.value() << "%" << std::setw(10) << 100 * s.ambiguous.value() << "%"
               << std::setw(9) << 100 * s.repeated.value() << "%";
     if (tps > 0) {
