@@ -35,6 +35,7 @@ struct MemoryStats {
   int64_t live_storages = 0;  // buffers currently allocated
   int64_t live_bytes = 0;     // their bytes
   int64_t peak_bytes = 0;     // the most live_bytes has been since the last reset
+  int64_t allocated_bytes = 0;  // every buffer ever allocated, freed or not (only grows)
 };
 
 MemoryStats memory_stats();
