@@ -34,6 +34,7 @@ struct Profiler::State {
   std::map<std::pair<std::string, Pass>, OpProfile> rows;
   std::set<std::string> unscoped;
   int depth = 0;
+  int64_t scopes_opened = 0;
   // The outermost op in progress.
   const char* op = nullptr;
   Pass pass = Pass::Forward;
@@ -93,6 +94,8 @@ double Profiler::ops_ms() const {
 int64_t Profiler::peak_bytes() const {
   return stopped_ ? state_->peak_bytes : std::max(state_->peak_bytes, memory_stats().peak_bytes);
 }
+
+int64_t Profiler::scopes_opened() const { return state_->scopes_opened; }
 
 const std::set<std::string>& Profiler::unscoped_ops() const { return state_->unscoped; }
 
@@ -171,6 +174,7 @@ void OpScope::open(const char* op, Pass pass) {
   Profiler::State* s = t_state;
   if (!s) return;  // a profiler runs on another thread, not this one
   state_ = s;
+  ++s->scopes_opened;
   if (s->depth++ > 0) return;
   const MemoryStats m = memory_stats();
   s->peak_bytes = std::max(s->peak_bytes, m.peak_bytes);

@@ -63,6 +63,8 @@ class Profiler {
   // The most live tensor memory reached between start and stop, and what was live at the start.
   int64_t peak_bytes() const;
   int64_t start_bytes() const { return start_bytes_; }
+  // OpScopes opened on this thread, nested ones included (the rows count outermost ones only).
+  int64_t scopes_opened() const;
   // Ops that recorded a graph node without opening an OpScope: their forward time is missing.
   const std::set<std::string>& unscoped_ops() const;
 
