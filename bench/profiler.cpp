@@ -73,7 +73,7 @@ int main() {
   }
   const double off_again = best_ms(30, step);
   std::printf("training step, %d thread(s): %lld op calls (forward and backward); profiler off %.3f ms "
-              "(again after: %.3f ms), on %.3f ms (+%.1f%%, %.2f us per op call)\n",
+              "(again after: %.3f ms), on %.3f ms (%+.1f%%, %+.2f us per op call)\n",
               get_num_threads(), static_cast<long long>(ops), off, off_again, on, 100.0 * (on - off) / off,
               1e3 * (on - off) / static_cast<double>(ops));
   std::printf("cost of the scopes when off: %lld scopes (nested ones included) x %.3f ns = %.4f ms per step, "
