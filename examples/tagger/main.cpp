@@ -65,6 +65,7 @@ std::vector<Args::Option> model_options() {
       {"threads", "0", "threads (0: QKV_NUM_THREADS or all cores)"},
       {"resume", "false", "continue the run in --run from its last checkpoint"},
       {"no-figures", "false", "skip the PNG figures"},
+      {"profile", "false", "train: profile the first epoch (op table, RUN/profile.csv)"},
       {"example", TrainOptions{}.example, "the sentence whose attention is drawn"},
   };
 }
@@ -112,6 +113,7 @@ int cmd_train(const Args& a) {
   options.run_dir = a.str("run");
   options.resume = a.flag("resume");
   options.figures = !a.flag("no-figures");
+  options.profile = a.flag("profile");
   options.example = a.str("example");
   std::cout << "tagger: training on " << qkv::get_num_threads() << " thread(s), run directory " << options.run_dir << "\n";
   train(config, data, options);

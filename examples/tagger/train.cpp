@@ -24,6 +24,7 @@
 #include "optim/scheduler.h"
 #include "tensor/error.h"
 #include "autograd/grad_mode.h"
+#include "autograd/profiler.h"
 #include "tensor/random.h"
 
 namespace tagger {
@@ -304,6 +305,8 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
     }
     double loss_sum = 0;
     int64_t tokens = 0, correct = 0;
+    std::optional<qkv::Profiler> profiler;  // the training steps of this call's first epoch
+    if (options.profile && epochs_run == 0) profiler.emplace();
     for (size_t i = 0; i < batches.size(); ++i) {
       const BatchTensors b = to_tensors(batches[i]);
       const Tensor logits = model->forward(b.ids, b.valid_lens);
@@ -327,6 +330,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
         progress->update(static_cast<int64_t>(i) + 1, stats);
       }
     }
+    if (profiler) profiler->stop();
     const double train_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     train_seconds += train_secs;
     train_tokens += tokens;
@@ -352,6 +356,11 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
                     m.train_loss, percent(m.train_acc).c_str(), m.dev_loss, percent(m.dev_acc).c_str(),
                     improved ? " (best)" : "", m.tokens_per_s, m.seconds);
       progress->finish(line);
+    }
+    if (profiler) {
+      log << "profile of epoch " << epoch + 1 << "'s training steps (evaluation excluded):\n" << profiler->report();
+      profiler->write_csv((dir / "profile.csv").string());
+      log << "wrote " << (dir / "profile.csv").string() << "\n";
     }
     ++epochs_run;
   }

@@ -62,6 +62,7 @@ struct TrainOptions {
   int64_t stop_after = -1;  // stop after this many epochs of this call (>= 1), as if interrupted
   bool figures = true;
   bool verbose = true;      // progress bar, tables; false: silent (tests, ablate)
+  bool profile = false;     // profile the first epoch's steps: print the op table, write run_dir/profile.csv
   std::string example = "they saw the saw and i can can the can";  // attention figure sentence
 };
 
