@@ -20,6 +20,7 @@
 #include "examples/seq2seq/dates.h"
 #include "examples/seq2seq/model.h"
 #include "examples/seq2seq/training.h"
+#include "autograd/profiler.h"
 #include "qkv.h"
 
 namespace {
@@ -190,8 +191,11 @@ int data(int argc, char** argv) {
 // B·T targets, the decoder reading the targets themselves, as in the anchor. The median of 30
 // steps after 5 warm-up steps, in the anchor's output format.
 int bench(int argc, char** argv) {
-  const Args args(argc, argv, {{"steps", "30", "timed steps"}, {"warmup", "5", "untimed steps first"}},
-                  "usage: seq2seq bench [--steps N] [--warmup N]   (threads: QKV_NUM_THREADS)");
+  const Args args(argc, argv,
+                  {{"steps", "30", "timed steps"},
+                   {"warmup", "5", "untimed steps first"},
+                   {"profile", "false", "then print the op profile of --steps more steps (autograd/profiler.h)"}},
+                  "usage: seq2seq bench [--steps N] [--warmup N] [--profile]   (threads: QKV_NUM_THREADS)");
   if (args.help_requested()) {
     std::cout << args.help();
     return 0;
@@ -204,15 +208,18 @@ int bench(int argc, char** argv) {
   const IndexTensor valid_lens = qkv::randint(3, T + 1, {B});
   const int64_t warmup = args.integer("warmup"), steps = args.integer("steps");
   if (steps < 1 || warmup < 0) throw qkv::ValueError("bench: --steps must be >= 1 and --warmup >= 0");
-  std::vector<double> times;
-  for (int64_t i = 0; i < warmup + steps; ++i) {
-    const auto t0 = Clock::now();
+  auto step = [&] {
     const Tensor logits = model.forward(src, valid_lens, tgt);
     const Tensor loss = qkv::nn::functional::cross_entropy(logits.reshape({B * T, V}), tgt.reshape({B * T}));
     optimizer.zero_grad();
     loss.backward();
     qkv::optim::clip_grad_norm_(model.parameters(), 1.0);
     optimizer.step();
+  };
+  std::vector<double> times;
+  for (int64_t i = 0; i < warmup + steps; ++i) {
+    const auto t0 = Clock::now();
+    step();
     if (i >= warmup) times.push_back(seconds_since(t0));
   }
   std::sort(times.begin(), times.end());
@@ -221,6 +228,14 @@ int bench(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &usage);
   std::printf("config=gru threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f\n", qkv::get_num_threads(),
               median * 1e3, static_cast<double>(B * T) / median, static_cast<double>(usage.ru_maxrss) / 1024.0);
+  if (args.flag("profile")) {
+    // Over as many steps again: on a shared machine one step's profile is mostly where the
+    // scheduler happened to preempt it.
+    qkv::Profiler profiler;
+    for (int64_t i = 0; i < steps; ++i) step();
+    profiler.stop();
+    std::printf("%s", profiler.report().c_str());
+  }
   return 0;
 }
 
