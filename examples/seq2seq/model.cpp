@@ -33,7 +33,9 @@ Seq2SeqAttentionDecoder::Seq2SeqAttentionDecoder(const ModelConfig& c) : Module(
 
 DecoderState Seq2SeqAttentionDecoder::init_state(const qkv::nn::GRUOutput& enc,
                                                  const IndexTensor& enc_valid_lens) const {
-  return {enc.output, enc.h_n, enc_valid_lens};
+  // d2l's AdditiveAttention applies W_k to the keys at every step; they do not change, so they are
+  // projected here once (the same values and gradients; nn/attention.h).
+  return {enc.output, attention->project_keys(enc.output), enc.h_n, enc_valid_lens};
 }
 
 Tensor Seq2SeqAttentionDecoder::forward(const IndexTensor& X, DecoderState& state) {
@@ -44,7 +46,7 @@ Tensor Seq2SeqAttentionDecoder::forward(const IndexTensor& X, DecoderState& stat
   for (int64_t t = 0; t < S; ++t) {
     const Tensor query = state.hidden.select(0, L - 1).unsqueeze(1);  // (B, 1, H)
     const Tensor context =
-        attention->forward(query, state.enc_outputs, state.enc_outputs, state.enc_valid_lens);  // (B, 1, H)
+        attention->forward_projected(query, state.enc_keys, state.enc_outputs, state.enc_valid_lens);  // (B, 1, H)
     const Tensor x = qkv::cat({context, embedded.narrow(1, t, 1)}, -1);                       // (B, 1, H + E)
     qkv::nn::GRUOutput out = rnn->forward(x, state.hidden);
     outputs.push_back(out.output);  // (B, 1, H)
