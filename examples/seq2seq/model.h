@@ -37,7 +37,7 @@ struct ModelConfig {
   int64_t embed_size = 32;                     // E
   int64_t num_hiddens = 64;                    // H
   int64_t num_layers = 2;                      // L
-  float dropout = 0.1f;  // between GRU layers and on the attention weights, as d2l's
+  float dropout = 0.1f;                        // between GRU layers and on the attention weights, as d2l's
 };
 
 class Seq2SeqEncoder : public qkv::nn::Module {
