@@ -5,6 +5,7 @@
 //   tagger predict [--run DIR] [SENTENCE...]      (no sentence: one per line on stdin)
 //   tagger ablate  [--run DIR] [budget options]
 //   tagger bench   [--config tiny|small|base] [--steps N]
+//   tagger data    [--out DIR]                    (the built-in corpus as CoNLL-U files)
 //
 // Without data files, train uses the built-in corpus (examples/tagger/corpus.h). Threads come
 // from QKV_NUM_THREADS or --threads.
@@ -36,6 +37,7 @@ const char* const kUsage =
     "  predict   tag the sentences given as arguments, or one per line on stdin\n"
     "  ablate    train the full model, no positions, window ±1 and a BiGRU with one budget; one table\n"
     "  bench     time training steps of an anchor config on random data (--config tiny|small|base)\n"
+    "  data      write the built-in corpus as CoNLL-U files (--out DIR)\n"
     "run `tagger COMMAND --help` for its options\n";
 
 std::vector<Args::Option> model_options() {
@@ -89,9 +91,11 @@ Config config_from(const Args& a) {
   c.min_freq = a.integer("min-freq");
   c.seed = static_cast<uint64_t>(a.integer("seed"));
   c.train_sentences = a.integer("sentences");
-  c.train_file = a.str("train");
-  c.dev_file = a.str("dev");
-  c.test_file = a.str("test");
+  // Absolute, so that eval and --resume find the files from any working directory.
+  auto absolute = [](const std::string& p) { return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string(); };
+  c.train_file = absolute(a.str("train"));
+  c.dev_file = absolute(a.str("dev"));
+  c.test_file = absolute(a.str("test"));
   c.validate();
   return c;
 }
@@ -160,32 +164,31 @@ int cmd_ablate(const Args& a) {
   const Config base = config_from(a);
   const Data data = load_data(base);
   struct Variant {
-    std::string name;
+    std::string name, dir;
     Config config;
   };
   std::vector<Variant> variants;
-  variants.push_back({"transformer (full)", base});
+  variants.push_back({"transformer (full)", "full", base});
   Config no_pos = base;
   no_pos.positions = "none";
-  variants.push_back({"no positional encoding", no_pos});
+  variants.push_back({"no positional encoding", "no_positions", no_pos});
   Config window = base;
   window.window = 1;
-  variants.push_back({"window attention ±1", window});
+  variants.push_back({"window attention ±1", "window1", window});
   Config gru = base;
   gru.model = "gru";
-  variants.push_back({"bidirectional GRU", gru});
+  variants.push_back({"bidirectional GRU", "bigru", gru});
   const TagLexicon lexicon(data.train);
   const TaggingScore majority = score_tags(lexicon, data.test, majority_tags(lexicon, data.test));
   std::vector<std::pair<std::string, TrainResult>> results;
   for (const Variant& v : variants) {
     TrainOptions options;
-    options.run_dir = (std::filesystem::path(a.str("run")) / "ablate" / v.name.substr(0, v.name.find(' '))).string() +
-                      (v.config.window >= 0 ? "_window" : v.config.positions == "none" ? "_nopos" : "");
+    options.run_dir = (std::filesystem::path(a.str("run")) / "ablate" / v.dir).string();
     options.verbose = false;
     options.figures = false;
-    std::cout << "ablate: training " << v.name << " (" << v.config.epochs << " epochs)..." << std::flush;
+    std::cout << "ablate: training " << v.name << " (" << v.config.epochs << " epochs) in " << options.run_dir << std::endl;
     results.emplace_back(v.name, train(v.config, data, options));
-    std::cout << " test " << std::fixed << std::setprecision(2) << 100 * results.back().second.test.score.overall.value()
+    std::cout << "ablate: " << v.name << ": test accuracy " << std::fixed << std::setprecision(2) << 100 * results.back().second.test.score.overall.value()
               << "%\n";
   }
   std::cout << "\nsame data, seed and budget (" << base.epochs << " epochs); test accuracy:\n";
@@ -209,6 +212,18 @@ int cmd_ablate(const Args& a) {
   for (const auto& [name, r] : results) row(name, r.test.score, r.train_tokens_per_s);
   std::cout << "ambiguous: tokens of words seen with several tags in training; repeated: tokens of a word that\n"
                "occurs again in its sentence with another tag (\"i saw a saw\").\n";
+  return 0;
+}
+
+int cmd_data(const Args& a) {
+  Config c;
+  c.seed = static_cast<uint64_t>(a.integer("seed"));
+  c.train_sentences = a.integer("sentences");
+  c.validate();
+  const Corpus corpus = generate_corpus(c.seed, {c.train_sentences, c.dev_sentences, c.test_sentences});
+  write_corpus(corpus, a.str("out"));
+  std::cout << "wrote " << a.str("out") << "/train.conllu, dev.conllu, test.conllu\n";
+  print_stats(std::cout, corpus_stats(corpus.train));
   return 0;
 }
 
@@ -239,6 +254,11 @@ int main(int argc, char** argv) {
               {"test", "", "eval: a test file (.conllu or two-column CoNLL) instead of the run's test split"},
               {"threads", "0", "threads"}};
       run = cmd == "eval" ? cmd_eval : cmd_predict;
+    } else if (cmd == "data") {
+      spec = {{"out", "data", "directory for train.conllu, dev.conllu and test.conllu"},
+              {"seed", "0", "the corpus seed"},
+              {"sentences", std::to_string(Config{}.train_sentences), "training sentences"}};
+      run = cmd_data;
     } else if (cmd == "bench") {
       spec = {{"config", "tiny", "tiny, small or base (../shared/anchors/README.md)"},
               {"steps", "30", "timed steps"},

@@ -109,7 +109,7 @@ TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, i
   options.dropout = static_cast<float>(config.dropout);
   options.positions = config.positions == "none" ? qkv::nn::PositionKind::None : qkv::nn::PositionKind::Sinusoidal;
   options.window = config.window;
-  options.max_len = 512;
+  options.max_len = kMaxSentenceLength;
   encoder = register_module("encoder", std::make_shared<qkv::nn::TransformerEncoder>(options));
   // d2l scales the embedding by √d so that it is not drowned by the positional encoding, whose
   // entries are sines of size ~1. With PyTorch's default N(0, 1) embedding that makes each token
@@ -120,6 +120,10 @@ TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, i
 }
 
 Tensor TransformerTagger::forward(const IndexTensor& ids, const IndexTensor& valid_lens) {
+  if (ids.dim() == 2 && ids.size(1) > kMaxSentenceLength) {
+    throw qkv::ValueError("tagger: a sentence of " + std::to_string(ids.size(1)) + " tokens is longer than the " +
+                          std::to_string(kMaxSentenceLength) + " the model's positional encoding covers");
+  }
   return head->forward(encoder->forward(ids, valid_lens));
 }
 
@@ -132,15 +136,33 @@ GRUTagger::GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
   embedding = register_module("embedding", std::make_shared<qkv::nn::Embedding>(vocab_size, config.d_model));
   qkv::nn::GRUOptions options;
   options.batch_first = true;
-  options.bidirectional = true;
-  gru = register_module("gru", std::make_shared<qkv::nn::GRU>(config.d_model, config.d_model / 2, options));
+  forward_gru = register_module("forward_gru", std::make_shared<qkv::nn::GRU>(config.d_model, config.d_model / 2, options));
+  backward_gru = register_module("backward_gru", std::make_shared<qkv::nn::GRU>(config.d_model, config.d_model / 2, options));
   head = register_module("head", std::make_shared<qkv::nn::Linear>(config.d_model, num_tags));
 }
 
-Tensor GRUTagger::forward(const IndexTensor& ids, const IndexTensor& /*valid_lens*/) {
+Tensor GRUTagger::forward(const IndexTensor& ids, const IndexTensor& valid_lens) {
   namespace F = qkv::nn::functional;
-  const Tensor x = F::dropout(embedding->forward(ids), dropout, is_training());
-  const Tensor h = gru->forward(x).output;  // (B, T, d): forward and backward states side by side
+  if (ids.dim() != 2 || valid_lens.dim() != 1 || valid_lens.size(0) != ids.size(0)) {
+    throw qkv::ShapeError("GRUTagger: expected ids (B, T) and valid_lens (B)");
+  }
+  const int64_t B = ids.size(0), T = ids.size(1);
+  // Row b·T + t of the flattened batch goes to b·T + (len_b - 1 - t) for t < len_b; padding stays.
+  // The permutation is its own inverse, so the same index puts the backward states back in place.
+  std::vector<int64_t> reversed(static_cast<size_t>(B * T));
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = valid_lens[b];
+    if (len < 1 || len > T) throw qkv::ValueError("GRUTagger: valid length " + std::to_string(len) + " outside [1, T]");
+    for (int64_t t = 0; t < T; ++t) reversed[b * T + t] = b * T + (t < len ? len - 1 - t : t);
+  }
+  const IndexTensor rev(std::move(reversed));
+  const Tensor x = F::dropout(embedding->forward(ids), dropout, is_training());  // (B, T, d)
+  const int64_t d = x.size(2);
+  const Tensor x_rev = x.reshape({B * T, d}).index_select(0, rev).reshape({B, T, d});
+  const Tensor fwd = forward_gru->forward(x).output;                           // (B, T, d/2)
+  const Tensor bwd_rev = backward_gru->forward(x_rev).output;                  // in reversed order
+  const Tensor bwd = bwd_rev.reshape({B * T, d / 2}).index_select(0, rev).reshape({B, T, d / 2});
+  const Tensor h = qkv::cat({fwd, bwd}, 2);  // (B, T, d): [forward state, backward state]
   return head->forward(F::dropout(h, dropout, is_training()));
 }
 

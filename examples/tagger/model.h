@@ -26,6 +26,10 @@ namespace tagger {
 using qkv::IndexTensor;
 using qkv::Tensor;
 
+// The longest sentence the Transformer tagger's positional encoding covers. Longer input is refused
+// with a ValueError naming it (train checks every split before it starts).
+constexpr int64_t kMaxSentenceLength = 1024;
+
 // What a run needs to be repeated: model shape, training budget, data. Saved as JSON in the run
 // directory and in every checkpoint, so `eval`, `predict` and `--resume` rebuild the same model.
 struct Config {
@@ -39,7 +43,7 @@ struct Config {
   int64_t epochs = 20, batch_size = 32;
   double lr = 3e-3, weight_decay = 0.01, clip = 1.0;
   int64_t warmup_steps = 200;
-  int64_t min_freq = 1;
+  int64_t min_freq = 2;  // rarer training words become <unk>, so <unk> is trained for unseen words
   uint64_t seed = 0;
   // data: built-in corpus sizes (ignored with files)
   int64_t train_sentences = 20000, dev_sentences = 1000, test_sentences = 1000;
@@ -56,7 +60,8 @@ class TaggerModel : public qkv::nn::Module {
  public:
   using Module::Module;
   // ids (B, T), valid_lens (B) -> logits (B, T, num_tags). Positions at and past a sentence's valid
-  // length are padding; their logits are computed but mean nothing.
+  // length are padding; their logits are computed but mean nothing, and they never change the
+  // logits of real tokens: a sentence gets the same tags whatever it is batched with.
   virtual Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens) = 0;
   // Each layer's attention weights (B, H, T, T) from the last forward; empty for models without.
   virtual std::vector<Tensor> attention_weights() const { return {}; }
@@ -79,14 +84,17 @@ class GRUTagger : public TaggerModel {
  public:
   // Embedding of width d_model, one bidirectional GRU layer of d_model/2 per direction (so the
   // head sees d_model features, like the Transformer's), dropout on both sides of the GRU.
-  // The backward direction starts at the padded end of the batch: with length-bucketed batches
-  // that is a few pad steps at most, which the model learns to pass through.
+  //
+  // Padding: a bidirectional nn::GRU would start its backward direction at the padded end of the
+  // batch, so a sentence's tags would depend on how long its batch neighbours are. So the two
+  // directions are two GRUs here, and the backward one reads each sentence reversed within its
+  // own valid length ("a b c <pad>" as "c b a <pad>"), as PyTorch's pack_padded_sequence does.
   GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags);
   Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens) override;
 
   float dropout;
   std::shared_ptr<qkv::nn::Embedding> embedding;
-  std::shared_ptr<qkv::nn::GRU> gru;
+  std::shared_ptr<qkv::nn::GRU> forward_gru, backward_gru;
   std::shared_ptr<qkv::nn::Linear> head;
 };
 

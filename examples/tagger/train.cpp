@@ -41,11 +41,47 @@ struct Encoded {
 
 Encoded encode(const Vocabs& vocabs, const std::vector<TaggedSentence>& sentences) {
   Encoded out;
-  for (const TaggedSentence& s : sentences) {
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const TaggedSentence& s = sentences[i];
+    for (const std::string& tag : s.tags) {
+      if (vocabs.tags.contains(tag)) continue;
+      std::string known;
+      for (const std::string& t : vocabs.tags.tokens()) known += (known.empty() ? "" : " ") + t;
+      throw qkv::ValueError("tagger: sentence " + std::to_string(i + 1) + " has the tag \"" + tag +
+                            "\", which the model was not trained with (it knows " + known + ")");
+    }
     out.words.push_back(vocabs.words.encode(s.words));
-    out.tags.push_back(vocabs.tags.encode(s.tags));  // throws for a tag outside the label set
+    out.tags.push_back(vocabs.tags.encode(s.tags));
   }
   return out;
+}
+
+// A tagger checkpoint's own metadata: the config it was trained with, the epoch history and the
+// best dev accuracy. FormatError for a checkpoint that lacks them (another program's).
+Json checkpoint_state(const fs::path& path, const qkv::io::Checkpoint& ckpt) {
+  Json state;
+  try {
+    state = qkv::io::parse_json(ckpt.config);
+  } catch (const std::exception& e) {
+    throw qkv::FormatError("tagger: " + path.string() + " is not a tagger checkpoint: its config is not JSON (" + e.what() + ")");
+  }
+  for (const char* key : {"config", "history", "best_dev_acc"}) {
+    if (!state.is_object() || state.find(key) == nullptr) {
+      throw qkv::FormatError("tagger: " + path.string() + " is not a tagger checkpoint: no \"" + key + "\" in its config");
+    }
+  }
+  return state;
+}
+
+// Every sentence must fit the positional encoding; say which one does not before any work starts.
+void check_lengths(const char* split, const std::vector<TaggedSentence>& sentences) {
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const size_t n = sentences[i].words.size();
+    if (n > static_cast<size_t>(kMaxSentenceLength)) {
+      throw qkv::ValueError(std::string("tagger: ") + split + " sentence " + std::to_string(i + 1) + " has " +
+                            std::to_string(n) + " tokens; the tagger takes at most " + std::to_string(kMaxSentenceLength));
+    }
+  }
 }
 
 struct BatchTensors {
@@ -194,9 +230,10 @@ Vocabs build_vocabs(const Data& data, int64_t min_freq) {
 Evaluation evaluate(TaggerModel& model, const Vocabs& vocabs, const TagLexicon& lexicon,
                     const std::vector<TaggedSentence>& sentences, int64_t batch_size) {
   const bool was_training = model.is_training();
+  check_lengths("evaluated", sentences);
+  const Encoded enc = encode(vocabs, sentences);
   model.eval();
   qkv::NoGradGuard no_grad;
-  const Encoded enc = encode(vocabs, sentences);
   const int64_t C = vocabs.tags.size();
   Evaluation result;
   result.predicted.resize(sentences.size());
@@ -235,37 +272,54 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
   int64_t start_epoch = 0;
   fs::path last = dir / "last.safetensors", best = dir / "best.safetensors";
 
+  // Everything that can be refused is checked before the run directory is touched.
+  Json resume_state;
   if (options.resume) {
     if (!fs::exists(last)) throw qkv::ValueError("tagger: cannot resume: " + last.string() + " not found");
+    // The config the last checkpoint was saved with: config.json holds the run's first one, and
+    // --epochs may have extended the run since.
+    resume_state = checkpoint_state(last, qkv::io::read_checkpoint(last));
     const int64_t epochs = config.epochs;
-    config = load_run_config(dir.string());
-    config.epochs = std::max(config.epochs, epochs);  // --epochs may extend a finished run
+    config = Config::from_json(*resume_state.find("config"));
+    config.epochs = std::max(config.epochs, epochs);  // --epochs may extend a run, never shorten it
   } else {
     config.validate();
-    fs::create_directories(dir);
   }
+  check_lengths("training", data.train);
+  check_lengths("dev", data.dev);
+  check_lengths("test", data.test);
   const Vocabs vocabs = options.resume ? load_vocabs(dir) : build_vocabs(data, config.min_freq);
+  const TagLexicon lexicon(data.train);
+  const Encoded train_set = encode(vocabs, data.train);
+  const int64_t steps_per_epoch =
+      static_cast<int64_t>(qkv::io::make_batches(train_set.words, train_set.tags, {.batch_size = config.batch_size, .seed = config.seed}).size());
+  const int64_t total_steps = steps_per_epoch * config.epochs;
+  // A small corpus or budget may have fewer steps than the default warmup: warm up for a tenth.
+  const int64_t warmup = config.warmup_steps < total_steps ? config.warmup_steps : total_steps / 10;
+  if (warmup != config.warmup_steps && verbose) {
+    log << "note: " << total_steps << " steps in all, not more than --warmup " << config.warmup_steps
+        << ": warming up for " << warmup << " steps\n";
+  }
   if (!options.resume) {
+    fs::create_directories(dir);
+    // A fresh run in an old run directory: nothing of the old run may be mistaken for this one's.
+    for (const char* stale : {"best.safetensors", "last.safetensors", "metrics.csv", "profile.csv"}) fs::remove(dir / stale);
+    fs::remove_all(dir / "figures");
     write_text(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n");
     vocabs.words.save((dir / "words.txt").string());
     vocabs.tags.save((dir / "tags.txt").string());
   }
-  const TagLexicon lexicon(data.train);
-  const Encoded train_set = encode(vocabs, data.train);
 
   qkv::manual_seed(config.seed);
   std::shared_ptr<TaggerModel> model = make_model(config, vocabs.words.size(), vocabs.tags.size());
   qkv::optim::AdamW optimizer(model->parameters(), {.lr = config.lr, .weight_decay = config.weight_decay});
-  const int64_t steps_per_epoch =
-      static_cast<int64_t>(qkv::io::make_batches(train_set.words, train_set.tags, {.batch_size = config.batch_size, .seed = config.seed}).size());
-  qkv::optim::WarmupLR schedule(optimizer, config.warmup_steps, steps_per_epoch * config.epochs);
+  qkv::optim::WarmupLR schedule(optimizer, warmup, total_steps);
   int64_t step = 0;
 
   if (options.resume) {
     const qkv::io::Checkpoint ckpt = qkv::io::load_checkpoint(last, *model, optimizer);
-    const Json state = qkv::io::parse_json(ckpt.config);
-    history = history_from_json(*state.find("history"));
-    best_dev = state.find("best_dev_acc")->as_double();
+    history = history_from_json(*resume_state.find("history"));
+    best_dev = resume_state.find("best_dev_acc")->as_double();
     step = ckpt.step;
     start_epoch = static_cast<int64_t>(history.size());
     schedule.set_last_step(step);
@@ -299,11 +353,11 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
                                                 .seed = config.seed + static_cast<uint64_t>(epoch),
                                                 .pad_id = vocabs.words.pad_id()});
     std::optional<qkv::examples::Progress> progress;
-    if (verbose) {
+    if (options.progress) {
       progress.emplace("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(config.epochs),
                        static_cast<int64_t>(batches.size()));
     }
-    double loss_sum = 0;
+    double loss_sum = 0, lr = 0;
     int64_t tokens = 0, correct = 0;
     std::optional<qkv::Profiler> profiler;  // the training steps of this call's first epoch
     if (options.profile && epochs_run == 0) profiler.emplace();
@@ -315,6 +369,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
       loss.backward();
       qkv::optim::clip_grad_norm_(model->parameters(), config.clip);
       optimizer.step();
+      lr = optimizer.lr();
       schedule.step();
       ++step;
       const double l = loss.item();
@@ -322,7 +377,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
       loss_sum += l * b.tokens;
       tokens += b.tokens;
       correct += count_correct(logits, b);
-      if (verbose) {
+      if (progress) {
         const double secs = progress->elapsed_seconds();
         char stats[160];
         std::snprintf(stats, sizeof stats, "loss %.4f  acc %s  %.0f tok/s", loss_sum / tokens,
@@ -341,16 +396,18 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
     m.train_acc = static_cast<double>(correct) / tokens;
     m.dev_loss = dev.loss;
     m.dev_acc = dev.score.overall.value();
-    m.lr = optimizer.lr();
+    m.lr = lr;
     m.tokens_per_s = tokens / train_secs;
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     history.push_back(m);
     const bool improved = m.dev_acc > best_dev;
     if (improved) best_dev = m.dev_acc;
+    // Each file is written atomically, best first: a crash between the two leaves a last checkpoint
+    // from before this epoch, and resuming redoes it.
+    if (improved) save_state(best);
     save_state(last);
-    if (improved) save_state(best);  // each written atomically: a crash leaves the previous file
     write_metrics_csv(dir / "metrics.csv", history);
-    if (verbose) {
+    if (progress) {
       char line[200];
       std::snprintf(line, sizeof line, "train loss %.4f acc %s | dev loss %.4f acc %s%s | %.0f tok/s, %.1f s",
                     m.train_loss, percent(m.train_acc).c_str(), m.dev_loss, percent(m.dev_acc).c_str(),
@@ -407,8 +464,18 @@ Run load_run(const std::string& run_dir) {
   const fs::path dir = run_dir;
   Config config = load_run_config(dir.string());
   Vocabs vocabs = load_vocabs(dir);
+  const fs::path best = dir / "best.safetensors";
+  if (!fs::exists(best)) throw qkv::ValueError("tagger: " + best.string() + " not found: the run has not finished an epoch");
+  const qkv::io::Checkpoint ckpt = qkv::io::read_checkpoint(best);
+  // The checkpoint says which config made it; config.json must agree (but for a longer budget).
+  Config saved = Config::from_json(*checkpoint_state(best, ckpt).find("config"));
+  saved.epochs = config.epochs;
+  if (qkv::io::to_json(saved.to_json()) != qkv::io::to_json(config.to_json())) {
+    throw qkv::ValueError("tagger: " + best.string() + " was trained with another config than " +
+                          (dir / "config.json").string() + ": " + qkv::io::to_json(saved.to_json()));
+  }
   std::shared_ptr<TaggerModel> model = make_model(config, vocabs.words.size(), vocabs.tags.size());
-  model->load_state_dict(qkv::io::read_checkpoint(dir / "best.safetensors").model);
+  model->load_state_dict(ckpt.model);
   model->eval();
   return Run{std::move(config), std::move(vocabs), std::move(model)};
 }
@@ -417,8 +484,13 @@ std::vector<std::vector<std::string>> predict(Run& run, const std::vector<std::v
   qkv::NoGradGuard no_grad;
   run.model->eval();
   std::vector<std::vector<int64_t>> ids;
-  for (const auto& s : sentences) {
-    if (s.empty()) throw qkv::ValueError("tagger predict: an empty sentence");
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const auto& s = sentences[i];
+    if (s.empty()) throw qkv::ValueError("tagger predict: sentence " + std::to_string(i + 1) + " is empty");
+    if (s.size() > static_cast<size_t>(kMaxSentenceLength)) {
+      throw qkv::ValueError("tagger predict: sentence " + std::to_string(i + 1) + " has " + std::to_string(s.size()) +
+                            " tokens; the tagger takes at most " + std::to_string(kMaxSentenceLength));
+    }
     ids.push_back(run.vocabs.words.encode(s));
   }
   std::vector<std::vector<std::string>> out(sentences.size());

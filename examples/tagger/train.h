@@ -40,7 +40,7 @@ Vocabs build_vocabs(const Data& data, int64_t min_freq);
 struct EpochMetrics {
   int64_t epoch = 0;  // 1-based
   double train_loss = 0, train_acc = 0, dev_loss = 0, dev_acc = 0;
-  double lr = 0;            // at the epoch's last step
+  double lr = 0;            // the learning rate of the epoch's last step
   double tokens_per_s = 0;  // training tokens (real, not padding) per second of training steps
   double seconds = 0;       // the epoch's wall time, training and dev evaluation
 };
@@ -61,7 +61,8 @@ struct TrainOptions {
   bool resume = false;      // continue from run_dir/last.safetensors with its config and vocabularies
   int64_t stop_after = -1;  // stop after this many epochs of this call (>= 1), as if interrupted
   bool figures = true;
-  bool verbose = true;      // progress bar, tables; false: silent (tests, ablate)
+  bool verbose = true;      // data summary, epoch lines, result tables; false: silent (tests, ablate)
+  bool progress = true;     // the progress bar on stderr (plain lines when not a terminal)
   bool profile = false;     // profile the first epoch's steps: print the op table, write run_dir/profile.csv
   std::string example = "they saw the saw and i can can the can";  // attention figure sentence
 };

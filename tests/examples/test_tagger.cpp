@@ -3,6 +3,7 @@
 // bad input is refused with a clear error.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -40,6 +41,7 @@ TrainOptions quiet(const fs::path& dir) {
   TrainOptions o;
   o.run_dir = dir.string();
   o.verbose = false;
+  o.progress = false;
   o.figures = false;
   return o;
 }
@@ -234,4 +236,90 @@ TEST_CASE("tagger bench knows the anchor configs and times a step") {
   CHECK(r.ms_per_step > 0);
   CHECK(r.peak_rss_mib > 0);
   CHECK(format_bench(c, r).rfind("config=tiny threads=", 0) == 0);
+}
+
+TEST_CASE("tagger gives a sentence the same logits whatever it is batched with") {
+  // Padding must not leak into real tokens: not through attention (masked by valid lengths) and not
+  // through the GRU's backward direction (which reads each sentence reversed within its length).
+  for (const char* kind : {"transformer", "gru"}) {
+    INFO(kind);
+    Config c = small_config();
+    c.model = kind;
+    const auto model = make_model(c, 10, 7);
+    model->eval();
+    const Tensor alone = model->forward(IndexTensor({1, 2, 3}, {1, 3}), IndexTensor{3});
+    const Tensor batched = model->forward(IndexTensor({4, 5, 6, 7, 8, 9, 1, 2, 3, 0, 0, 0}, {2, 6}), IndexTensor{6, 3});
+    const std::vector<float> a = alone.contiguous().to_vector();
+    const std::vector<float> b = batched.select(0, 1).narrow(0, 0, 3).contiguous().to_vector();
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == doctest::Approx(b[i]).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("tagger warms up for a tenth of a budget shorter than the warmup") {
+  // 300 sentences in batches of 32 make 10 steps per epoch, 20 in all: below the default 200
+  // warmup steps, which WarmupLR alone would refuse.
+  qkv::testing::ScratchDir dir;
+  Config c = small_config();
+  c.batch_size = 32;
+  c.epochs = 2;
+  c.warmup_steps = Config{}.warmup_steps;
+  const TrainResult r = train(c, load_data(c), quiet(dir.path()));
+  CHECK(r.step_losses.size() == 20);
+  // Warmup 2 steps, then cosine over 18: the last step (19) runs at
+  // lr · (1 + cos(π · 17/18)) / 2 = 0.01 · 0.0075961.
+  CHECK(r.history.back().lr == doctest::Approx(0.01 * (1 + std::cos(M_PI * 17.0 / 18.0)) / 2).epsilon(1e-6));
+}
+
+TEST_CASE("tagger refuses too long sentences and unknown tags naming them") {
+  qkv::testing::ScratchDir dir;
+  const Config c = small_config();
+  Data data = load_data(c);
+  Data long_data = data;
+  long_data.dev[2].words.assign(kMaxSentenceLength + 1, "the");
+  long_data.dev[2].tags.assign(kMaxSentenceLength + 1, "DET");
+  CHECK_THROWS_WITH_AS(train(c, long_data, quiet(dir.path())), doctest::Contains("dev sentence 3 has 1025 tokens"),
+                       qkv::ValueError);
+  CHECK_FALSE(fs::exists(dir.path() / "config.json"));  // refused before the run directory was touched
+
+  train(c, data, quiet(dir.path()));
+  Run run = load_run(dir.path().string());
+  std::vector<TaggedSentence> odd = {data.test[0]};
+  odd[0].tags[0] = "NOTATAG";
+  const TagLexicon lexicon(data.train);
+  CHECK_THROWS_WITH_AS(evaluate(*run.model, run.vocabs, lexicon, odd, 8), doctest::Contains("tag \"NOTATAG\""),
+                       qkv::ValueError);
+  CHECK_THROWS_AS(predict(run, {std::vector<std::string>(kMaxSentenceLength + 1, "the")}), qkv::ValueError);
+}
+
+TEST_CASE("tagger fresh run clears an old run's files and load_run checks the checkpoint's config") {
+  qkv::testing::ScratchDir dir;
+  Config c = small_config();
+  c.epochs = 1;
+  TrainOptions with_figures = quiet(dir.path());
+  with_figures.figures = true;
+  train(c, load_data(c), with_figures);
+  REQUIRE(fs::exists(dir.path() / "figures"));
+
+  // A new run in the same directory, interrupted after its first of two epochs: the old figures are
+  // gone and metrics.csv has the new run's one row.
+  c.epochs = 2;
+  c.seed = 5;
+  TrainOptions interrupted = quiet(dir.path());
+  interrupted.stop_after = 1;
+  train(c, load_data(c), interrupted);
+  CHECK_FALSE(fs::exists(dir.path() / "figures"));
+  std::ifstream csv(dir.path() / "metrics.csv");
+  int lines = 0;
+  for (std::string line; std::getline(csv, line);) ++lines;
+  CHECK(lines == 2);
+
+  // config.json edited by hand no longer matches the checkpoint: refused, not silently misread.
+  const std::string json = qkv::testing::read_file(dir.path() / "config.json");
+  const size_t at = json.find("\"seed\":5");
+  REQUIRE(at != std::string::npos);
+  std::string edited = json;
+  edited.replace(at, 8, "\"seed\":6");
+  qkv::testing::write_file(dir.path() / "config.json", edited);
+  CHECK_THROWS_WITH_AS(load_run(dir.path().string()), doctest::Contains("another config"), qkv::ValueError);
 }
