@@ -64,8 +64,21 @@ Tensor AdditiveAttention::forward(const Tensor& queries, const Tensor& keys, con
   check_input("AdditiveAttention", "queries", queries, -1, W_q->in_features);
   check_input("AdditiveAttention", "keys", keys, queries.size(0), W_k->in_features);
   check_keys_values("AdditiveAttention", keys, values);
+  return forward_projected(queries, project_keys(keys), values, valid_lens, mask, bias);
+}
+
+Tensor AdditiveAttention::project_keys(const Tensor& keys) const {
+  check_input("AdditiveAttention", "keys", keys, -1, W_k->in_features);
+  return W_k->forward(keys);
+}
+
+Tensor AdditiveAttention::forward_projected(const Tensor& queries, const Tensor& projected_keys, const Tensor& values,
+                                            const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
+  check_input("AdditiveAttention", "queries", queries, -1, W_q->in_features);
+  check_input("AdditiveAttention", "projected keys", projected_keys, queries.size(0), W_k->out_features);
+  check_keys_values("AdditiveAttention", projected_keys, values);
   // Every query meets every key by broadcasting: (B, Q, 1, h) + (B, 1, K, h) → (B, Q, K, h).
-  const Tensor features = (W_q->forward(queries).unsqueeze(2) + W_k->forward(keys).unsqueeze(1)).tanh();
+  const Tensor features = (W_q->forward(queries).unsqueeze(2) + projected_keys.unsqueeze(1)).tanh();
   const Tensor scores = w_v->forward(features).squeeze(-1);  // (B, Q, K)
   const Tensor weights = functional::masked_softmax(scores, valid_lens, mask, bias);
   attention_weights = weights.detach();

@@ -47,12 +47,22 @@ class DotProductAttention : public Module {
 //   attention_weights: (B, Q, K)
 // Parameters, as d2l's (no biases): W_k: Linear(key_size, num_hiddens), W_q: Linear(query_size,
 // num_hiddens), w_v: Linear(num_hiddens, 1). The tanh features take B·Q·K·num_hiddens floats.
+//
+// A decoder that attends over the same keys at every step (d2l's Seq2SeqAttentionDecoder) can
+// project them once: forward(q, k, v, ...) is forward_projected(q, project_keys(k), v, ...), the
+// same values and the same gradients, without a W_k product per step.
 class AdditiveAttention : public Module {
  public:
   AdditiveAttention(int64_t key_size, int64_t query_size, int64_t num_hiddens, float dropout);
   Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                  const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
                  const Tensor& bias = Tensor());
+  // W_k·keys: (B, K, key_size) → (B, K, num_hiddens).
+  Tensor project_keys(const Tensor& keys) const;
+  // forward with keys already projected by project_keys.
+  Tensor forward_projected(const Tensor& queries, const Tensor& projected_keys, const Tensor& values,
+                           const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
+                           const Tensor& bias = Tensor());
   std::string extra_repr() const override;
 
   float dropout;

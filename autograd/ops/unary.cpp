@@ -6,6 +6,7 @@
 #include "autograd/function.h"
 #include "autograd/profiler.h"
 #include "tensor/error.h"
+#include "tensor/kernels/vecmath.h"
 #include "autograd/ops/map.h"
 
 namespace qkv {
@@ -101,7 +102,10 @@ Tensor Tensor::cos() const {
 }
 
 Tensor Tensor::tanh() const {
-  return pointwise("tanh", *this, [](float v) { return std::tanh(v); },
+  // vtanh rather than std::tanh: a libm call per element cannot vectorize, and it made the tanh of
+  // additive attention's (B, Q, K, h) features a quarter of a seq2seq training step
+  // (docs/PERFORMANCE.md, "Seq2seq with attention").
+  return pointwise("tanh", *this, [](float v) { return kernels::vtanh(v); },
                    [](float y) { return 1.0f - y * y; }, true);
 }
 

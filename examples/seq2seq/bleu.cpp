@@ -12,7 +12,8 @@ double bleu(const std::vector<std::string>& pred, const std::vector<std::string>
   if (k < 1) throw qkv::ValueError("bleu: k must be >= 1, got " + std::to_string(k));
   const auto len_pred = static_cast<int64_t>(pred.size()), len_label = static_cast<int64_t>(label.size());
   if (len_pred < k) return 0.0;
-  double score = std::exp(std::min(0.0, 1.0 - static_cast<double>(len_label) / static_cast<double>(len_pred)));
+  double score =
+      std::exp(std::min(0.0, 1.0 - static_cast<double>(len_label) / static_cast<double>(len_pred)));
   for (int n = 1; n <= k; ++n) {
     // The reference's n-grams with their counts; a match uses one copy up.
     std::map<std::vector<std::string>, int64_t> label_subs;

@@ -16,23 +16,26 @@ using qkv::ValueError;
 using qkv::io::SplitMix64;
 using qkv::io::Vocab;
 
-constexpr std::array<const char*, 12> kMonths = {"january", "february", "march",     "april",   "may",      "june",
-                                                 "july",    "august",   "september", "october", "november", "december"};
+constexpr std::array<const char*, 12> kMonths = {"january",   "february", "march",    "april",
+                                                 "may",       "june",     "july",     "august",
+                                                 "september", "october",  "november", "december"};
 constexpr std::array<const char*, 12> kMonthAbbrevs = {"jan", "feb", "mar", "apr", "may", "jun",
                                                        "jul", "aug", "sep", "oct", "nov", "dec"};
-constexpr std::array<const char*, 7> kWeekdays = {"monday", "tuesday", "wednesday", "thursday",
+constexpr std::array<const char*, 7> kWeekdays = {"monday", "tuesday",  "wednesday", "thursday",
                                                   "friday", "saturday", "sunday"};
 constexpr std::array<const char*, 20> kOnes = {"zero",    "one",     "two",       "three",    "four",
                                                "five",    "six",     "seven",     "eight",    "nine",
                                                "ten",     "eleven",  "twelve",    "thirteen", "fourteen",
                                                "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"};
 constexpr std::array<const char*, 20> kOnesOrdinal = {
-    "zeroth",    "first",      "second",     "third",       "fourth",     "fifth",     "sixth",
-    "seventh",   "eighth",     "ninth",      "tenth",       "eleventh",   "twelfth",   "thirteenth",
+    "zeroth",     "first",     "second",    "third",       "fourth",     "fifth",     "sixth",
+    "seventh",    "eighth",    "ninth",     "tenth",       "eleventh",   "twelfth",   "thirteenth",
     "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth"};
-constexpr std::array<const char*, 10> kTens = {"", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"};
-constexpr std::array<const char*, 10> kTensOrdinal = {"",          "",          "twentieth", "thirtieth", "fortieth",
-                                                      "fiftieth", "sixtieth", "seventieth", "eightieth", "ninetieth"};
+constexpr std::array<const char*, 10> kTens = {"",      "",      "twenty",  "thirty", "forty",
+                                               "fifty", "sixty", "seventy", "eighty", "ninety"};
+constexpr std::array<const char*, 10> kTensOrdinal = {"",          "",         "twentieth", "thirtieth",
+                                                      "fortieth",  "fiftieth", "sixtieth",  "seventieth",
+                                                      "eightieth", "ninetieth"};
 
 // 0..99 in words: "seven", "forty-two".
 std::string cardinal(int n) {
@@ -43,7 +46,8 @@ std::string cardinal(int n) {
 // 1..31 as an ordinal: "first", "twenty-third", "thirtieth".
 std::string ordinal(int n) {
   if (n < 20) return kOnesOrdinal[n];
-  return n % 10 == 0 ? std::string(kTensOrdinal[n / 10]) : std::string(kTens[n / 10]) + "-" + kOnesOrdinal[n % 10];
+  return n % 10 == 0 ? std::string(kTensOrdinal[n / 10])
+                     : std::string(kTens[n / 10]) + "-" + kOnesOrdinal[n % 10];
 }
 
 // How many ways year_words can spell `year`.
@@ -62,9 +66,12 @@ std::string year_words(int year, int variant) {
   }
   if (lo == 0) return "two thousand";
   switch (variant % year_variants(year)) {
-    case 0: return lo < 10 ? "two thousand and " + cardinal(lo) : "twenty " + cardinal(lo);
-    case 1: return lo < 10 ? "two thousand " + cardinal(lo) : "two thousand and " + cardinal(lo);
-    default: return "two thousand " + cardinal(lo);
+    case 0:
+      return lo < 10 ? "two thousand and " + cardinal(lo) : "twenty " + cardinal(lo);
+    case 1:
+      return lo < 10 ? "two thousand " + cardinal(lo) : "two thousand and " + cardinal(lo);
+    default:
+      return "two thousand " + cardinal(lo);
   }
 }
 
@@ -103,21 +110,31 @@ std::string format_date(const Date& d, int format, int variant) {
                      std::to_string(d.day) + " is not a date");
   const std::string month = kMonths[d.month - 1], day = ordinal(d.day), year = std::to_string(d.year);
   switch (format) {
-    case 0: return day + " of " + month + " " + year;
-    case 1: return "the " + day + " of " + month + ", " + year_words(d.year, variant);
-    case 2: return month + " " + day + ", " + year;
-    case 3: return month + " " + std::to_string(d.day) + ", " + year;
-    case 4: return std::to_string(d.day) + " " + kMonthAbbrevs[d.month - 1] + " " + year;
-    case 5: return std::string(kWeekdays[weekday(d)]) + ", " + month + " " + std::to_string(d.day) + ", " + year;
-    case 6: return two_digits(d.month) + "/" + two_digits(d.day) + "/" + year;
-    case 7: return month + " " + day + " " + year_words(d.year, variant);
+    case 0:
+      return day + " of " + month + " " + year;
+    case 1:
+      return "the " + day + " of " + month + ", " + year_words(d.year, variant);
+    case 2:
+      return month + " " + day + ", " + year;
+    case 3:
+      return month + " " + std::to_string(d.day) + ", " + year;
+    case 4:
+      return std::to_string(d.day) + " " + kMonthAbbrevs[d.month - 1] + " " + year;
+    case 5:
+      return std::string(kWeekdays[weekday(d)]) + ", " + month + " " + std::to_string(d.day) + ", " + year;
+    case 6:
+      return two_digits(d.month) + "/" + two_digits(d.day) + "/" + year;
+    case 7:
+      return month + " " + day + " " + year_words(d.year, variant);
     default:
       throw ValueError("format_date: format " + std::to_string(format) + " is not in [0, " +
                        std::to_string(kNumFormats) + ")");
   }
 }
 
-std::string iso_date(const Date& d) { return std::to_string(d.year) + "-" + two_digits(d.month) + "-" + two_digits(d.day); }
+std::string iso_date(const Date& d) {
+  return std::to_string(d.year) + "-" + two_digits(d.month) + "-" + two_digits(d.day);
+}
 
 std::vector<DatePair> generate_pairs(int64_t n, uint64_t seed) {
   if (n < 0) throw ValueError("generate_pairs: n must be >= 0, got " + std::to_string(n));
@@ -154,17 +171,17 @@ Vocab target_vocab() { return alphabet_vocab(kTargetAlphabet); }
 std::vector<int64_t> encode_source(const Vocab& vocab, const std::string& text) {
   if (text.empty()) throw ValueError("encode_source: the text is empty");
   if (static_cast<int64_t>(text.size()) > kMaxSourceChars)
-    throw ValueError("encode_source: the text has " + std::to_string(text.size()) + " characters, more than " +
-                     std::to_string(kMaxSourceChars));
+    throw ValueError("encode_source: the text has " + std::to_string(text.size()) +
+                     " characters, more than " + std::to_string(kMaxSourceChars));
   std::vector<int64_t> ids;
   for (size_t i = 0; i < text.size(); ++i) {
     const std::string c(1, static_cast<char>(std::tolower(static_cast<unsigned char>(text[i]))));
     if (!vocab.contains(c)) {
       const unsigned char byte = static_cast<unsigned char>(text[i]);
       throw ValueError("encode_source: character " +
-                       (std::isprint(byte) ? "'" + c + "'" : "byte " + std::to_string(byte)) + " at position " +
-                       std::to_string(i) + " of \"" + text + "\" is not one of \"" + kSourceAlphabet +
-                       "\" (letters, digits, space and , - /)");
+                       (std::isprint(byte) ? "'" + c + "'" : "byte " + std::to_string(byte)) +
+                       " at position " + std::to_string(i) + " of \"" + text + "\" is not one of \"" +
+                       kSourceAlphabet + "\" (letters, digits, space and , - /)");
     }
     ids.push_back(vocab.id(c));
   }
@@ -177,8 +194,8 @@ std::vector<int64_t> encode_target(const Vocab& vocab, const std::string& text) 
   for (size_t i = 0; i < text.size(); ++i) {
     const std::string c(1, text[i]);
     if (!vocab.contains(c))
-      throw ValueError("encode_target: character '" + c + "' at position " + std::to_string(i) + " of \"" + text +
-                       "\" is not in the target vocabulary");
+      throw ValueError("encode_target: character '" + c + "' at position " + std::to_string(i) + " of \"" +
+                       text + "\" is not in the target vocabulary");
     ids.push_back(vocab.id(c));
   }
   ids.push_back(vocab.id(kEos));

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <string>
 
+#include "autograd/profiler.h"
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
 #include "examples/seq2seq/bleu.h"
@@ -31,7 +32,9 @@ using qkv::examples::Progress;
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 // Attention heatmap of one translation: a row per output character (decoder step), a column per
 // source character, as d2l's show_heatmaps of dec_attention_weight_seq.
@@ -79,8 +82,9 @@ int train(int argc, char** argv) {
   }
   const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
   qkv::manual_seed(seed);
-  const DateData data = generate_data(
-      seed, {.train = args.integer("train-size"), .dev = args.integer("dev-size"), .test = args.integer("test-size")});
+  const DateData data = generate_data(seed, {.train = args.integer("train-size"),
+                                             .dev = args.integer("dev-size"),
+                                             .test = args.integer("test-size")});
   const qkv::io::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
   const std::vector<Example> train_examples = encode_pairs(data.train, src_vocab, tgt_vocab);
 
@@ -92,13 +96,14 @@ int train(int argc, char** argv) {
                            .dropout = static_cast<float>(args.number("dropout"))};
   Seq2Seq model(config);
   qkv::optim::Adam optimizer(model.parameters(), {.lr = args.number("lr")});
-  std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters, %d thread(s)\n", data.train.size(),
-              data.dev.size(), data.test.size(), static_cast<long long>(model.num_parameters()),
-              qkv::get_num_threads());
+  std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters, %d thread(s)\n",
+              data.train.size(), data.dev.size(), data.test.size(),
+              static_cast<long long>(model.num_parameters()), qkv::get_num_threads());
   std::printf("%s", model.summary().c_str());
 
   const int64_t epochs = args.integer("epochs"), batch_size = args.integer("batch");
-  const double time_limit = args.number("time-limit"), clip = args.number("clip"), target = args.number("target");
+  const double time_limit = args.number("time-limit"), clip = args.number("clip"),
+               target = args.number("target");
   const auto start = Clock::now();
   double training_seconds = 0;  // excludes the dev evaluations
   int64_t step = 0;
@@ -106,7 +111,8 @@ int train(int argc, char** argv) {
     const auto epoch_start = Clock::now();
     model.train();
     const std::vector<Batch> batches =
-        make_batches(train_examples, batch_size, seed + static_cast<uint64_t>(epoch), tgt_vocab.pad_id(), tgt_vocab.id(kBos));
+        make_batches(train_examples, batch_size, seed + static_cast<uint64_t>(epoch), tgt_vocab.pad_id(),
+                     tgt_vocab.id(kBos));
     Progress progress("epoch " + std::to_string(epoch), static_cast<int64_t>(batches.size()));
     double loss_sum = 0;
     for (size_t i = 0; i < batches.size(); ++i) {
@@ -126,19 +132,23 @@ int train(int argc, char** argv) {
     if (dev.exact_match >= target || training_seconds >= time_limit) break;
   }
   const Evaluation test = evaluate(model, data.test);
-  std::printf("test: exact match %.4f  BLEU %.4f  (%lld pairs)  after %lld steps, %.1f s of training, %.1f s in all\n",
-              test.score.exact_match, test.score.bleu, static_cast<long long>(test.score.count),
-              static_cast<long long>(step), training_seconds, seconds_since(start));
+  std::printf(
+      "test: exact match %.4f  BLEU %.4f  (%lld pairs)  after %lld steps, %.1f s of training, %.1f s in "
+      "all\n",
+      test.score.exact_match, test.score.bleu, static_cast<long long>(test.score.count),
+      static_cast<long long>(step), training_seconds, seconds_since(start));
   for (size_t i = 0; i < std::min<size_t>(8, data.test.size()); ++i)
-    std::printf("  %-52s => %-10s %s  bleu %.3f\n", data.test[i].source.c_str(), test.predictions[i].c_str(),
-                test.predictions[i] == data.test[i].target ? "ok" : ("(want " + data.test[i].target + ")").c_str(),
-                bleu_chars(test.predictions[i], data.test[i].target, 2));
+    std::printf(
+        "  %-52s => %-10s %s  bleu %.3f\n", data.test[i].source.c_str(), test.predictions[i].c_str(),
+        test.predictions[i] == data.test[i].target ? "ok" : ("(want " + data.test[i].target + ")").c_str(),
+        bleu_chars(test.predictions[i], data.test[i].target, 2));
 
   const std::filesystem::path out = args.str("out");
   std::filesystem::create_directories(out);
   qkv::io::save_checkpoint(out / "model.safetensors", model, optimizer, step, config_text(config));
   std::printf("checkpoint: %s\n", (out / "model.safetensors").c_str());
-  for (int64_t i = 0; i < std::min<int64_t>(args.integer("heatmaps"), static_cast<int64_t>(data.test.size())); ++i) {
+  for (int64_t i = 0; i < std::min<int64_t>(args.integer("heatmaps"), static_cast<int64_t>(data.test.size()));
+       ++i) {
     const std::string path = (out / ("attention_" + std::to_string(i) + ".png")).string();
     write_heatmap(data.test[i].source, test.translations[i], path);
     std::printf("heatmap: %s\n", path.c_str());
@@ -190,37 +200,58 @@ int data(int argc, char** argv) {
 // B·T targets, the decoder reading the targets themselves, as in the anchor. The median of 30
 // steps after 5 warm-up steps, in the anchor's output format.
 int bench(int argc, char** argv) {
-  const Args args(argc, argv, {{"steps", "30", "timed steps"}, {"warmup", "5", "untimed steps first"}},
-                  "usage: seq2seq bench [--steps N] [--warmup N]   (threads: QKV_NUM_THREADS)");
+  const Args args(
+      argc, argv,
+      {{"steps", "30", "timed steps"},
+       {"warmup", "5", "untimed steps first"},
+       {"profile", "false", "then print the op profile of --steps more steps (autograd/profiler.h)"}},
+      "usage: seq2seq bench [--steps N] [--warmup N] [--profile]   (threads: QKV_NUM_THREADS)");
   if (args.help_requested()) {
     std::cout << args.help();
     return 0;
   }
   constexpr int64_t V = 200, B = 64, T = 10;
   qkv::manual_seed(0);
-  Seq2Seq model({.source_vocab = V, .target_vocab = V, .embed_size = 32, .num_hiddens = 32, .num_layers = 2, .dropout = 0.1f});
+  Seq2Seq model({.source_vocab = V,
+                 .target_vocab = V,
+                 .embed_size = 32,
+                 .num_hiddens = 32,
+                 .num_layers = 2,
+                 .dropout = 0.1f});
   qkv::optim::Adam optimizer(model.parameters(), {.lr = 5e-3});
   const IndexTensor src = qkv::randint(0, V, {B, T}), tgt = qkv::randint(0, V, {B, T});
   const IndexTensor valid_lens = qkv::randint(3, T + 1, {B});
   const int64_t warmup = args.integer("warmup"), steps = args.integer("steps");
   if (steps < 1 || warmup < 0) throw qkv::ValueError("bench: --steps must be >= 1 and --warmup >= 0");
-  std::vector<double> times;
-  for (int64_t i = 0; i < warmup + steps; ++i) {
-    const auto t0 = Clock::now();
+  auto step = [&] {
     const Tensor logits = model.forward(src, valid_lens, tgt);
     const Tensor loss = qkv::nn::functional::cross_entropy(logits.reshape({B * T, V}), tgt.reshape({B * T}));
     optimizer.zero_grad();
     loss.backward();
     qkv::optim::clip_grad_norm_(model.parameters(), 1.0);
     optimizer.step();
+  };
+  std::vector<double> times;
+  for (int64_t i = 0; i < warmup + steps; ++i) {
+    const auto t0 = Clock::now();
+    step();
     if (i >= warmup) times.push_back(seconds_since(t0));
   }
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("config=gru threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f\n", qkv::get_num_threads(),
-              median * 1e3, static_cast<double>(B * T) / median, static_cast<double>(usage.ru_maxrss) / 1024.0);
+  std::printf("config=gru threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f\n",
+              qkv::get_num_threads(), median * 1e3, static_cast<double>(B * T) / median,
+              static_cast<double>(usage.ru_maxrss) / 1024.0);
+  if (args.flag("profile")) {
+    // Over as many steps again: on a shared machine one step's profile is mostly where the
+    // scheduler happened to preempt it.
+    qkv::Profiler profiler;
+    for (int64_t i = 0; i < steps; ++i) step();
+    profiler.stop();
+    std::printf("%s", profiler.report().c_str());
+  }
   return 0;
 }
 

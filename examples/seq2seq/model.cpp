@@ -11,10 +11,12 @@ namespace seq2seq {
 using qkv::nn::GRUOptions;
 
 Seq2SeqEncoder::Seq2SeqEncoder(const ModelConfig& c) : Module("Seq2SeqEncoder") {
-  embedding = register_module("embedding", std::make_shared<qkv::nn::Embedding>(c.source_vocab, c.embed_size));
-  rnn = register_module("rnn", std::make_shared<qkv::nn::GRU>(
-                                   c.embed_size, c.num_hiddens,
-                                   GRUOptions{.num_layers = c.num_layers, .batch_first = true, .dropout = c.dropout}));
+  embedding =
+      register_module("embedding", std::make_shared<qkv::nn::Embedding>(c.source_vocab, c.embed_size));
+  rnn = register_module(
+      "rnn", std::make_shared<qkv::nn::GRU>(
+                 c.embed_size, c.num_hiddens,
+                 GRUOptions{.num_layers = c.num_layers, .batch_first = true, .dropout = c.dropout}));
 }
 
 qkv::nn::GRUOutput Seq2SeqEncoder::forward(const IndexTensor& X) const {
@@ -22,18 +24,22 @@ qkv::nn::GRUOutput Seq2SeqEncoder::forward(const IndexTensor& X) const {
 }
 
 Seq2SeqAttentionDecoder::Seq2SeqAttentionDecoder(const ModelConfig& c) : Module("Seq2SeqAttentionDecoder") {
-  attention = register_module(
-      "attention", std::make_shared<qkv::nn::AdditiveAttention>(c.num_hiddens, c.num_hiddens, c.num_hiddens, c.dropout));
-  embedding = register_module("embedding", std::make_shared<qkv::nn::Embedding>(c.target_vocab, c.embed_size));
-  rnn = register_module("rnn", std::make_shared<qkv::nn::GRU>(
-                                   c.embed_size + c.num_hiddens, c.num_hiddens,
-                                   GRUOptions{.num_layers = c.num_layers, .batch_first = true, .dropout = c.dropout}));
+  attention = register_module("attention", std::make_shared<qkv::nn::AdditiveAttention>(
+                                               c.num_hiddens, c.num_hiddens, c.num_hiddens, c.dropout));
+  embedding =
+      register_module("embedding", std::make_shared<qkv::nn::Embedding>(c.target_vocab, c.embed_size));
+  rnn = register_module(
+      "rnn", std::make_shared<qkv::nn::GRU>(
+                 c.embed_size + c.num_hiddens, c.num_hiddens,
+                 GRUOptions{.num_layers = c.num_layers, .batch_first = true, .dropout = c.dropout}));
   dense = register_module("dense", std::make_shared<qkv::nn::Linear>(c.num_hiddens, c.target_vocab));
 }
 
 DecoderState Seq2SeqAttentionDecoder::init_state(const qkv::nn::GRUOutput& enc,
                                                  const IndexTensor& enc_valid_lens) const {
-  return {enc.output, enc.h_n, enc_valid_lens};
+  // d2l's AdditiveAttention applies W_k to the keys at every step; they do not change, so they are
+  // projected here once (the same values and gradients; nn/attention.h).
+  return {enc.output, attention->project_keys(enc.output), enc.h_n, enc_valid_lens};
 }
 
 Tensor Seq2SeqAttentionDecoder::forward(const IndexTensor& X, DecoderState& state) {
@@ -43,9 +49,9 @@ Tensor Seq2SeqAttentionDecoder::forward(const IndexTensor& X, DecoderState& stat
   attention_weights.clear();
   for (int64_t t = 0; t < S; ++t) {
     const Tensor query = state.hidden.select(0, L - 1).unsqueeze(1);  // (B, 1, H)
-    const Tensor context =
-        attention->forward(query, state.enc_outputs, state.enc_outputs, state.enc_valid_lens);  // (B, 1, H)
-    const Tensor x = qkv::cat({context, embedded.narrow(1, t, 1)}, -1);                       // (B, 1, H + E)
+    const Tensor context = attention->forward_projected(query, state.enc_keys, state.enc_outputs,
+                                                        state.enc_valid_lens);  // (B, 1, H)
+    const Tensor x = qkv::cat({context, embedded.narrow(1, t, 1)}, -1);         // (B, 1, H + E)
     qkv::nn::GRUOutput out = rnn->forward(x, state.hidden);
     outputs.push_back(out.output);  // (B, 1, H)
     state.hidden = out.h_n;
@@ -61,7 +67,8 @@ Seq2Seq::Seq2Seq(const ModelConfig& c) : Module("Seq2Seq"), config(c) {
   decoder = register_module("decoder", std::make_shared<Seq2SeqAttentionDecoder>(c));
 }
 
-Tensor Seq2Seq::forward(const IndexTensor& src, const IndexTensor& src_valid_lens, const IndexTensor& dec_input) {
+Tensor Seq2Seq::forward(const IndexTensor& src, const IndexTensor& src_valid_lens,
+                        const IndexTensor& dec_input) {
   DecoderState state = decoder->init_state(encoder->forward(src), src_valid_lens);
   return decoder->forward(dec_input, state);
 }
@@ -84,7 +91,8 @@ PaddedBatch pad_batch(const std::vector<std::vector<int64_t>>& sequences, int64_
 
 std::vector<Translation> greedy_decode(Seq2Seq& model, const std::vector<std::vector<int64_t>>& sources,
                                        int64_t bos_id, int64_t eos_id, int64_t pad_id, int64_t max_len) {
-  if (max_len < 1) throw qkv::ValueError("greedy_decode: max_len must be >= 1, got " + std::to_string(max_len));
+  if (max_len < 1)
+    throw qkv::ValueError("greedy_decode: max_len must be >= 1, got " + std::to_string(max_len));
   const PaddedBatch src = pad_batch(sources, pad_id);
   const int64_t B = src.ids.size(0), T = src.ids.size(1);
   const bool was_training = model.is_training();
@@ -96,7 +104,7 @@ std::vector<Translation> greedy_decode(Seq2Seq& model, const std::vector<std::ve
   IndexTensor dec_input = IndexTensor::full({B, 1}, bos_id);
   for (int64_t step = 0; step < max_len; ++step) {
     const IndexTensor next = model.decoder->forward(dec_input, state).argmax(-1);  // (B, 1)
-    const Tensor weights = model.decoder->attention_weights.back().contiguous();    // (B, 1, T)
+    const Tensor weights = model.decoder->attention_weights.back().contiguous();   // (B, 1, T)
     const float* w = weights.data();
     bool all_done = true;
     for (int64_t b = 0; b < B; ++b) {

@@ -37,7 +37,7 @@ struct ModelConfig {
   int64_t embed_size = 32;                     // E
   int64_t num_hiddens = 64;                    // H
   int64_t num_layers = 2;                      // L
-  float dropout = 0.1f;  // between GRU layers and on the attention weights, as d2l's
+  float dropout = 0.1f;                        // between GRU layers and on the attention weights, as d2l's
 };
 
 class Seq2SeqEncoder : public qkv::nn::Module {
@@ -52,8 +52,9 @@ class Seq2SeqEncoder : public qkv::nn::Module {
 
 // What the decoder carries from step to step: d2l's `state` list.
 struct DecoderState {
-  Tensor enc_outputs;       // (B, T, H)
-  Tensor hidden;            // (L, B, H)
+  Tensor enc_outputs;          // (B, T, H): the attention's keys and values
+  Tensor enc_keys;             // (B, T, H): the keys through the attention's W_k, once for all steps
+  Tensor hidden;               // (L, B, H)
   IndexTensor enc_valid_lens;  // (B)
 };
 

@@ -27,7 +27,8 @@ namespace {
 
 constexpr int64_t kPoolBatches = 32;
 
-Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& rows, int64_t pad_id, int64_t bos_id) {
+Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& rows, int64_t pad_id,
+              int64_t bos_id) {
   std::vector<std::vector<int64_t>> sources, targets, inputs;
   for (const size_t i : rows) {
     sources.push_back(examples[i].source);
@@ -45,7 +46,8 @@ Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& r
 // each pool sorted by length and cut into batches.
 std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& lengths, int64_t batch_size,
                                                 qkv::io::SplitMix64* rng) {
-  if (batch_size < 1) throw qkv::ValueError("make_batches: batch_size must be >= 1, got " + std::to_string(batch_size));
+  if (batch_size < 1)
+    throw qkv::ValueError("make_batches: batch_size must be >= 1, got " + std::to_string(batch_size));
   std::vector<size_t> order(lengths.size());
   std::iota(order.begin(), order.end(), 0);
   if (rng) qkv::io::shuffle(order, *rng);
@@ -79,7 +81,8 @@ float train_step(Seq2Seq& model, qkv::optim::Optimizer& optimizer, const Batch& 
   const Tensor logits = model.forward(batch.source, batch.source_valid_lens, batch.dec_input);
   // The mean over real target tokens; d2l's MaskedSoftmaxCELoss averages per sequence over the
   // padded length instead (nn/functional/loss.h has the difference).
-  const Tensor loss = qkv::nn::functional::sequence_cross_entropy(logits, batch.target, batch.target_valid_lens);
+  const Tensor loss =
+      qkv::nn::functional::sequence_cross_entropy(logits, batch.target, batch.target_valid_lens);
   optimizer.zero_grad();
   loss.backward();
   qkv::optim::clip_grad_norm_(model.parameters(), clip_norm);
@@ -143,7 +146,8 @@ ModelConfig parse_config(const std::string& text) {
   }
   auto get = [&](const std::string& key) -> const std::string& {
     auto it = kv.find(key);
-    if (it == kv.end()) throw qkv::FormatError("seq2seq checkpoint config: no '" + key + "' (is this a seq2seq checkpoint?)");
+    if (it == kv.end())
+      throw qkv::FormatError("seq2seq checkpoint config: no '" + key + "' (is this a seq2seq checkpoint?)");
     return it->second;
   };
   auto integer = [&](const std::string& key) {
@@ -156,13 +160,15 @@ ModelConfig parse_config(const std::string& text) {
       used = 0;
     }
     if (used == 0 || used != s.size() || v < 1)
-      throw qkv::FormatError("seq2seq checkpoint config: '" + key + "' must be a positive integer, got '" + s + "'");
+      throw qkv::FormatError("seq2seq checkpoint config: '" + key + "' must be a positive integer, got '" +
+                             s + "'");
     return v;
   };
   if (get("model") != "seq2seq-bahdanau")
     throw qkv::FormatError("seq2seq checkpoint config: model '" + get("model") + "' is not seq2seq-bahdanau");
   if (get("source_alphabet") != kSourceAlphabet || get("target_alphabet") != kTargetAlphabet)
-    throw qkv::FormatError("seq2seq checkpoint config: the checkpoint's alphabets differ from this program's");
+    throw qkv::FormatError(
+        "seq2seq checkpoint config: the checkpoint's alphabets differ from this program's");
   ModelConfig c;
   c.source_vocab = integer("source_vocab");
   c.target_vocab = integer("target_vocab");

@@ -74,12 +74,14 @@ TEST_CASE("seq2seq default data has distinct sources and covers every format and
       sources.insert(p.source);
       longest = std::max<int64_t>(longest, static_cast<int64_t>(p.source.size()));
       REQUIRE(p.target.size() == 10);
-      const Date d{std::stoi(p.target.substr(0, 4)), std::stoi(p.target.substr(5, 2)), std::stoi(p.target.substr(8, 2))};
+      const Date d{std::stoi(p.target.substr(0, 4)), std::stoi(p.target.substr(5, 2)),
+                   std::stoi(p.target.substr(8, 2))};
       CHECK(valid_date(d));
       CHECK(iso_date(d) == p.target);
       slashes += p.source.find('/') != std::string::npos;
       weekdays += p.source.find("day,") != std::string::npos;
-      spelled_years += p.source.find("nineteen ") != std::string::npos || p.source.find("twenty ") != std::string::npos ||
+      spelled_years += p.source.find("nineteen ") != std::string::npos ||
+                       p.source.find("twenty ") != std::string::npos ||
                        p.source.find("two thousand") != std::string::npos;
       before_2000 += p.target < "2000";
     }
@@ -133,7 +135,10 @@ TEST_CASE("seq2seq encode_source rejects bad input with the reason") {
   } catch (const qkv::ValueError& e) {
     CHECK(std::string(e.what()).find("'!' at position 7") != std::string::npos);
   }
-  CHECK_THROWS_AS(encode_source(v, "1 d\xc3\xa9" "cembre 2020"), qkv::ValueError);
+  CHECK_THROWS_AS(encode_source(v,
+                                "1 d\xc3\xa9"
+                                "cembre 2020"),
+                  qkv::ValueError);
   const qkv::io::Vocab t = target_vocab();
   CHECK_THROWS_AS(encode_target(t, "2020/01/01"), qkv::ValueError);
   // Decoding stops at the first <eos> and drops other reserved tokens.
@@ -188,14 +193,16 @@ TEST_CASE("seq2seq batches pair teacher-forced inputs with padded targets") {
     for (int64_t i = 0; i < B; ++i) {
       CHECK(b.dec_input.at({i, 0}) == t.id(kBos));
       CHECK(b.target.at({i, b.target_valid_lens[i] - 1}) == t.id(kEos));
-      for (int64_t s = 1; s < b.target_valid_lens[i]; ++s) CHECK(b.dec_input.at({i, s}) == b.target.at({i, s - 1}));
+      for (int64_t s = 1; s < b.target_valid_lens[i]; ++s)
+        CHECK(b.dec_input.at({i, s}) == b.target.at({i, s - 1}));
       for (int64_t s = b.target_valid_lens[i]; s < S; ++s) CHECK(b.target.at({i, s}) == t.pad_id());
     }
   }
   CHECK(rows == 100);
 }
 
-TEST_CASE("seq2seq attention weights of each step sum to one over valid source tokens and are zero past them") {
+TEST_CASE(
+    "seq2seq attention weights of each step sum to one over valid source tokens and are zero past them") {
   qkv::manual_seed(1);
   Seq2Seq model(small_config());
   model.eval();
@@ -229,7 +236,8 @@ TEST_CASE("seq2seq greedy decoding stops at eos and at the maximum length") {
   qkv::manual_seed(2);
   Seq2Seq model(small_config());
   const qkv::io::Vocab s = source_vocab(), t = target_vocab();
-  const std::vector<std::vector<int64_t>> sources = {encode_source(s, "may 1, 2020"), encode_source(s, "11/23/2026")};
+  const std::vector<std::vector<int64_t>> sources = {encode_source(s, "may 1, 2020"),
+                                                     encode_source(s, "11/23/2026")};
   auto force = [&](const std::string& token) {  // the decoder's output layer then always predicts `token`
     qkv::NoGradGuard no_grad;
     model.decoder->dense->weight.zero_();
@@ -288,7 +296,8 @@ TEST_CASE("seq2seq a checkpoint gives back the same translations") {
   qkv::optim::Adam optimizer(model.parameters(), {.lr = 5e-3});
   const qkv::io::Vocab t = target_vocab();
   const auto examples = encode_pairs(generate_pairs(64, 9), source_vocab(), t);
-  for (const Batch& b : make_batches(examples, 32, 0, t.pad_id(), t.id(kBos))) train_step(model, optimizer, b, 1.0);
+  for (const Batch& b : make_batches(examples, 32, 0, t.pad_id(), t.id(kBos)))
+    train_step(model, optimizer, b, 1.0);
   const auto pairs = generate_pairs(20, 11);
   const Evaluation before = evaluate(model, pairs);
 

@@ -85,6 +85,28 @@ TEST_CASE("AdditiveAttention reproduces d2l's demo with queries of width 20 and 
   CHECK(attention.w_v->weight.shape() == Shape{1, 8});
 }
 
+TEST_CASE("AdditiveAttention with keys projected once gives forward's values and gradients") {
+  nn::AdditiveAttention attention(3, 2, 4, 0.0f);
+  Generator g(2);
+  const Tensor q = randn({2, 2, 2}, true, &g), k = randn({2, 5, 3}, true, &g), v = randn({2, 5, 4}, true, &g);
+  const IndexTensor lens{5, 3};
+  const Tensor out = attention.forward(q, k, v, lens);
+  out.pow(2.0f).sum().backward();
+  const Tensor dq = q.grad(), dk = k.grad(), dv = v.grad(), dW_k = attention.W_k->weight.grad();
+  for (Tensor t : {q, k, v}) t.zero_grad();
+  attention.zero_grad();
+  const Tensor projected = attention.project_keys(k);
+  CHECK(projected.shape() == Shape{2, 5, 4});
+  const Tensor again = attention.forward_projected(q, projected, v, lens);
+  again.pow(2.0f).sum().backward();
+  check_close(again, out, 0.0f);  // the same ops in the same order: the same bits
+  check_close(q.grad(), dq, 0.0f);
+  check_close(k.grad(), dk, 0.0f);
+  check_close(v.grad(), dv, 0.0f);
+  check_close(attention.W_k->weight.grad(), dW_k, 0.0f);
+  CHECK_THROWS_AS(attention.forward_projected(q, k, v, lens), ShapeError);  // keys not projected: width 3, not 4
+}
+
 TEST_CASE("AdditiveAttention scores are w_v of tanh of W_q q plus W_k k") {
   nn::AdditiveAttention attention(3, 2, 4, 0.0f);
   Generator g(1);
