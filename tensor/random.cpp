@@ -57,12 +57,40 @@ void Generator::fill_normal(float* out, int64_t n, float mean, float std) {
   state_.offset += static_cast<uint64_t>(pairs);
 }
 
-void Generator::fill_bernoulli(float* out, int64_t n, float p) {
-  const uint64_t seed = state_.seed, base = state_.offset;
+namespace {
+
+// Elements [0, n) of a Bernoulli(p) sequence starting at draw `base`, two per 64-bit draw: the
+// draw base + j decides element 2j by its low 32 bits and element 2j+1 by its high 32 bits
+// (24 bits of each, as unit_float reads them). Element i gets out[i] = (x ? x[i] : 1)·(kept ? on : 0).
+// Half the draws of one per element: the hash is most of the cost of a mask.
+template <bool kScaleInput>
+void bernoulli_pairs(uint64_t seed, uint64_t base, const float* x, float* out, int64_t n, float p, float on) {
+  const uint64_t key = mix64(seed ^ 0x6A09E667F3BCC909ULL);  // draw()'s first round, once
+  const int64_t pairs = n / 2;
+  const auto value = [&](int64_t i, uint32_t bits) {
+    const float m = unit_float(bits) < p ? on : 0.0f;
+    if constexpr (kScaleInput) return x[i] * m;
+    else return m;
+  };
 #pragma omp parallel for num_threads(get_num_threads()) if (n > kParallelThreshold)
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = unit_float(static_cast<uint32_t>(draw(seed, base + i))) < p ? 1.0f : 0.0f;
-  state_.offset += static_cast<uint64_t>(n);
+  for (int64_t j = 0; j < pairs; ++j) {
+    const uint64_t r = mix64(key + (base + static_cast<uint64_t>(j)) * 0x9E3779B97F4A7C15ULL);
+    out[2 * j] = value(2 * j, static_cast<uint32_t>(r));
+    out[2 * j + 1] = value(2 * j + 1, static_cast<uint32_t>(r >> 32));
+  }
+  if (n % 2 == 1) out[n - 1] = value(n - 1, static_cast<uint32_t>(draw(seed, base + pairs)));
+}
+
+}  // namespace
+
+void Generator::fill_bernoulli(float* out, int64_t n, float p) {
+  bernoulli_pairs<false>(state_.seed, state_.offset, nullptr, out, n, p, 1.0f);
+  state_.offset += static_cast<uint64_t>((n + 1) / 2);
+}
+
+void Generator::bernoulli_scale(const float* x, float* out, int64_t n, float p, float scale) {
+  bernoulli_pairs<true>(state_.seed, state_.offset, x, out, n, p, scale);
+  state_.offset += static_cast<uint64_t>((n + 1) / 2);
 }
 
 uint64_t Generator::next_below(uint64_t n) {

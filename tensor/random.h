@@ -2,7 +2,8 @@
 //
 // Draw number c of a generator with key k is hash(k, c): a pure function of the two. Filling a
 // tensor of n values uses counters offset, offset+1, ..., offset+n-1 and then advances the
-// offset by n, so any thread can compute any element, in any order, and get the same tensor.
+// offset by n (by ceil(n/2) for normal and Bernoulli values, two per draw), so any thread can
+// compute any element, in any order, and get the same tensor.
 // The state is just (seed, offset), which makes it trivial to save in a checkpoint.
 #pragma once
 
@@ -27,8 +28,14 @@ class Generator {
   void fill_uniform(float* out, int64_t n, float lo, float hi);
   // n values from N(mean, std²), by the Box-Muller transform.
   void fill_normal(float* out, int64_t n, float mean, float std);
-  // n values that are 1 with probability p and 0 otherwise.
+  // n values that are 1 with probability p and 0 otherwise. Two values per 64-bit draw (element
+  // 2j from its low half, 2j+1 from its high half), so the offset advances by ceil(n/2).
   void fill_bernoulli(float* out, int64_t n, float p);
+  // out[i] = x[i] · (m[i] ? scale : 0), m the n values fill_bernoulli(p) would give from this
+  // state, which advances the same way; the mask itself is never stored. x and out may be the
+  // same array. This is dropout in one pass: forward from the state before the call, and backward
+  // by a copy of the generator set back to that state.
+  void bernoulli_scale(const float* x, float* out, int64_t n, float p, float scale);
   // One integer uniform in [0, n), for shuffles and sampling (n >= 1).
   uint64_t next_below(uint64_t n);
 

@@ -1,5 +1,5 @@
 // Storage: the float buffer behind one or more tensors (views share it), 64-byte aligned so that
-// kernels can use aligned SIMD loads on contiguous data.
+// kernels can use aligned SIMD loads on contiguous data, from a caching allocator (below).
 #pragma once
 
 #include <cstddef>
@@ -33,12 +33,22 @@ class Storage {
 // Live allocations of tensor storage, for finding leaks and measuring peak memory.
 struct MemoryStats {
   int64_t live_storages = 0;  // buffers currently allocated
-  int64_t live_bytes = 0;     // their bytes
+  int64_t live_bytes = 0;     // their bytes (as requested)
   int64_t peak_bytes = 0;     // the most live_bytes has been since the last reset
+  int64_t cached_bytes = 0;   // freed buffers kept by the caching allocator for reuse
   int64_t allocated_bytes = 0;  // every buffer ever allocated, freed or not (only grows)
 };
 
 MemoryStats memory_stats();
 void reset_peak_memory();
+
+// Freed storage is not returned to the system at once: buffers are kept in size classes (4 per
+// power of two, a request rounded up to its class) and handed out again, up to 1 GiB in all, so a
+// training step that allocates the same buffers every step stops paying for fresh pages. Like
+// torch.cuda.empty_cache, empty_cache() returns every kept buffer to the system. Under
+// AddressSanitizer nothing is kept, so that it sees every buffer come and go.
+void empty_cache();
+// Whether freed buffers are kept (false under AddressSanitizer).
+bool caching_allocator_enabled();
 
 }  // namespace qkv

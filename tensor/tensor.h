@@ -32,6 +32,7 @@ struct Node;  // the graph node that produced a tensor (autograd/node.h)
 }
 
 class Tensor;
+class Generator;  // tensor/random.h
 
 // The state behind a Tensor handle.
 struct TensorImpl {
@@ -227,6 +228,11 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 // (B) or (B, Q) with values in [0, K], or undefined for every key. -inf logits are hidden too, and
 // a row with nothing visible is all zeros.
 Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens);
+// Inverted dropout, fused: each element is zeroed with probability p, drawn from `gen`, and the
+// others scaled by 1/(1-p); the mask is drawn in the same pass and never stored (backward draws
+// it again from the generator's state at the call). x: any shape → same shape. The op behind
+// nn::functional::dropout, which adds the training flag (use that); p == 0 returns x.
+Tensor dropout(const Tensor& x, float p, Generator& gen);
 // Layer normalization over the last dim, fused (one kernel forward, one backward):
 //   y = (x - mean) / sqrt(var + eps) · weight + bias,   mean and biased var over the last D values
 // x: (..., D) → y: (..., D); weight and bias are (D), or undefined to leave them out.

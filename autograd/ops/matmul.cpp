@@ -79,12 +79,14 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in) {
   if (count == 0 || M == 0 || N == 0) return out;
   autograd::add_flops(2 * count * M * N * K);
 
-  // Offsets of each batch's matrices. When they step evenly (the usual case, including
-  // broadcasting with stride 0) one batched call does it all; otherwise one call per matrix.
-  std::vector<int64_t> off_a(count), off_b(count);
+  // Offsets of each batch's matrices. When they step evenly (a contiguous batch, or broadcasting
+  // with stride 0) the strided batched call takes them; otherwise (the heads of a (B, T, H·d)
+  // projection seen as (B, H, T, d)) the batched call with one offset per matrix does.
+  std::vector<int64_t> off_a(count), off_b(count), off_c(count);
   for (int64_t i = 0; i < count; ++i) {
     int64_t rem = i;
     off_a[i] = off_b[i] = 0;
+    off_c[i] = i * M * N;
     for (int64_t d = static_cast<int64_t>(batch.size()) - 1; d >= 0; --d) {
       const int64_t idx = rem % batch[d];
       rem /= batch[d];
@@ -96,14 +98,12 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in) {
   bool even = true;
   for (int64_t i = 1; i < count && even; ++i)
     even = off_a[i] - off_a[i - 1] == step_a && off_b[i] - off_b[i - 1] == step_b;
-  if (even) {
+  if (even)
     kernels::gemm_batched(count, la->trans, lb->trans, M, N, K, 1.0f, a.data(), la->ld, step_a,
                           b.data(), lb->ld, step_b, 0.0f, out.data(), N, M * N);
-  } else {
-    for (int64_t i = 0; i < count; ++i)
-      kernels::gemm(la->trans, lb->trans, M, N, K, 1.0f, a.data() + off_a[i], la->ld,
-                    b.data() + off_b[i], lb->ld, 0.0f, out.data() + i * M * N, N);
-  }
+  else
+    kernels::gemm_batched_offsets(count, la->trans, lb->trans, M, N, K, 1.0f, a.data(), la->ld, off_a.data(),
+                                  b.data(), lb->ld, off_b.data(), 0.0f, out.data(), N, off_c.data());
   return out;
 }
 

@@ -19,9 +19,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 Tensor dropout(const Tensor& x, float p, bool training, Generator* gen) {
   if (!(p >= 0.0f && p < 1.0f)) throw ValueError("dropout: p must be in [0, 1), got " + std::to_string(p));
   if (!training || p == 0.0f) return x;
-  Tensor mask = Tensor::empty(x.shape());
-  (gen ? *gen : default_generator()).fill_bernoulli(mask.data(), mask.numel(), 1.0f - p);
-  return x * (mask * (1.0f / (1.0f - p)));
+  return qkv::dropout(x, p, gen ? *gen : default_generator());  // the fused op of autograd/ops/dropout.cpp
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {

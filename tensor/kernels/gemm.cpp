@@ -281,14 +281,19 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
 
 GemmConfig gemm_config() { return {Simd::name, MR, NR, MC, KC, NC}; }
 
-void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                  const float* A, int64_t lda, int64_t stride_a, const float* B, int64_t ldb,
-                  int64_t stride_b, float beta, float* C, int64_t ldc, int64_t stride_c) {
-  // Each product is computed the same way on any thread, so spreading the batch across threads
-  // (small matrices) or each product's tiles across threads (large ones) gives the same result.
+namespace {
+
+// The batch loop shared by both forms of gemm_batched: matrix i of A, B and C at the offsets
+// given by off(i). Each product is computed the same way on any thread, so spreading the batch
+// across threads (small matrices) or each product's tiles across threads (large ones) gives the
+// same result.
+template <class Offsets>
+void batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+             const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+             Offsets off) {
   const auto one = [&](int64_t i) {
-    gemm(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb, beta,
-         C + i * stride_c, ldc);
+    const auto [oa, ob, oc] = off(i);
+    gemm(trans_a, trans_b, M, N, K, alpha, A + oa, lda, B + ob, ldb, beta, C + oc, ldc);
   };
   if (M * N * K < kMinParallelProduct * 16) {
     parallel_for(batch, batch * M * N * K, [&](int64_t begin, int64_t end) {
@@ -297,6 +302,29 @@ void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t 
   } else {
     for (int64_t i = 0; i < batch; ++i) one(i);
   }
+}
+
+struct Offset3 {
+  int64_t a, b, c;
+};
+
+}  // namespace
+
+void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float* A, int64_t lda, int64_t stride_a, const float* B, int64_t ldb,
+                  int64_t stride_b, float beta, float* C, int64_t ldc, int64_t stride_c) {
+  batched(batch, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, [&](int64_t i) {
+    return Offset3{i * stride_a, i * stride_b, i * stride_c};
+  });
+}
+
+void gemm_batched_offsets(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                          float alpha, const float* A, int64_t lda, const int64_t* offsets_a, const float* B,
+                          int64_t ldb, const int64_t* offsets_b, float beta, float* C, int64_t ldc,
+                          const int64_t* offsets_c) {
+  batched(batch, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, [&](int64_t i) {
+    return Offset3{offsets_a[i], offsets_b[i], offsets_c[i]};
+  });
 }
 
 }  // namespace qkv::kernels

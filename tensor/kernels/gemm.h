@@ -33,6 +33,15 @@ void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t 
                   int64_t ldb, int64_t stride_b, float beta, float* C, int64_t ldc,
                   int64_t stride_c);
 
+// The same with matrix b of each operand at base + offsets[b] (the offsets of A, B and C are
+// arrays of `batch` values): any batch of matrices that share their shape and leading dimension,
+// such as the heads of a (B, T, H·d) projection seen as (B, H, T, d), whose offsets do not step
+// evenly (h·d within a sequence, then T·H·d to the next one). Run exactly as gemm_batched.
+void gemm_batched_offsets(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                          float alpha, const float* A, int64_t lda, const int64_t* offsets_a, const float* B,
+                          int64_t ldb, const int64_t* offsets_b, float beta, float* C, int64_t ldc,
+                          const int64_t* offsets_c);
+
 // How this build's fast kernel is shaped: the instruction set of its micro-kernel (chosen at build
 // time: "avx512", "avx2" or "portable"), the micro-tile MR×NR it computes in registers, and the
 // cache blocks MC (rows of A), KC (depth) and NC (columns of B) of the loops around it

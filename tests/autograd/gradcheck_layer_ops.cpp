@@ -1,7 +1,8 @@
 // Gradcheck entries for the fused ops behind layers of nn/ (see tests/gradcheck_registry.h):
-// layer_norm, gru_cell, gru_sequence and masked_softmax (embedding is reached by the Embedding entry
+// layer_norm, gru_cell, gru_sequence, masked_softmax and dropout (embedding is reached by the Embedding entry
 // of tests/nn/gradcheck_layers.cpp).
 #include "gradcheck_registry.h"
+#include "tensor/random.h"
 
 using namespace qkv;
 using namespace qkv::testing;
@@ -32,3 +33,9 @@ QKV_GRADCHECK("masked_softmax over heads", {In::normal({2, 2, 3, 4})},
               [](X x) { return masked_softmax(x[0], IndexTensor({3, 1, 4, 2, 2, 1}, {2, 3})); });
 QKV_GRADCHECK("masked_softmax without lengths", {In::normal({3, 5})},
               [](X x) { return masked_softmax(x[0], IndexTensor()); });
+// A generator made afresh on every call draws the same mask each time; 15 elements, so that the
+// odd last one (drawn alone, not in a pair) is checked too.
+QKV_GRADCHECK("dropout", {In::normal({3, 5})}, [](X x) {
+  Generator g(7);
+  return dropout(x[0], 0.4f, g);
+});

@@ -218,3 +218,30 @@ TEST_CASE("gemm_batched equals one gemm per matrix and broadcasts a matrix with 
     }
   qkv::set_num_threads(saved);
 }
+
+TEST_CASE("gemm_batched_offsets on per-head views equals one gemm per matrix") {
+  // The heads of a (B, T, H·d) projection seen as (B, H, T, d): matrix (b, h) starts at
+  // b·T·H·d + h·d with leading dimension H·d, offsets that do not step evenly.
+  const int saved = qkv::get_num_threads();
+  const int64_t Bn = 3, H = 4, T = 19, d = 8, D = H * d;
+  const std::vector<float> Q = random_floats(Bn * T * D, 10), Kt = random_floats(Bn * T * D, 11);
+  std::vector<int64_t> heads, out;
+  for (int64_t b = 0; b < Bn; ++b)
+    for (int64_t h = 0; h < H; ++h) heads.push_back(b * T * D + h * d), out.push_back((b * H + h) * T * T);
+  for (int threads : {1, 2}) {
+    qkv::set_num_threads(threads);
+    for (auto [ta, tb] : kTrans) {
+      // op(A) and op(B) are T×d and d×T: scores Q·Kᵀ when (false, true); the other flags read the
+      // same head memory the other way, as the backward products do.
+      const int64_t M = ta ? d : T, K = ta ? T : d, N = tb ? T : d;
+      const int64_t ldc = N;
+      std::vector<float> C(static_cast<size_t>(Bn * H * T * T), -1.0f), R = C;
+      gemm_batched_offsets(Bn * H, ta, tb, M, N, K, 1.0f, Q.data(), D, heads.data(), Kt.data(), D, heads.data(),
+                           0.0f, C.data(), ldc, out.data());
+      for (size_t i = 0; i < heads.size(); ++i)
+        gemm(ta, tb, M, N, K, 1.0f, Q.data() + heads[i], D, Kt.data() + heads[i], D, 0.0f, R.data() + out[i], ldc);
+      CHECK(std::memcmp(C.data(), R.data(), C.size() * sizeof(float)) == 0);
+    }
+  }
+  qkv::set_num_threads(saved);
+}

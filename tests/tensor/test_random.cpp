@@ -69,3 +69,31 @@ TEST_CASE("randint and randperm stay in range") {
   CHECK(*seen.rbegin() == 49);
   CHECK_THROWS_AS(randint(2, 2, {1}), ValueError);
 }
+
+TEST_CASE("fill_bernoulli draws two values per draw deterministically with mean p") {
+  const int64_t n = 200001;
+  std::vector<float> a(n), b(n), c(n + 1);
+  Generator g(13), h(13), k(13);
+  g.fill_bernoulli(a.data(), n, 0.2f);
+  h.fill_bernoulli(b.data(), n, 0.2f);
+  CHECK(a == b);
+  CHECK(g.state().offset == (n + 1) / 2);  // the documented advance: ceil(n/2)
+  // The odd last value comes from the low half of its draw, as in a pair: n values are a prefix of n + 1.
+  k.fill_bernoulli(c.data(), n + 1, 0.2f);
+  CHECK(std::vector<float>(c.begin(), c.begin() + n) == a);
+  double sum = 0;
+  for (float v : a) {
+    CHECK((v == 0.0f || v == 1.0f));
+    sum += v;
+  }
+  // Within 5 standard errors: sqrt(0.2 · 0.8 / n) ≈ 8.9e-4.
+  CHECK(std::fabs(sum / n - 0.2) < 4.5e-3);
+  // Neighbours come from the two halves of one draw: they must not be correlated.
+  double both = 0;
+  for (int64_t i = 0; i + 1 < n; i += 2) both += a[i] * a[i + 1];
+  CHECK(std::fabs(both / (n / 2) - 0.04) < 3e-3);
+  std::vector<float> d(n);
+  Generator other(14);
+  other.fill_bernoulli(d.data(), n, 0.2f);
+  CHECK(d != a);
+}
