@@ -58,7 +58,7 @@ Tensor banded_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64
 
 struct Model {
   std::string name;
-  std::string claim;                             // the complexity (the seeds. table) and its slope
+  std::string claim;                             // the complexity (the seeds' table) and its slope
   std::function<Tensor(const Tensor&)> forward;  // x (B, n, d) → (B, n, d)
 };
 
