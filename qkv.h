@@ -1,8 +1,11 @@
 // qkv: the umbrella header. Include this to get the whole public API.
 #pragma once
 
+#include "autograd/anomaly.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
+#include "autograd/graph_dump.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/index_tensor.h"

@@ -97,19 +97,28 @@ std::string describe_frame(const char* symbol) {
   return name;
 }
 
-// The stack below the library's own recording machinery, innermost call first, up to main.
+// The stack below the library's own recording machinery, innermost call first, up to main. When
+// some frames have names (the program exports its symbols), the nameless ones (functions private
+// to a file) are left out; otherwise every frame is shown as an address for addr2line.
 std::string format_stack(const std::vector<void*>& frames) {
   if (frames.empty()) return "  (not captured: the op was recorded with anomaly mode off)\n";
   char** symbols = ::backtrace_symbols(frames.data(), static_cast<int>(frames.size()));
   if (!symbols) return "  (the stack could not be symbolized)\n";
-  std::string out;
+  std::vector<std::string> names;
+  bool any_named = false;
   for (size_t i = 0; i < frames.size(); ++i) {
-    const std::string frame = describe_frame(symbols[i]);
+    names.push_back(describe_frame(symbols[i]));
+    any_named |= names.back() != symbols[i];
+  }
+  std::free(symbols);
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& frame = names[i];
     if (frame.rfind("qkv::autograd::", 0) == 0) continue;  // record(), the checks themselves
+    if (any_named && frame.find("(+0x") != std::string::npos) continue;
     out += "  " + frame + "\n";
     if (frame == "main") break;
   }
-  std::free(symbols);
   return out;
 }
 

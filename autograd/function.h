@@ -1,6 +1,8 @@
-// How an op joins the graph. An op computes its output with plain kernels, then calls record():
+// How an op joins the graph. An op opens an OpScope (for the profiler, autograd/profiler.h),
+// computes its output with plain kernels, then calls record():
 //
 //   Tensor Tensor::mul(const Tensor& other) const {
+//     const autograd::OpScope scope("mul");
 //     Tensor out = ...forward...;
 //     return autograd::record("mul", out, {*this, other}, /*save=*/{*this, other},
 //         [](const Tensor& g, const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
@@ -14,7 +16,8 @@
 // costs nothing. Backward functions run with grad mode off and may use any Tensor op. Tensors they
 // need go through `save` (not lambda captures): saving detaches them (no cycles through the output's
 // own node), lets the graph dump report the bytes kept alive, and lets the engine detect a saved
-// tensor that was modified in place before backward.
+// tensor that was modified in place before backward. In anomaly mode (autograd/anomaly.h), record()
+// also checks `out` for a NaN or an Inf the inputs did not hold.
 #pragma once
 
 #include <string>

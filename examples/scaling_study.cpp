@@ -58,6 +58,7 @@ Tensor banded_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64
 
 struct Model {
   std::string name;
+  std::string claim;                             // the complexity (the seeds' table) and its slope
   std::function<Tensor(const Tensor&)> forward;  // x (B, n, d) → (B, n, d)
 };
 
@@ -97,15 +98,15 @@ int run(int argc, char** argv) {
   nn::GRU gru(d, d, {.batch_first = true});
   nn::PositionWiseFFN ffn(d, 4 * d, d);
   const std::vector<Model> models = {
-      {"self-attention", [&](const Tensor& x) { return attention.forward(x, x, x); }},
-      {"window mask (+-w)",
+      {"self-attention", "O(n^2 d): slope 2", [&](const Tensor& x) { return attention.forward(x, x, x); }},
+      {"window mask (+-w)", "O(n^2 d), the mask saves nothing: slope 2",
        [&](const Tensor& x) {
          const int64_t n = x.size(1);
          return attention.forward(x, x, x, IndexTensor(), nn::functional::window_mask(n, n, w));
        }},
-      {"banded (+-w)", [&](const Tensor& x) { return banded_attention(x, x, x, w); }},
-      {"GRU", [&](const Tensor& x) { return gru.forward(x).output; }},
-      {"position-wise FFN", [&](const Tensor& x) { return ffn.forward(x); }},
+      {"banded (+-w)", "O(n w d), truncated attention: slope 1", [&](const Tensor& x) { return banded_attention(x, x, x, w); }},
+      {"GRU", "O(n d^2): slope 1", [&](const Tensor& x) { return gru.forward(x).output; }},
+      {"position-wise FFN", "O(n d^2): slope 1", [&](const Tensor& x) { return ffn.forward(x); }},
   };
 
   std::vector<int64_t> lengths;
@@ -154,7 +155,8 @@ int run(int argc, char** argv) {
       sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly;
     }
     const double slope = (k * sxy - sx * sy) / (k * sxx - sx * sx);
-    std::printf("  %-18s %5.2f   %8.4f GFLOP\n", models[i].name.c_str(), slope, gflop[i].back());
+    std::printf("  %-18s %5.2f   %8.4f GFLOP   expected: %s\n", models[i].name.c_str(), slope, gflop[i].back(),
+                models[i].claim.c_str());
   }
 
   io::LinePlotSpec spec;

@@ -415,9 +415,10 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
       progress->finish(line);
     }
     if (profiler) {
-      log << "profile of epoch " << epoch + 1 << "'s training steps (evaluation excluded):\n" << profiler->report();
       profiler->write_csv((dir / "profile.csv").string());
-      log << "wrote " << (dir / "profile.csv").string() << "\n";
+      if (verbose)
+        log << "profile of epoch " << epoch + 1 << "'s training steps (evaluation excluded), also in "
+            << (dir / "profile.csv").string() << ":\n" << profiler->report();
     }
     ++epochs_run;
   }

@@ -111,8 +111,8 @@ TEST_CASE("the profiler's peak memory covers the tensors live during an op") {
   Profiler profiler;
   { const Tensor y = x.exp(); }
   profiler.stop();
-  const std::vector<OpProfile> ops = profiler.ops();  // row() points into it: keep it alive
-  const OpProfile* exp = row(ops, "exp", Pass::Forward);
+  const std::vector<OpProfile> rows = profiler.ops();
+  const OpProfile* exp = row(rows, "exp", Pass::Forward);
   REQUIRE(exp != nullptr);
   CHECK(exp->bytes_allocated == 1024 * 1024 * 4);
   CHECK(exp->peak_bytes >= profiler.start_bytes() + 1024 * 1024 * 4);

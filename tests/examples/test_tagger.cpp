@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include "examples/tagger/bench.h"
 #include "examples/tagger/train.h"
@@ -150,6 +152,37 @@ TEST_CASE("tagger run directory holds config vocabularies metrics checkpoints an
     for (int64_t n : row) total += n;
   }
   CHECK(total == r.test.score.overall.total);
+}
+
+TEST_CASE("tagger train with profile writes the op profile of the first epoch") {
+  // 1 epoch of 38 steps: the fused cross-entropy runs once per step each way, and every matmul of
+  // a forward is a graph node whose backward runs once.
+  qkv::testing::ScratchDir dir;
+  Config c = small_config();
+  c.epochs = 1;
+  TrainOptions o = quiet(dir.path());
+  o.profile = true;
+  train(c, load_data(c), o);
+  std::ifstream in(dir.path() / "profile.csv");
+  REQUIRE(in);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == "op,pass,calls,total_ms,mean_us,flops,gflop_per_s,bytes_allocated,peak_bytes");
+  std::map<std::string, int64_t> calls;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::string op, pass, n;
+    std::getline(fields, op, ',');
+    std::getline(fields, pass, ',');
+    std::getline(fields, n, ',');
+    calls[op + " " + pass] = std::stoll(n);
+  }
+  const int64_t steps = (c.train_sentences + c.batch_size - 1) / c.batch_size;
+  CHECK(calls["cross_entropy forward"] == steps);
+  CHECK(calls["cross_entropy backward"] == steps);
+  CHECK(calls["matmul forward"] > 0);
+  CHECK(calls["matmul forward"] % steps == 0);
+  CHECK(calls["matmul backward"] == calls["matmul forward"]);
 }
 
 TEST_CASE("tagger config round trips through JSON and rejects bad values") {
