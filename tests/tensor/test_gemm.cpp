@@ -224,7 +224,9 @@ TEST_CASE("gemm_batched_offsets on per-head views equals one gemm per matrix") {
   // b·T·H·d + h·d with leading dimension H·d, offsets that do not step evenly.
   const int saved = qkv::get_num_threads();
   const int64_t Bn = 3, H = 4, T = 19, d = 8, D = H * d;
-  const std::vector<float> Q = random_floats(Bn * T * D, 10), Kt = random_floats(Bn * T * D, 11);
+  // With both operands transposed, op(B) is T×T read with row stride D from the head's start: it
+  // runs past the last head's (T, D) block, so the buffers hold one block more than the heads use.
+  const std::vector<float> Q = random_floats((Bn + 1) * T * D, 10), Kt = random_floats((Bn + 1) * T * D, 11);
   std::vector<int64_t> heads, out;
   for (int64_t b = 0; b < Bn; ++b)
     for (int64_t h = 0; h < H; ++h) heads.push_back(b * T * D + h * d), out.push_back((b * H + h) * T * T);
