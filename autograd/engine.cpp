@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <string>
 #include <utility>
 
+#include "autograd/anomaly.h"
+#include "autograd/anomaly_checks.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 
@@ -95,6 +99,8 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   }
 
   std::vector<std::shared_ptr<Node>> order = topological_order(root_node);
+  const bool anomaly_mode = is_anomaly_enabled();
+  if (anomaly_mode) anomaly::check_stale_graphs(order);
   root_node->grad_sum = seed;
   for (const std::shared_ptr<Node>& node : order) {
     if (node->released)
@@ -108,13 +114,24 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
       continue;
     }
     check_saved_versions(*node);
+    const OpScope scope(node->op.c_str(), Pass::Backward);  // for the profiler
 
     std::vector<bool> needs(node->inputs.size());
     for (size_t i = 0; i < needs.size(); ++i) needs[i] = node->inputs[i].needed();
-    const std::vector<Tensor> grads = node->backward(g, BackwardContext{node->saved, needs});
+    std::vector<Tensor> grads;
+    {
+      const anomaly::InBackward in_backward;
+      grads = node->backward(g, BackwardContext{node->saved, needs});
+    }
     if (grads.size() != node->inputs.size())
       throw Error("backward of '" + node->op + "' returned " + std::to_string(grads.size()) +
                   " gradients for " + std::to_string(node->inputs.size()) + " inputs");
+    if (anomaly_mode) anomaly::check_backward(*node, g, grads);
+    if (retain_graph) {  // the graph outlives this pass: keep what the graph dump shows of it
+      node->input_grad_norms.assign(grads.size(), NAN);
+      for (size_t i = 0; i < grads.size(); ++i)
+        if (grads[i].defined()) node->input_grad_norms[i] = grads[i].norm().item();
+    }
 
     for (size_t i = 0; i < grads.size(); ++i) {
       Edge& edge = node->inputs[i];

@@ -1,6 +1,9 @@
 #include "autograd/function.h"
 
+#include "autograd/anomaly.h"
+#include "autograd/anomaly_checks.h"
 #include "autograd/grad_mode.h"
+#include "autograd/profiler.h"
 
 namespace qkv::autograd {
 
@@ -13,9 +16,12 @@ bool needs_graph(const std::vector<Tensor>& inputs) {
 
 Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs,
               const std::vector<Tensor>& save, BackwardFn backward) {
+  if (is_anomaly_enabled()) anomaly::check_forward(op, out, inputs);
   if (!needs_graph(inputs)) return out;
+  note_recorded(op);
   auto node = std::make_shared<Node>();
   node->op = op;
+  if (is_anomaly_enabled()) anomaly::track(*node);
   node->inputs.reserve(inputs.size());
   for (const Tensor& in : inputs) {
     Edge e;

@@ -49,6 +49,15 @@ struct Node {
   Shape out_shape;
   bool released = false;               // backward ran and the graph was freed
 
+  // After a backward with retain_graph: the norm of the gradient sent to each input (NaN if none),
+  // for the graph dump (autograd/graph_dump.h).
+  std::vector<float> input_grad_norms;
+
+  // Anomaly mode (autograd/anomaly.h): the call stack that recorded this node, and the step it
+  // was recorded in (0: recorded with anomaly mode off).
+  std::vector<void*> creation_trace;
+  uint64_t anomaly_step = 0;
+
   // Scratch space of the engine during one backward pass.
   Tensor grad_sum;                     // the sum of gradients arriving from consumers
   uint64_t visit_mark = 0;

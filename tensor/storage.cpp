@@ -29,9 +29,11 @@ constexpr bool kCaching = true;
 std::atomic<int64_t> g_live_storages{0};
 std::atomic<int64_t> g_live_bytes{0};
 std::atomic<int64_t> g_peak_bytes{0};
+std::atomic<int64_t> g_allocated_bytes{0};
 
 void note_allocation(int64_t bytes) {
   g_live_storages.fetch_add(1, std::memory_order_relaxed);
+  g_allocated_bytes.fetch_add(bytes, std::memory_order_relaxed);
   const int64_t live = g_live_bytes.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
   while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
@@ -142,7 +144,8 @@ Storage::~Storage() {
 }
 
 MemoryStats memory_stats() {
-  return {g_live_storages.load(), g_live_bytes.load(), g_peak_bytes.load(), block_cache().cached_bytes()};
+  return {g_live_storages.load(), g_live_bytes.load(), g_peak_bytes.load(), block_cache().cached_bytes(),
+          g_allocated_bytes.load()};
 }
 
 void reset_peak_memory() { g_peak_bytes.store(g_live_bytes.load()); }

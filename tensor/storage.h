@@ -36,6 +36,7 @@ struct MemoryStats {
   int64_t live_bytes = 0;     // their bytes (as requested)
   int64_t peak_bytes = 0;     // the most live_bytes has been since the last reset
   int64_t cached_bytes = 0;   // freed buffers kept by the caching allocator for reuse
+  int64_t allocated_bytes = 0;  // every buffer ever allocated, freed or not (only grows)
 };
 
 MemoryStats memory_stats();

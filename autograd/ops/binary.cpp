@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "autograd/ops/map.h"
 
@@ -18,6 +19,7 @@ using ops::map3;
 }  // namespace
 
 Tensor Tensor::add(const Tensor& other) const {
+  const autograd::OpScope scope("add");
   Tensor out = map2(*this, other, "add", [](float a, float b) { return a + b; });
   return autograd::record("add", out, {*this, other}, {},
       [sa = shape(), sb = other.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
@@ -26,6 +28,7 @@ Tensor Tensor::add(const Tensor& other) const {
 }
 
 Tensor Tensor::sub(const Tensor& other) const {
+  const autograd::OpScope scope("sub");
   Tensor out = map2(*this, other, "sub", [](float a, float b) { return a - b; });
   return autograd::record("sub", out, {*this, other}, {},
       [sa = shape(), sb = other.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
@@ -34,6 +37,7 @@ Tensor Tensor::sub(const Tensor& other) const {
 }
 
 Tensor Tensor::mul(const Tensor& other) const {
+  const autograd::OpScope scope("mul");
   Tensor out = map2(*this, other, "mul", [](float a, float b) { return a * b; });
   return autograd::record("mul", out, {*this, other}, {*this, other},
       [](const Tensor& g, const BackwardContext& ctx) -> Grads {
@@ -44,6 +48,7 @@ Tensor Tensor::mul(const Tensor& other) const {
 }
 
 Tensor Tensor::div(const Tensor& other) const {
+  const autograd::OpScope scope("div");
   Tensor out = map2(*this, other, "div", [](float a, float b) { return a / b; });
   return autograd::record("div", out, {*this, other}, {*this, other},
       [](const Tensor& g, const BackwardContext& ctx) -> Grads {
@@ -58,6 +63,7 @@ Tensor Tensor::div(const Tensor& other) const {
 }
 
 Tensor Tensor::pow(const Tensor& exponent) const {
+  const autograd::OpScope scope("pow");
   Tensor out = map2(*this, exponent, "pow", [](float a, float b) { return std::pow(a, b); });
   return autograd::record("pow", out, {*this, exponent}, {*this, exponent, out},
       [](const Tensor& g, const BackwardContext& ctx) -> Grads {
@@ -82,6 +88,7 @@ namespace {
 // maximum/minimum: the gradient goes to the larger (smaller) input; on a tie it is split evenly,
 // as PyTorch does, which keeps the gradient a valid subgradient and symmetric in a and b.
 Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
+  const autograd::OpScope scope(op);
   Tensor out = map2(a, b, op, [is_max](float x, float y) {
     if (std::isnan(x) || std::isnan(y)) return NAN;
     return is_max ? std::fmax(x, y) : std::fmin(x, y);
@@ -106,6 +113,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) { return a.maximum(b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return a.minimum(b); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const autograd::OpScope scope("where");
   Tensor out = map3(cond, a, b, "where", [](float c, float x, float y) { return c != 0.0f ? x : y; });
   return autograd::record("where", out, {a, b}, {cond},
       [sa = a.shape(), sb = b.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
@@ -118,6 +126,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 Tensor Tensor::masked_fill(const Tensor& mask, float value) const {
+  const autograd::OpScope scope("masked_fill");
   if (broadcast_shapes(shape(), mask.shape(), "masked_fill") != shape())
     throw ShapeError("masked_fill: mask of shape " + shape_str(mask.shape()) +
                      " does not broadcast to the input's shape " + shape_str(shape()));
@@ -132,9 +141,11 @@ Tensor Tensor::masked_fill(const Tensor& mask, float value) const {
 
 #define QKV_COMPARISON(name, expr)                                                        \
   Tensor Tensor::name(const Tensor& other) const {                                        \
+    const autograd::OpScope scope(#name);                                                 \
     return map2(*this, other, #name, [](float a, float b) { return (expr) ? 1.0f : 0.0f; }); \
   }                                                                                       \
   Tensor Tensor::name(float s) const {                                                    \
+    const autograd::OpScope scope(#name "_scalar");                                       \
     return ops::map1(*this, [s](float a) { const float b = s; return (expr) ? 1.0f : 0.0f; }); \
   }
 QKV_COMPARISON(eq, a == b)

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "autograd/ops/map.h"
 #include "tensor/error.h"
 #include "tensor/kernels/parallel.h"
@@ -40,6 +41,7 @@ float sigmoid(float x) {
 
 Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, const Tensor& weight,
                              int64_t ignore_index, float label_smoothing) {
+  const autograd::OpScope scope("cross_entropy");
   if (logits.dim() != 2)
     throw ShapeError("cross_entropy: logits must be (N, C), got shape " + shape_str(logits.shape()));
   const int64_t N = logits.size(0), C = logits.size(1);
@@ -128,6 +130,7 @@ Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, co
 }
 
 Tensor sigmoid_cross_entropy(const Tensor& x, const Tensor& y, const Tensor& pos_weight) {
+  const autograd::OpScope scope("binary_cross_entropy_with_logits");
   const char* op = "binary_cross_entropy_with_logits";
   if (y.shape() != x.shape())
     throw ShapeError(std::string(op) + ": target of shape " + shape_str(y.shape()) + " must have the input's shape " +

@@ -5,12 +5,14 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "tensor/random.h"
 
 namespace qkv {
 
 Tensor dropout(const Tensor& x, float p, Generator& gen) {
+  const autograd::OpScope scope("dropout");
   if (!(p >= 0.0f && p < 1.0f)) throw ValueError("dropout: p must be in [0, 1), got " + std::to_string(p));
   if (p == 0.0f) return x;
   // Inverted dropout: survivors scaled by 1/(1-p), so E[y] = x (Srivastava et al. 2014; PyTorch).

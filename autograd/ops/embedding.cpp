@@ -4,6 +4,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/kernels/parallel.h"
@@ -12,6 +13,7 @@ namespace qkv {
 
 // ids (...) → (..., D), weight (V, D)
 Tensor embedding(const IndexTensor& ids, const Tensor& weight, std::optional<int64_t> padding_idx) {
+  const autograd::OpScope scope("embedding");
   if (weight.dim() != 2)
     throw ShapeError("embedding: weight must be 2-d (num_embeddings, embedding_dim), got shape " +
                      shape_str(weight.shape()));

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/kernels/gemm.h"
@@ -33,6 +34,7 @@ void expect_shape(const Tensor& t, const Shape& expected, const char* op, const 
 
 // gi, gh (B, 3H), h (B, H) → h' (B, H)
 Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h) {
+  const autograd::OpScope scope("gru_cell");
   if (h.dim() != 2) throw ShapeError("gru_cell: h must be (B, H), got shape " + shape_str(h.shape()));
   const int64_t B = h.size(0), H = h.size(1);
   expect_shape(gi, {B, 3 * H}, "gru_cell", "gi");
@@ -52,6 +54,7 @@ Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h) {
 
 // gi (T, B, 3H), h0 (B, H), w_hh (3H, H), b_hh (3H) → every h_t (T, B, H)
 Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, const Tensor& b_hh, bool reverse) {
+  const autograd::OpScope scope("gru_sequence");
   if (gi.dim() != 3 || h0.dim() != 2 || gi.size(0) == 0)
     throw ShapeError("gru_sequence: expected gi (T, B, 3H) with T > 0 and h0 (B, H), got shapes " +
                      shape_str(gi.shape()) + " and " + shape_str(h0.shape()));
@@ -80,6 +83,7 @@ Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, cons
     kernels::gru_gates_forward(B, H, gic.data() + t * B * G, gh_t, prev, out.data() + t * B * H,
                                gates.data() + (keep ? t : 0) * B * G);
   }
+  autograd::add_flops(2 * T * B * G * H);  // the products h_{t-1}·W_hhᵀ (the gates are not counted)
   if (!keep) return out;
 
   return autograd::record("gru_sequence", out, {gi, h0, w_hh, b_hh}, {hc0, w, out, gh, gates},
@@ -123,6 +127,7 @@ Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, cons
           db = Tensor::empty({G});
           kernels::sum_dim(1, T * B, G, dgh.data(), db.data());
         }
+        autograd::add_flops(2 * T * B * G * H * (ctx.needs[2] ? 2 : 1));  // dh_{t-1} and dW_hh products
         return {ctx.needs[0] ? dgi : Tensor(), ctx.needs[1] ? dh : Tensor(), dw, db};
       });
 }

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/kernels/elementwise.h"
@@ -24,6 +25,7 @@ void check_range(const IndexTensor& index, int64_t size, const char* op, int64_t
 }  // namespace
 
 Tensor Tensor::index_select(int64_t dim, const IndexTensor& index) const {
+  const autograd::OpScope scope("index_select");
   const int64_t d = normalize_dim(dim, this->dim(), "index_select");
   if (index.dim() != 1)
     throw ShapeError("index_select: index must be 1-d, got shape " + shape_str(index.shape()));
@@ -61,6 +63,7 @@ Tensor Tensor::index_select(int64_t dim, const IndexTensor& index) const {
 }
 
 Tensor Tensor::gather(int64_t dim, const IndexTensor& index) const {
+  const autograd::OpScope scope("gather");
   const int64_t d = normalize_dim(dim, this->dim(), "gather");
   if (index.dim() != this->dim())
     throw ShapeError("gather: index of shape " + shape_str(index.shape()) +
@@ -97,6 +100,7 @@ Tensor Tensor::gather(int64_t dim, const IndexTensor& index) const {
 }
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  const autograd::OpScope scope("cat");
   if (tensors.empty()) throw ValueError("cat: expected a non-empty list of tensors");
   const Tensor& first = tensors[0];
   if (first.dim() == 0) throw ShapeError("cat: zero-dimensional tensors cannot be concatenated");

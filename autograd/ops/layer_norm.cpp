@@ -7,6 +7,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "tensor/kernels/layernorm.h"
 
@@ -29,6 +30,7 @@ const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nul
 
 // x (..., D) → y (..., D), normalized over D; weight and bias (D) or undefined.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
+  const autograd::OpScope scope("layer_norm");
   if (x.dim() == 0 || x.size(-1) == 0)
     throw ShapeError("layer_norm: input of shape " + shape_str(x.shape()) +
                      " has no last dim to normalize over");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "tensor/kernels/gemm.h"
 
@@ -57,6 +58,7 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in) {
     if (!lb) b = b.contiguous(), lb = Layout{false, N};
     kernels::gemm(false, lb->trans, rows, N, K, 1.0f, a.data(), K, b.data(), lb->ld, 0.0f,
                   out.data(), N);
+    autograd::add_flops(2 * rows * N * K);  // a multiply and an add per (row, n, k)
     return out;
   }
 
@@ -75,6 +77,7 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in) {
   Tensor out = Tensor::empty(out_shape);
   const int64_t count = numel(batch);
   if (count == 0 || M == 0 || N == 0) return out;
+  autograd::add_flops(2 * count * M * N * K);
 
   // Offsets of each batch's matrices. When they step evenly (a contiguous batch, or broadcasting
   // with stride 0) the strided batched call takes them; otherwise (the heads of a (B, T, H·d)
@@ -107,6 +110,7 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in) {
 }  // namespace
 
 Tensor Tensor::matmul(const Tensor& other) const {
+  const autograd::OpScope scope("matmul");
   const Tensor& a = *this;
   const Tensor& b = other;
   if (a.dim() == 0 || b.dim() == 0)

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops/map.h"
@@ -74,6 +75,7 @@ Tensor sum_keepdim(const Tensor& x, const std::vector<int64_t>& dims) {
 }  // namespace
 
 Tensor Tensor::sum(std::vector<int64_t> dims, bool keepdim) const {
+  const autograd::OpScope scope("sum");
   const std::vector<int64_t> rd = reduced_dims(dims, dim(), "sum");
   const Tensor reduced = sum_keepdim(*this, rd);
   const Shape out_shape = reduced_shape(shape(), rd, keepdim);
@@ -102,6 +104,7 @@ Tensor Tensor::var(std::vector<int64_t> dims, int64_t correction, bool keepdim) 
 }
 
 Tensor Tensor::norm(float p, std::vector<int64_t> dims, bool keepdim) const {
+  const autograd::OpScope scope("norm");
   const std::vector<int64_t> rd = reduced_dims(dims, dim(), "norm");
   if (std::isinf(p) && p > 0) {
     // max |x|. Where several elements tie for the maximum, PyTorch splits the gradient evenly
@@ -142,6 +145,7 @@ namespace {
 
 std::pair<Tensor, IndexTensor> extremum_dim(const char* op, const Tensor& x, int64_t dim, bool keepdim,
                                             bool is_max) {
+  const autograd::OpScope scope(op);
   const int64_t d = normalize_dim(dim, x.dim(), op);
   if (x.shape()[d] == 0)
     throw ShapeError(std::string(op) + ": cannot reduce over dim " + std::to_string(dim) +

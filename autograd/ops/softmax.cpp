@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "tensor/kernels/softmax.h"
 
@@ -29,6 +30,7 @@ void split_at(const Shape& shape, int64_t d, int64_t& outer, int64_t& n, int64_t
 }
 
 Tensor softmax_op(const char* op, const Tensor& x, int64_t dim, bool log) {
+  const autograd::OpScope scope(op);
   const int64_t d = normalize_dim(dim, x.dim(), op);
   int64_t outer, n, inner;
   split_at(x.shape(), d, outer, n, inner);
@@ -75,6 +77,7 @@ IndexTensor row_lengths(const Tensor& x, const IndexTensor& valid_lens) {
 
 // x (B, [H,] Q, K) → weights of the same shape; rows past their valid length are zero.
 Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens) {
+  const autograd::OpScope scope("masked_softmax");
   if (x.dim() == 0) throw ShapeError("masked_softmax: X must have at least one dim, got a scalar");
   const int64_t n = x.size(-1), rows = n > 0 ? x.numel() / n : 0;
   const IndexTensor lens = valid_lens.defined() ? row_lengths(x, valid_lens) : IndexTensor();

@@ -4,6 +4,7 @@
 #include <numbers>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "tensor/error.h"
 #include "autograd/ops/map.h"
 
@@ -19,6 +20,7 @@ using ops::map2;
 // `from_output`) by `derivative`.
 template <class F, class D>
 Tensor pointwise(const char* op, const Tensor& x, F f, D derivative, bool from_output = false) {
+  const autograd::OpScope scope(op);
   Tensor out = map1(x, f);
   const Tensor& saved = from_output ? out : x;
   return autograd::record(op, out, {x}, {saved},
@@ -29,6 +31,7 @@ Tensor pointwise(const char* op, const Tensor& x, F f, D derivative, bool from_o
 
 // y = scale·x + shift, whose gradient is g · scale.
 Tensor affine(const char* op, const Tensor& x, float scale, float shift) {
+  const autograd::OpScope scope(op);
   Tensor out = map1(x, [scale, shift](float v) { return scale * v + shift; });
   return autograd::record(op, out, {x}, {},
       [scale](const Tensor& g, const BackwardContext&) -> Grads {
@@ -47,6 +50,7 @@ Tensor Tensor::add(float s) const { return affine("add_scalar", *this, 1.0f, s);
 Tensor Tensor::sub(float s) const { return affine("add_scalar", *this, 1.0f, -s); }
 Tensor Tensor::mul(float s) const { return affine("mul_scalar", *this, s, 0.0f); }
 Tensor Tensor::div(float s) const {
+  const autograd::OpScope scope("div_scalar");
   // A true division (not multiplication by 1/s), so x / 3 gives the same bits as in PyTorch.
   Tensor out = map1(*this, [s](float v) { return v / s; });
   return autograd::record("div_scalar", out, {*this}, {},

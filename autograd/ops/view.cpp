@@ -6,6 +6,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/profiler.h"
 #include "autograd/grad_mode.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
@@ -24,6 +25,7 @@ Tensor alias(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
 // A view that keeps the elements in the same row-major order (view, reshape, squeeze, unsqueeze):
 // its gradient is the output gradient reshaped back.
 Tensor same_order_view(const Tensor& x, Shape shape, Shape strides) {
+  const autograd::OpScope scope("view");
   Tensor out = alias(x, std::move(shape), std::move(strides), x.offset());
   const Shape in_shape = x.shape();
   return autograd::record("view", out, {x}, {},
@@ -128,6 +130,7 @@ Tensor Tensor::squeeze() const {
 }
 
 Tensor Tensor::permute(std::vector<int64_t> dims) const {
+  const autograd::OpScope scope("permute");
   if (static_cast<int64_t>(dims.size()) != dim())
     throw ShapeError("permute: got " + std::to_string(dims.size()) + " dims for a tensor of shape " +
                      shape_str(shape()));
@@ -160,6 +163,7 @@ Tensor Tensor::t() const {
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  const autograd::OpScope scope("slice");
   const int64_t pos = normalize_dim(d, dim(), "slice");
   if (step <= 0) throw ValueError("slice: step must be positive, got " + std::to_string(step));
   // Python slicing: negative bounds count from the end, and bounds are clamped to [0, size].
@@ -191,6 +195,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
+  const autograd::OpScope scope("select");
   const int64_t pos = normalize_dim(d, dim(), "select");
   const int64_t n = shape()[pos];
   if (index < -n || index >= n)
@@ -211,6 +216,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 }
 
 Tensor Tensor::expand(Shape shape) const {
+  const autograd::OpScope scope("expand");
   if (static_cast<int64_t>(shape.size()) < dim())
     throw ShapeError("expand: cannot expand shape " + shape_str(this->shape()) + " to " +
                      shape_str(shape) + ": fewer dims");
@@ -247,6 +253,7 @@ Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.shape(
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
+  const autograd::OpScope scope("contiguous");
   Tensor out = Tensor::empty(shape());
   kernels::copy_strided(shape(), data(), strides(), out.data(), out.strides());
   return autograd::record("contiguous", out, {*this}, {},
@@ -254,6 +261,7 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
+  const autograd::OpScope scope("clone");
   Tensor out = Tensor::empty(shape());
   kernels::copy_strided(shape(), data(), strides(), out.data(), out.strides());
   return autograd::record("clone", out, {*this}, {},

@@ -1,27 +1,282 @@
-// Placeholder for the tagger example (issue 6): fits y = sin(x) with a two-layer MLP trained by
-// plain gradient descent on qkv's autograd, printing the loss as it falls.
+// tagger: a tiny Transformer encoder that tags parts of speech, end to end.
+//
+//   tagger train   [--run DIR] [--train F --dev F --test F] [model and budget options]
+//   tagger eval    [--run DIR] [--test F]
+//   tagger predict [--run DIR] [SENTENCE...]      (no sentence: one per line on stdin)
+//   tagger ablate  [--run DIR] [budget options]
+//   tagger bench   [--config tiny|small|base] [--steps N]
+//   tagger data    [--out DIR]                    (the built-in corpus as CoNLL-U files)
+//
+// Without data files, train uses the built-in corpus (examples/tagger/corpus.h). Threads come
+// from QKV_NUM_THREADS or --threads.
+#include <algorithm>
 #include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <string>
+#include <vector>
 
-#include "qkv.h"
+#include "examples/common/args.h"
+#include "examples/tagger/bench.h"
+#include "examples/tagger/train.h"
+#include "tensor/error.h"
+#include "tensor/threads.h"
 
-int main() {
-  using namespace qkv;
-  manual_seed(0);
-  const Tensor x = linspace(-3.0f, 3.0f, 256).unsqueeze(1);  // (256, 1)
-  const Tensor y = x.sin();
-  Tensor w1 = (randn({1, 32}) * 0.5f).requires_grad_(), b1 = zeros({32}, true);
-  Tensor w2 = (randn({32, 1}) * 0.2f).requires_grad_(), b2 = zeros({1}, true);
-  const float lr = 0.05f;
-  for (int step = 0; step <= 2000; ++step) {
-    const Tensor pred = (x.matmul(w1) + b1).tanh().matmul(w2) + b2;
-    const Tensor loss = ((pred - y) * (pred - y)).mean();
-    for (Tensor* p : {&w1, &b1, &w2, &b2}) p->zero_grad();
-    loss.backward();
-    {
-      NoGradGuard no_grad;
-      for (Tensor* p : {&w1, &b1, &w2, &b2}) p->add_(p->grad(), -lr);
+namespace {
+
+using qkv::examples::Args;
+using namespace tagger;
+
+const char* const kUsage =
+    "usage: tagger COMMAND [OPTIONS]\n"
+    "commands:\n"
+    "  train     train on the built-in corpus (or --train/--dev/--test files), evaluate, draw figures\n"
+    "  eval      accuracy overall and per tag, and the confusion matrix, of a trained run\n"
+    "  predict   tag the sentences given as arguments, or one per line on stdin\n"
+    "  ablate    train the full model, no positions, window ±1 and a BiGRU with one budget; one table\n"
+    "  bench     time training steps of an anchor config on random data (--config tiny|small|base)\n"
+    "  data      write the built-in corpus as CoNLL-U files (--out DIR)\n"
+    "run `tagger COMMAND --help` for its options\n";
+
+std::vector<Args::Option> model_options() {
+  const Config d;
+  return {
+      {"run", "runs/tagger", "run directory (checkpoints, config, metrics, figures)"},
+      {"train", "", "training file (.conllu: CoNLL-U; otherwise two-column CoNLL)"},
+      {"dev", "", "development file"},
+      {"test", "", "test file"},
+      {"model", d.model, "transformer or gru"},
+      {"positions", d.positions, "sinusoidal or none"},
+      {"window", std::to_string(d.window), "attend only within ±window tokens (-1: everywhere)"},
+      {"d-model", std::to_string(d.d_model), "model width"},
+      {"heads", std::to_string(d.heads), "attention heads"},
+      {"ffn", std::to_string(d.ffn), "position-wise FFN width"},
+      {"layers", std::to_string(d.layers), "encoder blocks"},
+      {"dropout", "0.1", "dropout"},
+      {"epochs", std::to_string(d.epochs), "epochs"},
+      {"batch-size", std::to_string(d.batch_size), "sentences per batch"},
+      {"lr", "0.003", "peak learning rate (AdamW)"},
+      {"weight-decay", "0.01", "AdamW weight decay"},
+      {"warmup", std::to_string(d.warmup_steps), "linear warmup steps, then cosine decay"},
+      {"clip", "1", "gradient norm clipping"},
+      {"min-freq", std::to_string(d.min_freq), "words seen fewer times become <unk>"},
+      {"seed", "0", "seed of the corpus, the initialization and the batch order"},
+      {"sentences", std::to_string(d.train_sentences), "built-in corpus: training sentences"},
+      {"threads", "0", "threads (0: QKV_NUM_THREADS or all cores)"},
+      {"resume", "false", "continue the run in --run from its last checkpoint"},
+      {"no-figures", "false", "skip the PNG figures"},
+      {"profile", "false", "train: profile the first epoch (op table, RUN/profile.csv)"},
+      {"example", TrainOptions{}.example, "the sentence whose attention is drawn"},
+  };
+}
+
+Config config_from(const Args& a) {
+  Config c;
+  c.model = a.str("model");
+  c.positions = a.str("positions");
+  c.window = a.integer("window");
+  c.d_model = a.integer("d-model");
+  c.heads = a.integer("heads");
+  c.ffn = a.integer("ffn");
+  c.layers = a.integer("layers");
+  c.dropout = a.number("dropout");
+  c.epochs = a.integer("epochs");
+  c.batch_size = a.integer("batch-size");
+  c.lr = a.number("lr");
+  c.weight_decay = a.number("weight-decay");
+  c.warmup_steps = a.integer("warmup");
+  c.clip = a.number("clip");
+  c.min_freq = a.integer("min-freq");
+  c.seed = static_cast<uint64_t>(a.integer("seed"));
+  c.train_sentences = a.integer("sentences");
+  // Absolute, so that eval and --resume find the files from any working directory.
+  auto absolute = [](const std::string& p) { return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string(); };
+  c.train_file = absolute(a.str("train"));
+  c.dev_file = absolute(a.str("dev"));
+  c.test_file = absolute(a.str("test"));
+  c.validate();
+  return c;
+}
+
+void set_threads(const Args& a) {
+  if (const int64_t n = a.integer("threads"); n > 0) qkv::set_num_threads(static_cast<int>(n));
+}
+
+int cmd_train(const Args& a) {
+  set_threads(a);
+  Config config = config_from(a);
+  if (a.flag("resume")) {  // the run's own config and data; only --epochs may change (to extend it)
+    const int64_t epochs = config.epochs;
+    config = load_run_config(a.str("run"));
+    if (a.given("epochs")) config.epochs = epochs;
+  }
+  const Data data = load_data(config);
+  TrainOptions options;
+  options.run_dir = a.str("run");
+  options.resume = a.flag("resume");
+  options.figures = !a.flag("no-figures");
+  options.profile = a.flag("profile");
+  options.example = a.str("example");
+  std::cout << "tagger: training on " << qkv::get_num_threads() << " thread(s), run directory " << options.run_dir << "\n";
+  train(config, data, options);
+  return 0;
+}
+
+int cmd_eval(const Args& a) {
+  set_threads(a);
+  Run run = load_run(a.str("run"));
+  // The run's own data (the built-in corpus regenerated, or its files) decides which words are
+  // ambiguous; --test scores another file instead of the run's test split.
+  const Data data = load_data(run.config);
+  const std::vector<TaggedSentence> test = a.given("test") ? read_tagged(a.str("test")) : data.test;
+  const TagLexicon lexicon(data.train);
+  const Evaluation e = evaluate(*run.model, run.vocabs, lexicon, test, 64);
+  print_evaluation(std::cout, e, run.vocabs.tags);
+  return 0;
+}
+
+int cmd_predict(const Args& a) {
+  set_threads(a);
+  Run run = load_run(a.str("run"));
+  std::vector<std::vector<std::string>> sentences;
+  for (const std::string& s : a.positional()) sentences.push_back(split_words(s));
+  if (sentences.empty()) {
+    for (std::string line; std::getline(std::cin, line);) {
+      if (!split_words(line).empty()) sentences.push_back(split_words(line));
     }
-    if (step % 250 == 0) std::printf("step %4d  mse %.5f\n", step, loss.item());
+  }
+  if (sentences.empty()) throw qkv::ValueError("tagger predict: no sentence given (arguments or stdin)");
+  const auto tags = predict(run, sentences);
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    for (size_t j = 0; j < sentences[i].size(); ++j) {
+      std::cout << (j ? " " : "") << sentences[i][j] << '/' << tags[i][j]
+                << (run.vocabs.words.contains(sentences[i][j]) ? "" : "(unk)");
+    }
+    std::cout << "\n";
   }
   return 0;
+}
+
+int cmd_ablate(const Args& a) {
+  set_threads(a);
+  const Config base = config_from(a);
+  const Data data = load_data(base);
+  struct Variant {
+    std::string name, dir;
+    Config config;
+  };
+  std::vector<Variant> variants;
+  variants.push_back({"transformer (full)", "full", base});
+  Config no_pos = base;
+  no_pos.positions = "none";
+  variants.push_back({"no positional encoding", "no_positions", no_pos});
+  Config window = base;
+  window.window = 1;
+  variants.push_back({"window attention ±1", "window1", window});
+  Config gru = base;
+  gru.model = "gru";
+  variants.push_back({"bidirectional GRU", "bigru", gru});
+  const TagLexicon lexicon(data.train);
+  const TaggingScore majority = score_tags(lexicon, data.test, majority_tags(lexicon, data.test));
+  std::vector<std::pair<std::string, TrainResult>> results;
+  for (const Variant& v : variants) {
+    TrainOptions options;
+    options.run_dir = (std::filesystem::path(a.str("run")) / "ablate" / v.dir).string();
+    options.verbose = false;
+    options.figures = false;
+    std::cout << "ablate: training " << v.name << " (" << v.config.epochs << " epochs) in " << options.run_dir << std::endl;
+    results.emplace_back(v.name, train(v.config, data, options));
+    std::cout << "ablate: " << v.name << ": test accuracy " << std::fixed << std::setprecision(2) << 100 * results.back().second.test.score.overall.value()
+              << "%\n";
+  }
+  std::cout << "\nsame data, seed and budget (" << base.epochs << " epochs); test accuracy:\n";
+  std::cout << "  " << std::left << std::setw(26) << "model" << std::right << std::setw(10) << "overall" << std::setw(11)
+            << "ambiguous" << std::setw(10) << "repeated" << std::setw(10) << "tok/s" << "\n";
+  auto row = [](const std::string& name, const TaggingScore& s, double tps) {
+    // Pad by characters, not bytes: "±" is two bytes of UTF-8 and one column.
+    int64_t columns = 0;
+    for (unsigned char ch : name) columns += (ch & 0xC0) != 0x80;
+    std::cout << "  " << name << std::string(static_cast<size_t>(std::max<int64_t>(0, 26 - columns)), ' ') << std::right << std::fixed << std::setprecision(2)
+              << std::setw(9) << 100 * s.overall.value() << "%" << std::setw(10) << 100 * s.ambiguous.value() << "%"
+              << std::setw(9) << 100 * s.repeated.value() << "%";
+    if (tps > 0) {
+      std::cout << std::setw(10) << std::setprecision(0) << tps;
+    } else {
+      std::cout << std::setw(10) << "-";
+    }
+    std::cout << "\n";
+  };
+  row("majority tag (unigram)", majority, 0);
+  for (const auto& [name, r] : results) row(name, r.test.score, r.train_tokens_per_s);
+  std::cout << "ambiguous: tokens of words seen with several tags in training; repeated: tokens of a word that\n"
+               "occurs again in its sentence with another tag (\"i saw a saw\").\n";
+  return 0;
+}
+
+int cmd_data(const Args& a) {
+  Config c;
+  c.seed = static_cast<uint64_t>(a.integer("seed"));
+  c.train_sentences = a.integer("sentences");
+  c.validate();
+  const Corpus corpus = generate_corpus(c.seed, {c.train_sentences, c.dev_sentences, c.test_sentences});
+  write_corpus(corpus, a.str("out"));
+  std::cout << "wrote " << a.str("out") << "/train.conllu, dev.conllu, test.conllu\n";
+  print_stats(std::cout, corpus_stats(corpus.train));
+  return 0;
+}
+
+int cmd_bench(const Args& a) {
+  set_threads(a);
+  const BenchConfig config = bench_config(a.str("config"));
+  const BenchResult r = run_bench(config, a.integer("steps"), a.integer("warmup"));
+  std::cout << format_bench(config, r) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  try {
+    std::vector<Args::Option> spec;
+    int (*run)(const Args&) = nullptr;
+    if (cmd == "train" || cmd == "ablate") {
+      spec = model_options();
+      run = cmd == "train" ? cmd_train : cmd_ablate;
+    } else if (cmd == "eval" || cmd == "predict") {
+      spec = {{"run", "runs/tagger", "run directory of a trained model"},
+              {"test", "", "eval: a test file (.conllu or two-column CoNLL) instead of the run's test split"},
+              {"threads", "0", "threads"}};
+      run = cmd == "eval" ? cmd_eval : cmd_predict;
+    } else if (cmd == "data") {
+      spec = {{"out", "data", "directory for train.conllu, dev.conllu and test.conllu"},
+              {"seed", "0", "the corpus seed"},
+              {"sentences", std::to_string(Config{}.train_sentences), "training sentences"}};
+      run = cmd_data;
+    } else if (cmd == "bench") {
+      spec = {{"config", "tiny", "tiny, small or base (../shared/anchors/README.md)"},
+              {"steps", "30", "timed steps"},
+              {"warmup", "5", "untimed steps first"},
+              {"threads", "0", "threads"}};
+      run = cmd_bench;
+    } else {
+      std::cerr << "tagger: unknown command '" << cmd << "'\n" << kUsage;
+      return 2;
+    }
+    const Args args(argc - 2, argv + 2, spec, "usage: tagger " + cmd + " [OPTIONS]");
+    if (args.help_requested()) {
+      std::cout << args.help();
+      return 0;
+    }
+    return run(args);
+  } catch (const std::exception& e) {
+    std::cerr << "tagger: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -1,0 +1,126 @@
+// The op profiler: where the time and the memory of a training step go, op by op.
+//
+//   qkv::Profiler profiler;             // records every op run on this thread from here on
+//   Tensor loss = model_loss(batch);
+//   loss.backward();
+//   profiler.stop();
+//   std::cout << profiler.report();     // a table sorted by time
+//   profiler.write_csv("profile.csv");
+//
+// Each op kind gets one row for its forward and one for its backward: calls, total and mean time,
+// FLOPs and GFLOP/s where the op knows its count (matmul), bytes allocated and the peak of live
+// tensor memory during its calls. An op that calls other ops (matmul views its operands, a
+// backward runs a few forward ops) is timed as one unit: what it calls is folded into its row, so a
+// backward row is the whole cost of sending that op's gradient back.
+//
+// Ops open an autograd::OpScope first thing; the engine opens one around each node's backward.
+// With no profiler on, an OpScope costs one load and one untaken branch (docs/PERFORMANCE.md has
+// the measurement). While a profiler records, memory_stats().peak_bytes is restarted at each op
+// (that is how each op's own peak is measured); read the peak of the region from the profiler.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace qkv {
+
+enum class Pass { Forward, Backward };
+
+// One row of the profile: one op kind in one pass.
+struct OpProfile {
+  std::string op;
+  Pass pass = Pass::Forward;
+  int64_t calls = 0;
+  int64_t total_ns = 0;
+  int64_t flops = 0;            // floating-point operations (a multiply-add is 2); 0 if unknown
+  int64_t bytes_allocated = 0;  // tensor storage allocated during the calls (freed or not)
+  int64_t peak_bytes = 0;       // the most live tensor memory reached during any call
+
+  double total_ms() const { return static_cast<double>(total_ns) * 1e-6; }
+  double mean_us() const { return calls ? static_cast<double>(total_ns) * 1e-3 / calls : 0.0; }
+  double gflops_per_s() const { return total_ns ? static_cast<double>(flops) / total_ns : 0.0; }
+};
+
+class Profiler {
+ public:
+  // Starts recording the ops run on the calling thread. A profiler started inside another one
+  // takes over until it stops.
+  Profiler();
+  ~Profiler();
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  void stop();  // idempotent; the destructor stops too
+
+  // Rows sorted by total time, longest first (ties by name, then forward before backward).
+  std::vector<OpProfile> ops() const;
+  // Time from start to stop (or to now), of which the rows account for ops_ms().
+  double wall_ms() const;
+  double ops_ms() const;
+  // The most live tensor memory reached between start and stop, and what was live at the start.
+  int64_t peak_bytes() const;
+  int64_t start_bytes() const { return start_bytes_; }
+  // OpScopes opened on this thread, nested ones included (the rows count outermost ones only).
+  int64_t scopes_opened() const;
+  // Ops that recorded a graph node without opening an OpScope: their forward time is missing.
+  const std::set<std::string>& unscoped_ops() const;
+
+  // A table of ops() with a total line: what a person reads.
+  std::string report() const;
+  // One line per row: op,pass,calls,total_ms,mean_us,flops,gflop_per_s,bytes_allocated,peak_bytes
+  std::string csv() const;
+  // {"wall_ms": ..., "ops_ms": ..., "peak_bytes": ..., "ops": [{"op": ..., "pass": ..., ...}]}
+  std::string json() const;
+  void write_csv(const std::string& path) const;
+  void write_json(const std::string& path) const;
+
+  struct State;  // the recording, shared with OpScope (profiler.cpp)
+
+ private:
+  State* state_;
+  State* previous_;  // the profiler this one took over from
+  int64_t start_bytes_ = 0;
+  bool stopped_ = false;
+};
+
+namespace autograd {
+
+namespace detail {
+extern std::atomic<int> profilers_running;  // on any thread: the fast "off" test of OpScope
+void add_flops(int64_t flops);
+void note_recorded(const char* op);
+}  // namespace detail
+
+// Marks the running of one op: opened first thing by every op's forward (named as the op records
+// its node), and by the engine around each node's backward. Cheap when no profiler runs.
+class OpScope {
+ public:
+  explicit OpScope(const char* op, Pass pass = Pass::Forward) {
+    if (detail::profilers_running.load(std::memory_order_relaxed) != 0) open(op, pass);
+  }
+  ~OpScope() {
+    if (state_) close();
+  }
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+ private:
+  void open(const char* op, Pass pass);
+  void close();
+  Profiler::State* state_ = nullptr;
+};
+
+// Adds to the FLOP count of the op in progress on this thread (the outermost scope).
+inline void add_flops(int64_t flops) {
+  if (detail::profilers_running.load(std::memory_order_relaxed) != 0) detail::add_flops(flops);
+}
+// Called by record(): notes an op that records a node outside any OpScope.
+inline void note_recorded(const char* op) {
+  if (detail::profilers_running.load(std::memory_order_relaxed) != 0) detail::note_recorded(op);
+}
+
+}  // namespace autograd
+}  // namespace qkv

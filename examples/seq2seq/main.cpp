@@ -1,0 +1,257 @@
+// seq2seq: d2l's GRU encoder-decoder with Bahdanau attention, translating dates written in words
+// into ISO 8601 one character at a time (examples/seq2seq/dates.h, model.h).
+//
+//   seq2seq train   [options]            train, report test exact match and BLEU, write heatmaps
+//   seq2seq predict --checkpoint F TEXT  translate TEXT (or each line of stdin)
+//   seq2seq data    [--count N]          print generated pairs
+//   seq2seq bench                        time a training step on the anchors' `gru` config
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "examples/common/args.h"
+#include "examples/common/progress.h"
+#include "examples/seq2seq/bleu.h"
+#include "examples/seq2seq/dates.h"
+#include "examples/seq2seq/model.h"
+#include "examples/seq2seq/training.h"
+#include "qkv.h"
+
+namespace {
+
+using namespace seq2seq;
+using qkv::examples::Args;
+using qkv::examples::format_duration;
+using qkv::examples::Progress;
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Attention heatmap of one translation: a row per output character (decoder step), a column per
+// source character, as d2l's show_heatmaps of dec_attention_weight_seq.
+void write_heatmap(const std::string& source, const Translation& t, const std::string& path) {
+  const qkv::io::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+  qkv::io::HeatmapSpec spec;
+  const std::vector<int64_t> src_ids = encode_source(src_vocab, source);
+  spec.rows = static_cast<int>(t.ids.size());
+  spec.cols = static_cast<int>(src_ids.size());
+  for (const auto& row : t.attention) spec.values.insert(spec.values.end(), row.begin(), row.end());
+  auto label = [](const std::string& token) { return token == " " ? std::string("_") : token; };
+  for (const int64_t id : src_ids) spec.col_labels.push_back(label(src_vocab.token(id)));
+  for (const int64_t id : t.ids) spec.row_labels.push_back(tgt_vocab.token(id));
+  spec.title = "\"" + source + "\" -> " + decode_ids(tgt_vocab, t.ids);
+  spec.x_label = "source characters (keys)";
+  spec.y_label = "decoder steps (queries)";
+  spec.value_min = 0.0f;
+  spec.value_max = 1.0f;
+  spec.cell_size = 14;
+  qkv::io::draw_heatmap(spec).write_png(path);
+}
+
+int train(int argc, char** argv) {
+  const Args args(argc, argv,
+                  {{"seed", "0", "seed of the data, the initialization and the batch order"},
+                   {"train-size", "8000", "training pairs"},
+                   {"dev-size", "500", "development pairs, scored after every epoch"},
+                   {"test-size", "1000", "test pairs, scored at the end"},
+                   {"embed", "32", "embedding width E"},
+                   {"hidden", "64", "GRU and attention width H"},
+                   {"layers", "2", "GRU layers L of the encoder and of the decoder"},
+                   {"dropout", "0.1", "dropout between GRU layers and on the attention weights"},
+                   {"batch", "64", "batch size"},
+                   {"lr", "0.005", "Adam learning rate"},
+                   {"clip", "1", "gradient clipping: max joint norm"},
+                   {"epochs", "40", "epochs at most"},
+                   {"time-limit", "300", "seconds of training at most (checked after every epoch)"},
+                   {"target", "1.0", "stop once the dev exact match reaches this"},
+                   {"heatmaps", "4", "attention heatmaps to write (test examples)"},
+                   {"out", "runs/seq2seq", "directory for the checkpoint and the heatmaps"}},
+                  "usage: seq2seq train [options]");
+  if (args.help_requested()) {
+    std::cout << args.help();
+    return 0;
+  }
+  const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
+  qkv::manual_seed(seed);
+  const DateData data = generate_data(
+      seed, {.train = args.integer("train-size"), .dev = args.integer("dev-size"), .test = args.integer("test-size")});
+  const qkv::io::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+  const std::vector<Example> train_examples = encode_pairs(data.train, src_vocab, tgt_vocab);
+
+  const ModelConfig config{.source_vocab = src_vocab.size(),
+                           .target_vocab = tgt_vocab.size(),
+                           .embed_size = args.integer("embed"),
+                           .num_hiddens = args.integer("hidden"),
+                           .num_layers = args.integer("layers"),
+                           .dropout = static_cast<float>(args.number("dropout"))};
+  Seq2Seq model(config);
+  qkv::optim::Adam optimizer(model.parameters(), {.lr = args.number("lr")});
+  std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters, %d thread(s)\n", data.train.size(),
+              data.dev.size(), data.test.size(), static_cast<long long>(model.num_parameters()),
+              qkv::get_num_threads());
+  std::printf("%s", model.summary().c_str());
+
+  const int64_t epochs = args.integer("epochs"), batch_size = args.integer("batch");
+  const double time_limit = args.number("time-limit"), clip = args.number("clip"), target = args.number("target");
+  const auto start = Clock::now();
+  double training_seconds = 0;  // excludes the dev evaluations
+  int64_t step = 0;
+  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
+    const auto epoch_start = Clock::now();
+    model.train();
+    const std::vector<Batch> batches =
+        make_batches(train_examples, batch_size, seed + static_cast<uint64_t>(epoch), tgt_vocab.pad_id(), tgt_vocab.id(kBos));
+    Progress progress("epoch " + std::to_string(epoch), static_cast<int64_t>(batches.size()));
+    double loss_sum = 0;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      loss_sum += train_step(model, optimizer, batches[i], clip);
+      ++step;
+      char stats[64];
+      std::snprintf(stats, sizeof stats, "loss %.4f", loss_sum / static_cast<double>(i + 1));
+      progress.update(static_cast<int64_t>(i + 1), stats);
+    }
+    training_seconds += seconds_since(epoch_start);
+    const Score dev = evaluate(model, data.dev).score;
+    std::printf("epoch %3lld  step %6lld  loss %.4f  dev exact %.4f  bleu %.4f  train time %s\n",
+                static_cast<long long>(epoch), static_cast<long long>(step),
+                loss_sum / static_cast<double>(batches.size()), dev.exact_match, dev.bleu,
+                format_duration(training_seconds).c_str());
+    std::fflush(stdout);
+    if (dev.exact_match >= target || training_seconds >= time_limit) break;
+  }
+  const Evaluation test = evaluate(model, data.test);
+  std::printf("test: exact match %.4f  BLEU %.4f  (%lld pairs)  after %lld steps, %.1f s of training, %.1f s in all\n",
+              test.score.exact_match, test.score.bleu, static_cast<long long>(test.score.count),
+              static_cast<long long>(step), training_seconds, seconds_since(start));
+  for (size_t i = 0; i < std::min<size_t>(8, data.test.size()); ++i)
+    std::printf("  %-52s => %-10s %s  bleu %.3f\n", data.test[i].source.c_str(), test.predictions[i].c_str(),
+                test.predictions[i] == data.test[i].target ? "ok" : ("(want " + data.test[i].target + ")").c_str(),
+                bleu_chars(test.predictions[i], data.test[i].target, 2));
+
+  const std::filesystem::path out = args.str("out");
+  std::filesystem::create_directories(out);
+  qkv::io::save_checkpoint(out / "model.safetensors", model, optimizer, step, config_text(config));
+  std::printf("checkpoint: %s\n", (out / "model.safetensors").c_str());
+  for (int64_t i = 0; i < std::min<int64_t>(args.integer("heatmaps"), static_cast<int64_t>(data.test.size())); ++i) {
+    const std::string path = (out / ("attention_" + std::to_string(i) + ".png")).string();
+    write_heatmap(data.test[i].source, test.translations[i], path);
+    std::printf("heatmap: %s\n", path.c_str());
+  }
+  return 0;
+}
+
+int predict(int argc, char** argv) {
+  const Args args(argc, argv,
+                  {{"checkpoint", "runs/seq2seq/model.safetensors", "a checkpoint written by seq2seq train"},
+                   {"heatmap", "", "write the attention of the first text to this PNG"}},
+                  "usage: seq2seq predict [--checkpoint FILE] [--heatmap FILE.png] [TEXT...]\n"
+                  "translates each TEXT, or each line of stdin when none is given");
+  if (args.help_requested()) {
+    std::cout << args.help();
+    return 0;
+  }
+  const std::unique_ptr<Seq2Seq> model = load_model(args.str("checkpoint"));
+  std::vector<std::string> texts = args.positional();
+  if (texts.empty())
+    for (std::string line; std::getline(std::cin, line);)
+      if (!line.empty()) texts.push_back(line);
+  const qkv::io::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::vector<Translation> t =
+        greedy_decode(*model, {encode_source(src_vocab, texts[i])}, tgt_vocab.id(kBos), tgt_vocab.id(kEos),
+                      tgt_vocab.pad_id(), kMaxOutputLen);
+    std::printf("%s => %s\n", texts[i].c_str(), decode_ids(tgt_vocab, t[0].ids).c_str());
+    if (i == 0 && !args.str("heatmap").empty()) write_heatmap(texts[i], t[0], args.str("heatmap"));
+  }
+  return 0;
+}
+
+int data(int argc, char** argv) {
+  const Args args(argc, argv, {{"seed", "0", "seed"}, {"count", "20", "pairs to print"}},
+                  "usage: seq2seq data [--seed S] [--count N]");
+  if (args.help_requested()) {
+    std::cout << args.help();
+    return 0;
+  }
+  for (const DatePair& p : generate_pairs(args.integer("count"), static_cast<uint64_t>(args.integer("seed"))))
+    std::printf("%-52s => %s\n", p.source.c_str(), p.target.c_str());
+  return 0;
+}
+
+// The `gru` config of ../shared/anchors (torch_anchor.py bench_gru): vocabulary 200, embedding 32,
+// hidden 32, 2 layers, batch 64, 10 source and target steps, source valid lengths in [3, 10],
+// Adam lr 5e-3, clipping at norm 1, dropout 0.1; the loss is the plain cross-entropy over all
+// B·T targets, the decoder reading the targets themselves, as in the anchor. The median of 30
+// steps after 5 warm-up steps, in the anchor's output format.
+int bench(int argc, char** argv) {
+  const Args args(argc, argv, {{"steps", "30", "timed steps"}, {"warmup", "5", "untimed steps first"}},
+                  "usage: seq2seq bench [--steps N] [--warmup N]   (threads: QKV_NUM_THREADS)");
+  if (args.help_requested()) {
+    std::cout << args.help();
+    return 0;
+  }
+  constexpr int64_t V = 200, B = 64, T = 10;
+  qkv::manual_seed(0);
+  Seq2Seq model({.source_vocab = V, .target_vocab = V, .embed_size = 32, .num_hiddens = 32, .num_layers = 2, .dropout = 0.1f});
+  qkv::optim::Adam optimizer(model.parameters(), {.lr = 5e-3});
+  const IndexTensor src = qkv::randint(0, V, {B, T}), tgt = qkv::randint(0, V, {B, T});
+  const IndexTensor valid_lens = qkv::randint(3, T + 1, {B});
+  const int64_t warmup = args.integer("warmup"), steps = args.integer("steps");
+  if (steps < 1 || warmup < 0) throw qkv::ValueError("bench: --steps must be >= 1 and --warmup >= 0");
+  std::vector<double> times;
+  for (int64_t i = 0; i < warmup + steps; ++i) {
+    const auto t0 = Clock::now();
+    const Tensor logits = model.forward(src, valid_lens, tgt);
+    const Tensor loss = qkv::nn::functional::cross_entropy(logits.reshape({B * T, V}), tgt.reshape({B * T}));
+    optimizer.zero_grad();
+    loss.backward();
+    qkv::optim::clip_grad_norm_(model.parameters(), 1.0);
+    optimizer.step();
+    if (i >= warmup) times.push_back(seconds_since(t0));
+  }
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("config=gru threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f\n", qkv::get_num_threads(),
+              median * 1e3, static_cast<double>(B * T) / median, static_cast<double>(usage.ru_maxrss) / 1024.0);
+  return 0;
+}
+
+const char* kUsage =
+    "usage: seq2seq COMMAND [options]   (COMMAND --help for its options)\n"
+    "  train     train on generated dates, report test exact match and BLEU, write heatmaps\n"
+    "  predict   translate dates with a trained checkpoint\n"
+    "  data      print generated (source, target) pairs\n"
+    "  bench     time a training step on the anchors' `gru` config\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string command = argv[1];
+  try {
+    if (command == "train") return train(argc - 2, argv + 2);
+    if (command == "predict") return predict(argc - 2, argv + 2);
+    if (command == "data") return data(argc - 2, argv + 2);
+    if (command == "bench") return bench(argc - 2, argv + 2);
+    if (command == "-h" || command == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "seq2seq: unknown command '%s'\n%s", command.c_str(), kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "seq2seq %s: %s\n", command.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,187 @@
+#include "examples/seq2seq/training.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "examples/seq2seq/bleu.h"
+#include "io/checkpoint.h"
+#include "io/splitmix64.h"
+#include "nn/functional/loss.h"
+#include "optim/clip.h"
+#include "tensor/error.h"
+
+namespace seq2seq {
+
+std::vector<Example> encode_pairs(const std::vector<DatePair>& pairs, const qkv::io::Vocab& src_vocab,
+                                  const qkv::io::Vocab& tgt_vocab) {
+  std::vector<Example> examples;
+  examples.reserve(pairs.size());
+  for (const DatePair& p : pairs)
+    examples.push_back({encode_source(src_vocab, p.source), encode_target(tgt_vocab, p.target)});
+  return examples;
+}
+
+namespace {
+
+constexpr int64_t kPoolBatches = 32;
+
+Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& rows, int64_t pad_id, int64_t bos_id) {
+  std::vector<std::vector<int64_t>> sources, targets, inputs;
+  for (const size_t i : rows) {
+    sources.push_back(examples[i].source);
+    targets.push_back(examples[i].target);
+    // Teacher forcing (d2l's train_seq2seq): the decoder reads <bos> and the target shifted right.
+    std::vector<int64_t> in{bos_id};
+    in.insert(in.end(), examples[i].target.begin(), examples[i].target.end() - 1);
+    inputs.push_back(std::move(in));
+  }
+  const PaddedBatch src = pad_batch(sources, pad_id), tgt = pad_batch(targets, pad_id);
+  return {src.ids, src.valid_lens, pad_batch(inputs, pad_id).ids, tgt.ids, tgt.valid_lens};
+}
+
+// Indices of `lengths` in batches of similar length: shuffled (when rng is given), cut in pools,
+// each pool sorted by length and cut into batches.
+std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& lengths, int64_t batch_size,
+                                                qkv::io::SplitMix64* rng) {
+  if (batch_size < 1) throw qkv::ValueError("make_batches: batch_size must be >= 1, got " + std::to_string(batch_size));
+  std::vector<size_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (rng) qkv::io::shuffle(order, *rng);
+  const size_t pool = static_cast<size_t>(batch_size * kPoolBatches);
+  std::vector<std::vector<size_t>> batches;
+  for (size_t start = 0; start < order.size(); start += pool) {
+    const auto first = order.begin() + static_cast<std::ptrdiff_t>(start);
+    const auto last = order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), start + pool));
+    std::stable_sort(first, last, [&](size_t a, size_t b) { return lengths[a] < lengths[b]; });
+    for (auto it = first; it < last; it += std::min<std::ptrdiff_t>(batch_size, last - it))
+      batches.emplace_back(it, it + std::min<std::ptrdiff_t>(batch_size, last - it));
+  }
+  if (rng) qkv::io::shuffle(batches, *rng);
+  return batches;
+}
+
+}  // namespace
+
+std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t batch_size, uint64_t seed,
+                                int64_t pad_id, int64_t bos_id) {
+  std::vector<int64_t> lengths;
+  for (const Example& e : examples) lengths.push_back(static_cast<int64_t>(e.source.size()));
+  qkv::io::SplitMix64 rng(seed);
+  std::vector<Batch> batches;
+  for (const auto& rows : length_batches(lengths, batch_size, &rng))
+    batches.push_back(collate(examples, rows, pad_id, bos_id));
+  return batches;
+}
+
+float train_step(Seq2Seq& model, qkv::optim::Optimizer& optimizer, const Batch& batch, double clip_norm) {
+  const Tensor logits = model.forward(batch.source, batch.source_valid_lens, batch.dec_input);
+  // The mean over real target tokens; d2l's MaskedSoftmaxCELoss averages per sequence over the
+  // padded length instead (nn/functional/loss.h has the difference).
+  const Tensor loss = qkv::nn::functional::sequence_cross_entropy(logits, batch.target, batch.target_valid_lens);
+  optimizer.zero_grad();
+  loss.backward();
+  qkv::optim::clip_grad_norm_(model.parameters(), clip_norm);
+  optimizer.step();
+  return loss.item();
+}
+
+Evaluation evaluate(Seq2Seq& model, const std::vector<DatePair>& pairs, int64_t batch_size) {
+  const qkv::io::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+  std::vector<std::vector<int64_t>> sources;
+  std::vector<int64_t> lengths;
+  for (const DatePair& p : pairs) {
+    sources.push_back(encode_source(src_vocab, p.source));
+    lengths.push_back(static_cast<int64_t>(sources.back().size()));
+  }
+  Evaluation ev;
+  ev.translations.resize(pairs.size());
+  ev.predictions.resize(pairs.size());
+  for (const auto& rows : length_batches(lengths, batch_size, nullptr)) {
+    std::vector<std::vector<int64_t>> batch;
+    for (const size_t i : rows) batch.push_back(sources[i]);
+    std::vector<Translation> out = greedy_decode(model, batch, tgt_vocab.id(kBos), tgt_vocab.id(kEos),
+                                                 tgt_vocab.pad_id(), kMaxOutputLen);
+    for (size_t j = 0; j < rows.size(); ++j) ev.translations[rows[j]] = std::move(out[j]);
+  }
+  ev.score.count = static_cast<int64_t>(pairs.size());
+  int64_t exact = 0;
+  double bleu_sum = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    ev.predictions[i] = decode_ids(tgt_vocab, ev.translations[i].ids);
+    exact += ev.predictions[i] == pairs[i].target;
+    bleu_sum += bleu_chars(ev.predictions[i], pairs[i].target, 2);
+  }
+  if (!pairs.empty()) {
+    ev.score.exact_match = static_cast<double>(exact) / static_cast<double>(pairs.size());
+    ev.score.bleu = bleu_sum / static_cast<double>(pairs.size());
+  }
+  return ev;
+}
+
+std::string config_text(const ModelConfig& c) {
+  std::ostringstream out;
+  out << "model=seq2seq-bahdanau\n"
+      << "source_alphabet=" << kSourceAlphabet << "\n"
+      << "target_alphabet=" << kTargetAlphabet << "\n"
+      << "source_vocab=" << c.source_vocab << "\n"
+      << "target_vocab=" << c.target_vocab << "\n"
+      << "embed_size=" << c.embed_size << "\n"
+      << "num_hiddens=" << c.num_hiddens << "\n"
+      << "num_layers=" << c.num_layers << "\n"
+      << "dropout=" << c.dropout << "\n";
+  return out.str();
+}
+
+ModelConfig parse_config(const std::string& text) {
+  std::map<std::string, std::string> kv;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  auto get = [&](const std::string& key) -> const std::string& {
+    auto it = kv.find(key);
+    if (it == kv.end()) throw qkv::FormatError("seq2seq checkpoint config: no '" + key + "' (is this a seq2seq checkpoint?)");
+    return it->second;
+  };
+  auto integer = [&](const std::string& key) {
+    const std::string& s = get(key);
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != s.size() || v < 1)
+      throw qkv::FormatError("seq2seq checkpoint config: '" + key + "' must be a positive integer, got '" + s + "'");
+    return v;
+  };
+  if (get("model") != "seq2seq-bahdanau")
+    throw qkv::FormatError("seq2seq checkpoint config: model '" + get("model") + "' is not seq2seq-bahdanau");
+  if (get("source_alphabet") != kSourceAlphabet || get("target_alphabet") != kTargetAlphabet)
+    throw qkv::FormatError("seq2seq checkpoint config: the checkpoint's alphabets differ from this program's");
+  ModelConfig c;
+  c.source_vocab = integer("source_vocab");
+  c.target_vocab = integer("target_vocab");
+  c.embed_size = integer("embed_size");
+  c.num_hiddens = integer("num_hiddens");
+  c.num_layers = integer("num_layers");
+  try {
+    c.dropout = std::stof(get("dropout"));
+  } catch (const std::exception&) {
+    throw qkv::FormatError("seq2seq checkpoint config: 'dropout' is not a number: '" + get("dropout") + "'");
+  }
+  return c;
+}
+
+std::unique_ptr<Seq2Seq> load_model(const std::filesystem::path& path) {
+  const qkv::io::Checkpoint ckpt = qkv::io::read_checkpoint(path);
+  auto model = std::make_unique<Seq2Seq>(parse_config(ckpt.config));
+  model->load_state_dict(ckpt.model);
+  return model;
+}
+
+}  // namespace seq2seq

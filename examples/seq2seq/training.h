@@ -1,0 +1,74 @@
+// Training and evaluating the date translator: batches with teacher forcing, one optimizer step,
+// greedy translation of whole splits, the scores, and checkpoints that rebuild the model.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "examples/seq2seq/dates.h"
+#include "examples/seq2seq/model.h"
+#include "io/vocab.h"
+#include "optim/optimizer.h"
+
+namespace seq2seq {
+
+// A pair as ids, both ending in <eos>.
+struct Example {
+  std::vector<int64_t> source, target;
+};
+
+std::vector<Example> encode_pairs(const std::vector<DatePair>& pairs, const qkv::io::Vocab& src_vocab,
+                                  const qkv::io::Vocab& tgt_vocab);
+
+// One training batch, d2l's (X, X_valid_len, Y, Y_valid_len) plus the decoder's input:
+struct Batch {
+  IndexTensor source, source_valid_lens;  // (B, T), (B)
+  IndexTensor dec_input;                  // (B, S): <bos> then the target without its last id
+  IndexTensor target, target_valid_lens;  // (B, S) ids ending in <eos>, padded; (B)
+};
+
+// Batches of similar source lengths, so little of the encoder's work is padding: the examples
+// are shuffled, cut into pools of 32 batches, each pool is sorted by source length, cut into
+// batches, and the batches are shuffled. A function of `seed` (pass seed + epoch).
+std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t batch_size, uint64_t seed,
+                                int64_t pad_id, int64_t bos_id);
+
+// One step of teacher-forced training: the masked cross-entropy of the logits against the target
+// (the mean over real target tokens, <eos> included), backward, gradient clipping at clip_norm,
+// optimizer step. Returns the loss.
+float train_step(Seq2Seq& model, qkv::optim::Optimizer& optimizer, const Batch& batch, double clip_norm);
+
+struct Score {
+  int64_t count = 0;
+  double exact_match = 0;  // fraction of predictions equal to the target
+  double bleu = 0;         // mean of bleu_chars(prediction, target, 2)
+};
+
+struct Evaluation {
+  Score score;
+  std::vector<std::string> predictions;  // in the order of the pairs
+  std::vector<Translation> translations;
+};
+
+// Greedy translation of every pair (in batches of similar lengths), and the scores.
+Evaluation evaluate(Seq2Seq& model, const std::vector<DatePair>& pairs, int64_t batch_size = 256);
+
+// The longest translation decoding produces: 10 characters of "yyyy-mm-dd" and <eos>, with room.
+inline constexpr int64_t kMaxOutputLen = 16;
+
+// ---- checkpoints --------------------------------------------------------------------------------
+
+// The model's configuration as the checkpoint's config text, one "key=value" per line, with the
+// two alphabets so that a checkpoint from a program with other vocabularies is refused.
+std::string config_text(const ModelConfig& config);
+// Throws qkv::FormatError for a missing or malformed key, or alphabets other than this program's.
+ModelConfig parse_config(const std::string& text);
+
+// A model rebuilt from a checkpoint written by save_checkpoint with config_text(model.config).
+// Throws what io::read_checkpoint throws, and FormatError from parse_config.
+std::unique_ptr<Seq2Seq> load_model(const std::filesystem::path& path);
+
+}  // namespace seq2seq

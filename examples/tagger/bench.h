@@ -1,0 +1,31 @@
+// `tagger bench`: the training step of the anchor configs (../shared/anchors/README.md) on random
+// data, timed the way torch_anchor.py times PyTorch, so the two lines compare one to one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tagger {
+
+struct BenchConfig {
+  std::string name;
+  int64_t V, C, d, h, f, L, B, T;
+};
+
+// tiny, small or base; ValueError for another name.
+BenchConfig bench_config(const std::string& name);
+
+struct BenchResult {
+  double ms_per_step = 0;  // median of the timed steps
+  double tokens_per_s = 0;  // B·T / median, as the anchor counts (padding included)
+  double peak_rss_mib = 0;  // the process's peak resident set (getrusage)
+  int threads = 0;
+};
+
+// `warmup` untimed steps, then `steps` timed ones: forward, masked cross-entropy, backward, Adam.
+BenchResult run_bench(const BenchConfig& config, int64_t steps = 30, int64_t warmup = 5);
+
+// config=tiny threads=2 ms_per_step=... tokens_per_s=... peak_rss_mib=...
+std::string format_bench(const BenchConfig& config, const BenchResult& result);
+
+}  // namespace tagger

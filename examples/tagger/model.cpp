@@ -1,0 +1,175 @@
+#include "examples/tagger/model.h"
+
+#include <cmath>
+
+#include "nn/functional/basic.h"
+#include "nn/init.h"
+#include "nn/positional_encoding.h"
+#include "tensor/error.h"
+
+namespace tagger {
+
+using qkv::io::Json;
+
+namespace {
+
+// Config fields as (name, pointer) pairs, so that to_json and from_json cannot disagree.
+template <typename Fn>
+void for_each_field(Config& c, Fn&& fn) {
+  fn("model", c.model);
+  fn("positions", c.positions);
+  fn("window", c.window);
+  fn("d_model", c.d_model);
+  fn("heads", c.heads);
+  fn("ffn", c.ffn);
+  fn("layers", c.layers);
+  fn("dropout", c.dropout);
+  fn("epochs", c.epochs);
+  fn("batch_size", c.batch_size);
+  fn("lr", c.lr);
+  fn("weight_decay", c.weight_decay);
+  fn("clip", c.clip);
+  fn("warmup_steps", c.warmup_steps);
+  fn("min_freq", c.min_freq);
+  fn("seed", c.seed);
+  fn("train_sentences", c.train_sentences);
+  fn("dev_sentences", c.dev_sentences);
+  fn("test_sentences", c.test_sentences);
+  fn("train_file", c.train_file);
+  fn("dev_file", c.dev_file);
+  fn("test_file", c.test_file);
+}
+
+}  // namespace
+
+Json Config::to_json() const {
+  // Written as JSON text and parsed back: building the object member by member trips GCC 12's
+  // -Wmaybe-uninitialized on std::variant (a false positive), and the text is what is saved anyway.
+  std::string text = "{";
+  Config copy = *this;
+  for_each_field(copy, [&](const char* name, auto& value) {
+    using V = std::decay_t<decltype(value)>;
+    text += (text.size() > 1 ? ", \"" : "\"") + std::string(name) + "\": ";
+    if constexpr (std::is_same_v<V, std::string>) {
+      text += qkv::io::to_json(Json(value));
+    } else if constexpr (std::is_same_v<V, double>) {
+      text += qkv::io::to_json(Json(value));
+    } else {
+      text += std::to_string(static_cast<int64_t>(value));
+    }
+  });
+  return qkv::io::parse_json(text + "}");
+}
+
+Config Config::from_json(const Json& json) {
+  Config c;
+  for (const auto& [key, value] : json.as_object()) {
+    bool known = false;
+    for_each_field(c, [&](const char* name, auto& field) {
+      if (key != name) return;
+      known = true;
+      using V = std::decay_t<decltype(field)>;
+      if constexpr (std::is_same_v<V, std::string>) {
+        field = value.as_string();
+      } else if constexpr (std::is_same_v<V, double>) {
+        field = value.as_double();
+      } else {
+        field = static_cast<V>(value.as_int());
+      }
+    });
+    if (!known) throw qkv::ValueError("tagger config: unknown key \"" + key + "\"");
+  }
+  c.validate();
+  return c;
+}
+
+void Config::validate() const {
+  auto fail = [](const std::string& what) { throw qkv::ValueError("tagger config: " + what); };
+  if (model != "transformer" && model != "gru") fail("model must be transformer or gru, not " + model);
+  if (positions != "sinusoidal" && positions != "none") fail("positions must be sinusoidal or none, not " + positions);
+  if (d_model < 2 || d_model % 2 != 0) fail("d_model must be even and at least 2");
+  if (heads < 1 || d_model % heads != 0) fail("d_model must be divisible by heads");
+  if (ffn < 1 || layers < 1) fail("ffn and layers must be at least 1");
+  if (window < -1) fail("window must be -1 (everywhere) or at least 0");
+  if (!(dropout >= 0 && dropout < 1)) fail("dropout must be in [0, 1)");
+  if (epochs < 1 || batch_size < 1) fail("epochs and batch_size must be at least 1");
+  if (!(lr > 0) || !(weight_decay >= 0) || !(clip > 0)) fail("lr and clip must be positive, weight_decay not negative");
+  if (warmup_steps < 0 || min_freq < 1) fail("warmup_steps must be >= 0 and min_freq >= 1");
+  if (train_sentences < 1 || dev_sentences < 1 || test_sentences < 1) fail("corpus sizes must be at least 1");
+}
+
+TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
+    : TaggerModel("TransformerTagger") {
+  qkv::nn::TransformerEncoderOptions options;
+  options.vocab_size = vocab_size;
+  options.num_hiddens = config.d_model;
+  options.ffn_num_hiddens = config.ffn;
+  options.num_heads = config.heads;
+  options.num_layers = config.layers;
+  options.dropout = static_cast<float>(config.dropout);
+  options.positions = config.positions == "none" ? qkv::nn::PositionKind::None : qkv::nn::PositionKind::Sinusoidal;
+  options.window = config.window;
+  options.max_len = kMaxSentenceLength;
+  encoder = register_module("encoder", std::make_shared<qkv::nn::TransformerEncoder>(options));
+  // d2l scales the embedding by √d so that it is not drowned by the positional encoding, whose
+  // entries are sines of size ~1. With PyTorch's default N(0, 1) embedding that makes each token
+  // vector √d times larger than the encoding instead, and the model finds positions hard to read.
+  // N(0, 1/d) before the scaling gives both the same size (the Transformer paper's convention).
+  qkv::nn::init::normal_(encoder->embedding->weight, 0.0f, 1.0f / std::sqrt(static_cast<float>(config.d_model)));
+  head = register_module("head", std::make_shared<qkv::nn::Linear>(config.d_model, num_tags));
+}
+
+Tensor TransformerTagger::forward(const IndexTensor& ids, const IndexTensor& valid_lens) {
+  if (ids.dim() == 2 && ids.size(1) > kMaxSentenceLength) {
+    throw qkv::ValueError("tagger: a sentence of " + std::to_string(ids.size(1)) + " tokens is longer than the " +
+                          std::to_string(kMaxSentenceLength) + " the model's positional encoding covers");
+  }
+  return head->forward(encoder->forward(ids, valid_lens));
+}
+
+Tensor TransformerTagger::positional_table() const {
+  return encoder->pos_encoding ? encoder->pos_encoding->P : Tensor();
+}
+
+GRUTagger::GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
+    : TaggerModel("GRUTagger"), dropout(static_cast<float>(config.dropout)) {
+  embedding = register_module("embedding", std::make_shared<qkv::nn::Embedding>(vocab_size, config.d_model));
+  qkv::nn::GRUOptions options;
+  options.batch_first = true;
+  forward_gru = register_module("forward_gru", std::make_shared<qkv::nn::GRU>(config.d_model, config.d_model / 2, options));
+  backward_gru = register_module("backward_gru", std::make_shared<qkv::nn::GRU>(config.d_model, config.d_model / 2, options));
+  head = register_module("head", std::make_shared<qkv::nn::Linear>(config.d_model, num_tags));
+}
+
+Tensor GRUTagger::forward(const IndexTensor& ids, const IndexTensor& valid_lens) {
+  namespace F = qkv::nn::functional;
+  if (ids.dim() != 2 || valid_lens.dim() != 1 || valid_lens.size(0) != ids.size(0)) {
+    throw qkv::ShapeError("GRUTagger: expected ids (B, T) and valid_lens (B)");
+  }
+  const int64_t B = ids.size(0), T = ids.size(1);
+  // Row b·T + t of the flattened batch goes to b·T + (len_b - 1 - t) for t < len_b; padding stays.
+  // The permutation is its own inverse, so the same index puts the backward states back in place.
+  std::vector<int64_t> reversed(static_cast<size_t>(B * T));
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = valid_lens[b];
+    if (len < 1 || len > T) throw qkv::ValueError("GRUTagger: valid length " + std::to_string(len) + " outside [1, T]");
+    for (int64_t t = 0; t < T; ++t) reversed[b * T + t] = b * T + (t < len ? len - 1 - t : t);
+  }
+  const IndexTensor rev(std::move(reversed));
+  const Tensor x = F::dropout(embedding->forward(ids), dropout, is_training());  // (B, T, d)
+  const int64_t d = x.size(2);
+  const Tensor x_rev = x.reshape({B * T, d}).index_select(0, rev).reshape({B, T, d});
+  const Tensor fwd = forward_gru->forward(x).output;                           // (B, T, d/2)
+  const Tensor bwd_rev = backward_gru->forward(x_rev).output;                  // in reversed order
+  const Tensor bwd = bwd_rev.reshape({B * T, d / 2}).index_select(0, rev).reshape({B, T, d / 2});
+  const Tensor h = qkv::cat({fwd, bwd}, 2);  // (B, T, d): [forward state, backward state]
+  return head->forward(F::dropout(h, dropout, is_training()));
+}
+
+std::shared_ptr<TaggerModel> make_model(const Config& config, int64_t vocab_size, int64_t num_tags) {
+  config.validate();
+  if (config.model == "gru") return std::make_shared<GRUTagger>(config, vocab_size, num_tags);
+  return std::make_shared<TransformerTagger>(config, vocab_size, num_tags);
+}
+
+}  // namespace tagger

@@ -1,0 +1,103 @@
+// The tagger's models and their configuration: one tag per token, logits (B, T, C) from token ids
+// (B, T) and valid lengths (B).
+//
+//   TransformerTagger   d2l's TransformerEncoder (Embedding·√d + sinusoidal positions + post-LN
+//                       blocks of multi-head self-attention masked by valid lengths, AddNorm, FFN)
+//                       and a Linear tag head. Without positions it sees a bag of words; with a
+//                       window w each token attends only to tokens within ±w.
+//   GRUTagger           Embedding, a bidirectional GRU and a Linear tag head: the pre-attention
+//                       baseline that `ablate` compares against.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/json.h"
+#include "nn/embedding.h"
+#include "nn/gru.h"
+#include "nn/linear.h"
+#include "nn/module.h"
+#include "nn/transformer.h"
+
+namespace tagger {
+
+using qkv::IndexTensor;
+using qkv::Tensor;
+
+// The longest sentence the Transformer tagger's positional encoding covers. Longer input is refused
+// with a ValueError naming it (train checks every split before it starts).
+constexpr int64_t kMaxSentenceLength = 1024;
+
+// What a run needs to be repeated: model shape, training budget, data. Saved as JSON in the run
+// directory and in every checkpoint, so `eval`, `predict` and `--resume` rebuild the same model.
+struct Config {
+  // model
+  std::string model = "transformer";    // transformer | gru
+  std::string positions = "sinusoidal";  // sinusoidal | none
+  int64_t window = -1;                   // attend within ±window tokens; -1: the whole sentence
+  int64_t d_model = 64, heads = 4, ffn = 128, layers = 2;
+  double dropout = 0.1;
+  // training
+  int64_t epochs = 20, batch_size = 32;
+  double lr = 3e-3, weight_decay = 0.01, clip = 1.0;
+  int64_t warmup_steps = 200;
+  int64_t min_freq = 2;  // rarer training words become <unk>, so <unk> is trained for unseen words
+  uint64_t seed = 0;
+  // data: built-in corpus sizes (ignored with files)
+  int64_t train_sentences = 20000, dev_sentences = 1000, test_sentences = 1000;
+  // data: CoNLL files instead (all three, or none for the built-in corpus)
+  std::string train_file, dev_file, test_file;
+
+  qkv::io::Json to_json() const;
+  // Unknown keys and values of the wrong kind throw ValueError; missing keys keep their defaults.
+  static Config from_json(const qkv::io::Json& json);
+  void validate() const;  // ValueError for values out of range (d_model not divisible by heads...)
+};
+
+class TaggerModel : public qkv::nn::Module {
+ public:
+  using Module::Module;
+  // ids (B, T), valid_lens (B) -> logits (B, T, num_tags). Positions at and past a sentence's valid
+  // length are padding; their logits are computed but mean nothing, and they never change the
+  // logits of real tokens: a sentence gets the same tags whatever it is batched with.
+  virtual Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens) = 0;
+  // Each layer's attention weights (B, H, T, T) from the last forward; empty for models without.
+  virtual std::vector<Tensor> attention_weights() const { return {}; }
+  // The positional-encoding table (max_len, d) the model adds to its embeddings, if any.
+  virtual Tensor positional_table() const { return Tensor(); }
+};
+
+class TransformerTagger : public TaggerModel {
+ public:
+  TransformerTagger(const Config& config, int64_t vocab_size, int64_t num_tags);
+  Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens) override;
+  std::vector<Tensor> attention_weights() const override { return encoder->attention_weights(); }
+  Tensor positional_table() const override;
+
+  std::shared_ptr<qkv::nn::TransformerEncoder> encoder;
+  std::shared_ptr<qkv::nn::Linear> head;
+};
+
+class GRUTagger : public TaggerModel {
+ public:
+  // Embedding of width d_model, one bidirectional GRU layer of d_model/2 per direction (so the
+  // head sees d_model features, like the Transformer's), dropout on both sides of the GRU.
+  //
+  // Padding: a bidirectional nn::GRU would start its backward direction at the padded end of the
+  // batch, so a sentence's tags would depend on how long its batch neighbours are. So the two
+  // directions are two GRUs here, and the backward one reads each sentence reversed within its
+  // own valid length ("a b c <pad>" as "c b a <pad>"), as PyTorch's pack_padded_sequence does.
+  GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags);
+  Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens) override;
+
+  float dropout;
+  std::shared_ptr<qkv::nn::Embedding> embedding;
+  std::shared_ptr<qkv::nn::GRU> forward_gru, backward_gru;
+  std::shared_ptr<qkv::nn::Linear> head;
+};
+
+std::shared_ptr<TaggerModel> make_model(const Config& config, int64_t vocab_size, int64_t num_tags);
+
+}  // namespace tagger
