@@ -2,7 +2,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 #include "tensor/error.h"
@@ -62,25 +65,31 @@ namespace {
 // Elements [0, n) of a Bernoulli(p) sequence starting at draw `base`, two per 64-bit draw: the
 // draw base + j decides element 2j by its low 32 bits and element 2j+1 by its high 32 bits
 // (24 bits of each, as unit_float reads them). Element i gets out[i] = (x ? x[i] : 1)·(kept ? on : 0).
-// Half the draws of one per element: the hash is most of the cost of a mask.
+// Half the draws of one per element: the hash is most of the cost of a mask. Work goes in blocks
+// of kPairs draws: first the draws, then the elements reading their halves in memory order
+// (little-endian: the low half first), two loops the compiler vectorizes, where one loop writing
+// two elements per draw stayed scalar (8 times slower).
 template <bool kScaleInput>
 void bernoulli_pairs(uint64_t seed, uint64_t base, const float* x, float* out, int64_t n, float p, float on) {
+  static_assert(std::endian::native == std::endian::little);
+  constexpr int64_t kPairs = 256;
   const uint64_t key = mix64(seed ^ 0x6A09E667F3BCC909ULL);  // draw()'s first round, once
-  const int64_t pairs = n / 2;
-  const auto value = [&](int64_t i, uint32_t bits) {
-    const float m = unit_float(bits) < p ? on : 0.0f;
-    if constexpr (kScaleInput) return x[i] * m;
-    else return m;
-  };
+  const int64_t blocks = (n + 2 * kPairs - 1) / (2 * kPairs);
 #pragma omp parallel for num_threads(get_num_threads()) if (n > kParallelThreshold)
-  for (int64_t j = 0; j < pairs; ++j) {
-    const uint64_t r = mix64(key + (base + static_cast<uint64_t>(j)) * 0x9E3779B97F4A7C15ULL);
-    out[2 * j] = value(2 * j, static_cast<uint32_t>(r));
-    out[2 * j + 1] = value(2 * j + 1, static_cast<uint32_t>(r >> 32));
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t i0 = blk * 2 * kPairs, len = std::min(2 * kPairs, n - i0);
+    const uint64_t first = base + static_cast<uint64_t>(i0 / 2);
+    uint64_t draws[kPairs];
+    for (int64_t j = 0; j < (len + 1) / 2; ++j) draws[j] = mix64(key + (first + static_cast<uint64_t>(j)) * 0x9E3779B97F4A7C15ULL);
+    uint32_t bits[2 * kPairs];
+    std::memcpy(bits, draws, static_cast<size_t>((len + 1) / 2) * sizeof(uint64_t));
+    for (int64_t i = 0; i < len; ++i) {
+      const float m = unit_float(bits[i]) < p ? on : 0.0f;
+      if constexpr (kScaleInput) out[i0 + i] = x[i0 + i] * m;
+      else out[i0 + i] = m;
+    }
   }
-  if (n % 2 == 1) out[n - 1] = value(n - 1, static_cast<uint32_t>(draw(seed, base + pairs)));
 }
-
 }  // namespace
 
 void Generator::fill_bernoulli(float* out, int64_t n, float p) {

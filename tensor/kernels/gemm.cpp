@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <utility>
 
 #include "tensor/kernels/gemm_microkernel.h"
 #include "tensor/kernels/parallel.h"
@@ -138,28 +139,37 @@ struct ABlock {
 };
 
 // C[0:m, 0:n] = alpha · (A block)·(packed B columns) + beta · C, for an m×k block of A and n
-// columns of B packed by pack_b.
+// columns of B packed by pack_b. Element (i, j) of C is at C[i·ldc + j], or at C[j·ldc + i] when
+// c_trans (the product computed as its transpose, see gemm()).
 void macro_kernel(int64_t m, int64_t n, int64_t k, ABlock a, const float* b, float alpha, float beta,
-                  float* C, int64_t ldc) {
+                  float* C, int64_t ldc, bool c_trans) {
   alignas(64) float edge[MR * NR];
   const float* rows[MR];
+  const int64_t rs = c_trans ? 1 : ldc, cs_c = c_trans ? ldc : 1;  // strides of C's rows and columns
   for (int64_t j = 0; j < n; j += NR) {
     const int64_t cols = std::min(NR, n - j);
     for (int64_t i = 0; i < m; i += MR) {
       const int64_t valid = std::min(MR, m - i);
       const int64_t cs = a.sliver(i, valid, k, rows);
       const float* b_sliver = b + j * k;
-      float* c = C + i * ldc + j;
-      if (valid == MR && cols == NR) {
+      float* c = C + i * rs + j * cs_c;
+      if (valid == MR && cols == NR && !c_trans) {
         micro_kernel(k, rows, cs, b_sliver, alpha, beta, c, ldc);
         continue;
       }
-      // A partial tile goes through a full one on the side, computed by the same micro-kernel
-      // (so with the same arithmetic as a full tile), then the valid part is copied back.
+      // A partial or transposed tile goes through a full one on the side, computed by the same
+      // micro-kernel (so with the same arithmetic as a full tile), then the valid part is copied
+      // to its place.
       if (beta != 0.0f)
-        for (int64_t r = 0; r < valid; ++r) std::copy(c + r * ldc, c + r * ldc + cols, edge + r * NR);
+        for (int64_t r = 0; r < valid; ++r)
+          for (int64_t q = 0; q < cols; ++q) edge[r * NR + q] = c[r * rs + q * cs_c];
       micro_kernel(k, rows, cs, b_sliver, alpha, beta, edge, NR);
-      for (int64_t r = 0; r < valid; ++r) std::copy(edge + r * NR, edge + r * NR + cols, c + r * ldc);
+      if (c_trans) {
+        for (int64_t q = 0; q < cols; ++q)
+          for (int64_t r = 0; r < valid; ++r) c[q * ldc + r] = edge[r * NR + q];
+      } else {
+        for (int64_t r = 0; r < valid; ++r) std::copy(edge + r * NR, edge + r * NR + cols, c + r * ldc);
+      }
     }
   }
 }
@@ -232,7 +242,7 @@ bool reads_a_in_place(Strided a, int64_t rows, int64_t k, int64_t cols) {
 
 // The blocked loops, run by every thread of a team of `threads` (or by the caller alone).
 void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, Strided a, Strided b,
-                   float beta, float* C, int64_t ldc, float* b_packed) {
+                   float beta, float* C, int64_t ldc, bool c_trans, float* b_packed) {
   const bool team = threads > 1;
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t n = std::min(NC, N - jc);
@@ -256,8 +266,8 @@ void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, St
           pack_a(a_block, i1 - i0, k, a_packed);
           source = {Strided{nullptr, 0, 0}, a_packed};
         }
-        macro_kernel(i1 - i0, j1 - j0, k, source, b_packed + j0 * k, alpha, pc == 0 ? beta : 1.0f,
-                     C + i0 * ldc + jc + j0, ldc);
+        float* c = c_trans ? C + (jc + j0) * ldc + i0 : C + i0 * ldc + jc + j0;
+        macro_kernel(i1 - i0, j1 - j0, k, source, b_packed + j0 * k, alpha, pc == 0 ? beta : 1.0f, c, ldc, c_trans);
       });
     }
   }
@@ -269,14 +279,27 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return scale_c(M, N, beta, C, ldc);
-  const Strided a = trans_a ? Strided{A, 1, lda} : Strided{A, lda, 1};
-  const Strided b = trans_b ? Strided{B, 1, ldb} : Strided{B, ldb, 1};
+  Strided a = trans_a ? Strided{A, 1, lda} : Strided{A, lda, 1};
+  Strided b = trans_b ? Strided{B, 1, ldb} : Strided{B, ldb, 1};
+  // A product narrower than a micro-tile (N < NR) leaves most of each tile's columns empty: with
+  // 12×32 tiles, the (64 × 64)·(64 × 16) products of 16-wide attention heads compute twice what
+  // they keep. The transposed product Cᵀ = op(B)ᵀ·op(A)ᵀ puts the long side along the tile's NR
+  // columns; it is computed instead when that wastes clearly less (tiles then reach C through the
+  // edge buffer, transposed). The result is the same to the bit: each element is the same chain
+  // of fused multiply-adds over k, with the two factors of each product swapped.
+  const auto padded = [](int64_t n, int64_t unit) { return ceil_div(n, unit) * unit; };
+  const bool c_trans = N < NR && 5 * padded(N, MR) * padded(M, NR) < 4 * padded(M, MR) * padded(N, NR);
+  if (c_trans) {
+    std::swap(M, N);
+    const Strided at{a.p, a.cs, a.rs}, bt{b.p, b.cs, b.rs};  // op(A)ᵀ and op(B)ᵀ: swapped strides
+    a = bt, b = at;
+  }
   const int threads = omp_in_parallel() || M * N * K < kMinParallelProduct ? 1 : get_num_threads();
   // The packed B block belongs to the calling thread and is shared by the team.
   float* b_packed = t_b_buffer.get(std::min(KC, K) * ceil_div(std::min(NC, N), NR) * NR);
-  if (threads == 1) return blocked_loops(1, M, N, K, alpha, a, b, beta, C, ldc, b_packed);
+  if (threads == 1) return blocked_loops(1, M, N, K, alpha, a, b, beta, C, ldc, c_trans, b_packed);
 #pragma omp parallel num_threads(threads)
-  blocked_loops(threads, M, N, K, alpha, a, b, beta, C, ldc, b_packed);
+  blocked_loops(threads, M, N, K, alpha, a, b, beta, C, ldc, c_trans, b_packed);
 }
 
 GemmConfig gemm_config() { return {Simd::name, MR, NR, MC, KC, NC}; }

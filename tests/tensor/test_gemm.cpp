@@ -97,6 +97,21 @@ TEST_CASE("gemm matches the reference on wide products whose rows of A are packe
         check_against_reference({ta, tb, std::max<int64_t>(M, 1), N, 19});
 }
 
+TEST_CASE("gemm matches the reference on products narrower than a micro-tile computed as their transpose") {
+  // N < NR with many rows: the kernel computes Cᵀ = op(B)ᵀ·op(A)ᵀ and writes its tiles transposed
+  // (attention heads: (64 × 64)·(64 × 16)). With beta, C is read back through the same path; with
+  // padding, the columns past N must stay untouched; beyond MC rows, several row blocks.
+  const GemmConfig cfg = gemm_config();
+  for (auto [ta, tb] : kTrans)
+    for (int64_t N : {int64_t{1}, cfg.nr / 2, cfg.nr - 1})
+      for (int64_t M : {int64_t{64}, 4 * cfg.nr + 3, cfg.mc + 7}) {
+        Problem p{ta, tb, M, N, 64, 3};
+        p.beta = 0.5f;
+        check_against_reference(p);
+        check_against_reference({ta, tb, M, N, cfg.kc + 5});
+      }
+}
+
 TEST_CASE("gemm matches the reference on a 1x1 product and on prime shapes") {
   for (auto [ta, tb] : kTrans) {
     check_against_reference({ta, tb, 1, 1, 1});
@@ -190,7 +205,8 @@ TEST_CASE("gemm results are bitwise identical for 1 and 2 threads") {
   const GemmConfig cfg = gemm_config();
   for (auto [ta, tb] : kTrans)
     for (Problem p : {Problem{ta, tb, 2 * cfg.mc + 5, 3 * cfg.nr + 1, cfg.kc + 3},
-                      Problem{ta, tb, 40, 300, 70}, Problem{ta, tb, 300, 40, 70}}) {
+                      Problem{ta, tb, 40, 300, 70}, Problem{ta, tb, 300, 40, 70},
+                      Problem{ta, tb, 2 * cfg.mc + 5, cfg.nr / 2, 300}}) {
       p.beta = 0.75f;
       qkv::set_num_threads(1);
       const std::vector<float> one = p.run(true);
@@ -233,9 +249,10 @@ TEST_CASE("gemm_batched_offsets on per-head views equals one gemm per matrix") {
   for (int threads : {1, 2}) {
     qkv::set_num_threads(threads);
     for (auto [ta, tb] : kTrans) {
-      // op(A) and op(B) are T×d and d×T: scores Q·Kᵀ when (false, true); the other flags read the
-      // same head memory the other way, as the backward products do.
-      const int64_t M = ta ? d : T, K = ta ? T : d, N = tb ? T : d;
+      // Each operand is the T×d head or its first rows, read as the flags say: the scores Q·Kᵀ are
+      // (false, true), T×d by (T×d)ᵀ; (true, false) is Qᵀ·K, d×T by T×d, as backward's dW-like
+      // products; the other two read a d×d block of one head.
+      const int64_t M = ta ? d : T, N = tb ? T : d, K = ta && !tb ? T : d;
       const int64_t ldc = N;
       std::vector<float> C(static_cast<size_t>(Bn * H * T * T), -1.0f), R = C;
       gemm_batched_offsets(Bn * H, ta, tb, M, N, K, 1.0f, Q.data(), D, heads.data(), Kt.data(), D, heads.data(),
