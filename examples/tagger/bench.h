@@ -19,13 +19,17 @@ struct BenchResult {
   double ms_per_step = 0;  // median of the timed steps
   double tokens_per_s = 0;  // B·T / median, as the anchor counts (padding included)
   double peak_rss_mib = 0;  // the process's peak resident set (getrusage)
+  // The median CPU time of the process per step, all threads together: other work on a shared
+  // machine disturbs it less than the wall clock, so it is the steadier figure for comparing builds.
+  double cpu_ms_per_step = 0;
   int threads = 0;
 };
 
 // `warmup` untimed steps, then `steps` timed ones: forward, masked cross-entropy, backward, Adam.
 BenchResult run_bench(const BenchConfig& config, int64_t steps = 30, int64_t warmup = 5);
 
-// config=tiny threads=2 ms_per_step=... tokens_per_s=... peak_rss_mib=...
+// config=tiny threads=2 ms_per_step=... tokens_per_s=... peak_rss_mib=... cpu_ms_per_step=...
+// (torch_anchor.py's line, and the CPU time after it)
 std::string format_bench(const BenchConfig& config, const BenchResult& result);
 
 }  // namespace tagger

@@ -9,7 +9,6 @@
 //
 // Without data files, train uses the built-in corpus (examples/tagger/corpus.h). Threads come
 // from QKV_NUM_THREADS or --threads.
-#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -192,24 +191,15 @@ int cmd_ablate(const Args& a) {
               << "%\n";
   }
   std::cout << "\nsame data, seed and budget (" << base.epochs << " epochs); test accuracy:\n";
-  std::cout << "  " << std::left << std::setw(26) << "model" << std::right << std::setw(10) << "overall" << std::setw(11)
-            << "ambiguous" << std::setw(10) << "repeated" << std::setw(10) << "tok/s" << "\n";
-  auto row = [](const std::string& name, const TaggingScore& s, double tps) {
-    // Pad by characters, not bytes: "±" is two bytes of UTF-8 and one column.
-    int64_t columns = 0;
-    for (unsigned char ch : name) columns += (ch & 0xC0) != 0x80;
-    std::cout << "  " << name << std::string(static_cast<size_t>(std::max<int64_t>(0, 26 - columns)), ' ') << std::right << std::fixed << std::setprecision(2)
-              << std::setw(9) << 100 * s.overall.value() << "%" << std::setw(10) << 100 * s.ambiguous.value() << "%"
-              << std::setw(9) << 100 * s.repeated.value() << "%";
-    if (tps > 0) {
-      std::cout << std::setw(10) << std::setprecision(0) << tps;
-    } else {
-      std::cout << std::setw(10) << "-";
-    }
-    std::cout << "\n";
-  };
-  row("majority tag (unigram)", majority, 0);
-  for (const auto& [name, r] : results) row(name, r.test.score, r.train_tokens_per_s);
+  char tps[32];
+  std::snprintf(tps, sizeof tps, "%10s", "tok/s");
+  print_score_header(std::cout, "model", tps);
+  std::snprintf(tps, sizeof tps, "%10s", "-");
+  print_score_row(std::cout, "majority tag (unigram)", majority, tps);
+  for (const auto& [name, r] : results) {
+    std::snprintf(tps, sizeof tps, "%10.0f", r.train_tokens_per_s);
+    print_score_row(std::cout, name, r.test.score, tps);
+  }
   std::cout << "ambiguous: tokens of words seen with several tags in training; repeated: tokens of a word that\n"
                "occurs again in its sentence with another tag (\"i saw a saw\").\n";
   return 0;

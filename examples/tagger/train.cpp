@@ -147,10 +147,6 @@ std::string percent(double x) {
   return buf;
 }
 
-void print_score_row(std::ostream& out, const std::string& name, const TaggingScore& s, const std::string& extra = "") {
-  out << "  " << std::left << std::setw(32) << name << std::right << std::setw(9) << percent(s.overall.value())
-      << std::setw(11) << percent(s.ambiguous.value()) << std::setw(11) << percent(s.repeated.value()) << extra << "\n";
-}
 
 void write_text(const fs::path& path, const std::string& text) {
   qkv::io::AtomicFileWriter writer("tagger", path);
@@ -177,6 +173,30 @@ Config load_run_config(const std::string& run_dir) {
   const fs::path path = dir / "config.json";
   if (!fs::exists(path)) throw qkv::ValueError("tagger: " + path.string() + " not found: is " + dir.string() + " a run directory?");
   return Config::from_json(qkv::io::parse_json(read_text(path)));
+}
+
+namespace {
+
+constexpr int kNameColumns = 32;
+
+// `text` padded with spaces to `columns` characters: counted as characters, not bytes, since
+// "±" is two bytes of UTF-8 and one column.
+std::string pad(const std::string& text, int columns) {
+  int used = 0;
+  for (unsigned char ch : text) used += (ch & 0xC0) != 0x80;
+  return text + std::string(static_cast<size_t>(std::max(0, columns - used)), ' ');
+}
+
+}  // namespace
+
+void print_score_header(std::ostream& out, const std::string& first_column, const std::string& extra) {
+  out << "  " << pad(first_column, kNameColumns) << std::right << std::setw(9) << "overall" << std::setw(11)
+      << "ambiguous" << std::setw(11) << "repeated" << extra << "\n";
+}
+
+void print_score_row(std::ostream& out, const std::string& name, const TaggingScore& s, const std::string& extra) {
+  out << "  " << pad(name, kNameColumns) << std::right << std::setw(9) << percent(s.overall.value()) << std::setw(11)
+      << percent(s.ambiguous.value()) << std::setw(11) << percent(s.repeated.value()) << extra << "\n";
 }
 
 std::vector<std::string> split_words(const std::string& line) {
@@ -291,8 +311,9 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
   const Vocabs vocabs = options.resume ? load_vocabs(dir) : build_vocabs(data, config.min_freq);
   const TagLexicon lexicon(data.train);
   const Encoded train_set = encode(vocabs, data.train);
-  const int64_t steps_per_epoch =
-      static_cast<int64_t>(qkv::io::make_batches(train_set.words, train_set.tags, {.batch_size = config.batch_size, .seed = config.seed}).size());
+  // make_batches fills every batch but at most one (io/batching.h), whatever the order.
+  const int64_t n_train = static_cast<int64_t>(train_set.words.size());
+  const int64_t steps_per_epoch = (n_train + config.batch_size - 1) / config.batch_size;
   const int64_t total_steps = steps_per_epoch * config.epochs;
   // A small corpus or budget may have fewer steps than the default warmup: warm up for a tenth.
   const int64_t warmup = config.warmup_steps < total_steps ? config.warmup_steps : total_steps / 10;
@@ -437,8 +458,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
     log << "\ntest accuracy (" << data.test.size() << " sentences, " << result.test.score.overall.total << " tokens; "
         << result.test.score.ambiguous.total << " ambiguous, " << result.test.score.repeated.total
         << " in tag-changing repeats):\n";
-    log << "  " << std::left << std::setw(32) << "tagger" << std::right << std::setw(9) << "overall" << std::setw(11)
-        << "ambiguous" << std::setw(11) << "repeated" << "\n";
+    print_score_header(log, "tagger");
     print_score_row(log, "majority tag (unigram)", majority);
     print_score_row(log, "word window (prev, word, next)", window);
     print_score_row(log, config.model + " (best dev " + percent(best_dev) + ")", result.test.score);

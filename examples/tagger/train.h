@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,5 +95,10 @@ std::vector<std::vector<std::string>> predict(Run& run, const std::vector<std::v
 void print_evaluation(std::ostream& out, const Evaluation& evaluation, const qkv::io::Vocab& tags);
 
 std::vector<std::string> split_words(const std::string& line);
+
+// The accuracy tables of `train` and `ablate`: a header and one row per tagger, columns overall,
+// ambiguous and repeated; `extra` is appended to the line (ablate's tokens/s).
+void print_score_header(std::ostream& out, const std::string& first_column, const std::string& extra = "");
+void print_score_row(std::ostream& out, const std::string& name, const TaggingScore& score, const std::string& extra = "");
 
 }  // namespace tagger
