@@ -1,4 +1,5 @@
-// qkv: the umbrella header. Include this to get the whole public API.
+// qkv: the umbrella header. Include this to get the whole public API of the core library. Figures
+// are a library of their own (target qkv::plot): include "plot/plot.h" for them.
 #pragma once
 
 #include "autograd/anomaly.h"
@@ -34,14 +35,12 @@
 #include "nn/rotary.h"
 #include "nn/transformer.h"
 
-#include "io/batching.h"
 #include "io/checkpoint.h"
-#include "io/conll.h"
-#include "io/image.h"
-#include "io/plot.h"
-#include "io/splitmix64.h"
 #include "io/tensor_npy.h"
-#include "io/vocab.h"
+
+#include "data/batching.h"
+#include "data/conll.h"
+#include "data/vocab.h"
 
 #include "optim/adam.h"
 #include "optim/clip.h"

@@ -1,5 +1,5 @@
 // plot_demo: draws one figure of each kind qkv's examples produce, from made-up data, so that the
-// plotting layer (io/plot.h) can be seen and checked on its own. Every title says "synthetic".
+// plotting layer (plot/plot.h) can be seen and checked on its own. Every title says "synthetic".
 //   usage: plot_demo OUTPUT_DIR
 // writes attention.png, positional_encoding.png, confusion.png, loss.png and scaling.png.
 #include <cmath>
@@ -9,19 +9,19 @@
 #include <string>
 #include <vector>
 
-#include "io/plot.h"
+#include "plot/plot.h"
 
-namespace io = qkv::io;
+namespace plot = qkv::plot;
 
 namespace {
 
 // Self-attention weights over a sentence: each query favours nearby keys, and "it" looks back at
 // "animal", the way a trained head resolving the pronoun might. Rows are softmax-normalized.
-io::HeatmapSpec attention_figure() {
+plot::HeatmapSpec attention_figure() {
   const std::vector<std::string> tokens = {"the",    "animal",  "didn't", "cross", "the",
                                            "street", "because", "it",     "was",   "tired"};
   const int n = static_cast<int>(tokens.size());
-  io::HeatmapSpec spec;
+  plot::HeatmapSpec spec;
   spec.rows = spec.cols = n;
   spec.row_labels = spec.col_labels = tokens;
   for (int q = 0; q < n; ++q) {
@@ -43,9 +43,9 @@ io::HeatmapSpec attention_figure() {
 
 // The sinusoidal encoding of "Attention Is All You Need" (d2l 11.6.3):
 // P[i, 2j] = sin(i / 10000^(2j/d)), P[i, 2j+1] = cos(i / 10000^(2j/d)).
-io::HeatmapSpec positional_encoding_figure() {
+plot::HeatmapSpec positional_encoding_figure() {
   const int positions = 60, d = 32;
-  io::HeatmapSpec spec;
+  plot::HeatmapSpec spec;
   spec.rows = positions;
   spec.cols = d;
   for (int i = 0; i < positions; ++i) {
@@ -57,7 +57,7 @@ io::HeatmapSpec positional_encoding_figure() {
   spec.title = "Positional encoding (60 x 32)";
   spec.x_label = "encoding dimension";
   spec.y_label = "position";
-  spec.colormap = io::Colormap::BlueWhiteRed;
+  spec.colormap = plot::Colormap::BlueWhiteRed;
   spec.value_min = -1.0f;
   spec.value_max = 1.0f;
   return spec;
@@ -65,7 +65,7 @@ io::HeatmapSpec positional_encoding_figure() {
 
 // Counts of (true tag, predicted tag) over the 17 universal POS tags: frequent tags, and the
 // confusions a tagger typically makes (NOUN/PROPN, ADJ/NOUN, AUX/VERB, ADP/SCONJ...).
-io::HeatmapSpec confusion_figure() {
+plot::HeatmapSpec confusion_figure() {
   const std::vector<std::string> tags = {"ADJ",   "ADP",   "ADV", "AUX",  "CCONJ", "DET",
                                          "INTJ",  "NOUN",  "NUM", "PART", "PRON",  "PROPN",
                                          "PUNCT", "SCONJ", "SYM", "VERB", "X"};
@@ -91,32 +91,32 @@ io::HeatmapSpec confusion_figure() {
       {"VERB", "NOUN", 39},  {"NOUN", "VERB", 44},   {"ADV", "ADP", 17},   {"CCONJ", "ADV", 4}};
   for (const auto& c : confusions)
     counts[index(c.truth) * n + index(c.predicted)] = static_cast<float>(c.count);
-  io::HeatmapSpec spec;
+  plot::HeatmapSpec spec;
   spec.rows = spec.cols = n;
   spec.values = counts;
   spec.row_labels = spec.col_labels = tags;
   spec.title = "UPOS confusion matrix (synthetic counts)";
   spec.x_label = "predicted tag";
   spec.y_label = "true tag";
-  spec.colormap = io::Colormap::Blues;
+  spec.colormap = plot::Colormap::Blues;
   spec.annotate = true;
   spec.annotate_decimals = 0;
   return spec;
 }
 
 // Training curves that fall (loss) and rise (accuracy) like a small tagger's, with a fixed wobble.
-io::LinePlotSpec loss_figure() {
-  io::Series train_loss{"train loss", {}, {}}, val_loss{"validation loss", {}, {}};
-  io::Series train_acc{"train accuracy", {}, {}}, val_acc{"validation accuracy", {}, {}};
+plot::LinePlotSpec loss_figure() {
+  plot::Series train_loss{"train loss", {}, {}}, val_loss{"validation loss", {}, {}};
+  plot::Series train_acc{"train accuracy", {}, {}}, val_acc{"validation accuracy", {}, {}};
   for (int epoch = 1; epoch <= 30; ++epoch) {
     const double wobble = 0.03 * std::sin(1.7 * epoch);
-    for (io::Series* s : {&train_loss, &val_loss, &train_acc, &val_acc}) s->x.push_back(epoch);
+    for (plot::Series* s : {&train_loss, &val_loss, &train_acc, &val_acc}) s->x.push_back(epoch);
     train_loss.y.push_back(1.9 * std::exp(-epoch / 6.0) + 0.08 + wobble * 0.5);
     val_loss.y.push_back(1.9 * std::exp(-epoch / 7.0) + 0.2 + 0.004 * epoch + wobble);
     train_acc.y.push_back(0.97 - 0.7 * std::exp(-epoch / 5.0) + wobble * 0.2);
     val_acc.y.push_back(0.92 - 0.7 * std::exp(-epoch / 6.0) + wobble * 0.3);
   }
-  io::LinePlotSpec spec;
+  plot::LinePlotSpec spec;
   spec.series = {train_loss, val_loss, train_acc, val_acc};
   spec.title = "Tagger training (synthetic)";
   spec.x_label = "epoch";
@@ -125,17 +125,17 @@ io::LinePlotSpec loss_figure() {
 }
 
 // Time per forward pass against sequence length: quadratic attention against linear-time layers.
-io::LinePlotSpec scaling_figure() {
-  io::Series attention{"attention, O(n^2)", {}, {}}, fused{"fused attention, O(n^2)", {}, {}};
-  io::Series gru{"GRU, O(n)", {}, {}}, ffn{"feed-forward, O(n)", {}, {}};
+plot::LinePlotSpec scaling_figure() {
+  plot::Series attention{"attention, O(n^2)", {}, {}}, fused{"fused attention, O(n^2)", {}, {}};
+  plot::Series gru{"GRU, O(n)", {}, {}}, ffn{"feed-forward, O(n)", {}, {}};
   for (int n = 16; n <= 4096; n *= 2) {
-    for (io::Series* s : {&attention, &fused, &gru, &ffn}) s->x.push_back(n);
+    for (plot::Series* s : {&attention, &fused, &gru, &ffn}) s->x.push_back(n);
     attention.y.push_back(2e-6 * n * n + 0.02);
     fused.y.push_back(0.8e-6 * n * n + 0.03);
     gru.y.push_back(0.004 * n + 0.05);
     ffn.y.push_back(0.0009 * n + 0.01);
   }
-  io::LinePlotSpec spec;
+  plot::LinePlotSpec spec;
   spec.series = {attention, fused, gru, ffn};
   spec.title = "Forward time vs sequence length (synthetic)";
   spec.x_label = "sequence length n";
@@ -155,11 +155,11 @@ int main(int argc, char** argv) {
   try {
     const std::filesystem::path dir = argv[1];
     std::filesystem::create_directories(dir);
-    io::draw_heatmap(attention_figure()).write_png(dir / "attention.png");
-    io::draw_heatmap(positional_encoding_figure()).write_png(dir / "positional_encoding.png");
-    io::draw_heatmap(confusion_figure()).write_png(dir / "confusion.png");
-    io::draw_line_plot(loss_figure()).write_png(dir / "loss.png");
-    io::draw_line_plot(scaling_figure()).write_png(dir / "scaling.png");
+    plot::draw_heatmap(attention_figure()).write_png(dir / "attention.png");
+    plot::draw_heatmap(positional_encoding_figure()).write_png(dir / "positional_encoding.png");
+    plot::draw_heatmap(confusion_figure()).write_png(dir / "confusion.png");
+    plot::draw_line_plot(loss_figure()).write_png(dir / "loss.png");
+    plot::draw_line_plot(scaling_figure()).write_png(dir / "scaling.png");
     std::printf("wrote 5 figures to %s\n", dir.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "plot_demo: %s\n", e.what());

@@ -29,6 +29,7 @@
 
 #include "autograd/profiler.h"
 #include "examples/common/args.h"
+#include "plot/plot.h"
 #include "qkv.h"
 
 using namespace qkv;
@@ -159,20 +160,20 @@ int run(int argc, char** argv) {
                 models[i].claim.c_str());
   }
 
-  io::LinePlotSpec spec;
+  plot::LinePlotSpec spec;
   spec.title = "forward + backward time vs sequence length (d = " + std::to_string(d) + ")";
   spec.x_label = "sequence length n";
   spec.y_label = "time (ms)";
   spec.log_x = spec.log_y = true;
   spec.markers = true;
   for (size_t i = 0; i < models.size(); ++i) {
-    io::Series s{models[i].name, {}, ms[i]};
+    plot::Series s{models[i].name, {}, ms[i]};
     for (int64_t n : lengths) s.x.push_back(static_cast<double>(n));
     spec.series.push_back(s);
   }
   std::filesystem::create_directories(args.str("out"));
   const std::string path = args.str("out") + "/scaling.png";
-  io::draw_line_plot(spec).write_png(path);
+  plot::draw_line_plot(spec).write_png(path);
   std::printf("\nwrote %s\n", path.c_str());
   return 0;
 }

@@ -26,7 +26,7 @@
 #include "autograd/profiler.h"
 #include "examples/common/args.h"
 #include "examples/tagger/train.h"
-#include "io/batching.h"
+#include "data/batching.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"
 #include "qkv.h"
@@ -90,10 +90,10 @@ int run(int argc, char** argv) {
     words.push_back(vocabs.words.encode(s.words));
     tags.push_back(vocabs.tags.encode(s.tags));
   }
-  std::vector<io::Batch> batches = io::make_batches(
+  std::vector<data::Batch> batches = data::make_batches(
       words, tags, {.batch_size = config.batch_size, .seed = config.seed, .pad_id = vocabs.words.pad_id()});
-  std::sort(batches.begin(), batches.end(), [](const io::Batch& x, const io::Batch& y) { return x.max_len < y.max_len; });
-  const io::Batch& b = batches[batches.size() / 2];
+  std::sort(batches.begin(), batches.end(), [](const data::Batch& x, const data::Batch& y) { return x.max_len < y.max_len; });
+  const data::Batch& b = batches[batches.size() / 2];
   const IndexTensor ids(b.inputs, {b.batch_size, b.max_len}), targets(b.targets, {b.batch_size, b.max_len});
   const IndexTensor valid_lens(b.valid_lens);
   std::printf("one batch: B = %lld sentences, T = %lld (padded), %lld parameters, %d thread(s)\n\n",

@@ -117,4 +117,10 @@ void FileReader::read_at(uint64_t offset, std::span<std::byte> out) const {
   }
 }
 
+void write_text_file(const std::filesystem::path& path, std::string_view text, const std::string& op) {
+  AtomicFileWriter out(op, path);
+  out.write(std::as_bytes(std::span(text.data(), text.size())));
+  out.commit();
+}
+
 }  // namespace qkv::io

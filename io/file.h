@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace qkv::io {
 
@@ -35,6 +36,10 @@ class AtomicFileWriter {
   int fd_ = -1;
   bool committed_ = false;
 };
+
+// Writes `text` to `path` through an AtomicFileWriter: the one way qkv writes a text file (configs,
+// vocabularies, CSV and JSON reports, CoNLL-U). `op` names the caller in error messages.
+void write_text_file(const std::filesystem::path& path, std::string_view text, const std::string& op);
 
 class FileReader {
  public:

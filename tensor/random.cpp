@@ -112,6 +112,10 @@ uint64_t Generator::next_below(uint64_t n) {
   return r % n;
 }
 
+double Generator::next_uniform() {
+  return static_cast<double>(draw(state_.seed, state_.offset++) >> 11) * 0x1.0p-53;
+}
+
 Generator& default_generator() {
   static Generator g(0);
   return g;

@@ -4,10 +4,15 @@
 // tensor of n values uses counters offset, offset+1, ..., offset+n-1 and then advances the
 // offset by n (by ceil(n/2) for normal and Bernoulli values, two per draw), so any thread can
 // compute any element, in any order, and get the same tensor.
-// The state is just (seed, offset), which makes it trivial to save in a checkpoint.
+// The state is just (seed, offset), which makes it trivial to save in a checkpoint. The same
+// generator drives everything random in qkv: tensors, dropout, initialization, and the data
+// pipeline's shuffles and samples (next_below, next_uniform, shuffle).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace qkv {
 
@@ -38,10 +43,21 @@ class Generator {
   void bernoulli_scale(const float* x, float* out, int64_t n, float p, float scale);
   // One integer uniform in [0, n), for shuffles and sampling (n >= 1).
   uint64_t next_below(uint64_t n);
+  // One double uniform in [0, 1), from the top 53 bits of a draw.
+  double next_uniform();
+  // True with probability p.
+  bool next_chance(double p) { return next_uniform() < p; }
 
  private:
   GeneratorState state_;
 };
+
+// Fisher–Yates shuffle (Knuth, TAOCP vol. 2, Algorithm P): the same seed gives the same order on
+// every compiler and platform, which std::shuffle does not promise.
+template <class T>
+void shuffle(std::vector<T>& items, Generator& gen) {
+  for (std::size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[gen.next_below(i)]);
+}
 
 // The generator used when none is given: rand, randn, dropout, parameter initialization.
 Generator& default_generator();

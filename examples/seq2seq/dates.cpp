@@ -6,15 +6,15 @@
 #include <map>
 #include <unordered_set>
 
-#include "io/splitmix64.h"
+#include "tensor/random.h"
 #include "tensor/error.h"
 
 namespace seq2seq {
 namespace {
 
 using qkv::ValueError;
-using qkv::io::SplitMix64;
-using qkv::io::Vocab;
+
+using qkv::data::Vocab;
 
 constexpr std::array<const char*, 12> kMonths = {"january",   "february", "march",    "april",
                                                  "may",       "june",     "july",     "august",
@@ -138,15 +138,15 @@ std::string iso_date(const Date& d) {
 
 std::vector<DatePair> generate_pairs(int64_t n, uint64_t seed) {
   if (n < 0) throw ValueError("generate_pairs: n must be >= 0, got " + std::to_string(n));
-  SplitMix64 rng(seed);
+  qkv::Generator rng(seed);
   std::vector<DatePair> pairs;
   std::unordered_set<std::string> seen;
   while (static_cast<int64_t>(pairs.size()) < n) {
     Date d;
-    d.year = 1900 + static_cast<int>(rng.below(200));
-    d.month = 1 + static_cast<int>(rng.below(12));
-    d.day = 1 + static_cast<int>(rng.below(31));
-    const int format = static_cast<int>(rng.below(kNumFormats)), variant = static_cast<int>(rng.below(3));
+    d.year = 1900 + static_cast<int>(rng.next_below(200));
+    d.month = 1 + static_cast<int>(rng.next_below(12));
+    d.day = 1 + static_cast<int>(rng.next_below(31));
+    const int format = static_cast<int>(rng.next_below(kNumFormats)), variant = static_cast<int>(rng.next_below(3));
     if (!valid_date(d)) continue;  // rejection keeps every valid date equally likely
     DatePair pair{format_date(d, format, variant), iso_date(d)};
     if (seen.insert(pair.source).second) pairs.push_back(std::move(pair));

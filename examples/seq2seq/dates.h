@@ -13,14 +13,14 @@
 //
 // Dates are uniform over 1900-01-01 .. 2099-12-31; each is written in one of kNumFormats surface
 // formats (format_date documents them), spelled-out years in several ways. The same seed always
-// gives the same pairs, on every platform (io/splitmix64.h).
+// gives the same pairs, on every platform (qkv::Generator, tensor/random.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "io/vocab.h"
+#include "data/vocab.h"
 
 namespace seq2seq {
 
@@ -90,8 +90,8 @@ inline constexpr const char* kTargetAlphabet = "-0123456789";
 
 // Vocabularies of one character per token after d2l's reserved tokens <pad> <unk> <bos> <eos>
 // (ids 0..3), then the alphabet in byte order. Fixed, so a checkpoint needs no vocabulary file.
-qkv::io::Vocab source_vocab();
-qkv::io::Vocab target_vocab();
+qkv::data::Vocab source_vocab();
+qkv::data::Vocab target_vocab();
 
 // The longest source the model accepts, in characters (the longest generated one has 62).
 inline constexpr int64_t kMaxSourceChars = 100;
@@ -99,13 +99,13 @@ inline constexpr int64_t kMaxSourceChars = 100;
 // A user's date as source ids: lower-cased, one id per character, then <eos>. Throws
 // qkv::ValueError for an empty text, one longer than kMaxSourceChars, or a character outside
 // kSourceAlphabet (naming it and its position).
-std::vector<int64_t> encode_source(const qkv::io::Vocab& vocab, const std::string& text);
+std::vector<int64_t> encode_source(const qkv::data::Vocab& vocab, const std::string& text);
 
 // Target ids followed by <eos>. Throws qkv::ValueError for a character outside the vocabulary.
-std::vector<int64_t> encode_target(const qkv::io::Vocab& vocab, const std::string& text);
+std::vector<int64_t> encode_target(const qkv::data::Vocab& vocab, const std::string& text);
 
 // The characters of ids up to the first <eos> (excluded); reserved tokens other than <eos> are
 // dropped.
-std::string decode_ids(const qkv::io::Vocab& vocab, const std::vector<int64_t>& ids);
+std::string decode_ids(const qkv::data::Vocab& vocab, const std::vector<int64_t>& ids);
 
 }  // namespace seq2seq

@@ -21,6 +21,7 @@
 #include "examples/seq2seq/dates.h"
 #include "examples/seq2seq/model.h"
 #include "examples/seq2seq/training.h"
+#include "plot/plot.h"
 #include "qkv.h"
 
 namespace {
@@ -39,8 +40,8 @@ double seconds_since(Clock::time_point start) {
 // Attention heatmap of one translation: a row per output character (decoder step), a column per
 // source character, as d2l's show_heatmaps of dec_attention_weight_seq.
 void write_heatmap(const std::string& source, const Translation& t, const std::string& path) {
-  const qkv::io::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
-  qkv::io::HeatmapSpec spec;
+  const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+  qkv::plot::HeatmapSpec spec;
   const std::vector<int64_t> src_ids = encode_source(src_vocab, source);
   spec.rows = static_cast<int>(t.ids.size());
   spec.cols = static_cast<int>(src_ids.size());
@@ -54,7 +55,7 @@ void write_heatmap(const std::string& source, const Translation& t, const std::s
   spec.value_min = 0.0f;
   spec.value_max = 1.0f;
   spec.cell_size = 14;
-  qkv::io::draw_heatmap(spec).write_png(path);
+  qkv::plot::draw_heatmap(spec).write_png(path);
 }
 
 int train(int argc, char** argv) {
@@ -85,7 +86,7 @@ int train(int argc, char** argv) {
   const DateData data = generate_data(seed, {.train = args.integer("train-size"),
                                              .dev = args.integer("dev-size"),
                                              .test = args.integer("test-size")});
-  const qkv::io::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+  const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
   const std::vector<Example> train_examples = encode_pairs(data.train, src_vocab, tgt_vocab);
 
   const ModelConfig config{.source_vocab = src_vocab.size(),
@@ -171,7 +172,7 @@ int predict(int argc, char** argv) {
   if (texts.empty())
     for (std::string line; std::getline(std::cin, line);)
       if (!line.empty()) texts.push_back(line);
-  const qkv::io::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+  const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::vector<Translation> t =
         greedy_decode(*model, {encode_source(src_vocab, texts[i])}, tgt_vocab.id(kBos), tgt_vocab.id(kEos),

@@ -7,15 +7,15 @@
 
 #include "examples/seq2seq/bleu.h"
 #include "io/checkpoint.h"
-#include "io/splitmix64.h"
+#include "tensor/random.h"
 #include "nn/functional/loss.h"
 #include "optim/clip.h"
 #include "tensor/error.h"
 
 namespace seq2seq {
 
-std::vector<Example> encode_pairs(const std::vector<DatePair>& pairs, const qkv::io::Vocab& src_vocab,
-                                  const qkv::io::Vocab& tgt_vocab) {
+std::vector<Example> encode_pairs(const std::vector<DatePair>& pairs, const qkv::data::Vocab& src_vocab,
+                                  const qkv::data::Vocab& tgt_vocab) {
   std::vector<Example> examples;
   examples.reserve(pairs.size());
   for (const DatePair& p : pairs)
@@ -45,12 +45,12 @@ Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& r
 // Indices of `lengths` in batches of similar length: shuffled (when rng is given), cut in pools,
 // each pool sorted by length and cut into batches.
 std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& lengths, int64_t batch_size,
-                                                qkv::io::SplitMix64* rng) {
+                                                qkv::Generator* rng) {
   if (batch_size < 1)
     throw qkv::ValueError("make_batches: batch_size must be >= 1, got " + std::to_string(batch_size));
   std::vector<size_t> order(lengths.size());
   std::iota(order.begin(), order.end(), 0);
-  if (rng) qkv::io::shuffle(order, *rng);
+  if (rng) qkv::shuffle(order, *rng);
   const size_t pool = static_cast<size_t>(batch_size * kPoolBatches);
   std::vector<std::vector<size_t>> batches;
   for (size_t start = 0; start < order.size(); start += pool) {
@@ -60,7 +60,7 @@ std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& leng
     for (auto it = first; it < last; it += std::min<std::ptrdiff_t>(batch_size, last - it))
       batches.emplace_back(it, it + std::min<std::ptrdiff_t>(batch_size, last - it));
   }
-  if (rng) qkv::io::shuffle(batches, *rng);
+  if (rng) qkv::shuffle(batches, *rng);
   return batches;
 }
 
@@ -70,7 +70,7 @@ std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t ba
                                 int64_t pad_id, int64_t bos_id) {
   std::vector<int64_t> lengths;
   for (const Example& e : examples) lengths.push_back(static_cast<int64_t>(e.source.size()));
-  qkv::io::SplitMix64 rng(seed);
+  qkv::Generator rng(seed);
   std::vector<Batch> batches;
   for (const auto& rows : length_batches(lengths, batch_size, &rng))
     batches.push_back(collate(examples, rows, pad_id, bos_id));
@@ -91,7 +91,7 @@ float train_step(Seq2Seq& model, qkv::optim::Optimizer& optimizer, const Batch& 
 }
 
 Evaluation evaluate(Seq2Seq& model, const std::vector<DatePair>& pairs, int64_t batch_size) {
-  const qkv::io::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+  const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
   std::vector<std::vector<int64_t>> sources;
   std::vector<int64_t> lengths;
   for (const DatePair& p : pairs) {

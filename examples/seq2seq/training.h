@@ -10,7 +10,7 @@
 
 #include "examples/seq2seq/dates.h"
 #include "examples/seq2seq/model.h"
-#include "io/vocab.h"
+#include "data/vocab.h"
 #include "optim/optimizer.h"
 
 namespace seq2seq {
@@ -20,8 +20,8 @@ struct Example {
   std::vector<int64_t> source, target;
 };
 
-std::vector<Example> encode_pairs(const std::vector<DatePair>& pairs, const qkv::io::Vocab& src_vocab,
-                                  const qkv::io::Vocab& tgt_vocab);
+std::vector<Example> encode_pairs(const std::vector<DatePair>& pairs, const qkv::data::Vocab& src_vocab,
+                                  const qkv::data::Vocab& tgt_vocab);
 
 // One training batch, d2l's (X, X_valid_len, Y, Y_valid_len) plus the decoder's input:
 struct Batch {

@@ -45,13 +45,13 @@
 #include <ostream>
 #include <string_view>
 
-#include "io/splitmix64.h"
+#include "tensor/random.h"
 #include "tensor/error.h"
 
 namespace tagger {
 namespace {
 
-using qkv::io::SplitMix64;
+
 
 // ---- The 17 Universal POS tags (https://universaldependencies.org/u/pos/) -----------------------
 
@@ -437,9 +437,9 @@ struct NpOptions {
   bool both = true;       // "both" as determiner; never inside a coordination ("both X and Y")
 };
 
-class Generator {
+class SentenceGenerator {
  public:
-  explicit Generator(uint64_t seed) : rng_(seed) {}
+  explicit SentenceGenerator(uint64_t seed) : rng_(seed) {}
 
   TaggedSentence sentence() {
     do {
@@ -454,7 +454,7 @@ class Generator {
   }
 
  private:
-  SplitMix64 rng_;
+  qkv::Generator rng_;
   TaggedSentence out_;
   int depth_ = 0;  // clauses and phrases nest at most two levels below the main clause
 
@@ -462,11 +462,11 @@ class Generator {
     out_.words.push_back(word);
     out_.tags.push_back(tag);
   }
-  bool chance(double p) { return rng_.chance(p); }
-  double uniform() { return rng_.uniform(); }
+  bool chance(double p) { return rng_.next_chance(p); }
+  double uniform() { return rng_.next_uniform(); }
   template <class T, size_t N>
   const T& pick(const T (&items)[N]) {
-    return items[rng_.below(N)];
+    return items[rng_.next_below(N)];
   }
   bool may_nest() const { return depth_ < 2; }
   template <class F>
@@ -894,7 +894,7 @@ class Generator {
     int n = 0;
     for (unsigned f : {kIntransitive, kTransitive, kThatClause, kToInfinitive, kMotion})
       if (v.frames & f) frames[n++] = f;
-    switch (frames[rng_.below(n)]) {
+    switch (frames[rng_.next_below(n)]) {
       case kIntransitive:
         intransitive_tail(where);
         break;
@@ -941,7 +941,7 @@ class Generator {
       add(pick(kFlatAdverbs), ADV);
     } else if (r < 0.56) {
       add("as", ADV);
-      add(kFlatAdverbs[rng_.below(5)], ADV);  // not "well": "as well as" is a fixed phrase
+      add(kFlatAdverbs[rng_.next_below(5)], ADV);  // not "well": "as well as" is a fixed phrase
       add("as", ADP);
       comparison();
     } else if (r < 0.64) {
@@ -1294,7 +1294,7 @@ class Generator {
 
 std::vector<TaggedSentence> generate_sentences(int64_t n, uint64_t seed) {
   if (n < 0) throw qkv::ValueError("generate_sentences: n must be >= 0, got " + std::to_string(n));
-  Generator generator(seed);
+  SentenceGenerator generator(seed);
   std::vector<TaggedSentence> sentences;
   sentences.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) sentences.push_back(generator.sentence());
@@ -1318,9 +1318,9 @@ Corpus generate_corpus(uint64_t seed, const CorpusSizes& sizes) {
 void write_corpus(const Corpus& corpus, const std::string& dir) {
   std::filesystem::create_directories(dir);
   const std::filesystem::path root(dir);
-  qkv::io::write_conllu((root / "train.conllu").string(), corpus.train);
-  qkv::io::write_conllu((root / "dev.conllu").string(), corpus.dev);
-  qkv::io::write_conllu((root / "test.conllu").string(), corpus.test);
+  qkv::data::write_conllu((root / "train.conllu").string(), corpus.train);
+  qkv::data::write_conllu((root / "dev.conllu").string(), corpus.dev);
+  qkv::data::write_conllu((root / "test.conllu").string(), corpus.test);
 }
 
 // ---- Ambiguity, baselines, statistics

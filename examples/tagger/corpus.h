@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "io/conll.h"
+#include "data/conll.h"
 
 namespace tagger {
 
-using qkv::io::TaggedSentence;
+using qkv::data::TaggedSentence;
 
 // `n` sentences of 3 to 40 tokens, lower-case except names; the same seed gives the same text.
 std::vector<TaggedSentence> generate_sentences(int64_t n, uint64_t seed);

@@ -4,13 +4,13 @@
 #include <filesystem>
 
 #include "autograd/grad_mode.h"
-#include "io/plot.h"
+#include "plot/plot.h"
 #include "tensor/error.h"
 
 namespace tagger {
 
 namespace fs = std::filesystem;
-using qkv::io::Image;
+using qkv::plot::Image;
 
 namespace {
 
@@ -26,16 +26,16 @@ Image side_by_side(const Image& a, const Image& b) {
   return out;
 }
 
-qkv::io::LinePlotSpec curve(const std::vector<EpochMetrics>& history, const std::string& title, const std::string& y_label,
+qkv::plot::LinePlotSpec curve(const std::vector<EpochMetrics>& history, const std::string& title, const std::string& y_label,
                             double EpochMetrics::*train, double EpochMetrics::*dev) {
-  qkv::io::Series tr{"train", {}, {}}, dv{"dev", {}, {}};
+  qkv::plot::Series tr{"train", {}, {}}, dv{"dev", {}, {}};
   for (const EpochMetrics& m : history) {
     tr.x.push_back(static_cast<double>(m.epoch));
     tr.y.push_back(m.*train);
     dv.x.push_back(static_cast<double>(m.epoch));
     dv.y.push_back(m.*dev);
   }
-  qkv::io::LinePlotSpec spec;
+  qkv::plot::LinePlotSpec spec;
   spec.series = {tr, dv};
   spec.title = title;
   spec.x_label = "epoch";
@@ -54,7 +54,7 @@ std::string draw_curves(const std::vector<EpochMetrics>& history, const std::str
   loss.log_y = true;
   auto acc = curve(history, "Token accuracy", "accuracy", &EpochMetrics::train_acc, &EpochMetrics::dev_acc);
   const std::string path = (fs::path(dir) / "loss_accuracy.png").string();
-  side_by_side(qkv::io::draw_line_plot(loss), qkv::io::draw_line_plot(acc)).write_png(path);
+  side_by_side(qkv::plot::draw_line_plot(loss), qkv::plot::draw_line_plot(acc)).write_png(path);
   return path;
 }
 
@@ -74,7 +74,7 @@ std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs
   for (size_t l = 0; l < layers.size(); ++l) {
     const Tensor& w = layers[l];  // (1, H, T, T)
     for (int64_t h = 0; h < w.size(1); ++h) {
-      qkv::io::HeatmapSpec spec;
+      qkv::plot::HeatmapSpec spec;
       spec.rows = spec.cols = static_cast<int>(words.size());
       spec.values = w.select(0, 0).select(0, h).contiguous().to_vector();
       spec.row_labels = spec.col_labels = words;
@@ -85,7 +85,7 @@ std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs
       spec.value_max = 1.0f;
       const std::string path =
           (fs::path(dir) / ("attention_layer" + std::to_string(l + 1) + "_head" + std::to_string(h + 1) + ".png")).string();
-      qkv::io::draw_heatmap(spec).write_png(path);
+      qkv::plot::draw_heatmap(spec).write_png(path);
       paths.push_back(path);
     }
   }
@@ -94,25 +94,25 @@ std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs
 
 std::string draw_positional_encoding(const Tensor& P, int64_t positions, const std::string& dir) {
   const int64_t n = std::min(positions, P.size(0));
-  qkv::io::HeatmapSpec spec;
+  qkv::plot::HeatmapSpec spec;
   spec.rows = static_cast<int>(n);
   spec.cols = static_cast<int>(P.size(1));
   spec.values = P.narrow(0, 0, n).contiguous().to_vector();
   spec.title = "Sinusoidal positional encoding P";
   spec.x_label = "encoding dimension";
   spec.y_label = "position";
-  spec.colormap = qkv::io::Colormap::BlueWhiteRed;
+  spec.colormap = qkv::plot::Colormap::BlueWhiteRed;
   spec.value_min = -1.0f;
   spec.value_max = 1.0f;
   const std::string path = (fs::path(dir) / "positional_encoding.png").string();
-  qkv::io::draw_heatmap(spec).write_png(path);
+  qkv::plot::draw_heatmap(spec).write_png(path);
   return path;
 }
 
-std::string draw_confusion(const std::vector<std::vector<int64_t>>& confusion, const qkv::io::Vocab& tags,
+std::string draw_confusion(const std::vector<std::vector<int64_t>>& confusion, const qkv::data::Vocab& tags,
                            const std::string& dir) {
   const int C = static_cast<int>(tags.size());
-  qkv::io::HeatmapSpec spec;
+  qkv::plot::HeatmapSpec spec;
   spec.rows = spec.cols = C;
   for (const auto& row : confusion) {
     for (int64_t v : row) spec.values.push_back(static_cast<float>(v));
@@ -121,12 +121,12 @@ std::string draw_confusion(const std::vector<std::vector<int64_t>>& confusion, c
   spec.title = "Confusion matrix on test (counts)";
   spec.x_label = "predicted tag";
   spec.y_label = "gold tag";
-  spec.colormap = qkv::io::Colormap::Blues;
+  spec.colormap = qkv::plot::Colormap::Blues;
   spec.annotate = true;
   spec.annotate_decimals = 0;
   spec.value_min = 0.0f;
   const std::string path = (fs::path(dir) / "confusion.png").string();
-  qkv::io::draw_heatmap(spec).write_png(path);
+  qkv::plot::draw_heatmap(spec).write_png(path);
   return path;
 }
 

@@ -1,4 +1,4 @@
-// The tagger's figures, PNGs drawn with io/plot.h. Each function writes one or more files into
+// The tagger's figures, PNGs drawn with plot/plot.h. Each function writes one or more files into
 // `dir` and returns their paths.
 #pragma once
 
@@ -23,7 +23,7 @@ std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs
 std::string draw_positional_encoding(const Tensor& P, int64_t positions, const std::string& dir);
 
 // confusion.png: counts of gold (rows) against predicted (columns) tags.
-std::string draw_confusion(const std::vector<std::vector<int64_t>>& confusion, const qkv::io::Vocab& tags,
+std::string draw_confusion(const std::vector<std::vector<int64_t>>& confusion, const qkv::data::Vocab& tags,
                            const std::string& dir);
 
 }  // namespace tagger

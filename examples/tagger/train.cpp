@@ -14,9 +14,9 @@
 
 #include "examples/common/progress.h"
 #include "examples/tagger/figures.h"
-#include "io/batching.h"
+#include "data/batching.h"
 #include "io/checkpoint.h"
-#include "io/conll.h"
+#include "data/conll.h"
 #include "io/file.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"
@@ -31,7 +31,7 @@ namespace tagger {
 
 namespace fs = std::filesystem;
 using qkv::io::Json;
-using qkv::io::Vocab;
+using qkv::data::Vocab;
 
 namespace {
 
@@ -89,7 +89,7 @@ struct BatchTensors {
   int64_t tokens = 0;  // real tokens
 };
 
-BatchTensors to_tensors(const qkv::io::Batch& b) {
+BatchTensors to_tensors(const qkv::data::Batch& b) {
   BatchTensors t;
   t.ids = IndexTensor(b.inputs, {b.batch_size, b.max_len});
   if (!b.targets.empty()) t.targets = IndexTensor(b.targets, {b.batch_size, b.max_len});
@@ -208,7 +208,7 @@ std::vector<std::string> split_words(const std::string& line) {
 
 std::vector<TaggedSentence> read_tagged(const std::string& path) {
   const bool conllu = path.size() >= 7 && path.compare(path.size() - 7, 7, ".conllu") == 0;
-  auto sentences = conllu ? qkv::io::read_conllu(path) : qkv::io::read_conll(path);
+  auto sentences = conllu ? qkv::data::read_conllu(path) : qkv::data::read_conll(path);
   if (sentences.empty()) throw qkv::ValueError("tagger: " + path + " holds no sentences");
   return sentences;
 }
@@ -260,9 +260,9 @@ Evaluation evaluate(TaggerModel& model, const Vocabs& vocabs, const TagLexicon& 
   result.confusion.assign(C, std::vector<int64_t>(C, 0));
   double loss_sum = 0;
   int64_t tokens = 0;
-  const auto batches = qkv::io::make_batches(enc.words, enc.tags,
+  const auto batches = qkv::data::make_batches(enc.words, enc.tags,
                                              {.batch_size = batch_size, .shuffle = false, .pad_id = vocabs.words.pad_id()});
-  for (const qkv::io::Batch& b : batches) {
+  for (const qkv::data::Batch& b : batches) {
     const BatchTensors t = to_tensors(b);
     const Tensor logits = model.forward(t.ids, t.valid_lens);
     loss_sum += qkv::nn::functional::sequence_cross_entropy(logits, t.targets, t.valid_lens).item() * t.tokens;
@@ -311,7 +311,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
   const Vocabs vocabs = options.resume ? load_vocabs(dir) : build_vocabs(data, config.min_freq);
   const TagLexicon lexicon(data.train);
   const Encoded train_set = encode(vocabs, data.train);
-  // make_batches fills every batch but at most one (io/batching.h), whatever the order.
+  // make_batches fills every batch but at most one (data/batching.h), whatever the order.
   const int64_t n_train = static_cast<int64_t>(train_set.words.size());
   const int64_t steps_per_epoch = (n_train + config.batch_size - 1) / config.batch_size;
   const int64_t total_steps = steps_per_epoch * config.epochs;
@@ -369,7 +369,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
     log.flush();  // the progress bar goes to stderr: keep the two streams in order
     const auto t0 = std::chrono::steady_clock::now();
     model->train();
-    const auto batches = qkv::io::make_batches(train_set.words, train_set.tags,
+    const auto batches = qkv::data::make_batches(train_set.words, train_set.tags,
                                                {.batch_size = config.batch_size,
                                                 .seed = config.seed + static_cast<uint64_t>(epoch),
                                                 .pad_id = vocabs.words.pad_id()});
@@ -515,8 +515,8 @@ std::vector<std::vector<std::string>> predict(Run& run, const std::vector<std::v
     ids.push_back(run.vocabs.words.encode(s));
   }
   std::vector<std::vector<std::string>> out(sentences.size());
-  const auto batches = qkv::io::make_batches(ids, {}, {.batch_size = 64, .shuffle = false, .pad_id = run.vocabs.words.pad_id()});
-  for (const qkv::io::Batch& b : batches) {
+  const auto batches = qkv::data::make_batches(ids, {}, {.batch_size = 64, .shuffle = false, .pad_id = run.vocabs.words.pad_id()});
+  for (const qkv::data::Batch& b : batches) {
     const BatchTensors t = to_tensors(b);
     const IndexTensor pred = run.model->forward(t.ids, t.valid_lens).argmax(-1);
     for (int64_t i = 0; i < b.batch_size; ++i) {

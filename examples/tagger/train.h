@@ -2,7 +2,7 @@
 //
 // A run directory holds
 //   config.json          the Config (model shape, budget, data sizes)
-//   words.txt tags.txt   the vocabularies, one token per line (io/vocab.h)
+//   words.txt tags.txt   the vocabularies, one token per line (data/vocab.h)
 //   best.safetensors     the checkpoint with the best dev accuracy so far
 //   last.safetensors     the checkpoint after the last finished epoch, for --resume; its config
 //                        text also holds the epoch history
@@ -18,7 +18,7 @@
 
 #include "examples/tagger/corpus.h"
 #include "examples/tagger/model.h"
-#include "io/vocab.h"
+#include "data/vocab.h"
 
 namespace tagger {
 
@@ -33,8 +33,8 @@ Data load_data(const Config& config);
 std::vector<TaggedSentence> read_tagged(const std::string& path);
 
 struct Vocabs {
-  qkv::io::Vocab words;  // <pad> <unk> and training words seen min_freq times
-  qkv::io::Vocab tags;   // every tag of all three splits: the label set is closed, not learned
+  qkv::data::Vocab words;  // <pad> <unk> and training words seen min_freq times
+  qkv::data::Vocab tags;   // every tag of all three splits: the label set is closed, not learned
 };
 Vocabs build_vocabs(const Data& data, int64_t min_freq);
 
@@ -92,7 +92,7 @@ Config load_run_config(const std::string& run_dir);
 std::vector<std::vector<std::string>> predict(Run& run, const std::vector<std::vector<std::string>>& sentences);
 
 // The eval subcommand's report: overall and per-tag accuracy and the confusion matrix as text.
-void print_evaluation(std::ostream& out, const Evaluation& evaluation, const qkv::io::Vocab& tags);
+void print_evaluation(std::ostream& out, const Evaluation& evaluation, const qkv::data::Vocab& tags);
 
 std::vector<std::string> split_words(const std::string& line);
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "examples/tagger/corpus.h"
-#include "io/conll.h"
+#include "data/conll.h"
 #include "tensor/error.h"
 
 using tagger::TaggedSentence;
@@ -195,8 +195,8 @@ TEST_CASE("write_corpus writes train dev and test as CoNLL-U that reads back") {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("qkv_test_" + std::to_string(getpid()) + "_corpus");
   tagger::write_corpus(corpus, dir.string());
-  CHECK(qkv::io::read_conllu((dir / "train.conllu").string()) == corpus.train);
-  CHECK(qkv::io::read_conllu((dir / "dev.conllu").string()) == corpus.dev);
-  CHECK(qkv::io::read_conllu((dir / "test.conllu").string()) == corpus.test);
+  CHECK(qkv::data::read_conllu((dir / "train.conllu").string()) == corpus.train);
+  CHECK(qkv::data::read_conllu((dir / "dev.conllu").string()) == corpus.dev);
+  CHECK(qkv::data::read_conllu((dir / "test.conllu").string()) == corpus.test);
   std::filesystem::remove_all(dir);
 }

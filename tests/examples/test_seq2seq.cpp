@@ -120,7 +120,7 @@ TEST_CASE("seq2seq format_date spells one date in every format") {
 }
 
 TEST_CASE("seq2seq encode_source rejects bad input with the reason") {
-  const qkv::io::Vocab v = source_vocab();
+  const qkv::data::Vocab v = source_vocab();
   CHECK(v.size() == 4 + 40);
   CHECK(v.token(3) == kEos);
   CHECK(encode_source(v, "May 1, 2020") == encode_source(v, "may 1, 2020"));
@@ -139,7 +139,7 @@ TEST_CASE("seq2seq encode_source rejects bad input with the reason") {
                                 "1 d\xc3\xa9"
                                 "cembre 2020"),
                   qkv::ValueError);
-  const qkv::io::Vocab t = target_vocab();
+  const qkv::data::Vocab t = target_vocab();
   CHECK_THROWS_AS(encode_target(t, "2020/01/01"), qkv::ValueError);
   // Decoding stops at the first <eos> and drops other reserved tokens.
   std::vector<int64_t> ids = encode_target(t, "2020-01-01");
@@ -182,7 +182,7 @@ TEST_CASE("seq2seq bleu equals values computed by hand") {
 TEST_CASE("seq2seq batches pair teacher-forced inputs with padded targets") {
   const auto pairs = generate_pairs(100, 3);
   const auto examples = encode_pairs(pairs, source_vocab(), target_vocab());
-  const qkv::io::Vocab t = target_vocab();
+  const qkv::data::Vocab t = target_vocab();
   const auto batches = make_batches(examples, 16, 1, t.pad_id(), t.id(kBos));
   CHECK(batches.size() == 7);  // 6 of 16 and one of 4
   int64_t rows = 0;
@@ -235,7 +235,7 @@ TEST_CASE(
 TEST_CASE("seq2seq greedy decoding stops at eos and at the maximum length") {
   qkv::manual_seed(2);
   Seq2Seq model(small_config());
-  const qkv::io::Vocab s = source_vocab(), t = target_vocab();
+  const qkv::data::Vocab s = source_vocab(), t = target_vocab();
   const std::vector<std::vector<int64_t>> sources = {encode_source(s, "may 1, 2020"),
                                                      encode_source(s, "11/23/2026")};
   auto force = [&](const std::string& token) {  // the decoder's output layer then always predicts `token`
@@ -271,7 +271,7 @@ TEST_CASE("seq2seq a short training run brings the loss below 1.0") {
   Seq2Seq model(small_config());
   qkv::optim::Adam optimizer(model.parameters(), {.lr = 5e-3});
   const auto examples = encode_pairs(generate_pairs(1000, 7), source_vocab(), target_vocab());
-  const qkv::io::Vocab t = target_vocab();
+  const qkv::data::Vocab t = target_vocab();
   float first = 0, last_epoch = 0;
   int64_t step = 0;
   for (uint64_t epoch = 0; step < 400; ++epoch) {
@@ -294,7 +294,7 @@ TEST_CASE("seq2seq a checkpoint gives back the same translations") {
   qkv::manual_seed(3);
   Seq2Seq model(small_config());
   qkv::optim::Adam optimizer(model.parameters(), {.lr = 5e-3});
-  const qkv::io::Vocab t = target_vocab();
+  const qkv::data::Vocab t = target_vocab();
   const auto examples = encode_pairs(generate_pairs(64, 9), source_vocab(), t);
   for (const Batch& b : make_batches(examples, 32, 0, t.pad_id(), t.id(kBos)))
     train_step(model, optimizer, b, 1.0);

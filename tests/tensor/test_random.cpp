@@ -1,6 +1,7 @@
 // The counter-based generator: reproducible, independent of threads, and with the right moments.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -96,4 +97,44 @@ TEST_CASE("fill_bernoulli draws two values per draw deterministically with mean 
   Generator other(14);
   other.fill_bernoulli(d.data(), n, 0.2f);
   CHECK(d != a);
+}
+
+TEST_CASE("next_below stays in range and covers it") {
+  qkv::Generator gen(42);
+  std::vector<int> seen(7, 0);
+  for (int i = 0; i < 7000; ++i) {
+    const uint64_t r = gen.next_below(7);
+    REQUIRE(r < 7);
+    ++seen[r];
+  }
+  for (int count : seen) CHECK(count > 850);  // 1000 expected; 850 is > 4 standard deviations off
+  CHECK_THROWS_AS(gen.next_below(0), qkv::ValueError);
+}
+
+TEST_CASE("next_uniform lies between 0 and 1 with mean one half and advances the state") {
+  qkv::Generator gen(7);
+  double sum = 0;
+  for (int i = 0; i < 10000; ++i) {
+    const double u = gen.next_uniform();
+    REQUIRE(u >= 0.0);
+    REQUIRE(u < 1.0);
+    sum += u;
+  }
+  CHECK(sum / 10000 == doctest::Approx(0.5).epsilon(0.02));
+  CHECK(gen.state().offset == 10000);
+}
+
+TEST_CASE("shuffle is a permutation fixed by the seed") {
+  std::vector<int> a(50), b(50);
+  for (int i = 0; i < 50; ++i) a[i] = b[i] = i;
+  qkv::Generator g1(3), g2(3);
+  qkv::shuffle(a, g1);
+  qkv::shuffle(b, g2);
+  CHECK(a == b);
+  std::vector<int> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 50; ++i) CHECK(sorted[i] == i);
+  int fixed = 0;
+  for (int i = 0; i < 50; ++i) fixed += a[i] == i;
+  CHECK(fixed < 10);  // a uniform permutation fixes one point on average
 }

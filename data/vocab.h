@@ -8,7 +8,7 @@
 //   <unk>  stands for any token the vocabulary does not hold (unseen, or rarer than min_freq).
 //
 // Words want both. Tags want neither: an unknown tag in the data is an error, not a class to
-// predict, and padded positions are marked in the targets by an ignore index (io/batching.h), so
+// predict, and padded positions are marked in the targets by an ignore index (data/batching.h), so
 // the classifier has exactly one output per tag. Build a tag vocabulary with `reserved = {}`.
 //
 // The file format is one token per line, line k holding id k. A counted token spelled like a
@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace qkv::io {
+namespace qkv::data {
 
 class Vocab {
  public:
@@ -69,4 +69,4 @@ class Vocab {
   std::unordered_map<std::string, int64_t> ids_;
 };
 
-}  // namespace qkv::io
+}  // namespace qkv::data

@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <sstream>
 
-#include "io/vocab.h"
+#include "data/vocab.h"
 #include "tensor/error.h"
 
-using qkv::io::Vocab;
+using qkv::data::Vocab;
 
 namespace {
 

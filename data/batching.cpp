@@ -1,13 +1,13 @@
-#include "io/batching.h"
+#include "data/batching.h"
 
 #include <algorithm>
 #include <numeric>
 #include <string>
 
-#include "io/splitmix64.h"
+#include "tensor/random.h"
 #include "tensor/error.h"
 
-namespace qkv::io {
+namespace qkv::data {
 namespace {
 
 void check_inputs(const std::vector<std::vector<int64_t>>& inputs,
@@ -56,7 +56,7 @@ std::vector<Batch> make_batches(const std::vector<std::vector<int64_t>>& inputs,
                                 const std::vector<std::vector<int64_t>>& targets,
                                 const BatchOptions& options) {
   check_inputs(inputs, targets, options);
-  SplitMix64 rng(options.seed);
+  Generator rng(options.seed);
   std::vector<int64_t> order(inputs.size());
   std::iota(order.begin(), order.end(), int64_t{0});
   if (options.shuffle) shuffle(order, rng);
@@ -79,4 +79,4 @@ std::vector<Batch> make_batches(const std::vector<std::vector<int64_t>>& inputs,
   return batches;
 }
 
-}  // namespace qkv::io
+}  // namespace qkv::data

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace qkv::io {
+namespace qkv::data {
 
 // One sentence: words[i] is tagged tags[i].
 struct TaggedSentence {
@@ -48,4 +48,4 @@ void write_conllu(std::ostream& out, const std::vector<TaggedSentence>& sentence
 void write_conll(const std::string& path, const std::vector<TaggedSentence>& sentences);
 void write_conll(std::ostream& out, const std::vector<TaggedSentence>& sentences);
 
-}  // namespace qkv::io
+}  // namespace qkv::data

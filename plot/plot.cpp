@@ -1,7 +1,7 @@
 // Layout and drawing of heatmaps and line plots. Both figures are laid out in the same way: measure
 // every piece of text first, then place the boxes around the data area from the outside in
 // (margin, axis label, tick labels, ticks), and only then draw.
-#include "io/plot.h"
+#include "plot/plot.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,10 @@
 #include <tuple>
 #include <utility>
 
-#include "io/font.h"
+#include "plot/font.h"
 #include "tensor/error.h"
 
-namespace qkv::io {
+namespace qkv::plot {
 namespace {
 
 constexpr Rgb kTextColor{34, 34, 34};
@@ -717,4 +717,4 @@ Image draw_line_plot(const LinePlotSpec& spec) {
   return image;
 }
 
-}  // namespace qkv::io
+}  // namespace qkv::plot

@@ -1,4 +1,4 @@
-#include "io/image.h"
+#include "plot/image.h"
 
 #include <stb/stb_image_write.h>
 
@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "io/font.h"
+#include "plot/font.h"
 #include "tensor/error.h"
 
-namespace qkv::io {
+namespace qkv::plot {
 
 Image::Image(int width, int height, Rgb background) : width_(width), height_(height) {
   if (width < 1 || height < 1 || width > kMaxSide || height > kMaxSide) {
@@ -151,4 +151,4 @@ void Image::write_png(const std::string& path) const {
   }
 }
 
-}  // namespace qkv::io
+}  // namespace qkv::plot

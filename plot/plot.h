@@ -1,8 +1,8 @@
 // Figures for the examples and the docs: heatmaps (attention weights, positional encodings,
 // confusion matrices) and line plots (loss curves, scaling studies). Both take plain data, lay
 // themselves out around their labels and return an Image, so saving one is
-//   qkv::io::draw_heatmap(spec).write_png("attention.png");
-// Text uses qkv's bitmap font (io/font.h). Bad input throws ShapeError or ValueError naming the
+//   qkv::plot::draw_heatmap(spec).write_png("attention.png");
+// Text uses qkv's bitmap font (plot/font.h). Bad input throws ShapeError or ValueError naming the
 // figure function and the offending value; nothing is drawn from NaN or Inf.
 #pragma once
 
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "io/colormap.h"
-#include "io/image.h"
+#include "plot/colormap.h"
+#include "plot/image.h"
 
-namespace qkv::io {
+namespace qkv::plot {
 
 // A rows x cols grid of values drawn as square coloured cells, row 0 at the top as in a matrix,
 // with a colorbar on the right. For attention weights, rows are queries (decoder steps) and
@@ -72,4 +72,4 @@ struct LinePlotSpec {
 // values, non-positive values on a log axis, an empty range or an option out of its bounds.
 Image draw_line_plot(const LinePlotSpec& spec);
 
-}  // namespace qkv::io
+}  // namespace qkv::plot

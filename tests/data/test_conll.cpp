@@ -5,21 +5,21 @@
 #include <filesystem>
 #include <sstream>
 
-#include "io/conll.h"
+#include "data/conll.h"
 #include "tensor/error.h"
 
-using qkv::io::TaggedSentence;
+using qkv::data::TaggedSentence;
 
 namespace {
 
 std::vector<TaggedSentence> conllu(const std::string& text) {
   std::istringstream in(text);
-  return qkv::io::read_conllu(in, "train.conllu");
+  return qkv::data::read_conllu(in, "train.conllu");
 }
 
 std::vector<TaggedSentence> conll(const std::string& text) {
   std::istringstream in(text);
-  return qkv::io::read_conll(in, "train.txt");
+  return qkv::data::read_conll(in, "train.txt");
 }
 
 // A CoNLL-U word line with the given ID, FORM and UPOS and "_" elsewhere.
@@ -91,7 +91,7 @@ TEST_CASE("read_conll reads word and tag columns separated by spaces or tabs") {
 
 TEST_CASE("write_conllu writes ten columns with sent_id and text comments") {
   std::ostringstream out;
-  qkv::io::write_conllu(out, {kSentences[1]});
+  qkv::data::write_conllu(out, {kSentences[1]});
   CHECK(out.str() ==
         "# sent_id = 1\n# text = book a flight\n"
         "1\tbook\t_\tVERB\t_\t_\t_\t_\t_\t_\n"
@@ -101,8 +101,8 @@ TEST_CASE("write_conllu writes ten columns with sent_id and text comments") {
 
 TEST_CASE("conll writers and readers round trip") {
   std::ostringstream u, c;
-  qkv::io::write_conllu(u, kSentences);
-  qkv::io::write_conll(c, kSentences);
+  qkv::data::write_conllu(u, kSentences);
+  qkv::data::write_conll(c, kSentences);
   CHECK(conllu(u.str()) == kSentences);
   CHECK(conll(c.str()) == kSentences);
   CHECK(c.str().substr(0, 8) == "i PRON\ns");
@@ -110,10 +110,10 @@ TEST_CASE("conll writers and readers round trip") {
 
 TEST_CASE("conll writers and readers round trip through files") {
   const std::string u = temp_path("round_trip.conllu"), c = temp_path("round_trip.txt");
-  qkv::io::write_conllu(u, kSentences);
-  qkv::io::write_conll(c, kSentences);
-  CHECK(qkv::io::read_conllu(u) == kSentences);
-  CHECK(qkv::io::read_conll(c) == kSentences);
+  qkv::data::write_conllu(u, kSentences);
+  qkv::data::write_conll(c, kSentences);
+  CHECK(qkv::data::read_conllu(u) == kSentences);
+  CHECK(qkv::data::read_conll(c) == kSentences);
   std::filesystem::remove(u);
   std::filesystem::remove(c);
 }
@@ -164,9 +164,9 @@ TEST_CASE("read_conll names file and line of a line without two columns") {
 
 TEST_CASE("conll readers report a missing file by its path") {
   const std::string path = temp_path("does_not_exist.conllu");
-  CHECK_THROWS_WITH_AS(qkv::io::read_conllu(path),
+  CHECK_THROWS_WITH_AS(qkv::data::read_conllu(path),
                        ("read_conllu: no such file '" + path + "'").c_str(), qkv::ValueError);
-  CHECK_THROWS_WITH_AS(qkv::io::read_conll(path),
+  CHECK_THROWS_WITH_AS(qkv::data::read_conll(path),
                        ("read_conll: no such file '" + path + "'").c_str(), qkv::ValueError);
 }
 
@@ -175,11 +175,11 @@ TEST_CASE("conll writers reject sentences their readers could not read back") {
   auto rejects = [&](const TaggedSentence& s, const std::string& conllu_message,
                      const std::string& conll_message) {
     if (!conllu_message.empty())
-      CHECK_THROWS_WITH_AS(qkv::io::write_conllu(out, {kSentences[0], s}), conllu_message.c_str(),
+      CHECK_THROWS_WITH_AS(qkv::data::write_conllu(out, {kSentences[0], s}), conllu_message.c_str(),
                            qkv::ValueError);
     else
-      CHECK_NOTHROW(qkv::io::write_conllu(out, {s}));
-    CHECK_THROWS_WITH_AS(qkv::io::write_conll(out, {kSentences[0], s}), conll_message.c_str(),
+      CHECK_NOTHROW(qkv::data::write_conllu(out, {s}));
+    CHECK_THROWS_WITH_AS(qkv::data::write_conll(out, {kSentences[0], s}), conll_message.c_str(),
                          qkv::ValueError);
   };
   rejects({}, "write_conllu: sentence 1 is empty", "write_conll: sentence 1 is empty");
@@ -197,6 +197,6 @@ TEST_CASE("conll writers reject sentences their readers could not read back") {
 
 TEST_CASE("write_conllu to a file writes nothing when a sentence is bad") {
   const std::string path = temp_path("bad.conllu");
-  CHECK_THROWS_AS(qkv::io::write_conllu(path, {kSentences[0], TaggedSentence{}}), qkv::ValueError);
+  CHECK_THROWS_AS(qkv::data::write_conllu(path, {kSentences[0], TaggedSentence{}}), qkv::ValueError);
   CHECK_FALSE(std::filesystem::exists(path));
 }

@@ -1,4 +1,4 @@
-#include "io/conll.h"
+#include "data/conll.h"
 
 #include <charconv>
 #include <filesystem>
@@ -9,7 +9,7 @@
 
 #include "tensor/error.h"
 
-namespace qkv::io {
+namespace qkv::data {
 namespace {
 
 // What the ID column of a CoNLL-U line holds.
@@ -221,4 +221,4 @@ void write_conll(const std::string& path, const std::vector<TaggedSentence>& sen
   write_file("write_conll", path, [&](std::ostream& out) { write_conll(out, sentences); });
 }
 
-}  // namespace qkv::io
+}  // namespace qkv::data

@@ -1,16 +1,15 @@
-// make_batches: padding, lengths, grouping by length, determinism, and the SplitMix64 behind it.
+// make_batches: padding, lengths, grouping by length, determinism.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <numeric>
 
-#include "io/batching.h"
-#include "io/splitmix64.h"
+#include "data/batching.h"
 #include "tensor/error.h"
 
-using qkv::io::Batch;
-using qkv::io::BatchOptions;
-using qkv::io::make_batches;
+using qkv::data::Batch;
+using qkv::data::BatchOptions;
+using qkv::data::make_batches;
 
 namespace {
 
@@ -39,26 +38,6 @@ std::vector<int64_t> all_indices(const std::vector<Batch>& batches) {
 }
 
 }  // namespace
-
-TEST_CASE("splitmix64 matches the reference generator") {
-  // The first outputs of Vigna's splitmix64.c from state 0.
-  qkv::io::SplitMix64 rng(0);
-  CHECK(rng.next() == 0xE220A8397B1DCDAFULL);
-  CHECK(rng.next() == 0x6E789E6AA1B965F4ULL);
-  CHECK(rng.next() == 0x06C45D188009454FULL);
-}
-
-TEST_CASE("splitmix64 below stays in range and covers it") {
-  qkv::io::SplitMix64 rng(42);
-  std::vector<int> seen(7, 0);
-  for (int i = 0; i < 7000; ++i) {
-    const uint64_t r = rng.below(7);
-    REQUIRE(r < 7);
-    ++seen[r];
-  }
-  for (int count : seen) CHECK(count > 850);  // 1000 expected; 850 is > 4 standard deviations off
-  CHECK_THROWS_AS(rng.below(0), qkv::ValueError);
-}
 
 TEST_CASE("make_batches pads inputs with pad_id and targets with ignore_index") {
   const Data d = make_data({2, 3});

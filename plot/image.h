@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace qkv::io {
+namespace qkv::plot {
 
 struct Rgb {
   std::uint8_t r = 0, g = 0, b = 0;
@@ -57,7 +57,7 @@ class Image {
   void draw_line(double x0, double y0, double x1, double y1, Rgb color, double thickness = 1.0);
   // An anti-aliased filled disc.
   void fill_circle(double cx, double cy, double radius, Rgb color);
-  // Text in the bitmap font (io/font.h) whose box, text_width x text_height pixels (swapped when
+  // Text in the bitmap font (plot/font.h) whose box, text_width x text_height pixels (swapped when
   // vertical), has its top-left corner at (x, y).
   void draw_text(int x, int y, std::string_view text, Rgb color, int scale = 1,
                  TextDirection direction = TextDirection::Horizontal);
@@ -75,4 +75,4 @@ class Image {
   std::vector<std::uint8_t> bytes_;
 };
 
-}  // namespace qkv::io
+}  // namespace qkv::plot

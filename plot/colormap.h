@@ -2,9 +2,9 @@
 // series apart.
 #pragma once
 
-#include "io/image.h"
+#include "plot/image.h"
 
-namespace qkv::io {
+namespace qkv::plot {
 
 enum class Colormap {
   Viridis,       // sequential, dark purple to yellow; perceptually uniform (matplotlib's default)
@@ -20,4 +20,4 @@ Rgb colormap_color(Colormap map, double t);
 // The colour of line series i (i >= 0): matplotlib's "tab10" palette, repeating after ten.
 Rgb series_color(int i);
 
-}  // namespace qkv::io
+}  // namespace qkv::plot

@@ -4,13 +4,13 @@
 
 #include <string>
 
-#include "io/font.h"
-#include "io/image.h"
+#include "plot/font.h"
+#include "plot/image.h"
 #include "png_testing.h"
 #include "tensor/error.h"
 
-using qkv::io::Image;
-using qkv::io::Rgb;
+using qkv::plot::Image;
+using qkv::plot::Rgb;
 
 TEST_CASE("image starts filled with its background colour") {
   const Image image(3, 2, Rgb{10, 20, 30});
@@ -30,42 +30,42 @@ TEST_CASE("image rejects a bad size and pixel reads outside the canvas") {
 }
 
 TEST_CASE("blend_pixel mixes colours by alpha and drawing off the canvas is ignored") {
-  Image image(2, 2, qkv::io::kWhite);
-  image.blend_pixel(0, 0, qkv::io::kBlack, 0.25f);
+  Image image(2, 2, qkv::plot::kWhite);
+  image.blend_pixel(0, 0, qkv::plot::kBlack, 0.25f);
   CHECK(image.pixel(0, 0) == Rgb{191, 191, 191});  // 255 - 0.25 * 255 = 191.25
   image.blend_pixel(1, 0, Rgb{0, 0, 255}, 0.0f);
-  CHECK(image.pixel(1, 0) == qkv::io::kWhite);
-  image.set_pixel(-1, 0, qkv::io::kBlack);
-  image.fill_rect({1, 1, 10, 10}, qkv::io::kBlack);
-  CHECK(image.pixel(1, 1) == qkv::io::kBlack);
-  CHECK(image.pixel(0, 1) == qkv::io::kWhite);
+  CHECK(image.pixel(1, 0) == qkv::plot::kWhite);
+  image.set_pixel(-1, 0, qkv::plot::kBlack);
+  image.fill_rect({1, 1, 10, 10}, qkv::plot::kBlack);
+  CHECK(image.pixel(1, 1) == qkv::plot::kBlack);
+  CHECK(image.pixel(0, 1) == qkv::plot::kWhite);
 }
 
 TEST_CASE("clip rectangle limits drawing until it is cleared") {
   Image image(10, 10);
   image.set_clip({2, 3, 4, 5});
-  image.fill_rect({0, 0, 10, 10}, qkv::io::kBlack);
+  image.fill_rect({0, 0, 10, 10}, qkv::plot::kBlack);
   int inked = 0;
   for (int y = 0; y < 10; ++y) {
     for (int x = 0; x < 10; ++x) {
       const bool inside = x >= 2 && x < 6 && y >= 3 && y < 8;
-      CHECK((image.pixel(x, y) == qkv::io::kBlack) == inside);
-      inked += image.pixel(x, y) == qkv::io::kBlack;
+      CHECK((image.pixel(x, y) == qkv::plot::kBlack) == inside);
+      inked += image.pixel(x, y) == qkv::plot::kBlack;
     }
   }
   CHECK(inked == 4 * 5);
   image.clear_clip();
-  image.set_pixel(0, 0, qkv::io::kBlack);
-  CHECK(image.pixel(0, 0) == qkv::io::kBlack);
+  image.set_pixel(0, 0, qkv::plot::kBlack);
+  CHECK(image.pixel(0, 0) == qkv::plot::kBlack);
 }
 
 TEST_CASE("draw_line through pixel centres inks one row and leaves its neighbours") {
   Image image(12, 10);
-  image.draw_line(2.5, 5.5, 9.5, 5.5, qkv::io::kBlack, 1.0);
-  for (int x = 2; x <= 9; ++x) CHECK(image.pixel(x, 5) == qkv::io::kBlack);
+  image.draw_line(2.5, 5.5, 9.5, 5.5, qkv::plot::kBlack, 1.0);
+  for (int x = 2; x <= 9; ++x) CHECK(image.pixel(x, 5) == qkv::plot::kBlack);
   for (int x = 0; x < 12; ++x) {
-    CHECK(image.pixel(x, 4) == qkv::io::kWhite);
-    CHECK(image.pixel(x, 6) == qkv::io::kWhite);
+    CHECK(image.pixel(x, 4) == qkv::plot::kWhite);
+    CHECK(image.pixel(x, 6) == qkv::plot::kWhite);
   }
 }
 
@@ -73,50 +73,50 @@ TEST_CASE("draw_line between two pixel rows shares its ink between them") {
   // A 1-pixel line along y = 5 covers half of row 4 and half of row 5: both end up mid-grey,
   // 255 - 0.5 * 255 = 127.5, rounded to 128 (std::lround rounds halves away from zero).
   Image image(12, 10);
-  image.draw_line(0.0, 5.0, 12.0, 5.0, qkv::io::kBlack, 1.0);
+  image.draw_line(0.0, 5.0, 12.0, 5.0, qkv::plot::kBlack, 1.0);
   CHECK(image.pixel(6, 4) == Rgb{128, 128, 128});
   CHECK(image.pixel(6, 5) == Rgb{128, 128, 128});
-  CHECK(image.pixel(6, 3) == qkv::io::kWhite);
+  CHECK(image.pixel(6, 3) == qkv::plot::kWhite);
 }
 
 TEST_CASE("fill_circle inks the disc and not beyond its radius") {
   Image image(20, 20);
-  image.fill_circle(10.0, 10.0, 4.0, qkv::io::kBlack);
-  CHECK(image.pixel(10, 10) == qkv::io::kBlack);
-  CHECK(image.pixel(12, 11) == qkv::io::kBlack);  // centre at distance 2.9
-  CHECK(image.pixel(15, 10) == qkv::io::kWhite);  // centre at distance 5.5
-  CHECK(image.pixel(13, 13) == qkv::io::kWhite);  // centre at distance 4.9
+  image.fill_circle(10.0, 10.0, 4.0, qkv::plot::kBlack);
+  CHECK(image.pixel(10, 10) == qkv::plot::kBlack);
+  CHECK(image.pixel(12, 11) == qkv::plot::kBlack);  // centre at distance 2.9
+  CHECK(image.pixel(15, 10) == qkv::plot::kWhite);  // centre at distance 5.5
+  CHECK(image.pixel(13, 13) == qkv::plot::kWhite);  // centre at distance 4.9
 }
 
 TEST_CASE("draw_text renders each glyph pixel as a scale x scale block") {
   const int scale = 2, x0 = 3, y0 = 4;
   Image image(30, 30);
-  image.draw_text(x0, y0, "Ag", qkv::io::kBlack, scale);
+  image.draw_text(x0, y0, "Ag", qkv::plot::kBlack, scale);
   for (int y = 0; y < 30; ++y) {
     for (int x = 0; x < 30; ++x) {
       const int fx = (x - x0) / scale, fy = (y - y0) / scale;  // font pixel under (x, y)
       bool inked = false;
       if (x >= x0 && y >= y0) {
-        if (fx < 5) inked = qkv::io::glyph_pixel('A', fx, fy);
-        if (fx >= 6) inked = qkv::io::glyph_pixel('g', fx - 6, fy);
+        if (fx < 5) inked = qkv::plot::glyph_pixel('A', fx, fy);
+        if (fx >= 6) inked = qkv::plot::glyph_pixel('g', fx - 6, fy);
       }
-      CHECK_MESSAGE((image.pixel(x, y) == qkv::io::kBlack) == inked, "at " << x << "," << y);
+      CHECK_MESSAGE((image.pixel(x, y) == qkv::plot::kBlack) == inked, "at " << x << "," << y);
     }
   }
 }
 
 TEST_CASE("vertical text is the horizontal text turned a quarter turn counter-clockwise") {
   const std::string text = "Hi!";
-  const int w = qkv::io::text_width(text), h = qkv::io::text_height();
+  const int w = qkv::plot::text_width(text), h = qkv::plot::text_height();
   Image horizontal(w, h), vertical(h, w);
-  horizontal.draw_text(0, 0, text, qkv::io::kBlack);
-  vertical.draw_text(0, 0, text, qkv::io::kBlack, 1, qkv::io::TextDirection::Vertical);
+  horizontal.draw_text(0, 0, text, qkv::plot::kBlack);
+  vertical.draw_text(0, 0, text, qkv::plot::kBlack, 1, qkv::plot::TextDirection::Vertical);
   for (int y = 0; y < h; ++y) {
     for (int x = 0; x < w; ++x) CHECK(horizontal.pixel(x, y) == vertical.pixel(y, w - 1 - x));
   }
   // Reading upwards, the first letter is at the bottom: H's left stem is the bottom row.
-  CHECK(vertical.pixel(0, w - 1) == qkv::io::kBlack);
-  CHECK(vertical.pixel(6, w - 1) == qkv::io::kBlack);
+  CHECK(vertical.pixel(0, w - 1) == qkv::plot::kBlack);
+  CHECK(vertical.pixel(6, w - 1) == qkv::plot::kBlack);
 }
 
 TEST_CASE("write_png writes an 8-bit RGB PNG of the image size that decodes to its pixels") {

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace qkv::io {
+namespace qkv::plot {
 
 inline constexpr int kGlyphWidth = 5;    // pixels per row
 inline constexpr int kGlyphHeight = 9;   // rows, top first: 7 above the baseline, 2 below
@@ -34,4 +34,4 @@ std::string printable(std::string_view text);
 int text_width(std::string_view text, int scale = 1);
 int text_height(int scale = 1);
 
-}  // namespace qkv::io
+}  // namespace qkv::plot

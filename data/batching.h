@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace qkv::io {
+namespace qkv::data {
 
 struct Batch {
   int64_t batch_size = 0;  // B
@@ -45,4 +45,4 @@ std::vector<Batch> make_batches(const std::vector<std::vector<int64_t>>& inputs,
                                 const std::vector<std::vector<int64_t>>& targets,
                                 const BatchOptions& options);
 
-}  // namespace qkv::io
+}  // namespace qkv::data

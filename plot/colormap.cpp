@@ -1,4 +1,4 @@
-#include "io/colormap.h"
+#include "plot/colormap.h"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 
 #include "tensor/error.h"
 
-namespace qkv::io {
+namespace qkv::plot {
 namespace {
 
 // Each colormap is a few evenly spaced stops, interpolated linearly in sRGB. The stops are the
@@ -84,4 +84,4 @@ Rgb colormap_color(Colormap map, double t) {
 
 Rgb series_color(int i) { return kSeries[static_cast<std::size_t>(i) % kSeries.size()]; }
 
-}  // namespace qkv::io
+}  // namespace qkv::plot

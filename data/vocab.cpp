@@ -1,4 +1,4 @@
-#include "io/vocab.h"
+#include "data/vocab.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,7 +8,7 @@
 
 #include "tensor/error.h"
 
-namespace qkv::io {
+namespace qkv::data {
 namespace {
 
 std::string in_quotes(const std::string& s) {
@@ -154,4 +154,4 @@ Vocab Vocab::load(const std::string& path) {
   return load(in, path);
 }
 
-}  // namespace qkv::io
+}  // namespace qkv::data

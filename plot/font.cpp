@@ -1,10 +1,10 @@
 // The glyph table of qkv's bitmap font (see font.h), drawn as a sheet that reads like the glyphs.
-#include "io/font.h"
+#include "plot/font.h"
 
 #include <algorithm>
 #include <string_view>
 
-namespace qkv::io {
+namespace qkv::plot {
 namespace {
 
 constexpr int kFirstChar = 32;  // ' '
@@ -204,4 +204,4 @@ int text_width(std::string_view text, int scale) {
 
 int text_height(int scale) { return kGlyphHeight * scale; }
 
-}  // namespace qkv::io
+}  // namespace qkv::plot
