@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Checks of the repository's shape that anyone can run (CTest runs each as its own test).
+
+usage: check_repository.py SOURCE_DIR CHECK [ARG]
+
+checks:
+  function-length       no function of the library or the examples is over 100 lines
+  self-contained        no file outside tests/ cites material a user who clones qkv does not
+                        have: the maintainers' shared folder, their study notes, issue numbers
+  engine-alone          the backward engine and record() mention no profiler, anomaly mode or
+                        graph dump: those observe the engine from autograd/debug/
+  core-without-figures  the core library (ARG: the path of libqkv) holds no image-library code,
+                        and no core source includes plot/ or stb
+"""
+import os
+import re
+import subprocess
+import sys
+
+from function_lengths import functions
+
+LIBRARY = ["tensor", "autograd", "nn", "optim", "io", "data", "plot"]
+CORE = ["tensor", "autograd", "nn", "optim", "io", "data"]
+SKIP_DIRS = {".git", "tests", "runs", "data_cache"}
+
+
+def sources(root, folders, exts=(".h", ".cpp")):
+    for folder in folders:
+        for dirpath, _, names in os.walk(os.path.join(root, folder)):
+            for name in sorted(names):
+                if name.endswith(exts):
+                    yield os.path.join(dirpath, name)
+
+
+def read(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def function_length(root, _):
+    bad = []
+    for path in sources(root, LIBRARY + ["examples"]):
+        for name, line, length in functions(read(path)):
+            if length > 100:
+                bad.append(f"{os.path.relpath(path, root)}:{line}: {name} is {length} lines")
+    return bad
+
+
+def self_contained(root, _):
+    pattern = re.compile(r"\.\./shared|shared/anchors|[Tt]he seeds|seeds'|seed [0-9]{3}|[Ii]ssue #?[0-9]+")
+    bad = []
+    for dirpath, dirs, names in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith("build")
+                   and not (rel == "." and d == "tests")]
+        for name in names:
+            path = os.path.join(dirpath, name)
+            if name.endswith((".png", ".safetensors", ".npy")):
+                continue
+            for number, text in enumerate(read(path).splitlines(), 1):
+                if pattern.search(text):
+                    bad.append(f"{os.path.relpath(path, root)}:{number}: {text.strip()}")
+    return bad
+
+
+def engine_alone(root, _):
+    words = re.compile(r"profil|anomal|dump", re.IGNORECASE)
+    bad = []
+    for name in ["engine.h", "engine.cpp", "function.h", "function.cpp", "node.h", "node.cpp"]:
+        path = os.path.join(root, "autograd", name)
+        if not os.path.exists(path):
+            continue
+        for number, text in enumerate(read(path).splitlines(), 1):
+            if words.search(text):
+                bad.append(f"autograd/{name}:{number}: {text.strip()}")
+    return bad
+
+
+def core_without_figures(root, library):
+    bad = []
+    for path in sources(root, CORE):
+        for number, text in enumerate(read(path).splitlines(), 1):
+            if re.match(r'\s*#\s*include\s*[<"](plot/|stb)', text):
+                bad.append(f"{os.path.relpath(path, root)}:{number}: {text.strip()}")
+    symbols = subprocess.run(["nm", "-A", library], capture_output=True, text=True, check=True).stdout
+    bad += [line for line in symbols.splitlines() if "stbi" in line][:10]
+    return bad
+
+
+CHECKS = {"function-length": function_length, "self-contained": self_contained,
+          "engine-alone": engine_alone, "core-without-figures": core_without_figures}
+
+
+def main():
+    root, check = sys.argv[1], sys.argv[2]
+    bad = CHECKS[check](root, sys.argv[3] if len(sys.argv) > 3 else None)
+    for line in bad:
+        print(line)
+    print(f"{check}: {len(bad)} problem(s)" if bad else f"{check}: ok")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
