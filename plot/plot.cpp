@@ -450,270 +450,378 @@ void draw_polyline(Image& image, const std::vector<std::pair<double, double>>& p
   }
 }
 
+// ---- shared layout and labels ----
+
+// The spacing of a figure at its font scale: everything around text grows with the scale.
+struct Spacing {
+  int scale, text_h, margin, gap, tick;
+};
+
+Spacing spacing_at(int scale) {
+  return {scale, text_height(scale), kMargin * scale, kGap * scale, kTick * scale};
+}
+
+int widest_tick(const std::vector<Tick>& ticks, int scale) {
+  int w = 0;
+  for (const Tick& t : ticks) w = std::max(w, text_width(t.label, scale));
+  return w;
+}
+
+// The title at its own scale, centred over [left, left + span) and kept inside the canvas.
+void draw_title(Image& image, const std::string& title, int t_scale, int left, int span, int margin) {
+  if (title.empty()) return;
+  const int w = text_width(title, t_scale);
+  image.draw_text(clamp_start(left + span / 2 - w / 2, w, margin, image.width() - margin), margin, title,
+                  kTextColor, t_scale);
+}
+
+// The y-axis label, reading upwards at the left margin, centred on [top, top + span) and kept
+// within [lowest, canvas height - margin).
+void draw_y_label(Image& image, const std::string& label, const Spacing& sp, int top, int span, int lowest) {
+  if (label.empty()) return;
+  const int h = text_width(label, sp.scale);
+  image.draw_text(sp.margin, clamp_start(top + span / 2 - h / 2, h, lowest, image.height() - sp.margin),
+                  label, kTextColor, sp.scale, TextDirection::Vertical);
+}
+
+// A tick left of a vertical axis at row y, its label right-aligned against it.
+void draw_left_tick(Image& image, int axis_x, int y, const std::string& label, const Spacing& sp) {
+  image.fill_rect({axis_x - 1 - sp.tick, y, sp.tick, std::max(1, sp.scale)}, kAxisColor);
+  const int w = text_width(label, sp.scale);
+  image.draw_text(axis_x - 1 - sp.tick - sp.gap / 2 - w, y - sp.text_h / 2, label, kTextColor, sp.scale);
+}
+
+// ---- heatmap drawing ----
+
+// Where everything of a heatmap goes, decided before anything is drawn.
+struct HeatmapLayout {
+  Spacing sp;
+  double lo, hi;                   // the values at the ends of the colormap
+  std::vector<std::string> notes;  // the values written in the cells, if annotated
+  int cell_w, cell_h;
+  AxisLabels rows, cols;
+  bool cols_vertical;  // column labels stand upright
+  Rect grid;           // the cells
+  int bar_x, bar_w, bar_h;
+  std::vector<Tick> bar_ticks;
+  int t_scale;
+  int x_label_x, x_label_y;
+  int width, height;
+};
+
+// Cell size: about 480 pixels across each side and at most 40 per cell, cells at most twice as
+// long as wide, and large enough for a line of text per label and for the widest annotation.
+std::pair<int, int> heatmap_cell_size(const HeatmapSpec& spec, const HeatmapLayout& l) {
+  if (spec.cell_size != 0) return {spec.cell_size, spec.cell_size};
+  int cell_w = std::clamp(480 / spec.cols, 2, 40);
+  int cell_h = std::clamp(480 / spec.rows, 2, 40);
+  cell_w = std::min(cell_w, 2 * cell_h);
+  cell_h = std::min(cell_h, 2 * cell_w);
+  const int s = l.sp.scale;
+  if (!spec.row_labels.empty()) cell_h = std::max(cell_h, l.sp.text_h + 3 * s);
+  if (!spec.col_labels.empty()) cell_w = std::max(cell_w, l.sp.text_h + 3 * s);
+  if (spec.annotate) {
+    cell_w = std::max(cell_w, widest(l.notes, s) + l.sp.gap);
+    cell_h = std::max(cell_h, l.sp.text_h + l.sp.gap);
+  }
+  return {cell_w, cell_h};
+}
+
+// The grid's cells and tick labels, and the colorbar beside it: as tall as the grid but at least
+// 120 pixels (times the scale), with at most about eight ticks.
+void layout_heatmap_grid(const HeatmapSpec& spec, HeatmapLayout& l) {
+  const int s = l.sp.scale;
+  if (spec.annotate) {
+    for (const float v : spec.values) l.notes.push_back(format_number(v, spec.annotate_decimals, false));
+  }
+  std::tie(l.cell_w, l.cell_h) = heatmap_cell_size(spec, l);
+  l.grid.width = spec.cols * l.cell_w;
+  l.grid.height = spec.rows * l.cell_h;
+  l.rows =
+      spec.row_labels.empty() ? index_labels(spec.rows, l.cell_h, s, false) : given_labels(spec.row_labels);
+  l.cols =
+      spec.col_labels.empty() ? index_labels(spec.cols, l.cell_w, s, true) : given_labels(spec.col_labels);
+  // Column labels stand upright when one of them is wider than its cell.
+  l.cols_vertical = !spec.col_labels.empty() && widest(l.cols.text, s) > l.cell_w - 2 * s;
+  l.bar_w = 14 * s;
+  l.bar_h = std::max(l.grid.height, 120 * s);
+  const int min_spacing = std::max(2 * l.sp.text_h + l.sp.gap, l.bar_h / 8);
+  l.bar_ticks = nice_linear_ticks(l.lo, l.hi, l.bar_h, [&](const std::vector<Tick>&) { return min_spacing; });
+}
+
+// Places the boxes from the left and from the top, and so fixes the canvas size.
+void place_heatmap_boxes(const HeatmapSpec& spec, HeatmapLayout& l) {
+  const Spacing& sp = l.sp;
+  const int s = sp.scale;
+  const int bar_labels_w = widest_tick(l.bar_ticks, s);
+  const int col_labels_h = l.cols_vertical ? widest(l.cols.text, s) : sp.text_h;
+
+  const int y_label_w = spec.y_label.empty() ? 0 : sp.text_h + sp.gap;
+  l.grid.x = sp.margin + y_label_w + widest(l.rows.text, s) + sp.gap / 2 + sp.tick;
+  l.bar_x = l.grid.x + l.grid.width + 3 * sp.gap;
+  const int content_w = l.bar_x + l.bar_w + sp.tick + sp.gap / 2 + bar_labels_w + sp.margin;
+  l.t_scale = title_scale(spec.title, s, content_w - 2 * sp.margin);
+  const int title_h = spec.title.empty() ? 0 : text_height(l.t_scale) + 2 * sp.gap;
+  l.grid.y = sp.margin + title_h + sp.text_h / 2;  // room for the top colorbar label
+  const int cols_bottom = l.grid.y + l.grid.height + sp.tick + sp.gap / 2 + col_labels_h;
+  const int x_label_w = text_width(spec.x_label, s);
+  l.width = std::max(
+      {content_w, text_width(spec.title, l.t_scale) + 2 * sp.margin, l.grid.x + x_label_w + sp.margin});
+  // The x label is centred under the grid; if it is wider than the grid and the colorbar reaches
+  // lower, it goes below the colorbar's last label.
+  const int bar_bottom = l.grid.y + l.bar_h + sp.text_h / 2;
+  l.x_label_x =
+      clamp_start(l.grid.x + l.grid.width / 2 - x_label_w / 2, x_label_w, sp.margin, l.width - sp.margin);
+  l.x_label_y = l.x_label_x + x_label_w > l.bar_x - sp.gap ? std::max(cols_bottom, bar_bottom) + sp.gap
+                                                           : cols_bottom + sp.gap;
+  const int x_label_bottom = spec.x_label.empty() ? cols_bottom : l.x_label_y + sp.text_h;
+  l.height = std::max({x_label_bottom, bar_bottom, l.grid.y + text_width(spec.y_label, s)}) + sp.margin;
+}
+
+HeatmapLayout layout_heatmap(const HeatmapSpec& spec) {
+  HeatmapLayout l{};
+  l.sp = spacing_at(spec.font_scale);
+  std::tie(l.lo, l.hi) = heatmap_range(spec);
+  layout_heatmap_grid(spec, l);
+  place_heatmap_boxes(spec, l);
+  return l;
+}
+
+// The cells, the values written in them, and the frame around them.
+void draw_heatmap_cells(Image& image, const HeatmapSpec& spec, const HeatmapLayout& l) {
+  for (int r = 0; r < spec.rows; ++r) {
+    for (int c = 0; c < spec.cols; ++c) {
+      const std::size_t i = static_cast<std::size_t>(r) * spec.cols + c;
+      const Rgb color = colormap_color(spec.colormap, (spec.values[i] - l.lo) / (l.hi - l.lo));
+      const Rect box{l.grid.x + c * l.cell_w, l.grid.y + r * l.cell_h, l.cell_w, l.cell_h};
+      image.fill_rect(box, color);
+      if (spec.annotate) {
+        draw_centered(image, box.x + l.cell_w / 2, box.y + l.cell_h / 2, l.notes[i], ink_on(color),
+                      l.sp.scale);
+      }
+    }
+  }
+  const Rect& g = l.grid;
+  image.stroke_rect({g.x - 1, g.y - 1, g.width + 2, g.height + 2}, kAxisColor);
+}
+
+// Row labels right-aligned left of the grid; column labels below it.
+void draw_heatmap_axes(Image& image, const HeatmapLayout& l) {
+  const Spacing& sp = l.sp;
+  for (std::size_t k = 0; k < l.rows.text.size(); ++k) {
+    draw_left_tick(image, l.grid.x, l.grid.y + l.rows.cells[k] * l.cell_h + l.cell_h / 2, l.rows.text[k], sp);
+  }
+  const int top = l.grid.y + l.grid.height + 1;
+  for (std::size_t k = 0; k < l.cols.text.size(); ++k) {
+    const int cx = l.grid.x + l.cols.cells[k] * l.cell_w + l.cell_w / 2;
+    image.fill_rect({cx, top, std::max(1, sp.scale), sp.tick}, kAxisColor);
+    if (l.cols_vertical) {  // reads upwards and ends at the tick, as matplotlib's rotation=90
+      image.draw_text(cx - sp.text_h / 2, top + sp.tick + sp.gap / 2, l.cols.text[k], kTextColor, sp.scale,
+                      TextDirection::Vertical);
+    } else {
+      draw_centered(image, cx, top + sp.tick + sp.gap / 2 + sp.text_h / 2, l.cols.text[k], kTextColor,
+                    sp.scale);
+    }
+  }
+}
+
+// The colorbar: the colormap from high (top) to low, with its ticks.
+void draw_colorbar(Image& image, Colormap colormap, const HeatmapLayout& l) {
+  const Spacing& sp = l.sp;
+  const int top = l.grid.y;
+  for (int y = 0; y < l.bar_h; ++y) {
+    const double t = 1.0 - (y + 0.5) / l.bar_h;
+    image.fill_rect({l.bar_x, top + y, l.bar_w, 1}, colormap_color(colormap, t));
+  }
+  image.stroke_rect({l.bar_x - 1, top - 1, l.bar_w + 2, l.bar_h + 2}, kAxisColor);
+  for (const Tick& t : l.bar_ticks) {
+    const int y = top + static_cast<int>(std::lround((l.hi - t.position) / (l.hi - l.lo) * (l.bar_h - 1)));
+    image.fill_rect({l.bar_x + l.bar_w + 1, y, sp.tick, std::max(1, sp.scale)}, kAxisColor);
+    image.draw_text(l.bar_x + l.bar_w + 1 + sp.tick + sp.gap / 2, y - sp.text_h / 2, t.label, kTextColor,
+                    sp.scale);
+  }
+}
+
+// ---- line plot drawing ----
+
+// The legend: one row per named series, a line sample and the name.
+struct Legend {
+  std::vector<std::size_t> named;  // the series it lists
+  int sample_w, row_h, width, height;
+};
+
+Legend legend_for(const LinePlotSpec& spec, const Spacing& sp) {
+  Legend legend{};
+  for (std::size_t i = 0; i < spec.series.size(); ++i) {
+    if (!spec.series[i].name.empty()) legend.named.push_back(i);
+  }
+  legend.sample_w = 24 * sp.scale;
+  legend.row_h = sp.text_h + sp.gap;
+  if (legend.named.empty()) return legend;
+  int names_w = 0;
+  for (const std::size_t i : legend.named)
+    names_w = std::max(names_w, text_width(shorten(spec.series[i].name), sp.scale));
+  legend.width = sp.gap + legend.sample_w + sp.gap + names_w + sp.gap;
+  legend.height = static_cast<int>(legend.named.size()) * legend.row_h + sp.gap;
+  return legend;
+}
+
+// Where everything of a line plot goes, and how axis units map to pixels.
+struct LinePlotLayout {
+  Spacing sp;
+  double line_w, marker_r;
+  Legend legend;
+  int t_scale;
+  int width, height;
+  Rect plot;  // the axes' inside
+  double xlo, xhi, ylo, yhi;
+  AxisTicks xt, yt;
+
+  // Axis units to pixel centres: the ends of each range land on the plot's edge pixels.
+  double px(double u) const { return plot.x + 0.5 + (u - xlo) / (xhi - xlo) * (plot.width - 1); }
+  double py(double u) const { return plot.y + 0.5 + (yhi - u) / (yhi - ylo) * (plot.height - 1); }
+  int column(double u) const { return static_cast<int>(std::floor(px(u))); }
+  int row(double u) const { return static_cast<int>(std::floor(py(u))); }
+};
+
+// The vertical layout first: it fixes the plot height, which the y ticks need; their labels then
+// fix the left margin and so the plot width, which the x ticks need.
+LinePlotLayout layout_line_plot(const LinePlotSpec& spec) {
+  LinePlotLayout l{};
+  l.sp = spacing_at(spec.font_scale);
+  const Spacing& sp = l.sp;
+  const int s = sp.scale;
+  l.line_w = 2.0 * s;
+  l.marker_r = 3.0 * s;
+  l.legend = legend_for(spec, sp);
+  l.t_scale = title_scale(spec.title, s, spec.width - 2 * sp.margin);
+  const int top = sp.margin + (spec.title.empty() ? sp.text_h / 2 : text_height(l.t_scale) + 2 * sp.gap);
+  const int below =
+      sp.tick + sp.gap / 2 + sp.text_h + (spec.x_label.empty() ? 0 : sp.gap + sp.text_h) + sp.margin;
+  l.height = std::max({spec.height, top + l.legend.height + below, top + 80 * s + below,
+                       top + text_width(spec.y_label, s) + below});
+  const int plot_h = l.height - top - below;
+
+  std::tie(l.ylo, l.yhi) = axis_limits(spec, false);
+  l.yt = axis_ticks(l.ylo, l.yhi, spec.log_y, plot_h,
+                    [&](const std::vector<Tick>&) { return std::max(2 * sp.text_h + sp.gap, plot_h / 10); });
+  const int y_labels_w = widest_tick(l.yt.major, s);
+  const int left =
+      sp.margin + (spec.y_label.empty() ? 0 : sp.text_h + sp.gap) + y_labels_w + sp.gap / 2 + sp.tick;
+  const int right = (l.legend.named.empty() ? 0 : 2 * sp.gap + l.legend.width) + sp.margin;
+  l.width = std::max({spec.width, left + 120 * s + right, text_width(spec.title, l.t_scale) + 2 * sp.margin,
+                      text_width(spec.x_label, s) + 2 * sp.margin});
+  const int plot_w = l.width - left - right;
+  l.plot = {left, top, plot_w, plot_h};
+
+  std::tie(l.xlo, l.xhi) = axis_limits(spec, true);
+  l.xt = axis_ticks(l.xlo, l.xhi, spec.log_x, plot_w, [&](const std::vector<Tick>& ticks) {
+    return std::max(widest_tick(ticks, s) + 2 * sp.gap, plot_w / 10);
+  });
+  return l;
+}
+
+// Grid lines at the major ticks, under the series.
+void draw_grid(Image& image, const LinePlotLayout& l) {
+  for (const Tick& t : l.xt.major)
+    image.fill_rect({l.column(t.position), l.plot.y, 1, l.plot.height}, kGridColor);
+  for (const Tick& t : l.yt.major)
+    image.fill_rect({l.plot.x, l.row(t.position), l.plot.width, 1}, kGridColor);
+}
+
+// The series, clipped to the axes, then the frame over their ends.
+void draw_series(Image& image, const LinePlotSpec& spec, const LinePlotLayout& l) {
+  image.set_clip(l.plot);
+  for (std::size_t i = 0; i < spec.series.size(); ++i) {
+    const Series& series = spec.series[i];
+    std::vector<std::pair<double, double>> points;
+    for (std::size_t k = 0; k < series.x.size(); ++k) {
+      points.emplace_back(l.px(spec.log_x ? std::log10(series.x[k]) : series.x[k]),
+                          l.py(spec.log_y ? std::log10(series.y[k]) : series.y[k]));
+    }
+    const Rgb color = series_color(static_cast<int>(i));
+    draw_polyline(image, points, color, l.line_w, i >= kSolidSeries);
+    if (spec.markers || points.size() == 1) {
+      for (const auto& [x, y] : points) image.fill_circle(x, y, l.marker_r, color);
+    }
+  }
+  image.clear_clip();
+  const Rect& p = l.plot;
+  image.stroke_rect({p.x - 1, p.y - 1, p.width + 2, p.height + 2}, kAxisColor);
+}
+
+// Ticks outside the frame: major ones labelled, minor ones half as long.
+void draw_line_plot_axes(Image& image, const LinePlotLayout& l) {
+  const Spacing& sp = l.sp;
+  const int x_axis = l.plot.y + l.plot.height;
+  for (const Tick& t : l.xt.major) {
+    image.fill_rect({l.column(t.position), x_axis, std::max(1, sp.scale), sp.tick}, kAxisColor);
+    draw_centered(image, l.column(t.position), x_axis + sp.tick + sp.gap / 2 + sp.text_h / 2, t.label,
+                  kTextColor, sp.scale);
+  }
+  for (const double u : l.xt.minor) image.fill_rect({l.column(u), x_axis, 1, sp.tick / 2}, kAxisColor);
+  for (const Tick& t : l.yt.major) draw_left_tick(image, l.plot.x, l.row(t.position), t.label, sp);
+  for (const double u : l.yt.minor)
+    image.fill_rect({l.plot.x - 1 - sp.tick / 2, l.row(u), sp.tick / 2, 1}, kAxisColor);
+}
+
+// The legend right of the axes, its rows in series order.
+void draw_legend(Image& image, const LinePlotSpec& spec, const LinePlotLayout& l) {
+  const Legend& legend = l.legend;
+  if (legend.named.empty()) return;
+  const Spacing& sp = l.sp;
+  const Rect box{l.plot.x + l.plot.width + 2 * sp.gap, l.plot.y, legend.width, legend.height};
+  image.stroke_rect(box, kLegendBorder);
+  for (std::size_t k = 0; k < legend.named.size(); ++k) {
+    const std::size_t i = legend.named[k];
+    const double cy = box.y + sp.gap + k * legend.row_h + sp.text_h / 2.0;
+    const double x0 = box.x + sp.gap;
+    const Rgb color = series_color(static_cast<int>(i));
+    draw_polyline(image, {{x0, cy}, {x0 + legend.sample_w, cy}}, color, l.line_w, i >= kSolidSeries);
+    if (spec.markers) image.fill_circle(x0 + legend.sample_w / 2.0, cy, l.marker_r, color);
+    image.draw_text(box.x + sp.gap + legend.sample_w + sp.gap, static_cast<int>(cy) - sp.text_h / 2,
+                    shorten(spec.series[i].name), kTextColor, sp.scale);
+  }
+}
+
+// The title over the axes and the axis labels centred on them.
+void draw_line_plot_labels(Image& image, const LinePlotSpec& spec, const LinePlotLayout& l) {
+  const Spacing& sp = l.sp;
+  const Rect& p = l.plot;
+  draw_title(image, spec.title, l.t_scale, p.x, p.width, sp.margin);
+  if (!spec.x_label.empty()) {
+    const int w = text_width(spec.x_label, sp.scale);
+    image.draw_text(clamp_start(p.x + p.width / 2 - w / 2, w, sp.margin, l.width - sp.margin),
+                    p.y + p.height + sp.tick + sp.gap / 2 + sp.text_h + sp.gap, spec.x_label, kTextColor,
+                    sp.scale);
+  }
+  draw_y_label(image, spec.y_label, sp, p.y, p.height, sp.margin);
+}
+
 }  // namespace
 
 Image draw_heatmap(const HeatmapSpec& spec) {
   check_heatmap(spec);
-  const int s = spec.font_scale;
-  const int text_h = text_height(s), margin = kMargin * s, gap = kGap * s, tick = kTick * s;
-  const auto [lo, hi] = heatmap_range(spec);
-
-  std::vector<std::string> notes;
-  if (spec.annotate) {
-    for (const float v : spec.values)
-      notes.push_back(format_number(v, spec.annotate_decimals, false));
-  }
-
-  // Cell size: about 480 pixels across each side and at most 40 per cell, cells at most twice
-  // as long as wide, and large enough for a line of text per label and for the widest annotation.
-  int cell_w = spec.cell_size, cell_h = spec.cell_size;
-  if (spec.cell_size == 0) {
-    cell_w = std::clamp(480 / spec.cols, 2, 40);
-    cell_h = std::clamp(480 / spec.rows, 2, 40);
-    cell_w = std::min(cell_w, 2 * cell_h);
-    cell_h = std::min(cell_h, 2 * cell_w);
-    if (!spec.row_labels.empty()) cell_h = std::max(cell_h, text_h + 3 * s);
-    if (!spec.col_labels.empty()) cell_w = std::max(cell_w, text_h + 3 * s);
-    if (spec.annotate) {
-      cell_w = std::max(cell_w, widest(notes, s) + gap);
-      cell_h = std::max(cell_h, text_h + gap);
-    }
-  }
-  const int heat_w = spec.cols * cell_w, heat_h = spec.rows * cell_h;
-
-  const AxisLabels rows = spec.row_labels.empty() ? index_labels(spec.rows, cell_h, s, false)
-                                                  : given_labels(spec.row_labels);
-  const AxisLabels cols = spec.col_labels.empty() ? index_labels(spec.cols, cell_w, s, true)
-                                                  : given_labels(spec.col_labels);
-  // Column labels stand upright when one of them is wider than its cell.
-  const bool cols_vertical = !spec.col_labels.empty() && widest(cols.text, s) > cell_w - 2 * s;
-  const int col_labels_h = cols_vertical ? widest(cols.text, s) : text_h;
-
-  // Colorbar: as tall as the grid but at least 120 pixels (times the scale), with at most about
-  // eight ticks.
-  const int bar_w = 14 * s, bar_h = std::max(heat_h, 120 * s);
-  const std::vector<Tick> bar_ticks = nice_linear_ticks(
-      lo, hi, bar_h,
-      [&](const std::vector<Tick>&) { return std::max(2 * text_h + gap, bar_h / 8); });
-  int bar_labels_w = 0;
-  for (const Tick& t : bar_ticks) bar_labels_w = std::max(bar_labels_w, text_width(t.label, s));
-
-  // Place boxes from the left and from the top.
-  const int y_label_w = spec.y_label.empty() ? 0 : text_h + gap;
-  const int heat_x = margin + y_label_w + widest(rows.text, s) + gap / 2 + tick;
-  const int bar_x = heat_x + heat_w + 3 * gap;
-  const int content_w = bar_x + bar_w + tick + gap / 2 + bar_labels_w + margin;
-  const int t_scale = title_scale(spec.title, s, content_w - 2 * margin);
-  const int title_h = spec.title.empty() ? 0 : text_height(t_scale) + 2 * gap;
-  const int heat_y = margin + title_h + text_h / 2;  // room for the top colorbar label
-  const int cols_bottom = heat_y + heat_h + tick + gap / 2 + col_labels_h;
-  const int width = std::max({content_w, text_width(spec.title, t_scale) + 2 * margin,
-                              heat_x + text_width(spec.x_label, s) + margin});
-  // The x label is centred under the grid; if it is wider than the grid and the colorbar reaches
-  // lower, it goes below the colorbar's last label.
-  const int x_label_w = text_width(spec.x_label, s);
-  const int x_label_x =
-      clamp_start(heat_x + heat_w / 2 - x_label_w / 2, x_label_w, margin, width - margin);
-  const int x_label_y = x_label_x + x_label_w > bar_x - gap
-                            ? std::max(cols_bottom, heat_y + bar_h + text_h / 2) + gap
-                            : cols_bottom + gap;
-  const int x_label_bottom = spec.x_label.empty() ? cols_bottom : x_label_y + text_h;
-  const int height = std::max({x_label_bottom, heat_y + bar_h + text_h / 2,
-                               heat_y + text_width(spec.y_label, s)}) +
-                     margin;
-  Image image = figure_canvas("draw_heatmap", width, height);
-
-  // Cells and the values written in them.
-  for (int r = 0; r < spec.rows; ++r) {
-    for (int c = 0; c < spec.cols; ++c) {
-      const std::size_t i = static_cast<std::size_t>(r) * spec.cols + c;
-      const Rgb color = colormap_color(spec.colormap, (spec.values[i] - lo) / (hi - lo));
-      const Rect box{heat_x + c * cell_w, heat_y + r * cell_h, cell_w, cell_h};
-      image.fill_rect(box, color);
-      if (spec.annotate) {
-        draw_centered(image, box.x + cell_w / 2, box.y + cell_h / 2, notes[i], ink_on(color), s);
-      }
-    }
-  }
-  image.stroke_rect({heat_x - 1, heat_y - 1, heat_w + 2, heat_h + 2}, kAxisColor);
-
-  // Row labels right-aligned left of the grid; column labels below it.
-  for (std::size_t k = 0; k < rows.text.size(); ++k) {
-    const int cy = heat_y + rows.cells[k] * cell_h + cell_h / 2;
-    image.fill_rect({heat_x - 1 - tick, cy, tick, std::max(1, s)}, kAxisColor);
-    const int w = text_width(rows.text[k], s);
-    image.draw_text(heat_x - 1 - tick - gap / 2 - w, cy - text_h / 2, rows.text[k], kTextColor, s);
-  }
-  for (std::size_t k = 0; k < cols.text.size(); ++k) {
-    const int cx = heat_x + cols.cells[k] * cell_w + cell_w / 2;
-    const int top = heat_y + heat_h + 1;
-    image.fill_rect({cx, top, std::max(1, s), tick}, kAxisColor);
-    if (cols_vertical) {  // reads upwards and ends at the tick, as matplotlib's rotation=90
-      image.draw_text(cx - text_h / 2, top + tick + gap / 2, cols.text[k], kTextColor, s,
-                      TextDirection::Vertical);
-    } else {
-      draw_centered(image, cx, top + tick + gap / 2 + text_h / 2, cols.text[k], kTextColor, s);
-    }
-  }
-
-  // Colorbar: the colormap from high (top) to low, with its ticks.
-  for (int y = 0; y < bar_h; ++y) {
-    const double t = 1.0 - (y + 0.5) / bar_h;
-    image.fill_rect({bar_x, heat_y + y, bar_w, 1}, colormap_color(spec.colormap, t));
-  }
-  image.stroke_rect({bar_x - 1, heat_y - 1, bar_w + 2, bar_h + 2}, kAxisColor);
-  for (const Tick& t : bar_ticks) {
-    const int y =
-        heat_y + static_cast<int>(std::lround((hi - t.position) / (hi - lo) * (bar_h - 1)));
-    image.fill_rect({bar_x + bar_w + 1, y, tick, std::max(1, s)}, kAxisColor);
-    image.draw_text(bar_x + bar_w + 1 + tick + gap / 2, y - text_h / 2, t.label, kTextColor, s);
-  }
-
-  // Title centred over the grid, axis labels centred on it, each kept inside the canvas.
-  if (!spec.title.empty()) {
-    const int w = text_width(spec.title, t_scale);
-    image.draw_text(clamp_start(heat_x + heat_w / 2 - w / 2, w, margin, width - margin), margin,
-                    spec.title, kTextColor, t_scale);
-  }
-  if (!spec.x_label.empty()) image.draw_text(x_label_x, x_label_y, spec.x_label, kTextColor, s);
-  if (!spec.y_label.empty()) {
-    const int h = text_width(spec.y_label, s);
-    image.draw_text(margin, clamp_start(heat_y + heat_h / 2 - h / 2, h, heat_y, height - margin),
-                    spec.y_label, kTextColor, s, TextDirection::Vertical);
-  }
+  const HeatmapLayout l = layout_heatmap(spec);
+  Image image = figure_canvas("draw_heatmap", l.width, l.height);
+  draw_heatmap_cells(image, spec, l);
+  draw_heatmap_axes(image, l);
+  draw_colorbar(image, spec.colormap, l);
+  draw_title(image, spec.title, l.t_scale, l.grid.x, l.grid.width, l.sp.margin);
+  if (!spec.x_label.empty()) image.draw_text(l.x_label_x, l.x_label_y, spec.x_label, kTextColor, l.sp.scale);
+  draw_y_label(image, spec.y_label, l.sp, l.grid.y, l.grid.height, l.grid.y);
   return image;
 }
 
 Image draw_line_plot(const LinePlotSpec& spec) {
   check_line_plot(spec);
-  const int s = spec.font_scale;
-  const int text_h = text_height(s), margin = kMargin * s, gap = kGap * s, tick = kTick * s;
-  const double line_w = 2.0 * s, marker_r = 3.0 * s;
-
-  // Legend: one row per named series, a line sample and the name.
-  std::vector<std::size_t> named;
-  for (std::size_t i = 0; i < spec.series.size(); ++i) {
-    if (!spec.series[i].name.empty()) named.push_back(i);
-  }
-  const int sample_w = 24 * s, row_h = text_h + gap;
-  int names_w = 0;
-  for (const std::size_t i : named)
-    names_w = std::max(names_w, text_width(shorten(spec.series[i].name), s));
-  const int legend_w = named.empty() ? 0 : gap + sample_w + gap + names_w + gap;
-  const int legend_h = named.empty() ? 0 : static_cast<int>(named.size()) * row_h + gap;
-
-  // Vertical layout first: it fixes the plot height, which the y ticks need; their labels then
-  // fix the left margin and so the plot width, which the x ticks need.
-  const int t_scale = title_scale(spec.title, s, spec.width - 2 * margin);
-  const int top = margin + (spec.title.empty() ? text_h / 2 : text_height(t_scale) + 2 * gap);
-  const int below = tick + gap / 2 + text_h + (spec.x_label.empty() ? 0 : gap + text_h) + margin;
-  const int height = std::max({spec.height, top + legend_h + below, top + 80 * s + below,
-                               top + text_width(spec.y_label, s) + below});
-  const int plot_h = height - top - below;
-
-  const auto [ylo, yhi] = axis_limits(spec, false);
-  const AxisTicks yt = axis_ticks(ylo, yhi, spec.log_y, plot_h, [&](const std::vector<Tick>&) {
-    return std::max(2 * text_h + gap, plot_h / 10);
-  });
-  int y_labels_w = 0;
-  for (const Tick& t : yt.major) y_labels_w = std::max(y_labels_w, text_width(t.label, s));
-  const int left = margin + (spec.y_label.empty() ? 0 : text_h + gap) + y_labels_w + gap / 2 + tick;
-  const int right = (named.empty() ? 0 : 2 * gap + legend_w) + margin;
-  const int width =
-      std::max({spec.width, left + 120 * s + right, text_width(spec.title, t_scale) + 2 * margin,
-                text_width(spec.x_label, s) + 2 * margin});
-  const int plot_w = width - left - right;
-
-  const auto [xlo, xhi] = axis_limits(spec, true);
-  const AxisTicks xt =
-      axis_ticks(xlo, xhi, spec.log_x, plot_w, [&](const std::vector<Tick>& ticks) {
-        int w = 0;
-        for (const Tick& t : ticks) w = std::max(w, text_width(t.label, s));
-        return std::max(w + 2 * gap, plot_w / 10);
-      });
-
-  // Axis units to pixel centres: the ends of each range land on the plot's edge pixels.
-  const Rect plot{left, top, plot_w, plot_h};
-  const auto px = [&](double u) {
-    return plot.x + 0.5 + (u - xlo) / (xhi - xlo) * (plot.width - 1);
-  };
-  const auto py = [&](double u) {
-    return plot.y + 0.5 + (yhi - u) / (yhi - ylo) * (plot.height - 1);
-  };
-  const auto column = [&](double u) { return static_cast<int>(std::floor(px(u))); };
-  const auto row = [&](double u) { return static_cast<int>(std::floor(py(u))); };
-
-  Image image = figure_canvas("draw_line_plot", width, height);
-  for (const Tick& t : xt.major)
-    image.fill_rect({column(t.position), plot.y, 1, plot.height}, kGridColor);
-  for (const Tick& t : yt.major)
-    image.fill_rect({plot.x, row(t.position), plot.width, 1}, kGridColor);
-
-  image.set_clip(plot);
-  for (std::size_t i = 0; i < spec.series.size(); ++i) {
-    const Series& series = spec.series[i];
-    std::vector<std::pair<double, double>> points;
-    for (std::size_t k = 0; k < series.x.size(); ++k) {
-      points.emplace_back(px(spec.log_x ? std::log10(series.x[k]) : series.x[k]),
-                          py(spec.log_y ? std::log10(series.y[k]) : series.y[k]));
-    }
-    const Rgb color = series_color(static_cast<int>(i));
-    draw_polyline(image, points, color, line_w, i >= kSolidSeries);
-    if (spec.markers || points.size() == 1) {
-      for (const auto& [x, y] : points) image.fill_circle(x, y, marker_r, color);
-    }
-  }
-  image.clear_clip();
-  image.stroke_rect({plot.x - 1, plot.y - 1, plot.width + 2, plot.height + 2}, kAxisColor);
-
-  // Ticks outside the frame: major ones labelled, minor ones half as long.
-  const int x_axis = plot.y + plot.height;
-  for (const Tick& t : xt.major) {
-    image.fill_rect({column(t.position), x_axis, std::max(1, s), tick}, kAxisColor);
-    draw_centered(image, column(t.position), x_axis + tick + gap / 2 + text_h / 2, t.label,
-                  kTextColor, s);
-  }
-  for (const double u : xt.minor) image.fill_rect({column(u), x_axis, 1, tick / 2}, kAxisColor);
-  for (const Tick& t : yt.major) {
-    image.fill_rect({plot.x - 1 - tick, row(t.position), tick, std::max(1, s)}, kAxisColor);
-    const int w = text_width(t.label, s);
-    image.draw_text(plot.x - 1 - tick - gap / 2 - w, row(t.position) - text_h / 2, t.label,
-                    kTextColor, s);
-  }
-  for (const double u : yt.minor)
-    image.fill_rect({plot.x - 1 - tick / 2, row(u), tick / 2, 1}, kAxisColor);
-
-  if (!spec.title.empty()) {
-    const int w = text_width(spec.title, t_scale);
-    image.draw_text(clamp_start(plot.x + plot.width / 2 - w / 2, w, margin, width - margin), margin,
-                    spec.title, kTextColor, t_scale);
-  }
-  if (!spec.x_label.empty()) {
-    const int w = text_width(spec.x_label, s);
-    image.draw_text(clamp_start(plot.x + plot.width / 2 - w / 2, w, margin, width - margin),
-                    x_axis + tick + gap / 2 + text_h + gap, spec.x_label, kTextColor, s);
-  }
-  if (!spec.y_label.empty()) {
-    const int h = text_width(spec.y_label, s);
-    image.draw_text(margin,
-                    clamp_start(plot.y + plot.height / 2 - h / 2, h, margin, height - margin),
-                    spec.y_label, kTextColor, s, TextDirection::Vertical);
-  }
-
-  if (!named.empty()) {
-    const Rect box{plot.x + plot.width + 2 * gap, plot.y, legend_w, legend_h};
-    image.stroke_rect(box, kLegendBorder);
-    for (std::size_t k = 0; k < named.size(); ++k) {
-      const std::size_t i = named[k];
-      const double cy = box.y + gap + k * row_h + text_h / 2.0;
-      const double x0 = box.x + gap;
-      const Rgb color = series_color(static_cast<int>(i));
-      draw_polyline(image, {{x0, cy}, {x0 + sample_w, cy}}, color, line_w, i >= kSolidSeries);
-      if (spec.markers) image.fill_circle(x0 + sample_w / 2.0, cy, marker_r, color);
-      image.draw_text(box.x + gap + sample_w + gap, static_cast<int>(cy) - text_h / 2,
-                      shorten(spec.series[i].name), kTextColor, s);
-    }
-  }
+  const LinePlotLayout l = layout_line_plot(spec);
+  Image image = figure_canvas("draw_line_plot", l.width, l.height);
+  draw_grid(image, l);
+  draw_series(image, spec, l);
+  draw_line_plot_axes(image, l);
+  draw_line_plot_labels(image, spec, l);
+  draw_legend(image, spec, l);
   return image;
 }
 
