@@ -511,134 +511,141 @@ struct HeatmapLayout {
 
 // Cell size: about 480 pixels across each side and at most 40 per cell, cells at most twice as
 // long as wide, and large enough for a line of text per label and for the widest annotation.
-std::pair<int, int> heatmap_cell_size(const HeatmapSpec& spec, const HeatmapLayout& l) {
+std::pair<int, int> heatmap_cell_size(const HeatmapSpec& spec, const HeatmapLayout& layout) {
   if (spec.cell_size != 0) return {spec.cell_size, spec.cell_size};
   int cell_w = std::clamp(480 / spec.cols, 2, 40);
   int cell_h = std::clamp(480 / spec.rows, 2, 40);
   cell_w = std::min(cell_w, 2 * cell_h);
   cell_h = std::min(cell_h, 2 * cell_w);
-  const int s = l.sp.scale;
-  if (!spec.row_labels.empty()) cell_h = std::max(cell_h, l.sp.text_h + 3 * s);
-  if (!spec.col_labels.empty()) cell_w = std::max(cell_w, l.sp.text_h + 3 * s);
+  const int s = layout.sp.scale;
+  if (!spec.row_labels.empty()) cell_h = std::max(cell_h, layout.sp.text_h + 3 * s);
+  if (!spec.col_labels.empty()) cell_w = std::max(cell_w, layout.sp.text_h + 3 * s);
   if (spec.annotate) {
-    cell_w = std::max(cell_w, widest(l.notes, s) + l.sp.gap);
-    cell_h = std::max(cell_h, l.sp.text_h + l.sp.gap);
+    cell_w = std::max(cell_w, widest(layout.notes, s) + layout.sp.gap);
+    cell_h = std::max(cell_h, layout.sp.text_h + layout.sp.gap);
   }
   return {cell_w, cell_h};
 }
 
 // The grid's cells and tick labels, and the colorbar beside it: as tall as the grid but at least
 // 120 pixels (times the scale), with at most about eight ticks.
-void layout_heatmap_grid(const HeatmapSpec& spec, HeatmapLayout& l) {
-  const int s = l.sp.scale;
+void layout_heatmap_grid(const HeatmapSpec& spec, HeatmapLayout& layout) {
+  const int s = layout.sp.scale;
   if (spec.annotate) {
-    for (const float v : spec.values) l.notes.push_back(format_number(v, spec.annotate_decimals, false));
+    for (const float v : spec.values) layout.notes.push_back(format_number(v, spec.annotate_decimals, false));
   }
-  std::tie(l.cell_w, l.cell_h) = heatmap_cell_size(spec, l);
-  l.grid.width = spec.cols * l.cell_w;
-  l.grid.height = spec.rows * l.cell_h;
-  l.rows =
-      spec.row_labels.empty() ? index_labels(spec.rows, l.cell_h, s, false) : given_labels(spec.row_labels);
-  l.cols =
-      spec.col_labels.empty() ? index_labels(spec.cols, l.cell_w, s, true) : given_labels(spec.col_labels);
+  std::tie(layout.cell_w, layout.cell_h) = heatmap_cell_size(spec, layout);
+  layout.grid.width = spec.cols * layout.cell_w;
+  layout.grid.height = spec.rows * layout.cell_h;
+  layout.rows = spec.row_labels.empty() ? index_labels(spec.rows, layout.cell_h, s, false)
+                                        : given_labels(spec.row_labels);
+  layout.cols = spec.col_labels.empty() ? index_labels(spec.cols, layout.cell_w, s, true)
+                                        : given_labels(spec.col_labels);
   // Column labels stand upright when one of them is wider than its cell.
-  l.cols_vertical = !spec.col_labels.empty() && widest(l.cols.text, s) > l.cell_w - 2 * s;
-  l.bar_w = 14 * s;
-  l.bar_h = std::max(l.grid.height, 120 * s);
-  const int min_spacing = std::max(2 * l.sp.text_h + l.sp.gap, l.bar_h / 8);
-  l.bar_ticks = nice_linear_ticks(l.lo, l.hi, l.bar_h, [&](const std::vector<Tick>&) { return min_spacing; });
+  layout.cols_vertical = !spec.col_labels.empty() && widest(layout.cols.text, s) > layout.cell_w - 2 * s;
+  layout.bar_w = 14 * s;
+  layout.bar_h = std::max(layout.grid.height, 120 * s);
+  const int min_spacing = std::max(2 * layout.sp.text_h + layout.sp.gap, layout.bar_h / 8);
+  layout.bar_ticks = nice_linear_ticks(layout.lo, layout.hi, layout.bar_h,
+                                       [&](const std::vector<Tick>&) { return min_spacing; });
 }
 
 // Places the boxes from the left and from the top, and so fixes the canvas size.
-void place_heatmap_boxes(const HeatmapSpec& spec, HeatmapLayout& l) {
-  const Spacing& sp = l.sp;
+void place_heatmap_boxes(const HeatmapSpec& spec, HeatmapLayout& layout) {
+  const Spacing& sp = layout.sp;
   const int s = sp.scale;
-  const int bar_labels_w = widest_tick(l.bar_ticks, s);
-  const int col_labels_h = l.cols_vertical ? widest(l.cols.text, s) : sp.text_h;
+  const int bar_labels_w = widest_tick(layout.bar_ticks, s);
+  const int col_labels_h = layout.cols_vertical ? widest(layout.cols.text, s) : sp.text_h;
 
   const int y_label_w = spec.y_label.empty() ? 0 : sp.text_h + sp.gap;
-  l.grid.x = sp.margin + y_label_w + widest(l.rows.text, s) + sp.gap / 2 + sp.tick;
-  l.bar_x = l.grid.x + l.grid.width + 3 * sp.gap;
-  const int content_w = l.bar_x + l.bar_w + sp.tick + sp.gap / 2 + bar_labels_w + sp.margin;
-  l.t_scale = title_scale(spec.title, s, content_w - 2 * sp.margin);
-  const int title_h = spec.title.empty() ? 0 : text_height(l.t_scale) + 2 * sp.gap;
-  l.grid.y = sp.margin + title_h + sp.text_h / 2;  // room for the top colorbar label
-  const int cols_bottom = l.grid.y + l.grid.height + sp.tick + sp.gap / 2 + col_labels_h;
+  layout.grid.x = sp.margin + y_label_w + widest(layout.rows.text, s) + sp.gap / 2 + sp.tick;
+  layout.bar_x = layout.grid.x + layout.grid.width + 3 * sp.gap;
+  const int content_w = layout.bar_x + layout.bar_w + sp.tick + sp.gap / 2 + bar_labels_w + sp.margin;
+  layout.t_scale = title_scale(spec.title, s, content_w - 2 * sp.margin);
+  const int title_h = spec.title.empty() ? 0 : text_height(layout.t_scale) + 2 * sp.gap;
+  layout.grid.y = sp.margin + title_h + sp.text_h / 2;  // room for the top colorbar label
+  const int cols_bottom = layout.grid.y + layout.grid.height + sp.tick + sp.gap / 2 + col_labels_h;
   const int x_label_w = text_width(spec.x_label, s);
-  l.width = std::max(
-      {content_w, text_width(spec.title, l.t_scale) + 2 * sp.margin, l.grid.x + x_label_w + sp.margin});
+  layout.width = std::max({content_w, text_width(spec.title, layout.t_scale) + 2 * sp.margin,
+                           layout.grid.x + x_label_w + sp.margin});
   // The x label is centred under the grid; if it is wider than the grid and the colorbar reaches
   // lower, it goes below the colorbar's last label.
-  const int bar_bottom = l.grid.y + l.bar_h + sp.text_h / 2;
-  l.x_label_x =
-      clamp_start(l.grid.x + l.grid.width / 2 - x_label_w / 2, x_label_w, sp.margin, l.width - sp.margin);
-  l.x_label_y = l.x_label_x + x_label_w > l.bar_x - sp.gap ? std::max(cols_bottom, bar_bottom) + sp.gap
-                                                           : cols_bottom + sp.gap;
-  const int x_label_bottom = spec.x_label.empty() ? cols_bottom : l.x_label_y + sp.text_h;
-  l.height = std::max({x_label_bottom, bar_bottom, l.grid.y + text_width(spec.y_label, s)}) + sp.margin;
+  const int bar_bottom = layout.grid.y + layout.bar_h + sp.text_h / 2;
+  layout.x_label_x = clamp_start(layout.grid.x + layout.grid.width / 2 - x_label_w / 2, x_label_w, sp.margin,
+                                 layout.width - sp.margin);
+  layout.x_label_y = layout.x_label_x + x_label_w > layout.bar_x - sp.gap
+                         ? std::max(cols_bottom, bar_bottom) + sp.gap
+                         : cols_bottom + sp.gap;
+  const int x_label_bottom = spec.x_label.empty() ? cols_bottom : layout.x_label_y + sp.text_h;
+  layout.height =
+      std::max({x_label_bottom, bar_bottom, layout.grid.y + text_width(spec.y_label, s)}) + sp.margin;
 }
 
 HeatmapLayout layout_heatmap(const HeatmapSpec& spec) {
-  HeatmapLayout l{};
-  l.sp = spacing_at(spec.font_scale);
-  std::tie(l.lo, l.hi) = heatmap_range(spec);
-  layout_heatmap_grid(spec, l);
-  place_heatmap_boxes(spec, l);
-  return l;
+  HeatmapLayout layout{};
+  layout.sp = spacing_at(spec.font_scale);
+  std::tie(layout.lo, layout.hi) = heatmap_range(spec);
+  layout_heatmap_grid(spec, layout);
+  place_heatmap_boxes(spec, layout);
+  return layout;
 }
 
 // The cells, the values written in them, and the frame around them.
-void draw_heatmap_cells(Image& image, const HeatmapSpec& spec, const HeatmapLayout& l) {
+void draw_heatmap_cells(Image& image, const HeatmapSpec& spec, const HeatmapLayout& layout) {
   for (int r = 0; r < spec.rows; ++r) {
     for (int c = 0; c < spec.cols; ++c) {
       const std::size_t i = static_cast<std::size_t>(r) * spec.cols + c;
-      const Rgb color = colormap_color(spec.colormap, (spec.values[i] - l.lo) / (l.hi - l.lo));
-      const Rect box{l.grid.x + c * l.cell_w, l.grid.y + r * l.cell_h, l.cell_w, l.cell_h};
+      const Rgb color = colormap_color(spec.colormap, (spec.values[i] - layout.lo) / (layout.hi - layout.lo));
+      const Rect box{layout.grid.x + c * layout.cell_w, layout.grid.y + r * layout.cell_h, layout.cell_w,
+                     layout.cell_h};
       image.fill_rect(box, color);
       if (spec.annotate) {
-        draw_centered(image, box.x + l.cell_w / 2, box.y + l.cell_h / 2, l.notes[i], ink_on(color),
-                      l.sp.scale);
+        draw_centered(image, box.x + layout.cell_w / 2, box.y + layout.cell_h / 2, layout.notes[i],
+                      ink_on(color), layout.sp.scale);
       }
     }
   }
-  const Rect& g = l.grid;
+  const Rect& g = layout.grid;
   image.stroke_rect({g.x - 1, g.y - 1, g.width + 2, g.height + 2}, kAxisColor);
 }
 
 // Row labels right-aligned left of the grid; column labels below it.
-void draw_heatmap_axes(Image& image, const HeatmapLayout& l) {
-  const Spacing& sp = l.sp;
-  for (std::size_t k = 0; k < l.rows.text.size(); ++k) {
-    draw_left_tick(image, l.grid.x, l.grid.y + l.rows.cells[k] * l.cell_h + l.cell_h / 2, l.rows.text[k], sp);
+void draw_heatmap_axes(Image& image, const HeatmapLayout& layout) {
+  const Spacing& sp = layout.sp;
+  for (std::size_t k = 0; k < layout.rows.text.size(); ++k) {
+    draw_left_tick(image, layout.grid.x,
+                   layout.grid.y + layout.rows.cells[k] * layout.cell_h + layout.cell_h / 2,
+                   layout.rows.text[k], sp);
   }
-  const int top = l.grid.y + l.grid.height + 1;
-  for (std::size_t k = 0; k < l.cols.text.size(); ++k) {
-    const int cx = l.grid.x + l.cols.cells[k] * l.cell_w + l.cell_w / 2;
+  const int top = layout.grid.y + layout.grid.height + 1;
+  for (std::size_t k = 0; k < layout.cols.text.size(); ++k) {
+    const int cx = layout.grid.x + layout.cols.cells[k] * layout.cell_w + layout.cell_w / 2;
     image.fill_rect({cx, top, std::max(1, sp.scale), sp.tick}, kAxisColor);
-    if (l.cols_vertical) {  // reads upwards and ends at the tick, as matplotlib's rotation=90
-      image.draw_text(cx - sp.text_h / 2, top + sp.tick + sp.gap / 2, l.cols.text[k], kTextColor, sp.scale,
-                      TextDirection::Vertical);
+    if (layout.cols_vertical) {  // reads upwards and ends at the tick, as matplotlib's rotation=90
+      image.draw_text(cx - sp.text_h / 2, top + sp.tick + sp.gap / 2, layout.cols.text[k], kTextColor,
+                      sp.scale, TextDirection::Vertical);
     } else {
-      draw_centered(image, cx, top + sp.tick + sp.gap / 2 + sp.text_h / 2, l.cols.text[k], kTextColor,
+      draw_centered(image, cx, top + sp.tick + sp.gap / 2 + sp.text_h / 2, layout.cols.text[k], kTextColor,
                     sp.scale);
     }
   }
 }
 
 // The colorbar: the colormap from high (top) to low, with its ticks.
-void draw_colorbar(Image& image, Colormap colormap, const HeatmapLayout& l) {
-  const Spacing& sp = l.sp;
-  const int top = l.grid.y;
-  for (int y = 0; y < l.bar_h; ++y) {
-    const double t = 1.0 - (y + 0.5) / l.bar_h;
-    image.fill_rect({l.bar_x, top + y, l.bar_w, 1}, colormap_color(colormap, t));
+void draw_colorbar(Image& image, Colormap colormap, const HeatmapLayout& layout) {
+  const Spacing& sp = layout.sp;
+  const int top = layout.grid.y;
+  for (int y = 0; y < layout.bar_h; ++y) {
+    const double t = 1.0 - (y + 0.5) / layout.bar_h;
+    image.fill_rect({layout.bar_x, top + y, layout.bar_w, 1}, colormap_color(colormap, t));
   }
-  image.stroke_rect({l.bar_x - 1, top - 1, l.bar_w + 2, l.bar_h + 2}, kAxisColor);
-  for (const Tick& t : l.bar_ticks) {
-    const int y = top + static_cast<int>(std::lround((l.hi - t.position) / (l.hi - l.lo) * (l.bar_h - 1)));
-    image.fill_rect({l.bar_x + l.bar_w + 1, y, sp.tick, std::max(1, sp.scale)}, kAxisColor);
-    image.draw_text(l.bar_x + l.bar_w + 1 + sp.tick + sp.gap / 2, y - sp.text_h / 2, t.label, kTextColor,
-                    sp.scale);
+  image.stroke_rect({layout.bar_x - 1, top - 1, layout.bar_w + 2, layout.bar_h + 2}, kAxisColor);
+  for (const Tick& t : layout.bar_ticks) {
+    const int y = top + static_cast<int>(std::lround((layout.hi - t.position) / (layout.hi - layout.lo) *
+                                                     (layout.bar_h - 1)));
+    image.fill_rect({layout.bar_x + layout.bar_w + 1, y, sp.tick, std::max(1, sp.scale)}, kAxisColor);
+    image.draw_text(layout.bar_x + layout.bar_w + 1 + sp.tick + sp.gap / 2, y - sp.text_h / 2, t.label,
+                    kTextColor, sp.scale);
   }
 }
 
@@ -687,111 +694,115 @@ struct LinePlotLayout {
 // The vertical layout first: it fixes the plot height, which the y ticks need; their labels then
 // fix the left margin and so the plot width, which the x ticks need.
 LinePlotLayout layout_line_plot(const LinePlotSpec& spec) {
-  LinePlotLayout l{};
-  l.sp = spacing_at(spec.font_scale);
-  const Spacing& sp = l.sp;
+  LinePlotLayout layout{};
+  layout.sp = spacing_at(spec.font_scale);
+  const Spacing& sp = layout.sp;
   const int s = sp.scale;
-  l.line_w = 2.0 * s;
-  l.marker_r = 3.0 * s;
-  l.legend = legend_for(spec, sp);
-  l.t_scale = title_scale(spec.title, s, spec.width - 2 * sp.margin);
-  const int top = sp.margin + (spec.title.empty() ? sp.text_h / 2 : text_height(l.t_scale) + 2 * sp.gap);
+  layout.line_w = 2.0 * s;
+  layout.marker_r = 3.0 * s;
+  layout.legend = legend_for(spec, sp);
+  layout.t_scale = title_scale(spec.title, s, spec.width - 2 * sp.margin);
+  const int top = sp.margin + (spec.title.empty() ? sp.text_h / 2 : text_height(layout.t_scale) + 2 * sp.gap);
   const int below =
       sp.tick + sp.gap / 2 + sp.text_h + (spec.x_label.empty() ? 0 : sp.gap + sp.text_h) + sp.margin;
-  l.height = std::max({spec.height, top + l.legend.height + below, top + 80 * s + below,
-                       top + text_width(spec.y_label, s) + below});
-  const int plot_h = l.height - top - below;
+  layout.height = std::max({spec.height, top + layout.legend.height + below, top + 80 * s + below,
+                            top + text_width(spec.y_label, s) + below});
+  const int plot_h = layout.height - top - below;
 
-  std::tie(l.ylo, l.yhi) = axis_limits(spec, false);
-  l.yt = axis_ticks(l.ylo, l.yhi, spec.log_y, plot_h,
-                    [&](const std::vector<Tick>&) { return std::max(2 * sp.text_h + sp.gap, plot_h / 10); });
-  const int y_labels_w = widest_tick(l.yt.major, s);
+  std::tie(layout.ylo, layout.yhi) = axis_limits(spec, false);
+  layout.yt = axis_ticks(layout.ylo, layout.yhi, spec.log_y, plot_h, [&](const std::vector<Tick>&) {
+    return std::max(2 * sp.text_h + sp.gap, plot_h / 10);
+  });
+  const int y_labels_w = widest_tick(layout.yt.major, s);
   const int left =
       sp.margin + (spec.y_label.empty() ? 0 : sp.text_h + sp.gap) + y_labels_w + sp.gap / 2 + sp.tick;
-  const int right = (l.legend.named.empty() ? 0 : 2 * sp.gap + l.legend.width) + sp.margin;
-  l.width = std::max({spec.width, left + 120 * s + right, text_width(spec.title, l.t_scale) + 2 * sp.margin,
-                      text_width(spec.x_label, s) + 2 * sp.margin});
-  const int plot_w = l.width - left - right;
-  l.plot = {left, top, plot_w, plot_h};
+  const int right = (layout.legend.named.empty() ? 0 : 2 * sp.gap + layout.legend.width) + sp.margin;
+  layout.width =
+      std::max({spec.width, left + 120 * s + right, text_width(spec.title, layout.t_scale) + 2 * sp.margin,
+                text_width(spec.x_label, s) + 2 * sp.margin});
+  const int plot_w = layout.width - left - right;
+  layout.plot = {left, top, plot_w, plot_h};
 
-  std::tie(l.xlo, l.xhi) = axis_limits(spec, true);
-  l.xt = axis_ticks(l.xlo, l.xhi, spec.log_x, plot_w, [&](const std::vector<Tick>& ticks) {
+  std::tie(layout.xlo, layout.xhi) = axis_limits(spec, true);
+  layout.xt = axis_ticks(layout.xlo, layout.xhi, spec.log_x, plot_w, [&](const std::vector<Tick>& ticks) {
     return std::max(widest_tick(ticks, s) + 2 * sp.gap, plot_w / 10);
   });
-  return l;
+  return layout;
 }
 
 // Grid lines at the major ticks, under the series.
-void draw_grid(Image& image, const LinePlotLayout& l) {
-  for (const Tick& t : l.xt.major)
-    image.fill_rect({l.column(t.position), l.plot.y, 1, l.plot.height}, kGridColor);
-  for (const Tick& t : l.yt.major)
-    image.fill_rect({l.plot.x, l.row(t.position), l.plot.width, 1}, kGridColor);
+void draw_grid(Image& image, const LinePlotLayout& layout) {
+  for (const Tick& t : layout.xt.major)
+    image.fill_rect({layout.column(t.position), layout.plot.y, 1, layout.plot.height}, kGridColor);
+  for (const Tick& t : layout.yt.major)
+    image.fill_rect({layout.plot.x, layout.row(t.position), layout.plot.width, 1}, kGridColor);
 }
 
 // The series, clipped to the axes, then the frame over their ends.
-void draw_series(Image& image, const LinePlotSpec& spec, const LinePlotLayout& l) {
-  image.set_clip(l.plot);
+void draw_series(Image& image, const LinePlotSpec& spec, const LinePlotLayout& layout) {
+  image.set_clip(layout.plot);
   for (std::size_t i = 0; i < spec.series.size(); ++i) {
     const Series& series = spec.series[i];
     std::vector<std::pair<double, double>> points;
     for (std::size_t k = 0; k < series.x.size(); ++k) {
-      points.emplace_back(l.px(spec.log_x ? std::log10(series.x[k]) : series.x[k]),
-                          l.py(spec.log_y ? std::log10(series.y[k]) : series.y[k]));
+      points.emplace_back(layout.px(spec.log_x ? std::log10(series.x[k]) : series.x[k]),
+                          layout.py(spec.log_y ? std::log10(series.y[k]) : series.y[k]));
     }
     const Rgb color = series_color(static_cast<int>(i));
-    draw_polyline(image, points, color, l.line_w, i >= kSolidSeries);
+    draw_polyline(image, points, color, layout.line_w, i >= kSolidSeries);
     if (spec.markers || points.size() == 1) {
-      for (const auto& [x, y] : points) image.fill_circle(x, y, l.marker_r, color);
+      for (const auto& [x, y] : points) image.fill_circle(x, y, layout.marker_r, color);
     }
   }
   image.clear_clip();
-  const Rect& p = l.plot;
+  const Rect& p = layout.plot;
   image.stroke_rect({p.x - 1, p.y - 1, p.width + 2, p.height + 2}, kAxisColor);
 }
 
 // Ticks outside the frame: major ones labelled, minor ones half as long.
-void draw_line_plot_axes(Image& image, const LinePlotLayout& l) {
-  const Spacing& sp = l.sp;
-  const int x_axis = l.plot.y + l.plot.height;
-  for (const Tick& t : l.xt.major) {
-    image.fill_rect({l.column(t.position), x_axis, std::max(1, sp.scale), sp.tick}, kAxisColor);
-    draw_centered(image, l.column(t.position), x_axis + sp.tick + sp.gap / 2 + sp.text_h / 2, t.label,
+void draw_line_plot_axes(Image& image, const LinePlotLayout& layout) {
+  const Spacing& sp = layout.sp;
+  const int x_axis = layout.plot.y + layout.plot.height;
+  for (const Tick& t : layout.xt.major) {
+    image.fill_rect({layout.column(t.position), x_axis, std::max(1, sp.scale), sp.tick}, kAxisColor);
+    draw_centered(image, layout.column(t.position), x_axis + sp.tick + sp.gap / 2 + sp.text_h / 2, t.label,
                   kTextColor, sp.scale);
   }
-  for (const double u : l.xt.minor) image.fill_rect({l.column(u), x_axis, 1, sp.tick / 2}, kAxisColor);
-  for (const Tick& t : l.yt.major) draw_left_tick(image, l.plot.x, l.row(t.position), t.label, sp);
-  for (const double u : l.yt.minor)
-    image.fill_rect({l.plot.x - 1 - sp.tick / 2, l.row(u), sp.tick / 2, 1}, kAxisColor);
+  for (const double u : layout.xt.minor)
+    image.fill_rect({layout.column(u), x_axis, 1, sp.tick / 2}, kAxisColor);
+  for (const Tick& t : layout.yt.major)
+    draw_left_tick(image, layout.plot.x, layout.row(t.position), t.label, sp);
+  for (const double u : layout.yt.minor)
+    image.fill_rect({layout.plot.x - 1 - sp.tick / 2, layout.row(u), sp.tick / 2, 1}, kAxisColor);
 }
 
 // The legend right of the axes, its rows in series order.
-void draw_legend(Image& image, const LinePlotSpec& spec, const LinePlotLayout& l) {
-  const Legend& legend = l.legend;
+void draw_legend(Image& image, const LinePlotSpec& spec, const LinePlotLayout& layout) {
+  const Legend& legend = layout.legend;
   if (legend.named.empty()) return;
-  const Spacing& sp = l.sp;
-  const Rect box{l.plot.x + l.plot.width + 2 * sp.gap, l.plot.y, legend.width, legend.height};
+  const Spacing& sp = layout.sp;
+  const Rect box{layout.plot.x + layout.plot.width + 2 * sp.gap, layout.plot.y, legend.width, legend.height};
   image.stroke_rect(box, kLegendBorder);
   for (std::size_t k = 0; k < legend.named.size(); ++k) {
     const std::size_t i = legend.named[k];
     const double cy = box.y + sp.gap + k * legend.row_h + sp.text_h / 2.0;
     const double x0 = box.x + sp.gap;
     const Rgb color = series_color(static_cast<int>(i));
-    draw_polyline(image, {{x0, cy}, {x0 + legend.sample_w, cy}}, color, l.line_w, i >= kSolidSeries);
-    if (spec.markers) image.fill_circle(x0 + legend.sample_w / 2.0, cy, l.marker_r, color);
+    draw_polyline(image, {{x0, cy}, {x0 + legend.sample_w, cy}}, color, layout.line_w, i >= kSolidSeries);
+    if (spec.markers) image.fill_circle(x0 + legend.sample_w / 2.0, cy, layout.marker_r, color);
     image.draw_text(box.x + sp.gap + legend.sample_w + sp.gap, static_cast<int>(cy) - sp.text_h / 2,
                     shorten(spec.series[i].name), kTextColor, sp.scale);
   }
 }
 
 // The title over the axes and the axis labels centred on them.
-void draw_line_plot_labels(Image& image, const LinePlotSpec& spec, const LinePlotLayout& l) {
-  const Spacing& sp = l.sp;
-  const Rect& p = l.plot;
-  draw_title(image, spec.title, l.t_scale, p.x, p.width, sp.margin);
+void draw_line_plot_labels(Image& image, const LinePlotSpec& spec, const LinePlotLayout& layout) {
+  const Spacing& sp = layout.sp;
+  const Rect& p = layout.plot;
+  draw_title(image, spec.title, layout.t_scale, p.x, p.width, sp.margin);
   if (!spec.x_label.empty()) {
     const int w = text_width(spec.x_label, sp.scale);
-    image.draw_text(clamp_start(p.x + p.width / 2 - w / 2, w, sp.margin, l.width - sp.margin),
+    image.draw_text(clamp_start(p.x + p.width / 2 - w / 2, w, sp.margin, layout.width - sp.margin),
                     p.y + p.height + sp.tick + sp.gap / 2 + sp.text_h + sp.gap, spec.x_label, kTextColor,
                     sp.scale);
   }
@@ -802,26 +813,27 @@ void draw_line_plot_labels(Image& image, const LinePlotSpec& spec, const LinePlo
 
 Image draw_heatmap(const HeatmapSpec& spec) {
   check_heatmap(spec);
-  const HeatmapLayout l = layout_heatmap(spec);
-  Image image = figure_canvas("draw_heatmap", l.width, l.height);
-  draw_heatmap_cells(image, spec, l);
-  draw_heatmap_axes(image, l);
-  draw_colorbar(image, spec.colormap, l);
-  draw_title(image, spec.title, l.t_scale, l.grid.x, l.grid.width, l.sp.margin);
-  if (!spec.x_label.empty()) image.draw_text(l.x_label_x, l.x_label_y, spec.x_label, kTextColor, l.sp.scale);
-  draw_y_label(image, spec.y_label, l.sp, l.grid.y, l.grid.height, l.grid.y);
+  const HeatmapLayout layout = layout_heatmap(spec);
+  Image image = figure_canvas("draw_heatmap", layout.width, layout.height);
+  draw_heatmap_cells(image, spec, layout);
+  draw_heatmap_axes(image, layout);
+  draw_colorbar(image, spec.colormap, layout);
+  draw_title(image, spec.title, layout.t_scale, layout.grid.x, layout.grid.width, layout.sp.margin);
+  if (!spec.x_label.empty())
+    image.draw_text(layout.x_label_x, layout.x_label_y, spec.x_label, kTextColor, layout.sp.scale);
+  draw_y_label(image, spec.y_label, layout.sp, layout.grid.y, layout.grid.height, layout.grid.y);
   return image;
 }
 
 Image draw_line_plot(const LinePlotSpec& spec) {
   check_line_plot(spec);
-  const LinePlotLayout l = layout_line_plot(spec);
-  Image image = figure_canvas("draw_line_plot", l.width, l.height);
-  draw_grid(image, l);
-  draw_series(image, spec, l);
-  draw_line_plot_axes(image, l);
-  draw_line_plot_labels(image, spec, l);
-  draw_legend(image, spec, l);
+  const LinePlotLayout layout = layout_line_plot(spec);
+  Image image = figure_canvas("draw_line_plot", layout.width, layout.height);
+  draw_grid(image, layout);
+  draw_series(image, spec, layout);
+  draw_line_plot_axes(image, layout);
+  draw_line_plot_labels(image, spec, layout);
+  draw_legend(image, spec, layout);
   return image;
 }
 
