@@ -1,187 +1,33 @@
-// The glyph table of qkv's bitmap font (see font.h), drawn as a sheet that reads like the glyphs.
+// Text as rectangles, through stb_easy_font. The header defines its functions static, so every
+// file that includes it gets its own copy and none defines an implementation macro.
 #include "plot/font.h"
 
-#include <algorithm>
-#include <string_view>
+#include <stb/stb_easy_font.h>
+
+#include <cstring>
 
 namespace qkv::plot {
 namespace {
 
-constexpr int kFirstChar = 32;  // ' '
-constexpr int kLastChar = 126;  // '~'
-constexpr int kGlyphCount = kLastChar - kFirstChar + 1;
-constexpr int kGlyphsPerBand = 8;
-constexpr int kBandCount = (kGlyphCount + kGlyphsPerBand - 1) / kGlyphsPerBand;
+constexpr int kFirstChar = 32;     // ' '
+constexpr int kLastChar = 126;     // '~'
+constexpr int kFontHeight = 9;     // the glyphs' rows; stb_easy_font_height's 12 adds line spacing
+constexpr int kTrailingBlank = 2;  // blank columns after each glyph within its advance
 
-// The font sheet. Each band shows eight consecutive characters side by side (the comment above it
-// names them); each string is one pixel row across the band, '#' for ink and '.' for paper, with a
-// space between glyphs. To change a glyph, redraw it here: the table is built from this sheet at
-// compile time, and a malformed row stops the build.
-// clang-format off
-constexpr std::array<std::array<std::string_view, kGlyphHeight>, kBandCount> kSheet = {{
-    // sp     !     "     #     $     %     &     '    (32..39)
-    {"..... ..#.. .#.#. .#.#. ..#.. ##... .##.. ..#..",
-     "..... ..#.. .#.#. .#.#. .#### ##..# #..#. ..#..",
-     "..... ..#.. .#.#. ##### #.#.. ...#. #.#.. ..#..",
-     "..... ..#.. ..... .#.#. .###. ..#.. .#... .....",
-     "..... ..#.. ..... ##### ..#.# .#... #.#.# .....",
-     "..... ..... ..... .#.#. ####. #..## #..#. .....",
-     "..... ..#.. ..... .#.#. ..#.. ...## .##.# .....",
-     "..... ..... ..... ..... ..... ..... ..... .....",
-     "..... ..... ..... ..... ..... ..... ..... ....."},
-    //  (     )     *     +     ,     -     .     /    (40..47)
-    {"...#. .#... ..... ..... ..... ..... ..... ....#",
-     "..#.. ..#.. ..#.. ..#.. ..... ..... ..... ...#.",
-     ".#... ...#. #.#.# ..#.. ..... ..... ..... ...#.",
-     ".#... ...#. .###. ##### ..... ##### ..... ..#..",
-     ".#... ...#. #.#.# ..#.. ..... ..... ..... .#...",
-     "..#.. ..#.. ..#.. ..#.. .##.. ..... .##.. .#...",
-     "...#. .#... ..... ..... .##.. ..... .##.. #....",
-     "..... ..... ..... ..... ..#.. ..... ..... .....",
-     "..... ..... ..... ..... .#... ..... ..... ....."},
-    //  0     1     2     3     4     5     6     7    (48..55)
-    {".###. ..#.. .###. .###. ...#. ##### ..##. #####",
-     "#...# .##.. #...# #...# ..##. #.... .#... ....#",
-     "#..## ..#.. ....# ....# .#.#. ####. #.... ...#.",
-     "#.#.# ..#.. ...#. ..##. #..#. ....# ####. ..#..",
-     "##..# ..#.. ..#.. ....# ##### ....# #...# .#...",
-     "#...# ..#.. .#... #...# ...#. #...# #...# .#...",
-     ".###. .###. ##### .###. ...#. .###. .###. .#...",
-     "..... ..... ..... ..... ..... ..... ..... .....",
-     "..... ..... ..... ..... ..... ..... ..... ....."},
-    //  8     9     :     ;     <     =     >     ?    (56..63)
-    {".###. .###. ..... ..... ...#. ..... .#... .###.",
-     "#...# #...# ..... ..... ..#.. ..... ..#.. #...#",
-     "#...# #...# .##.. .##.. .#... ##### ...#. ....#",
-     ".###. .#### .##.. .##.. #.... ..... ....# ...#.",
-     "#...# ....# ..... ..... .#... ##### ...#. ..#..",
-     "#...# ...#. .##.. .##.. ..#.. ..... ..#.. .....",
-     ".###. .##.. .##.. .##.. ...#. ..... .#... ..#..",
-     "..... ..... ..... ..#.. ..... ..... ..... .....",
-     "..... ..... ..... .#... ..... ..... ..... ....."},
-    //  @     A     B     C     D     E     F     G    (64..71)
-    {".###. .###. ####. .###. ####. ##### ##### .###.",
-     "#...# #...# #...# #...# #...# #.... #.... #...#",
-     "#.### #...# #...# #.... #...# #.... #.... #....",
-     "#.#.# ##### ####. #.... #...# ####. ####. #.###",
-     "#.### #...# #...# #.... #...# #.... #.... #...#",
-     "#.... #...# #...# #...# #...# #.... #.... #...#",
-     ".#### #...# ####. .###. ####. ##### #.... .####",
-     "..... ..... ..... ..... ..... ..... ..... .....",
-     "..... ..... ..... ..... ..... ..... ..... ....."},
-    //  H     I     J     K     L     M     N     O    (72..79)
-    {"#...# .###. ..### #...# #.... #...# #...# .###.",
-     "#...# ..#.. ...#. #..#. #.... ##.## #...# #...#",
-     "#...# ..#.. ...#. #.#.. #.... #.#.# ##..# #...#",
-     "##### ..#.. ...#. ##... #.... #.#.# #.#.# #...#",
-     "#...# ..#.. ...#. #.#.. #.... #...# #..## #...#",
-     "#...# ..#.. #..#. #..#. #.... #...# #...# #...#",
-     "#...# .###. .##.. #...# ##### #...# #...# .###.",
-     "..... ..... ..... ..... ..... ..... ..... .....",
-     "..... ..... ..... ..... ..... ..... ..... ....."},
-    //  P     Q     R     S     T     U     V     W    (80..87)
-    {"####. .###. ####. .#### ##### #...# #...# #...#",
-     "#...# #...# #...# #.... ..#.. #...# #...# #...#",
-     "#...# #...# #...# #.... ..#.. #...# #...# #...#",
-     "####. #...# ####. .###. ..#.. #...# #...# #.#.#",
-     "#.... #.#.# #.#.. ....# ..#.. #...# #...# #.#.#",
-     "#.... #..#. #..#. ....# ..#.. #...# .#.#. #.#.#",
-     "#.... .##.# #...# ####. ..#.. .###. ..#.. .#.#.",
-     "..... ..... ..... ..... ..... ..... ..... .....",
-     "..... ..... ..... ..... ..... ..... ..... ....."},
-    //  X     Y     Z     [     \     ]     ^     _    (88..95)
-    {"#...# #...# ##### .###. #.... .###. ..#.. .....",
-     "#...# #...# ....# .#... .#... ...#. .#.#. .....",
-     ".#.#. .#.#. ...#. .#... .#... ...#. #...# .....",
-     "..#.. ..#.. ..#.. .#... ..#.. ...#. ..... .....",
-     ".#.#. ..#.. .#... .#... ...#. ...#. ..... .....",
-     "#...# ..#.. #.... .#... ...#. ...#. ..... .....",
-     "#...# ..#.. ##### .###. ....# .###. ..... .....",
-     "..... ..... ..... ..... ..... ..... ..... #####",
-     "..... ..... ..... ..... ..... ..... ..... ....."},
-    //  `     a     b     c     d     e     f     g    (96..103)
-    {".#... ..... #.... ..... ....# ..... ..##. .....",
-     "..#.. ..... #.... ..... ....# ..... .#..# .....",
-     "..... .###. ####. .###. .#### .###. .#... .####",
-     "..... ....# #...# #.... #...# #...# ###.. #...#",
-     "..... .#### #...# #.... #...# ##### .#... #...#",
-     "..... #...# #...# #...# #...# #.... .#... #...#",
-     "..... .#### ####. .###. .#### .###. .#... .####",
-     "..... ..... ..... ..... ..... ..... ..... ....#",
-     "..... ..... ..... ..... ..... ..... ..... .###."},
-    //  h     i     j     k     l     m     n     o    (104..111)
-    {"#.... ..#.. ...#. #.... .##.. ..... ..... .....",
-     "#.... ..... ..... #.... ..#.. ..... ..... .....",
-     "#.##. .##.. ..##. #..#. ..#.. ##.#. #.##. .###.",
-     "##..# ..#.. ...#. #.#.. ..#.. #.#.# ##..# #...#",
-     "#...# ..#.. ...#. ##... ..#.. #.#.# #...# #...#",
-     "#...# ..#.. ...#. #.#.. ..#.. #.#.# #...# #...#",
-     "#...# .###. ...#. #..#. .###. #.#.# #...# .###.",
-     "..... ..... #..#. ..... ..... ..... ..... .....",
-     "..... ..... .##.. ..... ..... ..... ..... ....."},
-    //  p     q     r     s     t     u     v     w    (112..119)
-    {"..... ..... ..... ..... .#... ..... ..... .....",
-     "..... ..... ..... ..... .#... ..... ..... .....",
-     "####. .#### #.##. .#### ###.. #...# #...# #...#",
-     "#...# #...# ##..# #.... .#... #...# #...# #...#",
-     "#...# #...# #.... .###. .#... #...# #...# #.#.#",
-     "#...# #...# #.... ....# .#..# #..## .#.#. #.#.#",
-     "####. .#### #.... ####. ..##. .##.# ..#.. .#.#.",
-     "#.... ....# ..... ..... ..... ..... ..... .....",
-     "#.... ....# ..... ..... ..... ..... ..... ....."},
-    //  x     y     z     {     |     }     ~          (120..126)
-    {"..... ..... ..... ...## ..#.. ##... .....",
-     "..... ..... ..... ..#.. ..#.. ..#.. .....",
-     "#...# #...# ##### ..#.. ..#.. ..#.. .#...",
-     ".#.#. #...# ...#. .#... ..#.. ...#. #.#.#",
-     "..#.. #...# ..#.. ..#.. ..#.. ..#.. ...#.",
-     ".#.#. #...# .#... ..#.. ..#.. ..#.. .....",
-     "#...# .#### ##### ...## ..#.. ##... .....",
-     "..... ....# ..... ..... ..#.. ..... .....",
-     "..... .###. ..... ..... ..... ..... ....."},
-}};
-// clang-format on
+// stb_easy_font writes each rectangle as four vertices of 16 bytes (x, y, z as floats, then an
+// RGBA colour), corners in the order top-left, top-right, bottom-right, bottom-left; at most 11
+// rectangles make a glyph ('X').
+constexpr int kVertexBytes = 16;
+constexpr int kQuadBytes = 4 * kVertexBytes;
+constexpr int kMaxQuadsPerChar = 11;
 
-// Turns the sheet into one row mask per glyph row. Runs at compile time; a `throw` reached here
-// is not a constant expression, so a row of the wrong length or with a stray character fails the
-// build at kGlyphs below.
-constexpr std::array<Glyph, kGlyphCount> parse_sheet() {
-  std::array<Glyph, kGlyphCount> glyphs{};
-  for (int band = 0; band < kBandCount; ++band) {
-    const int first = band * kGlyphsPerBand;
-    const int count = std::min(kGlyphsPerBand, kGlyphCount - first);
-    for (int y = 0; y < kGlyphHeight; ++y) {
-      const std::string_view row = kSheet[band][y];
-      if (static_cast<int>(row.size()) != count * kGlyphAdvance - 1)
-        throw "font sheet: bad row length";
-      for (int g = 0; g < count; ++g) {
-        std::uint8_t mask = 0;
-        for (int x = 0; x < kGlyphWidth; ++x) {
-          const char pixel = row[g * kGlyphAdvance + x];
-          if (pixel != '#' && pixel != '.') throw "font sheet: pixels are '#' or '.'";
-          mask = static_cast<std::uint8_t>((mask << 1) | (pixel == '#'));
-        }
-        glyphs[first + g][y] = mask;
-      }
-    }
-  }
-  return glyphs;
+float vertex_coordinate(const char* buffer, int vertex, int axis) {
+  float value;
+  std::memcpy(&value, buffer + vertex * kVertexBytes + axis * sizeof(float), sizeof value);
+  return value;
 }
-
-constexpr std::array<Glyph, kGlyphCount> kGlyphs = parse_sheet();
 
 }  // namespace
-
-const Glyph& glyph(char c) {
-  const int code = static_cast<unsigned char>(c);
-  if (code < kFirstChar || code > kLastChar) return kGlyphs['?' - kFirstChar];
-  return kGlyphs[code - kFirstChar];
-}
-
-bool glyph_pixel(char c, int x, int y) {
-  if (x < 0 || x >= kGlyphWidth || y < 0 || y >= kGlyphHeight) return false;
-  return (glyph(c)[y] >> (kGlyphWidth - 1 - x)) & 1;
-}
 
 std::string printable(std::string_view text) {
   std::string out;
@@ -197,11 +43,30 @@ std::string printable(std::string_view text) {
   return out;
 }
 
-int text_width(std::string_view text, int scale) {
-  const int n = static_cast<int>(printable(text).size());
-  return n == 0 ? 0 : (n * kGlyphAdvance - 1) * scale;
+std::vector<Rect> text_quads(std::string_view text) {
+  std::string chars = printable(text);  // stb reads a mutable C string, and only ASCII 32..126
+  std::vector<char> buffer(chars.size() * kMaxQuadsPerChar * kQuadBytes);
+  const int count =
+      stb_easy_font_print(0, 0, chars.data(), nullptr, buffer.data(), static_cast<int>(buffer.size()));
+  std::vector<Rect> quads;
+  quads.reserve(count);
+  for (int q = 0; q < count; ++q) {
+    const char* quad = buffer.data() + q * kQuadBytes;
+    // The corners are whole numbers: stb places strokes on the pixel grid.
+    const int x0 = static_cast<int>(vertex_coordinate(quad, 0, 0));
+    const int y0 = static_cast<int>(vertex_coordinate(quad, 0, 1));
+    const int x1 = static_cast<int>(vertex_coordinate(quad, 2, 0));
+    const int y1 = static_cast<int>(vertex_coordinate(quad, 2, 1));
+    quads.push_back({x0, y0, x1 - x0, y1 - y0});
+  }
+  return quads;
 }
 
-int text_height(int scale) { return kGlyphHeight * scale; }
+int text_width(std::string_view text, int scale) {
+  std::string chars = printable(text);
+  return chars.empty() ? 0 : (stb_easy_font_width(chars.data()) - kTrailingBlank) * scale;
+}
+
+int text_height(int scale) { return kFontHeight * scale; }
 
 }  // namespace qkv::plot

@@ -103,21 +103,14 @@ void Image::fill_circle(double cx, double cy, double radius, Rgb color) {
 
 void Image::draw_text(int x, int y, std::string_view text, Rgb color, int scale,
                       TextDirection direction) {
-  const std::string chars = printable(text);
-  const int columns = static_cast<int>(chars.size()) * kGlyphAdvance - 1;  // in font pixels
-  const bool vertical = direction == TextDirection::Vertical;
-  for (std::size_t k = 0; k < chars.size(); ++k) {
-    for (int gy = 0; gy < kGlyphHeight; ++gy) {
-      for (int gx = 0; gx < kGlyphWidth; ++gx) {
-        if (!glyph_pixel(chars[k], gx, gy)) continue;
-        const int column = static_cast<int>(k) * kGlyphAdvance + gx;
-        // Turning the text counter-clockwise sends font row gy to canvas column gy and font
-        // column c to canvas row (columns - 1 - c), so that the text reads upwards.
-        const int fx = vertical ? gy : column;
-        const int fy = vertical ? columns - 1 - column : gy;
-        fill_rect({x + fx * scale, y + fy * scale, scale, scale}, color);
-      }
-    }
+  const int columns = text_width(text);  // in font pixels
+  for (const Rect& q : text_quads(text)) {
+    // Turning the text counter-clockwise sends font row r to canvas column r and font column c to
+    // canvas row (columns - 1 - c), so that the text reads upwards.
+    const Rect turned =
+        direction == TextDirection::Vertical ? Rect{q.y, columns - q.x - q.width, q.height, q.width} : q;
+    fill_rect({x + turned.x * scale, y + turned.y * scale, turned.width * scale, turned.height * scale},
+              color);
   }
 }
 

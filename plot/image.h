@@ -57,8 +57,8 @@ class Image {
   void draw_line(double x0, double y0, double x1, double y1, Rgb color, double thickness = 1.0);
   // An anti-aliased filled disc.
   void fill_circle(double cx, double cy, double radius, Rgb color);
-  // Text in the bitmap font (plot/font.h) whose box, text_width x text_height pixels (swapped when
-  // vertical), has its top-left corner at (x, y).
+  // Text in qkv's font (plot/font.h) whose box, text_width x text_height pixels (swapped when
+  // vertical), has its top-left corner at (x, y). Each font pixel is a scale x scale block.
   void draw_text(int x, int y, std::string_view text, Rgb color, int scale = 1,
                  TextDirection direction = TextDirection::Horizontal);
 

@@ -450,270 +450,390 @@ void draw_polyline(Image& image, const std::vector<std::pair<double, double>>& p
   }
 }
 
+// ---- shared layout and labels ----
+
+// The spacing of a figure at its font scale: everything around text grows with the scale.
+struct Spacing {
+  int scale, text_h, margin, gap, tick;
+};
+
+Spacing spacing_at(int scale) {
+  return {scale, text_height(scale), kMargin * scale, kGap * scale, kTick * scale};
+}
+
+int widest_tick(const std::vector<Tick>& ticks, int scale) {
+  int w = 0;
+  for (const Tick& t : ticks) w = std::max(w, text_width(t.label, scale));
+  return w;
+}
+
+// The title at its own scale, centred over [left, left + span) and kept inside the canvas.
+void draw_title(Image& image, const std::string& title, int t_scale, int left, int span, int margin) {
+  if (title.empty()) return;
+  const int w = text_width(title, t_scale);
+  image.draw_text(clamp_start(left + span / 2 - w / 2, w, margin, image.width() - margin), margin, title,
+                  kTextColor, t_scale);
+}
+
+// The y-axis label, reading upwards at the left margin, centred on [top, top + span) and kept
+// within [lowest, canvas height - margin).
+void draw_y_label(Image& image, const std::string& label, const Spacing& sp, int top, int span, int lowest) {
+  if (label.empty()) return;
+  const int h = text_width(label, sp.scale);
+  image.draw_text(sp.margin, clamp_start(top + span / 2 - h / 2, h, lowest, image.height() - sp.margin),
+                  label, kTextColor, sp.scale, TextDirection::Vertical);
+}
+
+// A tick left of a vertical axis at row y, its label right-aligned against it.
+void draw_left_tick(Image& image, int axis_x, int y, const std::string& label, const Spacing& sp) {
+  image.fill_rect({axis_x - 1 - sp.tick, y, sp.tick, std::max(1, sp.scale)}, kAxisColor);
+  const int w = text_width(label, sp.scale);
+  image.draw_text(axis_x - 1 - sp.tick - sp.gap / 2 - w, y - sp.text_h / 2, label, kTextColor, sp.scale);
+}
+
+// ---- heatmap drawing ----
+
+// Where everything of a heatmap goes, decided before anything is drawn.
+struct HeatmapLayout {
+  Spacing sp;
+  double lo, hi;                   // the values at the ends of the colormap
+  std::vector<std::string> notes;  // the values written in the cells, if annotated
+  int cell_w, cell_h;
+  AxisLabels rows, cols;
+  bool cols_vertical;  // column labels stand upright
+  Rect grid;           // the cells
+  int bar_x, bar_w, bar_h;
+  std::vector<Tick> bar_ticks;
+  int t_scale;
+  int x_label_x, x_label_y;
+  int width, height;
+};
+
+// Cell size: about 480 pixels across each side and at most 40 per cell, cells at most twice as
+// long as wide, and large enough for a line of text per label and for the widest annotation.
+std::pair<int, int> heatmap_cell_size(const HeatmapSpec& spec, const HeatmapLayout& layout) {
+  if (spec.cell_size != 0) return {spec.cell_size, spec.cell_size};
+  int cell_w = std::clamp(480 / spec.cols, 2, 40);
+  int cell_h = std::clamp(480 / spec.rows, 2, 40);
+  cell_w = std::min(cell_w, 2 * cell_h);
+  cell_h = std::min(cell_h, 2 * cell_w);
+  const int s = layout.sp.scale;
+  if (!spec.row_labels.empty()) cell_h = std::max(cell_h, layout.sp.text_h + 3 * s);
+  if (!spec.col_labels.empty()) cell_w = std::max(cell_w, layout.sp.text_h + 3 * s);
+  if (spec.annotate) {
+    cell_w = std::max(cell_w, widest(layout.notes, s) + layout.sp.gap);
+    cell_h = std::max(cell_h, layout.sp.text_h + layout.sp.gap);
+  }
+  return {cell_w, cell_h};
+}
+
+// The grid's cells and tick labels, and the colorbar beside it: as tall as the grid but at least
+// 120 pixels (times the scale), with at most about eight ticks.
+void layout_heatmap_grid(const HeatmapSpec& spec, HeatmapLayout& layout) {
+  const int s = layout.sp.scale;
+  if (spec.annotate) {
+    for (const float v : spec.values) layout.notes.push_back(format_number(v, spec.annotate_decimals, false));
+  }
+  std::tie(layout.cell_w, layout.cell_h) = heatmap_cell_size(spec, layout);
+  layout.grid.width = spec.cols * layout.cell_w;
+  layout.grid.height = spec.rows * layout.cell_h;
+  layout.rows = spec.row_labels.empty() ? index_labels(spec.rows, layout.cell_h, s, false)
+                                        : given_labels(spec.row_labels);
+  layout.cols = spec.col_labels.empty() ? index_labels(spec.cols, layout.cell_w, s, true)
+                                        : given_labels(spec.col_labels);
+  // Column labels stand upright when one of them is wider than its cell.
+  layout.cols_vertical = !spec.col_labels.empty() && widest(layout.cols.text, s) > layout.cell_w - 2 * s;
+  layout.bar_w = 14 * s;
+  layout.bar_h = std::max(layout.grid.height, 120 * s);
+  const int min_spacing = std::max(2 * layout.sp.text_h + layout.sp.gap, layout.bar_h / 8);
+  layout.bar_ticks = nice_linear_ticks(layout.lo, layout.hi, layout.bar_h,
+                                       [&](const std::vector<Tick>&) { return min_spacing; });
+}
+
+// Places the boxes from the left and from the top, and so fixes the canvas size.
+void place_heatmap_boxes(const HeatmapSpec& spec, HeatmapLayout& layout) {
+  const Spacing& sp = layout.sp;
+  const int s = sp.scale;
+  const int bar_labels_w = widest_tick(layout.bar_ticks, s);
+  const int col_labels_h = layout.cols_vertical ? widest(layout.cols.text, s) : sp.text_h;
+
+  const int y_label_w = spec.y_label.empty() ? 0 : sp.text_h + sp.gap;
+  layout.grid.x = sp.margin + y_label_w + widest(layout.rows.text, s) + sp.gap / 2 + sp.tick;
+  layout.bar_x = layout.grid.x + layout.grid.width + 3 * sp.gap;
+  const int content_w = layout.bar_x + layout.bar_w + sp.tick + sp.gap / 2 + bar_labels_w + sp.margin;
+  layout.t_scale = title_scale(spec.title, s, content_w - 2 * sp.margin);
+  const int title_h = spec.title.empty() ? 0 : text_height(layout.t_scale) + 2 * sp.gap;
+  layout.grid.y = sp.margin + title_h + sp.text_h / 2;  // room for the top colorbar label
+  const int cols_bottom = layout.grid.y + layout.grid.height + sp.tick + sp.gap / 2 + col_labels_h;
+  const int x_label_w = text_width(spec.x_label, s);
+  layout.width = std::max({content_w, text_width(spec.title, layout.t_scale) + 2 * sp.margin,
+                           layout.grid.x + x_label_w + sp.margin});
+  // The x label is centred under the grid; if it is wider than the grid and the colorbar reaches
+  // lower, it goes below the colorbar's last label.
+  const int bar_bottom = layout.grid.y + layout.bar_h + sp.text_h / 2;
+  layout.x_label_x = clamp_start(layout.grid.x + layout.grid.width / 2 - x_label_w / 2, x_label_w, sp.margin,
+                                 layout.width - sp.margin);
+  layout.x_label_y = layout.x_label_x + x_label_w > layout.bar_x - sp.gap
+                         ? std::max(cols_bottom, bar_bottom) + sp.gap
+                         : cols_bottom + sp.gap;
+  const int x_label_bottom = spec.x_label.empty() ? cols_bottom : layout.x_label_y + sp.text_h;
+  layout.height =
+      std::max({x_label_bottom, bar_bottom, layout.grid.y + text_width(spec.y_label, s)}) + sp.margin;
+}
+
+HeatmapLayout layout_heatmap(const HeatmapSpec& spec) {
+  HeatmapLayout layout{};
+  layout.sp = spacing_at(spec.font_scale);
+  std::tie(layout.lo, layout.hi) = heatmap_range(spec);
+  layout_heatmap_grid(spec, layout);
+  place_heatmap_boxes(spec, layout);
+  return layout;
+}
+
+// The cells, the values written in them, and the frame around them.
+void draw_heatmap_cells(Image& image, const HeatmapSpec& spec, const HeatmapLayout& layout) {
+  for (int r = 0; r < spec.rows; ++r) {
+    for (int c = 0; c < spec.cols; ++c) {
+      const std::size_t i = static_cast<std::size_t>(r) * spec.cols + c;
+      const Rgb color = colormap_color(spec.colormap, (spec.values[i] - layout.lo) / (layout.hi - layout.lo));
+      const Rect box{layout.grid.x + c * layout.cell_w, layout.grid.y + r * layout.cell_h, layout.cell_w,
+                     layout.cell_h};
+      image.fill_rect(box, color);
+      if (spec.annotate) {
+        draw_centered(image, box.x + layout.cell_w / 2, box.y + layout.cell_h / 2, layout.notes[i],
+                      ink_on(color), layout.sp.scale);
+      }
+    }
+  }
+  const Rect& g = layout.grid;
+  image.stroke_rect({g.x - 1, g.y - 1, g.width + 2, g.height + 2}, kAxisColor);
+}
+
+// Row labels right-aligned left of the grid; column labels below it.
+void draw_heatmap_axes(Image& image, const HeatmapLayout& layout) {
+  const Spacing& sp = layout.sp;
+  for (std::size_t k = 0; k < layout.rows.text.size(); ++k) {
+    draw_left_tick(image, layout.grid.x,
+                   layout.grid.y + layout.rows.cells[k] * layout.cell_h + layout.cell_h / 2,
+                   layout.rows.text[k], sp);
+  }
+  const int top = layout.grid.y + layout.grid.height + 1;
+  for (std::size_t k = 0; k < layout.cols.text.size(); ++k) {
+    const int cx = layout.grid.x + layout.cols.cells[k] * layout.cell_w + layout.cell_w / 2;
+    image.fill_rect({cx, top, std::max(1, sp.scale), sp.tick}, kAxisColor);
+    if (layout.cols_vertical) {  // reads upwards and ends at the tick, as matplotlib's rotation=90
+      image.draw_text(cx - sp.text_h / 2, top + sp.tick + sp.gap / 2, layout.cols.text[k], kTextColor,
+                      sp.scale, TextDirection::Vertical);
+    } else {
+      draw_centered(image, cx, top + sp.tick + sp.gap / 2 + sp.text_h / 2, layout.cols.text[k], kTextColor,
+                    sp.scale);
+    }
+  }
+}
+
+// The colorbar: the colormap from high (top) to low, with its ticks.
+void draw_colorbar(Image& image, Colormap colormap, const HeatmapLayout& layout) {
+  const Spacing& sp = layout.sp;
+  const int top = layout.grid.y;
+  for (int y = 0; y < layout.bar_h; ++y) {
+    const double t = 1.0 - (y + 0.5) / layout.bar_h;
+    image.fill_rect({layout.bar_x, top + y, layout.bar_w, 1}, colormap_color(colormap, t));
+  }
+  image.stroke_rect({layout.bar_x - 1, top - 1, layout.bar_w + 2, layout.bar_h + 2}, kAxisColor);
+  for (const Tick& t : layout.bar_ticks) {
+    const int y = top + static_cast<int>(std::lround((layout.hi - t.position) / (layout.hi - layout.lo) *
+                                                     (layout.bar_h - 1)));
+    image.fill_rect({layout.bar_x + layout.bar_w + 1, y, sp.tick, std::max(1, sp.scale)}, kAxisColor);
+    image.draw_text(layout.bar_x + layout.bar_w + 1 + sp.tick + sp.gap / 2, y - sp.text_h / 2, t.label,
+                    kTextColor, sp.scale);
+  }
+}
+
+// ---- line plot drawing ----
+
+// The legend: one row per named series, a line sample and the name.
+struct Legend {
+  std::vector<std::size_t> named;  // the series it lists
+  int sample_w, row_h, width, height;
+};
+
+Legend legend_for(const LinePlotSpec& spec, const Spacing& sp) {
+  Legend legend{};
+  for (std::size_t i = 0; i < spec.series.size(); ++i) {
+    if (!spec.series[i].name.empty()) legend.named.push_back(i);
+  }
+  legend.sample_w = 24 * sp.scale;
+  legend.row_h = sp.text_h + sp.gap;
+  if (legend.named.empty()) return legend;
+  int names_w = 0;
+  for (const std::size_t i : legend.named)
+    names_w = std::max(names_w, text_width(shorten(spec.series[i].name), sp.scale));
+  legend.width = sp.gap + legend.sample_w + sp.gap + names_w + sp.gap;
+  legend.height = static_cast<int>(legend.named.size()) * legend.row_h + sp.gap;
+  return legend;
+}
+
+// Where everything of a line plot goes, and how axis units map to pixels.
+struct LinePlotLayout {
+  Spacing sp;
+  double line_w, marker_r;
+  Legend legend;
+  int t_scale;
+  int width, height;
+  Rect plot;  // the axes' inside
+  double xlo, xhi, ylo, yhi;
+  AxisTicks xt, yt;
+
+  // Axis units to pixel centres: the ends of each range land on the plot's edge pixels.
+  double px(double u) const { return plot.x + 0.5 + (u - xlo) / (xhi - xlo) * (plot.width - 1); }
+  double py(double u) const { return plot.y + 0.5 + (yhi - u) / (yhi - ylo) * (plot.height - 1); }
+  int column(double u) const { return static_cast<int>(std::floor(px(u))); }
+  int row(double u) const { return static_cast<int>(std::floor(py(u))); }
+};
+
+// The vertical layout first: it fixes the plot height, which the y ticks need; their labels then
+// fix the left margin and so the plot width, which the x ticks need.
+LinePlotLayout layout_line_plot(const LinePlotSpec& spec) {
+  LinePlotLayout layout{};
+  layout.sp = spacing_at(spec.font_scale);
+  const Spacing& sp = layout.sp;
+  const int s = sp.scale;
+  layout.line_w = 2.0 * s;
+  layout.marker_r = 3.0 * s;
+  layout.legend = legend_for(spec, sp);
+  layout.t_scale = title_scale(spec.title, s, spec.width - 2 * sp.margin);
+  const int top = sp.margin + (spec.title.empty() ? sp.text_h / 2 : text_height(layout.t_scale) + 2 * sp.gap);
+  const int below =
+      sp.tick + sp.gap / 2 + sp.text_h + (spec.x_label.empty() ? 0 : sp.gap + sp.text_h) + sp.margin;
+  layout.height = std::max({spec.height, top + layout.legend.height + below, top + 80 * s + below,
+                            top + text_width(spec.y_label, s) + below});
+  const int plot_h = layout.height - top - below;
+
+  std::tie(layout.ylo, layout.yhi) = axis_limits(spec, false);
+  layout.yt = axis_ticks(layout.ylo, layout.yhi, spec.log_y, plot_h, [&](const std::vector<Tick>&) {
+    return std::max(2 * sp.text_h + sp.gap, plot_h / 10);
+  });
+  const int y_labels_w = widest_tick(layout.yt.major, s);
+  const int left =
+      sp.margin + (spec.y_label.empty() ? 0 : sp.text_h + sp.gap) + y_labels_w + sp.gap / 2 + sp.tick;
+  const int right = (layout.legend.named.empty() ? 0 : 2 * sp.gap + layout.legend.width) + sp.margin;
+  layout.width =
+      std::max({spec.width, left + 120 * s + right, text_width(spec.title, layout.t_scale) + 2 * sp.margin,
+                text_width(spec.x_label, s) + 2 * sp.margin});
+  const int plot_w = layout.width - left - right;
+  layout.plot = {left, top, plot_w, plot_h};
+
+  std::tie(layout.xlo, layout.xhi) = axis_limits(spec, true);
+  layout.xt = axis_ticks(layout.xlo, layout.xhi, spec.log_x, plot_w, [&](const std::vector<Tick>& ticks) {
+    return std::max(widest_tick(ticks, s) + 2 * sp.gap, plot_w / 10);
+  });
+  return layout;
+}
+
+// Grid lines at the major ticks, under the series.
+void draw_grid(Image& image, const LinePlotLayout& layout) {
+  for (const Tick& t : layout.xt.major)
+    image.fill_rect({layout.column(t.position), layout.plot.y, 1, layout.plot.height}, kGridColor);
+  for (const Tick& t : layout.yt.major)
+    image.fill_rect({layout.plot.x, layout.row(t.position), layout.plot.width, 1}, kGridColor);
+}
+
+// The series, clipped to the axes, then the frame over their ends.
+void draw_series(Image& image, const LinePlotSpec& spec, const LinePlotLayout& layout) {
+  image.set_clip(layout.plot);
+  for (std::size_t i = 0; i < spec.series.size(); ++i) {
+    const Series& series = spec.series[i];
+    std::vector<std::pair<double, double>> points;
+    for (std::size_t k = 0; k < series.x.size(); ++k) {
+      points.emplace_back(layout.px(spec.log_x ? std::log10(series.x[k]) : series.x[k]),
+                          layout.py(spec.log_y ? std::log10(series.y[k]) : series.y[k]));
+    }
+    const Rgb color = series_color(static_cast<int>(i));
+    draw_polyline(image, points, color, layout.line_w, i >= kSolidSeries);
+    if (spec.markers || points.size() == 1) {
+      for (const auto& [x, y] : points) image.fill_circle(x, y, layout.marker_r, color);
+    }
+  }
+  image.clear_clip();
+  const Rect& p = layout.plot;
+  image.stroke_rect({p.x - 1, p.y - 1, p.width + 2, p.height + 2}, kAxisColor);
+}
+
+// Ticks outside the frame: major ones labelled, minor ones half as long.
+void draw_line_plot_axes(Image& image, const LinePlotLayout& layout) {
+  const Spacing& sp = layout.sp;
+  const int x_axis = layout.plot.y + layout.plot.height;
+  for (const Tick& t : layout.xt.major) {
+    image.fill_rect({layout.column(t.position), x_axis, std::max(1, sp.scale), sp.tick}, kAxisColor);
+    draw_centered(image, layout.column(t.position), x_axis + sp.tick + sp.gap / 2 + sp.text_h / 2, t.label,
+                  kTextColor, sp.scale);
+  }
+  for (const double u : layout.xt.minor)
+    image.fill_rect({layout.column(u), x_axis, 1, sp.tick / 2}, kAxisColor);
+  for (const Tick& t : layout.yt.major)
+    draw_left_tick(image, layout.plot.x, layout.row(t.position), t.label, sp);
+  for (const double u : layout.yt.minor)
+    image.fill_rect({layout.plot.x - 1 - sp.tick / 2, layout.row(u), sp.tick / 2, 1}, kAxisColor);
+}
+
+// The legend right of the axes, its rows in series order.
+void draw_legend(Image& image, const LinePlotSpec& spec, const LinePlotLayout& layout) {
+  const Legend& legend = layout.legend;
+  if (legend.named.empty()) return;
+  const Spacing& sp = layout.sp;
+  const Rect box{layout.plot.x + layout.plot.width + 2 * sp.gap, layout.plot.y, legend.width, legend.height};
+  image.stroke_rect(box, kLegendBorder);
+  for (std::size_t k = 0; k < legend.named.size(); ++k) {
+    const std::size_t i = legend.named[k];
+    const double cy = box.y + sp.gap + k * legend.row_h + sp.text_h / 2.0;
+    const double x0 = box.x + sp.gap;
+    const Rgb color = series_color(static_cast<int>(i));
+    draw_polyline(image, {{x0, cy}, {x0 + legend.sample_w, cy}}, color, layout.line_w, i >= kSolidSeries);
+    if (spec.markers) image.fill_circle(x0 + legend.sample_w / 2.0, cy, layout.marker_r, color);
+    image.draw_text(box.x + sp.gap + legend.sample_w + sp.gap, static_cast<int>(cy) - sp.text_h / 2,
+                    shorten(spec.series[i].name), kTextColor, sp.scale);
+  }
+}
+
+// The title over the axes and the axis labels centred on them.
+void draw_line_plot_labels(Image& image, const LinePlotSpec& spec, const LinePlotLayout& layout) {
+  const Spacing& sp = layout.sp;
+  const Rect& p = layout.plot;
+  draw_title(image, spec.title, layout.t_scale, p.x, p.width, sp.margin);
+  if (!spec.x_label.empty()) {
+    const int w = text_width(spec.x_label, sp.scale);
+    image.draw_text(clamp_start(p.x + p.width / 2 - w / 2, w, sp.margin, layout.width - sp.margin),
+                    p.y + p.height + sp.tick + sp.gap / 2 + sp.text_h + sp.gap, spec.x_label, kTextColor,
+                    sp.scale);
+  }
+  draw_y_label(image, spec.y_label, sp, p.y, p.height, sp.margin);
+}
+
 }  // namespace
 
 Image draw_heatmap(const HeatmapSpec& spec) {
   check_heatmap(spec);
-  const int s = spec.font_scale;
-  const int text_h = text_height(s), margin = kMargin * s, gap = kGap * s, tick = kTick * s;
-  const auto [lo, hi] = heatmap_range(spec);
-
-  std::vector<std::string> notes;
-  if (spec.annotate) {
-    for (const float v : spec.values)
-      notes.push_back(format_number(v, spec.annotate_decimals, false));
-  }
-
-  // Cell size: about 480 pixels across each side and at most 40 per cell, cells at most twice
-  // as long as wide, and large enough for a line of text per label and for the widest annotation.
-  int cell_w = spec.cell_size, cell_h = spec.cell_size;
-  if (spec.cell_size == 0) {
-    cell_w = std::clamp(480 / spec.cols, 2, 40);
-    cell_h = std::clamp(480 / spec.rows, 2, 40);
-    cell_w = std::min(cell_w, 2 * cell_h);
-    cell_h = std::min(cell_h, 2 * cell_w);
-    if (!spec.row_labels.empty()) cell_h = std::max(cell_h, text_h + 3 * s);
-    if (!spec.col_labels.empty()) cell_w = std::max(cell_w, text_h + 3 * s);
-    if (spec.annotate) {
-      cell_w = std::max(cell_w, widest(notes, s) + gap);
-      cell_h = std::max(cell_h, text_h + gap);
-    }
-  }
-  const int heat_w = spec.cols * cell_w, heat_h = spec.rows * cell_h;
-
-  const AxisLabels rows = spec.row_labels.empty() ? index_labels(spec.rows, cell_h, s, false)
-                                                  : given_labels(spec.row_labels);
-  const AxisLabels cols = spec.col_labels.empty() ? index_labels(spec.cols, cell_w, s, true)
-                                                  : given_labels(spec.col_labels);
-  // Column labels stand upright when one of them is wider than its cell.
-  const bool cols_vertical = !spec.col_labels.empty() && widest(cols.text, s) > cell_w - 2 * s;
-  const int col_labels_h = cols_vertical ? widest(cols.text, s) : text_h;
-
-  // Colorbar: as tall as the grid but at least 120 pixels (times the scale), with at most about
-  // eight ticks.
-  const int bar_w = 14 * s, bar_h = std::max(heat_h, 120 * s);
-  const std::vector<Tick> bar_ticks = nice_linear_ticks(
-      lo, hi, bar_h,
-      [&](const std::vector<Tick>&) { return std::max(2 * text_h + gap, bar_h / 8); });
-  int bar_labels_w = 0;
-  for (const Tick& t : bar_ticks) bar_labels_w = std::max(bar_labels_w, text_width(t.label, s));
-
-  // Place boxes from the left and from the top.
-  const int y_label_w = spec.y_label.empty() ? 0 : text_h + gap;
-  const int heat_x = margin + y_label_w + widest(rows.text, s) + gap / 2 + tick;
-  const int bar_x = heat_x + heat_w + 3 * gap;
-  const int content_w = bar_x + bar_w + tick + gap / 2 + bar_labels_w + margin;
-  const int t_scale = title_scale(spec.title, s, content_w - 2 * margin);
-  const int title_h = spec.title.empty() ? 0 : text_height(t_scale) + 2 * gap;
-  const int heat_y = margin + title_h + text_h / 2;  // room for the top colorbar label
-  const int cols_bottom = heat_y + heat_h + tick + gap / 2 + col_labels_h;
-  const int width = std::max({content_w, text_width(spec.title, t_scale) + 2 * margin,
-                              heat_x + text_width(spec.x_label, s) + margin});
-  // The x label is centred under the grid; if it is wider than the grid and the colorbar reaches
-  // lower, it goes below the colorbar's last label.
-  const int x_label_w = text_width(spec.x_label, s);
-  const int x_label_x =
-      clamp_start(heat_x + heat_w / 2 - x_label_w / 2, x_label_w, margin, width - margin);
-  const int x_label_y = x_label_x + x_label_w > bar_x - gap
-                            ? std::max(cols_bottom, heat_y + bar_h + text_h / 2) + gap
-                            : cols_bottom + gap;
-  const int x_label_bottom = spec.x_label.empty() ? cols_bottom : x_label_y + text_h;
-  const int height = std::max({x_label_bottom, heat_y + bar_h + text_h / 2,
-                               heat_y + text_width(spec.y_label, s)}) +
-                     margin;
-  Image image = figure_canvas("draw_heatmap", width, height);
-
-  // Cells and the values written in them.
-  for (int r = 0; r < spec.rows; ++r) {
-    for (int c = 0; c < spec.cols; ++c) {
-      const std::size_t i = static_cast<std::size_t>(r) * spec.cols + c;
-      const Rgb color = colormap_color(spec.colormap, (spec.values[i] - lo) / (hi - lo));
-      const Rect box{heat_x + c * cell_w, heat_y + r * cell_h, cell_w, cell_h};
-      image.fill_rect(box, color);
-      if (spec.annotate) {
-        draw_centered(image, box.x + cell_w / 2, box.y + cell_h / 2, notes[i], ink_on(color), s);
-      }
-    }
-  }
-  image.stroke_rect({heat_x - 1, heat_y - 1, heat_w + 2, heat_h + 2}, kAxisColor);
-
-  // Row labels right-aligned left of the grid; column labels below it.
-  for (std::size_t k = 0; k < rows.text.size(); ++k) {
-    const int cy = heat_y + rows.cells[k] * cell_h + cell_h / 2;
-    image.fill_rect({heat_x - 1 - tick, cy, tick, std::max(1, s)}, kAxisColor);
-    const int w = text_width(rows.text[k], s);
-    image.draw_text(heat_x - 1 - tick - gap / 2 - w, cy - text_h / 2, rows.text[k], kTextColor, s);
-  }
-  for (std::size_t k = 0; k < cols.text.size(); ++k) {
-    const int cx = heat_x + cols.cells[k] * cell_w + cell_w / 2;
-    const int top = heat_y + heat_h + 1;
-    image.fill_rect({cx, top, std::max(1, s), tick}, kAxisColor);
-    if (cols_vertical) {  // reads upwards and ends at the tick, as matplotlib's rotation=90
-      image.draw_text(cx - text_h / 2, top + tick + gap / 2, cols.text[k], kTextColor, s,
-                      TextDirection::Vertical);
-    } else {
-      draw_centered(image, cx, top + tick + gap / 2 + text_h / 2, cols.text[k], kTextColor, s);
-    }
-  }
-
-  // Colorbar: the colormap from high (top) to low, with its ticks.
-  for (int y = 0; y < bar_h; ++y) {
-    const double t = 1.0 - (y + 0.5) / bar_h;
-    image.fill_rect({bar_x, heat_y + y, bar_w, 1}, colormap_color(spec.colormap, t));
-  }
-  image.stroke_rect({bar_x - 1, heat_y - 1, bar_w + 2, bar_h + 2}, kAxisColor);
-  for (const Tick& t : bar_ticks) {
-    const int y =
-        heat_y + static_cast<int>(std::lround((hi - t.position) / (hi - lo) * (bar_h - 1)));
-    image.fill_rect({bar_x + bar_w + 1, y, tick, std::max(1, s)}, kAxisColor);
-    image.draw_text(bar_x + bar_w + 1 + tick + gap / 2, y - text_h / 2, t.label, kTextColor, s);
-  }
-
-  // Title centred over the grid, axis labels centred on it, each kept inside the canvas.
-  if (!spec.title.empty()) {
-    const int w = text_width(spec.title, t_scale);
-    image.draw_text(clamp_start(heat_x + heat_w / 2 - w / 2, w, margin, width - margin), margin,
-                    spec.title, kTextColor, t_scale);
-  }
-  if (!spec.x_label.empty()) image.draw_text(x_label_x, x_label_y, spec.x_label, kTextColor, s);
-  if (!spec.y_label.empty()) {
-    const int h = text_width(spec.y_label, s);
-    image.draw_text(margin, clamp_start(heat_y + heat_h / 2 - h / 2, h, heat_y, height - margin),
-                    spec.y_label, kTextColor, s, TextDirection::Vertical);
-  }
+  const HeatmapLayout layout = layout_heatmap(spec);
+  Image image = figure_canvas("draw_heatmap", layout.width, layout.height);
+  draw_heatmap_cells(image, spec, layout);
+  draw_heatmap_axes(image, layout);
+  draw_colorbar(image, spec.colormap, layout);
+  draw_title(image, spec.title, layout.t_scale, layout.grid.x, layout.grid.width, layout.sp.margin);
+  if (!spec.x_label.empty())
+    image.draw_text(layout.x_label_x, layout.x_label_y, spec.x_label, kTextColor, layout.sp.scale);
+  draw_y_label(image, spec.y_label, layout.sp, layout.grid.y, layout.grid.height, layout.grid.y);
   return image;
 }
 
 Image draw_line_plot(const LinePlotSpec& spec) {
   check_line_plot(spec);
-  const int s = spec.font_scale;
-  const int text_h = text_height(s), margin = kMargin * s, gap = kGap * s, tick = kTick * s;
-  const double line_w = 2.0 * s, marker_r = 3.0 * s;
-
-  // Legend: one row per named series, a line sample and the name.
-  std::vector<std::size_t> named;
-  for (std::size_t i = 0; i < spec.series.size(); ++i) {
-    if (!spec.series[i].name.empty()) named.push_back(i);
-  }
-  const int sample_w = 24 * s, row_h = text_h + gap;
-  int names_w = 0;
-  for (const std::size_t i : named)
-    names_w = std::max(names_w, text_width(shorten(spec.series[i].name), s));
-  const int legend_w = named.empty() ? 0 : gap + sample_w + gap + names_w + gap;
-  const int legend_h = named.empty() ? 0 : static_cast<int>(named.size()) * row_h + gap;
-
-  // Vertical layout first: it fixes the plot height, which the y ticks need; their labels then
-  // fix the left margin and so the plot width, which the x ticks need.
-  const int t_scale = title_scale(spec.title, s, spec.width - 2 * margin);
-  const int top = margin + (spec.title.empty() ? text_h / 2 : text_height(t_scale) + 2 * gap);
-  const int below = tick + gap / 2 + text_h + (spec.x_label.empty() ? 0 : gap + text_h) + margin;
-  const int height = std::max({spec.height, top + legend_h + below, top + 80 * s + below,
-                               top + text_width(spec.y_label, s) + below});
-  const int plot_h = height - top - below;
-
-  const auto [ylo, yhi] = axis_limits(spec, false);
-  const AxisTicks yt = axis_ticks(ylo, yhi, spec.log_y, plot_h, [&](const std::vector<Tick>&) {
-    return std::max(2 * text_h + gap, plot_h / 10);
-  });
-  int y_labels_w = 0;
-  for (const Tick& t : yt.major) y_labels_w = std::max(y_labels_w, text_width(t.label, s));
-  const int left = margin + (spec.y_label.empty() ? 0 : text_h + gap) + y_labels_w + gap / 2 + tick;
-  const int right = (named.empty() ? 0 : 2 * gap + legend_w) + margin;
-  const int width =
-      std::max({spec.width, left + 120 * s + right, text_width(spec.title, t_scale) + 2 * margin,
-                text_width(spec.x_label, s) + 2 * margin});
-  const int plot_w = width - left - right;
-
-  const auto [xlo, xhi] = axis_limits(spec, true);
-  const AxisTicks xt =
-      axis_ticks(xlo, xhi, spec.log_x, plot_w, [&](const std::vector<Tick>& ticks) {
-        int w = 0;
-        for (const Tick& t : ticks) w = std::max(w, text_width(t.label, s));
-        return std::max(w + 2 * gap, plot_w / 10);
-      });
-
-  // Axis units to pixel centres: the ends of each range land on the plot's edge pixels.
-  const Rect plot{left, top, plot_w, plot_h};
-  const auto px = [&](double u) {
-    return plot.x + 0.5 + (u - xlo) / (xhi - xlo) * (plot.width - 1);
-  };
-  const auto py = [&](double u) {
-    return plot.y + 0.5 + (yhi - u) / (yhi - ylo) * (plot.height - 1);
-  };
-  const auto column = [&](double u) { return static_cast<int>(std::floor(px(u))); };
-  const auto row = [&](double u) { return static_cast<int>(std::floor(py(u))); };
-
-  Image image = figure_canvas("draw_line_plot", width, height);
-  for (const Tick& t : xt.major)
-    image.fill_rect({column(t.position), plot.y, 1, plot.height}, kGridColor);
-  for (const Tick& t : yt.major)
-    image.fill_rect({plot.x, row(t.position), plot.width, 1}, kGridColor);
-
-  image.set_clip(plot);
-  for (std::size_t i = 0; i < spec.series.size(); ++i) {
-    const Series& series = spec.series[i];
-    std::vector<std::pair<double, double>> points;
-    for (std::size_t k = 0; k < series.x.size(); ++k) {
-      points.emplace_back(px(spec.log_x ? std::log10(series.x[k]) : series.x[k]),
-                          py(spec.log_y ? std::log10(series.y[k]) : series.y[k]));
-    }
-    const Rgb color = series_color(static_cast<int>(i));
-    draw_polyline(image, points, color, line_w, i >= kSolidSeries);
-    if (spec.markers || points.size() == 1) {
-      for (const auto& [x, y] : points) image.fill_circle(x, y, marker_r, color);
-    }
-  }
-  image.clear_clip();
-  image.stroke_rect({plot.x - 1, plot.y - 1, plot.width + 2, plot.height + 2}, kAxisColor);
-
-  // Ticks outside the frame: major ones labelled, minor ones half as long.
-  const int x_axis = plot.y + plot.height;
-  for (const Tick& t : xt.major) {
-    image.fill_rect({column(t.position), x_axis, std::max(1, s), tick}, kAxisColor);
-    draw_centered(image, column(t.position), x_axis + tick + gap / 2 + text_h / 2, t.label,
-                  kTextColor, s);
-  }
-  for (const double u : xt.minor) image.fill_rect({column(u), x_axis, 1, tick / 2}, kAxisColor);
-  for (const Tick& t : yt.major) {
-    image.fill_rect({plot.x - 1 - tick, row(t.position), tick, std::max(1, s)}, kAxisColor);
-    const int w = text_width(t.label, s);
-    image.draw_text(plot.x - 1 - tick - gap / 2 - w, row(t.position) - text_h / 2, t.label,
-                    kTextColor, s);
-  }
-  for (const double u : yt.minor)
-    image.fill_rect({plot.x - 1 - tick / 2, row(u), tick / 2, 1}, kAxisColor);
-
-  if (!spec.title.empty()) {
-    const int w = text_width(spec.title, t_scale);
-    image.draw_text(clamp_start(plot.x + plot.width / 2 - w / 2, w, margin, width - margin), margin,
-                    spec.title, kTextColor, t_scale);
-  }
-  if (!spec.x_label.empty()) {
-    const int w = text_width(spec.x_label, s);
-    image.draw_text(clamp_start(plot.x + plot.width / 2 - w / 2, w, margin, width - margin),
-                    x_axis + tick + gap / 2 + text_h + gap, spec.x_label, kTextColor, s);
-  }
-  if (!spec.y_label.empty()) {
-    const int h = text_width(spec.y_label, s);
-    image.draw_text(margin,
-                    clamp_start(plot.y + plot.height / 2 - h / 2, h, margin, height - margin),
-                    spec.y_label, kTextColor, s, TextDirection::Vertical);
-  }
-
-  if (!named.empty()) {
-    const Rect box{plot.x + plot.width + 2 * gap, plot.y, legend_w, legend_h};
-    image.stroke_rect(box, kLegendBorder);
-    for (std::size_t k = 0; k < named.size(); ++k) {
-      const std::size_t i = named[k];
-      const double cy = box.y + gap + k * row_h + text_h / 2.0;
-      const double x0 = box.x + gap;
-      const Rgb color = series_color(static_cast<int>(i));
-      draw_polyline(image, {{x0, cy}, {x0 + sample_w, cy}}, color, line_w, i >= kSolidSeries);
-      if (spec.markers) image.fill_circle(x0 + sample_w / 2.0, cy, marker_r, color);
-      image.draw_text(box.x + gap + sample_w + gap, static_cast<int>(cy) - text_h / 2,
-                      shorten(spec.series[i].name), kTextColor, s);
-    }
-  }
+  const LinePlotLayout layout = layout_line_plot(spec);
+  Image image = figure_canvas("draw_line_plot", layout.width, layout.height);
+  draw_grid(image, layout);
+  draw_series(image, spec, layout);
+  draw_line_plot_axes(image, layout);
+  draw_line_plot_labels(image, spec, layout);
+  draw_legend(image, spec, layout);
   return image;
 }
 

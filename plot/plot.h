@@ -2,8 +2,8 @@
 // confusion matrices) and line plots (loss curves, scaling studies). Both take plain data, lay
 // themselves out around their labels and return an Image, so saving one is
 //   qkv::plot::draw_heatmap(spec).write_png("attention.png");
-// Text uses qkv's bitmap font (plot/font.h). Bad input throws ShapeError or ValueError naming the
-// figure function and the offending value; nothing is drawn from NaN or Inf.
+// Text uses stb_easy_font's glyphs (plot/font.h). Bad input throws ShapeError or ValueError
+// naming the figure function and the offending value; nothing is drawn from NaN or Inf.
 #pragma once
 
 #include <optional>

@@ -2,8 +2,10 @@
 #include <doctest/doctest.h>
 #include <stb/stb_image.h>
 
+#include <algorithm>
 #include <string>
 
+#include "font_testing.h"
 #include "plot/font.h"
 #include "plot/image.h"
 #include "png_testing.h"
@@ -88,21 +90,42 @@ TEST_CASE("fill_circle inks the disc and not beyond its radius") {
   CHECK(image.pixel(13, 13) == qkv::plot::kWhite);  // centre at distance 4.9
 }
 
-TEST_CASE("draw_text renders each glyph pixel as a scale x scale block") {
+TEST_CASE("draw_text renders each font pixel as a scale x scale block") {
   const int scale = 2, x0 = 3, y0 = 4;
   Image image(30, 30);
   image.draw_text(x0, y0, "Ag", qkv::plot::kBlack, scale);
+  const auto ink = qkv::testing::font_ink("Ag");
   for (int y = 0; y < 30; ++y) {
     for (int x = 0; x < 30; ++x) {
-      const int fx = (x - x0) / scale, fy = (y - y0) / scale;  // font pixel under (x, y)
-      bool inked = false;
-      if (x >= x0 && y >= y0) {
-        if (fx < 5) inked = qkv::plot::glyph_pixel('A', fx, fy);
-        if (fx >= 6) inked = qkv::plot::glyph_pixel('g', fx - 6, fy);
-      }
+      // The font pixel under (x, y); floor division, as pixels left of x0 are outside the text.
+      const int fx = x >= x0 ? (x - x0) / scale : -1, fy = y >= y0 ? (y - y0) / scale : -1;
+      const bool inked = ink.count({fx, fy}) == 1;
       CHECK_MESSAGE((image.pixel(x, y) == qkv::plot::kBlack) == inked, "at " << x << "," << y);
     }
   }
+}
+
+TEST_CASE("draw_text inks the whole measured box and nothing outside it") {
+  // "Ag" reaches every edge of its box: A the top row and left column, g the descender row and
+  // the last column.
+  const int scale = 3, x0 = 5, y0 = 2;
+  const int w = qkv::plot::text_width("Ag", scale), h = qkv::plot::text_height(scale);
+  Image image(40, 40);
+  image.draw_text(x0, y0, "Ag", qkv::plot::kBlack, scale);
+  int left = 40, top = 40, right = -1, bottom = -1;
+  for (int y = 0; y < 40; ++y) {
+    for (int x = 0; x < 40; ++x) {
+      if (image.pixel(x, y) != qkv::plot::kBlack) continue;
+      left = std::min(left, x);
+      top = std::min(top, y);
+      right = std::max(right, x);
+      bottom = std::max(bottom, y);
+    }
+  }
+  CHECK(left == x0);
+  CHECK(top == y0);
+  CHECK(right == x0 + w - 1);
+  CHECK(bottom == y0 + h - 1);
 }
 
 TEST_CASE("vertical text is the horizontal text turned a quarter turn counter-clockwise") {

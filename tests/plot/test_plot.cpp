@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "font_testing.h"
 #include "plot/colormap.h"
 #include "plot/font.h"
 #include "plot/plot.h"
@@ -170,11 +171,17 @@ TEST_CASE("heatmap stands column labels upright when they are wider than a cell"
 }
 
 TEST_CASE("heatmap shortens labels longer than 24 characters") {
-  HeatmapSpec at_limit = counting_heatmap(2, 2, 20);
-  at_limit.row_labels = {std::string(24, 'x'), "y"};
-  HeatmapSpec beyond = at_limit;
+  // An 80-character label takes the room of its first 22 characters and "..", while one of 24
+  // characters is kept whole (".." is narrower than "xx" in the proportional font).
+  HeatmapSpec shortened = counting_heatmap(2, 2, 20);
+  shortened.row_labels = {std::string(22, 'x') + "..", "y"};
+  HeatmapSpec beyond = shortened;
   beyond.row_labels = {std::string(80, 'x'), "y"};
-  CHECK(qkv::plot::draw_heatmap(beyond).width() == qkv::plot::draw_heatmap(at_limit).width());
+  HeatmapSpec at_limit = shortened;
+  at_limit.row_labels = {std::string(24, 'x'), "y"};
+  const int width = qkv::plot::draw_heatmap(shortened).width();
+  CHECK(qkv::plot::draw_heatmap(beyond).width() == width);
+  CHECK(qkv::plot::draw_heatmap(at_limit).width() > width);
 }
 
 TEST_CASE("heatmap writes values in cells in ink that stands out") {
@@ -189,11 +196,7 @@ TEST_CASE("heatmap writes values in cells in ink that stands out") {
   for (int dy = 0; dy < 30; ++dy) {
     for (int dx = 0; dx < 30; ++dx) white += image.pixel(x + dx, y + dy) == qkv::plot::kWhite;
   }
-  int ink = 0;  // pixels of the glyph "0"
-  for (int gy = 0; gy < qkv::plot::kGlyphHeight; ++gy) {
-    for (int gx = 0; gx < qkv::plot::kGlyphWidth; ++gx) ink += qkv::plot::glyph_pixel('0', gx, gy);
-  }
-  CHECK(white == ink);
+  CHECK(white == static_cast<int>(qkv::testing::font_ink("0").size()));
 }
 
 TEST_CASE("heatmap png has a valid header with the image size") {
