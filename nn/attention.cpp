@@ -4,8 +4,10 @@
 #include <tuple>
 
 #include "nn/functional/attention.h"
+#include "nn/functional/banded_attention.h"
 #include "nn/functional/basic.h"
 #include "tensor/error.h"
+#include "tensor/factories.h"
 
 namespace qkv::nn {
 namespace {
@@ -114,15 +116,92 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   auto split_heads = [&](const Tensor& x) { return x.view({x.size(0), x.size(1), num_heads, d}).permute({0, 2, 1, 3}); };
   Tensor q = split_heads(W_q->forward(queries)), k = split_heads(W_k->forward(keys));
   const Tensor v = split_heads(W_v->forward(values));
-  if (qk_transform) std::tie(q, k) = qk_transform(q, k);
-  const Tensor heads = attention->forward(q, k, v, valid_lens, mask, bias);  // (B, H, Q, d)
-  attention_weights = attention->attention_weights;
+  if (positions) std::tie(q, k) = positions->transform_qk(q, k);
+  const Tensor heads = attend(q, k, v, valid_lens, mask, bias);  // (B, H, Q, d)
   // d2l's transpose_output: (B, H, Q, d) → (B, Q, H, d) → (B, Q, D), the heads side by side.
   return W_o->forward(heads.permute({0, 2, 1, 3}).reshape({queries.size(0), queries.size(1), D}));
 }
 
+// The scores of the heads q (B, H, Q, d) against k (B, H, K, d), restricted and biased as this
+// layer's parts say, and the weighted sum of v.
+Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
+                                  const Tensor& mask, const Tensor& bias) {
+  const int64_t Q = q.size(2), K = k.size(2);
+  if (restriction.banded()) {
+    if (Q != K || mask.defined() || bias.defined())
+      throw ValueError("MultiHeadAttention: a window is computed on the band, for self-attention without a mask "
+                       "or bias of its own; got " + std::to_string(Q) + " queries, " + std::to_string(K) +
+                       " keys" + (mask.defined() ? ", a mask" : "") + (bias.defined() ? ", a bias" : ""));
+    const int64_t w = restriction.window_size;
+    std::vector<int64_t> offsets(static_cast<size_t>(2 * w + 1));  // the band's offsets j − i: −w .. w
+    for (int64_t o = 0; o <= 2 * w; ++o) offsets[o] = o - w;
+    const Tensor offset_bias = positions ? positions->offset_bias(IndexTensor(offsets)) : Tensor();
+    const functional::AttentionOutput out = functional::banded_attention(
+        q, k, v, w, valid_lens, offset_bias, attention->dropout, is_training());
+    attention_weights = out.weights.detach();
+    return out.output;
+  }
+  Tensor all_bias = bias;
+  if (positions) {  // the offset j − i of every (query, key) pair, row by row
+    std::vector<int64_t> offsets(static_cast<size_t>(Q * K));
+    for (int64_t i = 0; i < Q; ++i)
+      for (int64_t j = 0; j < K; ++j) offsets[i * K + j] = j - i;
+    const Tensor b = positions->offset_bias(IndexTensor(offsets));
+    if (b.defined()) {
+      const Tensor dense = b.view({1, b.size(0), Q, K});
+      all_bias = all_bias.defined() ? all_bias + dense : dense;
+    }
+  }
+  const Tensor heads = attention->forward(q, k, v, valid_lens, functional::mask_and(mask, restriction.dense_mask(Q, K)),
+                                          all_bias);
+  attention_weights = attention->attention_weights;
+  return heads;
+}
+
 std::string MultiHeadAttention::extra_repr() const {
-  return "num_hiddens=" + std::to_string(W_o->in_features) + ", num_heads=" + std::to_string(num_heads);
+  return "num_hiddens=" + std::to_string(W_o->in_features) + ", num_heads=" + std::to_string(num_heads) +
+         (restriction.window_size >= 0 || restriction.is_causal || restriction.allowed.defined()
+              ? ", attend=" + restriction.describe()
+              : std::string());
+}
+
+// ---- AttentionRestriction ----------------------------------------------------------------------
+
+AttentionRestriction AttentionRestriction::window(int64_t w) {
+  if (w < 0) throw ValueError("AttentionRestriction::window: w must be >= 0, got " + std::to_string(w));
+  AttentionRestriction r;
+  r.window_size = w;
+  return r;
+}
+
+AttentionRestriction AttentionRestriction::causal() {
+  AttentionRestriction r;
+  r.is_causal = true;
+  return r;
+}
+
+AttentionRestriction AttentionRestriction::mask(Tensor allowed) {
+  if (!allowed.defined() || allowed.dim() != 2)
+    throw ShapeError("AttentionRestriction::mask: the mask must be a (Q, K) tensor, got " +
+                     (allowed.defined() ? shape_str(allowed.shape()) : std::string("undefined")));
+  AttentionRestriction r;
+  r.allowed = std::move(allowed);
+  return r;
+}
+
+Tensor AttentionRestriction::dense_mask(int64_t Q, int64_t K) const {
+  if (banded()) return functional::window_mask(Q, K, window_size);
+  if (is_causal) return functional::causal_mask(Q, K);
+  if (allowed.defined() && (allowed.size(0) != Q || allowed.size(1) != K))
+    throw ShapeError("AttentionRestriction: the mask of shape " + shape_str(allowed.shape()) + " does not fit " +
+                     std::to_string(Q) + " queries and " + std::to_string(K) + " keys");
+  return allowed;
+}
+
+std::string AttentionRestriction::describe() const {
+  if (banded()) return "window=" + std::to_string(window_size);
+  if (is_causal) return "causal";
+  return allowed.defined() ? "mask" : "full";
 }
 
 }  // namespace qkv::nn

@@ -14,12 +14,13 @@
 // training; in eval() it is the identity.
 #pragma once
 
-#include <functional>
+#include <cstdint>
 #include <memory>
-#include <utility>
+#include <string>
 
 #include "nn/linear.h"
 #include "nn/module.h"
+#include "nn/position_scheme.h"
 
 namespace qkv::nn {
 
@@ -86,19 +87,36 @@ class AdditiveAttention : public Module {
 // in_proj_weight (3D, D), initializes it xavier-uniform, has biases by default, and returns weights
 // averaged over the heads; qkv follows d2l (separate Linears, PyTorch's Linear initialization).
 //
-// Hooks for position embeddings that act inside attention:
-//  - qk_transform, if set, is applied to the per-head queries and keys, (B, H, Q, d) and
-//    (B, H, K, d), after the projections and before the scores: the place of a rotary embedding
-//    (RoPE, Su et al. 2021). For example, with a RotaryEmbedding `rope` (nn/rotary.h):
-//      mha.qk_transform = [rope](const Tensor& q, const Tensor& k) {
-//        return std::pair{rope->forward(q), rope->forward(k)};
-//      };
-//  - forward's `bias`, (1 or B, H, Q, K), is added to every head's scores: the place of a relative
-//    position bias (Shaw et al. 2018; T5, Raffel et al. 2020).
+// Two parts make it open to the variants of the attention chapters, without a subclass:
+//  - positions (nn/position_scheme.h), if set, acts inside attention: its transform_qk on the
+//    per-head queries and keys, (B, H, Q, d) and (B, H, K, d), after the projections (rotary
+//    embeddings), and its offset_bias added to every head's scores (relative biases, ALiBi). The
+//    Transformer encoder sets it to the scheme it owns; it is not a child of this module.
+//  - restriction says which keys a query may see besides the padding: all, a window ±w, the keys
+//    up to itself (causal), or an arbitrary mask (AttentionRestriction below). A window is computed
+//    on the band only, in O(T·w) (nn/functional/banded_attention.h), for self-attention; then
+//    attention_weights holds the band, (B, H, T, 2w+1), which functional::band_to_dense spreads out.
+// forward's own mask and bias compose with these (dense attention only).
+
+// Which keys a query may see, besides those past its sequence's valid length.
+struct AttentionRestriction {
+  static AttentionRestriction full() { return {}; }
+  static AttentionRestriction window(int64_t w);     // |j − i| <= w, computed on the band
+  static AttentionRestriction causal();              // j <= i
+  static AttentionRestriction mask(Tensor allowed);  // a 0/1 (Q, K) tensor, 1 where allowed
+
+  int64_t window_size = -1;  // >= 0 for a window
+  bool is_causal = false;
+  Tensor allowed;            // the arbitrary mask, or undefined
+
+  bool banded() const { return window_size >= 0; }
+  // The (Q, K) mask a dense computation applies, undefined when every key is allowed.
+  Tensor dense_mask(int64_t Q, int64_t K) const;
+  std::string describe() const;  // "full", "window=2", "causal" or "mask"
+};
+
 class MultiHeadAttention : public Module {
  public:
-  using QKTransform = std::function<std::pair<Tensor, Tensor>(const Tensor& q, const Tensor& k)>;
-
   MultiHeadAttention(int64_t key_size, int64_t query_size, int64_t value_size, int64_t num_hiddens,
                      int64_t num_heads, float dropout, bool bias = false);
   Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
@@ -109,8 +127,13 @@ class MultiHeadAttention : public Module {
   int64_t num_heads;
   std::shared_ptr<DotProductAttention> attention;
   std::shared_ptr<Linear> W_q, W_k, W_v, W_o;
-  QKTransform qk_transform;
-  Tensor attention_weights;  // (B, H, Q, K)
+  std::shared_ptr<PositionScheme> positions;  // not a child: owned by whoever shares it
+  AttentionRestriction restriction;
+  Tensor attention_weights;  // (B, H, Q, K), or the band (B, H, T, 2w+1) with a window
+
+ private:
+  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens, const Tensor& mask,
+                const Tensor& bias);
 };
 
 }  // namespace qkv::nn

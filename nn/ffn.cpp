@@ -1,12 +1,50 @@
 #include "nn/ffn.h"
 
+#include <map>
+
+#include "nn/swiglu.h"
+#include "tensor/error.h"
+
 namespace qkv::nn {
 
-PositionWiseFFN::PositionWiseFFN(int64_t d_in, int64_t hidden, int64_t d_out) : Module("PositionWiseFFN") {
+PositionWiseFFN::PositionWiseFFN(int64_t d_in, int64_t hidden, int64_t d_out, Activation act)
+    : FeedForward("PositionWiseFFN"), activation(act) {
   dense1 = register_module("dense1", std::make_shared<Linear>(d_in, hidden));
   dense2 = register_module("dense2", std::make_shared<Linear>(hidden, d_out));
 }
 
-Tensor PositionWiseFFN::forward(const Tensor& x) const { return dense2->forward(dense1->forward(x).relu()); }
+Tensor PositionWiseFFN::forward(const Tensor& x) const {
+  const Tensor h = dense1->forward(x);
+  return dense2->forward(activation == Activation::GELU ? h.gelu() : h.relu());
+}
+
+std::string PositionWiseFFN::extra_repr() const { return activation == Activation::GELU ? "gelu" : "relu"; }
+
+namespace {
+
+const std::map<std::string, FeedForwardFactory>& registry() {
+  static const std::map<std::string, FeedForwardFactory> ffns = {
+      {"relu", [](int64_t d, int64_t f) { return std::make_shared<PositionWiseFFN>(d, f, d, Activation::ReLU); }},
+      {"gelu", [](int64_t d, int64_t f) { return std::make_shared<PositionWiseFFN>(d, f, d, Activation::GELU); }},
+      {"swiglu", [](int64_t d, int64_t f) { return std::make_shared<SwiGLU>(d, f); }},
+  };
+  return ffns;
+}
+
+}  // namespace
+
+FeedForwardFactory feed_forward(const std::string& name) {
+  const auto it = registry().find(name);
+  if (it != registry().end()) return it->second;
+  std::string known;
+  for (const std::string& n : feed_forward_names()) known += (known.empty() ? "" : ", ") + n;
+  throw ValueError("feed_forward: unknown FFN '" + name + "'; expected one of " + known);
+}
+
+std::vector<std::string> feed_forward_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : registry()) names.push_back(name);
+  return names;
+}
 
 }  // namespace qkv::nn

@@ -6,29 +6,37 @@
 //                                with AddNorm(X, Y) = LayerNorm(dropout(Y) + X)
 //   pre-norm (Xiong et al. 2020; PyTorch's norm_first=True):
 //                                Y = X + dropout(MHA(LN1(X))),       out = Y + dropout(FFN(LN2(Y)))
-//   X: (B, T, D) → (B, T, D), D = num_hiddens; FFN: Linear(D, ffn_num_hiddens), relu, Linear(·, D).
+//   X: (B, T, D) → (B, T, D), D = num_hiddens; by default FFN: Linear(D, ffn_num_hiddens), relu, Linear(·, D).
 // Post-norm keeps every block's output normalized; pre-norm keeps an identity path from input to
 // output, which trains deep stacks without a learning-rate warm-up, and needs a final LayerNorm
 // after the last block (TransformerEncoder adds it).
 // Children, by name: attention (MultiHeadAttention, D → D with num_heads heads; bias only with
-// use_bias), ffn (PositionWiseFFN, with biases), and addnorm1, addnorm2 (post-norm) or norm1, norm2,
+// use_bias), ffn (by default PositionWiseFFN, with biases), and addnorm1, addnorm2 (post-norm) or norm1, norm2,
 // dropout (pre-norm). d2l's names, so the parameters read attention.W_q.weight, addnorm1.ln.weight...
 // Differences from PyTorch's nn.TransformerEncoderLayer, which this block otherwise matches (relu,
 // norm_first for pre-norm): PyTorch also drops out after the FFN's relu, and its attention has
 // biased, packed projections (see MultiHeadAttention in nn/attention.h).
 //
 // TransformerEncoder: token ids to contextual vectors (d2l 11.7.4),
-//   X = PositionalEncoding(Embedding(ids) · √D)    (dropout inside the positional encoding)
-//   X = block_L(... block_1(X))                    (then a LayerNorm, with pre_norm)
+//   X = dropout(positions.encode_input(Embedding(ids) · √D))
+//   X = block_L(... block_1(X))                    (then a LayerNorm, with pre-norm)
 //   ids: (B, T) in [0, vocab_size), T <= max_len; valid_lens: (B), the real length of each sequence
 //   (undefined: all T) → (B, T, D)
-// The embedding is scaled by √D so that it is not drowned by the positional encoding, whose values
+// The embedding is scaled by √D so that it is not drowned by a positional encoding, whose values
 // lie in [-1, 1] (d2l 11.7.4). The keys past each valid length are hidden from every query; the
 // queries there still produce outputs, which a caller ignores (a masked loss).
-// With window >= 0, a query also sees only keys within ±window of its position (the seeds'
-// truncated self-attention), composed with the valid lengths.
-// With PositionKind::None there is no positional information at all: the encoder is then
-// equivariant to permutations of the positions (an ablation; see the tests).
+//
+// Composed from parts, each replaceable without editing this file:
+//   positions  a PositionScheme (nn/position_scheme.h) built by a factory: none, sinusoidal,
+//              learned, rotary, relative (T5 buckets, Shaw's clipping), ALiBi, or a user's own.
+//              The encoder owns it (child `positions`) and every block's attention uses it; the
+//              scheme itself decides where it acts (on the input, on q/k, or as a score bias).
+//   attend     which keys a query may see (AttentionRestriction, nn/attention.h): all, a window
+//              ±w computed on the band in O(T·w), causal, or a mask.
+//   ffn        a FeedForward (nn/ffn.h) built by a factory: relu, gelu, swiglu, or a user's own.
+//   norm       post-norm or pre-norm (above).
+// With no positions at all the encoder is equivariant to permutations of the positions (an
+// ablation; see the tests).
 #pragma once
 
 #include <memory>
@@ -43,60 +51,70 @@
 #include "nn/ffn.h"
 #include "nn/layer_norm.h"
 #include "nn/module.h"
-#include "nn/positional_encoding.h"
+#include "nn/position_scheme.h"
 
 namespace qkv::nn {
 
+enum class NormPlacement { Post, Pre };
+
+// One block's sizes and parts.
+struct TransformerBlockOptions {
+  int64_t num_hiddens = 0, ffn_num_hiddens = 0, num_heads = 0;
+  float dropout = 0.1f;
+  bool use_bias = false;  // biases in the attention projections (d2l's use_bias)
+  NormPlacement norm = NormPlacement::Post;
+  FeedForwardFactory ffn = feed_forward("relu");
+  AttentionRestriction attend;
+  std::shared_ptr<PositionScheme> positions;  // acts inside attention; shared, not a child
+};
+
 class TransformerEncoderBlock : public Module {
  public:
-  TransformerEncoderBlock(int64_t num_hiddens, int64_t ffn_num_hiddens, int64_t num_heads, float dropout,
-                          bool use_bias = false, bool pre_norm = false);
+  explicit TransformerEncoderBlock(const TransformerBlockOptions& options);
   // X (B, T, D); valid_lens, mask and bias as for MultiHeadAttention (nn/attention.h).
   Tensor forward(const Tensor& X, const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
                  const Tensor& bias = Tensor());
   std::string extra_repr() const override;
 
-  bool pre_norm;
+  NormPlacement norm;
   std::shared_ptr<MultiHeadAttention> attention;
-  std::shared_ptr<PositionWiseFFN> ffn;
+  std::shared_ptr<FeedForward> ffn;
   std::shared_ptr<AddNorm> addnorm1, addnorm2;  // post-norm only
   std::shared_ptr<LayerNorm> norm1, norm2;      // pre-norm only
   std::shared_ptr<Dropout> dropout;             // pre-norm only
 };
 
-// Where the encoder's positional information comes from.
-enum class PositionKind {
-  None,        // none: the encoder sees a bag of tokens
-  Sinusoidal,  // the fixed sin/cos table added to the embeddings (nn/positional_encoding.h)
-};
-
 // The encoder's configuration; the five sizes have no default. With designated initializers:
 //   nn::TransformerEncoder encoder({.vocab_size = 1000, .num_hiddens = 64, .ffn_num_hiddens = 128,
-//                                   .num_heads = 4, .num_layers = 2});
+//                                   .num_heads = 4, .num_layers = 2,
+//                                   .positions = nn::position_scheme("rotary"),
+//                                   .attend = nn::AttentionRestriction::window(3)});
 struct TransformerEncoderOptions {
   int64_t vocab_size = 0, num_hiddens = 0, ffn_num_hiddens = 0, num_heads = 0, num_layers = 0;
-  float dropout = 0.1f;   // after the positional encoding, on attention weights, in every residual
+  float dropout = 0.1f;   // after the embedding, on attention weights, in every residual
   bool use_bias = false;  // biases in the attention projections (d2l's use_bias)
-  PositionKind positions = PositionKind::Sinusoidal;
-  int64_t max_len = 1000;  // the longest sequence the positional encoding covers
-  int64_t window = -1;     // attend only within ±window positions; -1: everywhere
-  bool pre_norm = false;
+  int64_t max_len = 1000;  // the longest sequence a position scheme covers
+  PositionFactory positions = position_scheme("sinusoidal");
+  AttentionRestriction attend;
+  FeedForwardFactory ffn = feed_forward("relu");
+  NormPlacement norm = NormPlacement::Post;
 };
 
 class TransformerEncoder : public Module {
  public:
   explicit TransformerEncoder(const TransformerEncoderOptions& options);
   Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens = IndexTensor());
-  // Each block's attention weights from the last forward, (B, H, T, T), detached.
+  // Each block's attention weights from the last forward, (B, H, T, T), detached; zero outside a
+  // window.
   std::vector<Tensor> attention_weights() const;
   std::string extra_repr() const override;
 
   TransformerEncoderOptions options;
   std::shared_ptr<Embedding> embedding;
-  std::shared_ptr<PositionalEncoding> pos_encoding;  // null with PositionKind::None
-  std::shared_ptr<Dropout> dropout;                  // only without pos_encoding, which holds d2l's dropout
-  std::shared_ptr<ModuleList> blocks;                // TransformerEncoderBlock × num_layers
-  std::shared_ptr<LayerNorm> norm;                   // pre_norm only: after the last block
+  std::shared_ptr<PositionScheme> positions;
+  std::shared_ptr<Dropout> dropout;
+  std::shared_ptr<ModuleList> blocks;  // TransformerEncoderBlock × num_layers
+  std::shared_ptr<LayerNorm> norm;     // pre-norm only: after the last block
 };
 
 }  // namespace qkv::nn

@@ -107,8 +107,9 @@ TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, i
   options.num_heads = config.heads;
   options.num_layers = config.layers;
   options.dropout = static_cast<float>(config.dropout);
-  options.positions = config.positions == "none" ? qkv::nn::PositionKind::None : qkv::nn::PositionKind::Sinusoidal;
-  options.window = config.window;
+  options.positions = qkv::nn::position_scheme(config.positions);
+  options.attend = config.window >= 0 ? qkv::nn::AttentionRestriction::window(config.window)
+                                      : qkv::nn::AttentionRestriction::full();
   options.max_len = kMaxSentenceLength;
   encoder = register_module("encoder", std::make_shared<qkv::nn::TransformerEncoder>(options));
   // d2l scales the embedding by √d so that it is not drowned by the positional encoding, whose
@@ -128,7 +129,8 @@ Tensor TransformerTagger::forward(const IndexTensor& ids, const IndexTensor& val
 }
 
 Tensor TransformerTagger::positional_table() const {
-  return encoder->pos_encoding ? encoder->pos_encoding->P : Tensor();
+  const auto* sinusoidal = dynamic_cast<const qkv::nn::SinusoidalPositions*>(encoder->positions.get());
+  return sinusoidal ? sinusoidal->P : Tensor();
 }
 
 GRUTagger::GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags)

@@ -53,12 +53,18 @@ QKV_GRADCHECK_MODULE("MultiHeadAttention cross attention with a window and a per
                        return m.forward(x[0], x[1], x[2], IndexTensor{4, 3}, F::window_mask(3, 4, 1), x[3]);
                      });
 QKV_GRADCHECK_MODULE("TransformerEncoderBlock post-norm", {In::normal({2, 3, 4})},
-                     [] { return std::make_shared<nn::TransformerEncoderBlock>(4, 6, 2, 0.0f); },
+                     [] {
+                       return std::make_shared<nn::TransformerEncoderBlock>(nn::TransformerBlockOptions{
+                           .num_hiddens = 4, .ffn_num_hiddens = 6, .num_heads = 2, .dropout = 0.0f});
+                     },
                      [](nn::TransformerEncoderBlock& m, const Inputs& x) { return m.forward(x[0], IndexTensor{3, 2}); },
                      kAcrossRelu);
 QKV_GRADCHECK_MODULE("TransformerEncoderBlock pre-norm with a window", {In::normal({2, 4, 4})},
-                     [] { return std::make_shared<nn::TransformerEncoderBlock>(4, 6, 2, 0.0f, /*use_bias=*/true,
-                                                                            /*pre_norm=*/true); },
+                     [] {
+                       return std::make_shared<nn::TransformerEncoderBlock>(nn::TransformerBlockOptions{
+                           .num_hiddens = 4, .ffn_num_hiddens = 6, .num_heads = 2, .dropout = 0.0f, .use_bias = true,
+                           .norm = nn::NormPlacement::Pre});
+                     },
                      [](nn::TransformerEncoderBlock& m, const Inputs& x) {
                        return m.forward(x[0], IndexTensor{4, 3}, F::window_mask(4, 4, 1));
                      },
@@ -75,8 +81,9 @@ QKV_GRADCHECK_MODULE("TransformerEncoder in eval", {},
 QKV_GRADCHECK_MODULE("TransformerEncoder pre-norm windowed without positions", {},
                      [] {
                        return encoder_in_eval({.vocab_size = 5, .num_hiddens = 4, .ffn_num_hiddens = 6, .num_heads = 2,
-                                               .num_layers = 1, .positions = nn::PositionKind::None, .window = 1,
-                                               .pre_norm = true});
+                                               .num_layers = 1, .positions = nn::position_scheme("none"),
+                                               .attend = nn::AttentionRestriction::window(1),
+                                               .norm = nn::NormPlacement::Pre});
                      },
                      [](nn::TransformerEncoder& m, const Inputs&) {
                        return m.forward(IndexTensor({1, 4, 0, 3, 2, 2, 3, 1}, {2, 4}), IndexTensor{4, 3});

@@ -269,16 +269,27 @@ TEST_CASE("self-attention without positions is permutation-equivariant and with 
   CHECK((with_pe_p - with_pe.index_select(1, perm)).abs().max().item() > 1e-2f);
 }
 
-TEST_CASE("MultiHeadAttention applies qk_transform to the per-head queries and keys") {
-  nn::MultiHeadAttention attention(4, 6, 4, 6, 3, 0.0f);
-  Shape seen_q, seen_k;
-  attention.qk_transform = [&](const Tensor& q, const Tensor& k) {
+namespace {
+
+// A position scheme of the test's own: it records what it sees and zeroes the queries.
+struct ZeroQueries : nn::PositionScheme {
+  ZeroQueries() : nn::PositionScheme("ZeroQueries") {}
+  std::pair<Tensor, Tensor> transform_qk(const Tensor& q, const Tensor& k) override {
     seen_q = q.shape(), seen_k = k.shape();
-    return std::pair{q * 0.0f, k};  // queries of zeros score every key the same
-  };
+    return {q * 0.0f, k};  // queries of zeros score every key the same
+  }
+  Shape seen_q, seen_k;
+};
+
+}  // namespace
+
+TEST_CASE("MultiHeadAttention applies its position scheme to the per-head queries and keys") {
+  nn::MultiHeadAttention attention(4, 6, 4, 6, 3, 0.0f);
+  const auto scheme = std::make_shared<ZeroQueries>();
+  attention.positions = scheme;
   const Tensor out = attention.forward(randn({2, 3, 6}), randn({2, 5, 4}), randn({2, 5, 4}), IndexTensor{4, 5});
-  CHECK(seen_q == Shape{2, 3, 3, 2});  // (B, H, Q, d)
-  CHECK(seen_k == Shape{2, 3, 5, 2});  // (B, H, K, d)
+  CHECK(scheme->seen_q == Shape{2, 3, 3, 2});  // (B, H, Q, d)
+  CHECK(scheme->seen_k == Shape{2, 3, 5, 2});  // (B, H, K, d)
   CHECK(out.shape() == Shape{2, 3, 6});
   check_values(attention.attention_weights.select(0, 0).select(0, 1).select(0, 2), {0.25f, 0.25f, 0.25f, 0.25f, 0}, 1e-6f);
   check_values(attention.attention_weights.select(0, 1).select(0, 2).select(0, 0), {0.2f, 0.2f, 0.2f, 0.2f, 0.2f}, 1e-6f);

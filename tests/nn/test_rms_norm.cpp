@@ -58,7 +58,7 @@ TEST_CASE("a block built from RMSNorm as in docs/new_layer.md has dotted names a
   CHECK(block.summary() ==
         "PreNormFFN()  560 parameters\n"
         "  norm: RMSNorm(8, eps=1.19209e-07)  8 parameters\n"
-        "  ffn: PositionWiseFFN()  552 parameters\n"
+        "  ffn: PositionWiseFFN(relu)  552 parameters\n"
         "    dense1: Linear(in_features=8, out_features=32, bias=true)  288 parameters\n"
         "    dense2: Linear(in_features=32, out_features=8, bias=true)  264 parameters\n"
         "  drop: Dropout(p=0.100000)\n");

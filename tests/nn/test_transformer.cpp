@@ -82,8 +82,9 @@ TEST_CASE("TransformerEncoder parameters carry d2l's names") {
                                  "blocks.0.ffn.dense2.bias", "blocks.0.addnorm2.ln.weight", "blocks.0.addnorm2.ln.bias"});
   CHECK(n.back() == "blocks.1.addnorm2.ln.bias");
   // The positional table is a buffer that a program can plot, not a parameter nor checkpoint state.
-  REQUIRE(encoder.pos_encoding);
-  CHECK(encoder.pos_encoding->P.shape() == Shape{1000, 8});
+  const auto* sinusoidal = dynamic_cast<const nn::SinusoidalPositions*>(encoder.positions.get());
+  REQUIRE(sinusoidal);
+  CHECK(sinusoidal->P.shape() == Shape{1000, 8});
   CHECK(encoder.state_dict().size() == n.size());
   nn::TransformerEncoder biased({.vocab_size = 10, .num_hiddens = 8, .ffn_num_hiddens = 16, .num_heads = 2,
                                  .num_layers = 1, .use_bias = true});
@@ -109,7 +110,7 @@ TEST_CASE("TransformerEncoder keeps every block's weights masked past each valid
 
 TEST_CASE("the window option restricts attention to plus or minus w composed with valid lengths") {
   nn::TransformerEncoderOptions o = small_options();
-  o.window = 1;
+  o.attend = nn::AttentionRestriction::window(1);
   nn::TransformerEncoder encoder(o);
   encoder.forward(IndexTensor({1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2}, {2, 6}), IndexTensor{4, 6});
   const Tensor keep = nn::functional::mask_and(nn::functional::window_mask(6, 6, 1),
@@ -129,16 +130,16 @@ TEST_CASE("without positional encoding the encoder is permutation-equivariant an
   // apart. Permuting the tokens permutes the outputs exactly when there are no positions.
   const IndexTensor ids({3, 1, 4, 1, 5, 9}, {1, 6}), permuted({5, 1, 9, 3, 4, 1}, {1, 6});
   const IndexTensor perm{4, 1, 5, 0, 2, 3};  // permuted[t] = ids[perm[t]]
-  for (const nn::PositionKind kind : {nn::PositionKind::None, nn::PositionKind::Sinusoidal}) {
+  for (const std::string kind : {"none", "sinusoidal"}) {
     nn::TransformerEncoderOptions o = small_options();
-    o.positions = kind;
+    o.positions = nn::position_scheme(kind);
     nn::TransformerEncoder encoder(o);
     encoder.eval();
     const Tensor out = encoder.forward(ids), out_p = encoder.forward(permuted);
     const float gap = (out_p - out.index_select(1, perm)).abs().max().item();
-    if (kind == nn::PositionKind::None) {
+    if (kind == "none") {
       CHECK(gap < 1e-5f);
-      CHECK_FALSE(encoder.pos_encoding);
+      CHECK(encoder.positions->named_parameters().empty());
     } else {
       CHECK(gap > 1e-2f);
     }
@@ -152,12 +153,14 @@ TEST_CASE("the pre-norm block keeps an identity path and the post-norm block nor
   const Tensor X = randn({2, 3, 8}, false, &g) * 3.0f + 1.0f;
   for (const bool pre_norm : {true, false}) {
     CAPTURE(pre_norm);
-    nn::TransformerEncoderBlock block(8, 16, 2, 0.0f, /*use_bias=*/false, pre_norm);
+    nn::TransformerEncoderBlock block({.num_hiddens = 8, .ffn_num_hiddens = 16, .num_heads = 2, .dropout = 0.0f,
+                                       .norm = pre_norm ? nn::NormPlacement::Pre : nn::NormPlacement::Post});
+    auto& ffn = dynamic_cast<nn::PositionWiseFFN&>(*block.ffn);
     {
       NoGradGuard no_grad;
       block.attention->W_o->weight.zero_();
-      block.ffn->dense2->weight.zero_();
-      block.ffn->dense2->bias.zero_();
+      ffn.dense2->weight.zero_();
+      ffn.dense2->bias.zero_();
     }
     const Tensor Y = block.forward(X, IndexTensor{3, 2});
     if (pre_norm) {
@@ -173,7 +176,7 @@ TEST_CASE("the pre-norm block keeps an identity path and the post-norm block nor
 
 TEST_CASE("the pre-norm encoder ends with a LayerNorm") {
   nn::TransformerEncoderOptions o = small_options();
-  o.pre_norm = true;
+  o.norm = nn::NormPlacement::Pre;
   nn::TransformerEncoder encoder(o);
   REQUIRE(encoder.norm);
   CHECK(names(encoder).back() == "norm.bias");
@@ -191,10 +194,8 @@ TEST_CASE("TransformerEncoder applies dropout in training only") {
   check_close(encoder.forward(ids), encoder.forward(ids), 0.0f);
   encoder.train();
   CHECK((encoder.forward(ids) - encoder.forward(ids)).abs().max().item() > 1e-3f);
-  o.positions = nn::PositionKind::None;  // the dropout after the embedding is then the encoder's own
-  nn::TransformerEncoder no_pos(o);
-  REQUIRE(no_pos.dropout);
-  CHECK(no_pos.dropout->p == doctest::Approx(0.3f));
+  REQUIRE(encoder.dropout);  // after the embedding and its positions, whatever the scheme
+  CHECK(encoder.dropout->p == doctest::Approx(0.3f));
 }
 
 TEST_CASE("TransformerEncoder names what it cannot use") {
@@ -203,7 +204,8 @@ TEST_CASE("TransformerEncoder names what it cannot use") {
                        "and num_layers >= 0, got 10, 8, 0, 0 and 0",
                        ValueError);
   nn::TransformerEncoderOptions o = small_options();
-  o.window = -2;
+  CHECK_THROWS_AS(nn::AttentionRestriction::window(-2), ValueError);
+  o.positions = nullptr;
   CHECK_THROWS_AS(nn::TransformerEncoder{o}, ValueError);
   o = small_options();
   o.num_heads = 3;

@@ -1,0 +1,102 @@
+#include "nn/functional/banded_attention.h"
+
+#include <cmath>
+#include <string>
+
+#include "nn/functional/basic.h"
+#include "tensor/error.h"
+#include "tensor/factories.h"
+
+namespace qkv::nn::functional {
+namespace {
+
+void check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, int64_t window, const Tensor& offset_bias) {
+  const bool fits = q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && q.shape() == k.shape() &&
+                    v.size(0) == q.size(0) && v.size(1) == q.size(1) && v.size(2) == q.size(2);
+  if (!fits)
+    throw ShapeError("banded_attention: queries " + shape_str(q.shape()) + ", keys " + shape_str(k.shape()) +
+                     " and values " + shape_str(v.shape()) +
+                     " do not fit: expected (B, H, T, d), (B, H, T, d) and (B, H, T, dv) (self-attention)");
+  if (window < 0) throw ValueError("banded_attention: window must be >= 0, got " + std::to_string(window));
+  const int64_t W = 2 * window + 1;
+  if (offset_bias.defined() && (offset_bias.dim() != 2 || offset_bias.size(1) != W ||
+                                (offset_bias.size(0) != 1 && offset_bias.size(0) != q.size(1))))
+    throw ShapeError("banded_attention: offset_bias of shape " + shape_str(offset_bias.shape()) + " must be (" +
+                     std::to_string(q.size(1)) + " or 1, " + std::to_string(W) + "): one value per head and offset");
+}
+
+// (B or 1, 1, T, 2w+1): 1 where key j = i + o − w exists and lies within the valid length.
+Tensor band_visibility(int64_t B, int64_t T, int64_t window, const IndexTensor& valid_lens) {
+  const int64_t W = 2 * window + 1, rows = valid_lens.defined() ? B : 1;
+  if (valid_lens.defined() && (valid_lens.dim() != 1 || valid_lens.size(0) != B))
+    throw ShapeError("banded_attention: valid_lens of shape " + shape_str(valid_lens.shape()) + " must be (" +
+                     std::to_string(B) + ")");
+  Tensor visible = zeros({rows, 1, T, W});
+  float* out = visible.data();
+  for (int64_t b = 0; b < rows; ++b) {
+    const int64_t len = valid_lens.defined() ? valid_lens[b] : T;
+    if (len < 0 || len > T)
+      throw IndexError("banded_attention: valid length " + std::to_string(len) + " (element " + std::to_string(b) +
+                       ") is outside [0, " + std::to_string(T) + "]");
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t o = 0; o < W; ++o) {
+        const int64_t j = i + o - window;
+        out[(b * T + i) * W + o] = (j >= 0 && j < len) ? 1.0f : 0.0f;
+      }
+  }
+  return visible;
+}
+
+// x (B, H, T, ·) with `window` zero rows added before and after along T: (B, H, T + 2w, ·), so that
+// the rows an offset reads, [o, o + T), are always inside.
+Tensor pad_time(const Tensor& x, int64_t window) {
+  if (window == 0) return x;
+  const Tensor pad = zeros({x.size(0), x.size(1), window, x.size(3)});
+  return cat({pad, x, pad}, 2);
+}
+
+}  // namespace
+
+AttentionOutput banded_attention(const Tensor& queries, const Tensor& keys, const Tensor& values, int64_t window,
+                                 const IndexTensor& valid_lens, const Tensor& offset_bias, float dropout_p,
+                                 bool training) {
+  check_shapes(queries, keys, values, window, offset_bias);
+  const int64_t B = queries.size(0), T = queries.size(2), W = 2 * window + 1;
+  const Tensor k = pad_time(keys, window), v = pad_time(values, window);
+  // Offset o reads keys i + o − w for every query i at once: rows [o, o + T) of the padded keys.
+  std::vector<Tensor> scores(static_cast<size_t>(W));
+  for (int64_t o = 0; o < W; ++o) scores[o] = (queries * k.narrow(2, o, T)).sum({-1});
+  const Tensor band = stack(scores, -1) / std::sqrt(static_cast<float>(queries.size(-1)));  // (B, H, T, W)
+  const Tensor bias = offset_bias.defined() ? offset_bias.view({1, offset_bias.size(0), 1, W}) : Tensor();
+  const Tensor weights = masked_softmax(band, IndexTensor(), band_visibility(B, T, window, valid_lens), bias);
+  const Tensor dropped = dropout(weights, dropout_p, training && dropout_p > 0.0f);
+  Tensor output;
+  for (int64_t o = 0; o < W; ++o) {
+    const Tensor term = dropped.narrow(3, o, 1) * v.narrow(2, o, T);  // (B, H, T, 1) · (B, H, T, dv)
+    output = output.defined() ? output + term : term;
+  }
+  return {output, weights};
+}
+
+Tensor band_to_dense(const Tensor& band, int64_t window) {
+  const int64_t W = 2 * window + 1;
+  if (band.dim() < 2 || band.size(-1) != W)
+    throw ShapeError("band_to_dense: band of shape " + shape_str(band.shape()) + " must end in (T, " +
+                     std::to_string(W) + ") for window " + std::to_string(window));
+  const int64_t T = band.size(-2), rows = band.numel() / (T * W);
+  Shape shape = band.shape();
+  shape.back() = T;
+  Tensor dense = zeros(shape);
+  const Tensor in = band.detach().contiguous();
+  const float* src = in.data();
+  float* dst = dense.data();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t o = 0; o < W; ++o) {
+        const int64_t j = i + o - window;
+        if (j >= 0 && j < T) dst[(r * T + i) * T + j] = src[(r * T + i) * W + o];
+      }
+  return dense;
+}
+
+}  // namespace qkv::nn::functional

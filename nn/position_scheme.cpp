@@ -1,0 +1,93 @@
+#include "nn/position_scheme.h"
+
+#include <map>
+
+#include "nn/alibi.h"
+#include "nn/positional_encoding.h"
+#include "tensor/error.h"
+
+namespace qkv::nn {
+
+NoPositions::NoPositions() : PositionScheme("NoPositions") {}
+
+SinusoidalPositions::SinusoidalPositions(const PositionSizes& s) : PositionScheme("SinusoidalPositions") {
+  P = register_buffer("P", sinusoidal_table(s.max_len, s.num_hiddens), /*persistent=*/false);
+}
+
+Tensor SinusoidalPositions::encode_input(const Tensor& X) {
+  if (X.dim() != 3 || X.size(2) != P.size(1))
+    throw ShapeError("SinusoidalPositions: input of shape " + shape_str(X.shape()) + " must be (B, T, " +
+                     std::to_string(P.size(1)) + ")");
+  if (X.size(1) > P.size(0))
+    throw ShapeError("SinusoidalPositions: sequence length " + std::to_string(X.size(1)) + " exceeds max_len " +
+                     std::to_string(P.size(0)));
+  return X + P.narrow(0, 0, X.size(1));
+}
+
+LearnedPositions::LearnedPositions(const PositionSizes& s) : PositionScheme("LearnedPositions") {
+  encoding = register_module("encoding", std::make_shared<LearnedPositionalEncoding>(s.num_hiddens, 0.0f, s.max_len));
+}
+
+Tensor LearnedPositions::encode_input(const Tensor& X) { return encoding->forward(X); }
+
+RotaryPositions::RotaryPositions(const PositionSizes& s) : PositionScheme("RotaryPositions") {
+  if (s.num_heads <= 0 || s.num_hiddens % s.num_heads != 0)
+    throw ValueError("RotaryPositions: num_hiddens " + std::to_string(s.num_hiddens) +
+                     " must be a multiple of num_heads " + std::to_string(s.num_heads));
+  rotary = register_module("rotary", std::make_shared<RotaryEmbedding>(s.num_hiddens / s.num_heads, s.max_len));
+}
+
+std::pair<Tensor, Tensor> RotaryPositions::transform_qk(const Tensor& q, const Tensor& k) {
+  return {rotary->forward(q), rotary->forward(k)};
+}
+
+RelativeBiasPositions::RelativeBiasPositions(std::shared_ptr<RelativePositionBias> table)
+    : PositionScheme("RelativeBiasPositions") {
+  bias = register_module("bias", std::move(table));
+}
+
+Tensor RelativeBiasPositions::offset_bias(const IndexTensor& offsets) {
+  std::vector<int64_t> buckets(static_cast<size_t>(offsets.numel()));
+  for (int64_t i = 0; i < offsets.numel(); ++i) buckets[i] = bias->bucket(offsets[i]);
+  // weight is (num_buckets, H): the rows of the offsets' buckets, (n, H), turned to (H, n).
+  return bias->weight.index_select(0, IndexTensor(buckets)).t();
+}
+
+namespace {
+
+const std::map<std::string, PositionFactory>& registry() {
+  static const std::map<std::string, PositionFactory> schemes = {
+      {"none", [](const PositionSizes&) { return std::make_shared<NoPositions>(); }},
+      {"sinusoidal", [](const PositionSizes& s) { return std::make_shared<SinusoidalPositions>(s); }},
+      {"learned", [](const PositionSizes& s) { return std::make_shared<LearnedPositions>(s); }},
+      {"rotary", [](const PositionSizes& s) { return std::make_shared<RotaryPositions>(s); }},
+      {"relative",
+       [](const PositionSizes& s) {
+         return std::make_shared<RelativeBiasPositions>(std::make_shared<T5RelativePositionBias>(s.num_heads));
+       }},
+      {"clipped",
+       [](const PositionSizes& s) {
+         return std::make_shared<RelativeBiasPositions>(std::make_shared<ClippedRelativePositionBias>(s.num_heads, 16));
+       }},
+      {"alibi", [](const PositionSizes& s) { return std::make_shared<ALiBi>(s.num_heads); }},
+  };
+  return schemes;
+}
+
+}  // namespace
+
+PositionFactory position_scheme(const std::string& name) {
+  const auto it = registry().find(name);
+  if (it != registry().end()) return it->second;
+  std::string known;
+  for (const std::string& n : position_scheme_names()) known += (known.empty() ? "" : ", ") + n;
+  throw ValueError("position_scheme: unknown scheme '" + name + "'; expected one of " + known);
+}
+
+std::vector<std::string> position_scheme_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : registry()) names.push_back(name);
+  return names;
+}
+
+}  // namespace qkv::nn

@@ -1,0 +1,115 @@
+// Where a Transformer encoder gets its sense of order: one interface for every position scheme.
+//
+// Self-attention alone is equivariant to permutations of its inputs (d2l §11.6.3): permute the
+// tokens and the outputs are permuted the same way. A position scheme breaks that symmetry, and the
+// schemes differ in WHERE they act. Each overrides the one hook that is its place, and the encoder
+// calls all three hooks in every forward, never asking which scheme it holds:
+//
+//   encode_input(X)      absolute schemes add a vector per position to the token embeddings,
+//                        X (B, T, D) → (B, T, D): sinusoidal (Vaswani et al. 2017, section 3.5;
+//                        d2l §11.6.3), learned (BERT, GPT).
+//   transform_qk(q, k)   schemes that rotate each head's queries and keys, (B, H, T, d), after the
+//                        projections: rotary (RoPE, Su et al. 2021), so a score depends on the
+//                        offset between query and key.
+//   offset_bias(o)       schemes that add a bias to the scores that depends on the offset
+//                        j − i between key j and query i: for offsets o (n) → (H or 1, n).
+//                        Relative bias (T5's buckets, Raffel et al. 2020; Shaw et al. 2018's
+//                        clipping), ALiBi (Press et al. 2022, nn/alibi.h).
+// The defaults do nothing, so a scheme that is none of these (NoPositions) is the empty class.
+//
+// A bias of the offset alone serves both ways attention is computed: the dense (T, T) scores read
+// it at o = j − i for every pair, and the banded scores of windowed attention at o = −w .. w only
+// (nn/functional/banded_attention.h), with no T² table.
+//
+// The encoder owns one scheme, registered as its child `positions`; every block's attention uses
+// the same one (as T5 shares its relative bias table across layers). A new scheme is a subclass
+// with a factory: nn/alibi.h is the worked example, docs/new_layer.md walks through it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/learned_positional_encoding.h"
+#include "nn/module.h"
+#include "nn/relative_position.h"
+#include "nn/rotary.h"
+#include "tensor/index_tensor.h"
+
+namespace qkv::nn {
+
+class PositionScheme : public Module {
+ public:
+  virtual Tensor encode_input(const Tensor& X) { return X; }
+  virtual std::pair<Tensor, Tensor> transform_qk(const Tensor& q, const Tensor& k) { return {q, k}; }
+  virtual Tensor offset_bias(const IndexTensor& offsets) {
+    (void)offsets;
+    return Tensor();
+  }
+
+ protected:
+  using Module::Module;
+};
+
+// What a factory knows when the encoder builds its scheme.
+struct PositionSizes {
+  int64_t num_hiddens = 0, num_heads = 0, max_len = 0;
+};
+using PositionFactory = std::function<std::shared_ptr<PositionScheme>(const PositionSizes&)>;
+
+// No positional information: the encoder sees a bag of tokens.
+class NoPositions : public PositionScheme {
+ public:
+  NoPositions();
+};
+
+// The fixed sin/cos table (nn/positional_encoding.h) added to the embeddings.
+class SinusoidalPositions : public PositionScheme {
+ public:
+  explicit SinusoidalPositions(const PositionSizes& sizes);
+  Tensor encode_input(const Tensor& X) override;
+
+  Tensor P;  // (max_len, num_hiddens), a non-persistent buffer
+};
+
+// A trained vector per position (nn/learned_positional_encoding.h): encoding.weight (max_len, D).
+class LearnedPositions : public PositionScheme {
+ public:
+  explicit LearnedPositions(const PositionSizes& sizes);
+  Tensor encode_input(const Tensor& X) override;
+
+  std::shared_ptr<LearnedPositionalEncoding> encoding;
+};
+
+// Rotary embedding of each head's queries and keys (nn/rotary.h), head_dim = num_hiddens / num_heads.
+class RotaryPositions : public PositionScheme {
+ public:
+  explicit RotaryPositions(const PositionSizes& sizes);
+  std::pair<Tensor, Tensor> transform_qk(const Tensor& q, const Tensor& k) override;
+
+  std::shared_ptr<RotaryEmbedding> rotary;
+};
+
+// A learned bias per head and bucket of j − i (nn/relative_position.h): T5's log buckets or Shaw
+// et al.'s clipping, as the given table `bias` buckets them.
+class RelativeBiasPositions : public PositionScheme {
+ public:
+  explicit RelativeBiasPositions(std::shared_ptr<RelativePositionBias> bias);
+  Tensor offset_bias(const IndexTensor& offsets) override;
+
+  std::shared_ptr<RelativePositionBias> bias;
+};
+
+// The factories of the built-in schemes, by the names command lines and checkpoints use:
+//   none, sinusoidal, learned, rotary,
+//   relative   T5 buckets, bidirectional, 32 buckets up to distance 128 (T5's defaults)
+//   clipped    Shaw et al.'s clipping at distance 16 (33 buckets)
+//   alibi      ALiBi's fixed linear penalties (nn/alibi.h)
+// position_scheme(name) throws ValueError naming the known ones for any other name.
+PositionFactory position_scheme(const std::string& name);
+std::vector<std::string> position_scheme_names();
+
+}  // namespace qkv::nn
