@@ -76,7 +76,7 @@ struct Layers {
 std::vector<Model> make_models(Layers& layers, int64_t w) {
   return {
       {"self-attention", "O(n^2 d): slope 2",
-       [&](const Tensor& x) { return layers.attention.forward(x, x, x); }},
+       [&layers](const Tensor& x) { return layers.attention.forward(x, x, x); }},
       {"window mask (+-w)", "O(n^2 d), the mask saves nothing: slope 2",
        [&layers, w](const Tensor& x) {
          const int64_t n = x.size(1);
@@ -84,18 +84,21 @@ std::vector<Model> make_models(Layers& layers, int64_t w) {
        }},
       {"banded (+-w)", "O(n w d), truncated attention: slope 1",
        [w](const Tensor& x) { return banded_attention(x, x, x, w); }},
-      {"GRU", "O(n d^2): slope 1", [&](const Tensor& x) { return layers.gru.forward(x).output; }},
-      {"position-wise FFN", "O(n d^2): slope 1", [&](const Tensor& x) { return layers.ffn.forward(x); }},
+      {"GRU", "O(n d^2): slope 1", [&layers](const Tensor& x) { return layers.gru.forward(x).output; }},
+      {"position-wise FFN", "O(n d^2): slope 1",
+       [&layers](const Tensor& x) { return layers.ffn.forward(x); }},
   };
 }
 
+// What the command line sets: width d, window half-width w, the longest n, timed runs per point,
+// the directory of the plot.
 struct Options {
   int64_t d = 0, w = 0, max_len = 0;
   int repeats = 0;
   std::string out;
 };
 
-constexpr int64_t kBatch = 1;
+constexpr int64_t kBatch = 1;  // one sequence: the study varies n alone
 
 double best_ms(int repeats, const std::function<void()>& fn) {
   fn();  // warm-up: first-touch of buffers, thread start

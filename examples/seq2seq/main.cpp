@@ -58,6 +58,7 @@ void write_heatmap(const std::string& source, const Translation& t, const std::s
   qkv::plot::draw_heatmap(spec).write_png(path);
 }
 
+// The options of `seq2seq train`, with their defaults.
 Args train_args(int argc, char** argv) {
   return Args(argc, argv,
               {{"seed", "0", "seed of the data, the initialization and the batch order"},
@@ -79,7 +80,8 @@ Args train_args(int argc, char** argv) {
               "usage: seq2seq train [options]");
 }
 
-// When training stops, and how each epoch's batches are made.
+// How training runs: the seed of the data and of each epoch's batches, the batch size, the clipping
+// norm, and when it stops (epochs, seconds of training, dev exact match).
 struct Schedule {
   uint64_t seed = 0;
   int64_t epochs = 0, batch_size = 0;
