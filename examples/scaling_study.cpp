@@ -1,6 +1,6 @@
 // scaling_study: how the cost of a layer grows with the sequence length n, measured.
 //
-// The seeds compare layers by their complexity for a sequence of n tokens of width d (d2l 11.6):
+// d2l 11.6 compares layers by their complexity for a sequence of n tokens of width d:
 //
 //   layer                          complexity     sequential ops   max path length
 //   self-attention                 O(n²·d)        O(1)             O(1)
@@ -59,9 +59,46 @@ Tensor banded_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64
 
 struct Model {
   std::string name;
-  std::string claim;                             // the complexity (the seeds' table) and its slope
+  std::string claim;                             // the complexity (d2l 11.6's table) and its slope
   std::function<Tensor(const Tensor&)> forward;  // x (B, n, d) → (B, n, d)
 };
+
+// The layers the study times, at width d. Built in this order after manual_seed(0), so that every
+// run initializes them alike.
+struct Layers {
+  nn::DotProductAttention attention{0.0f};
+  nn::GRU gru;
+  nn::PositionWiseFFN ffn;
+  explicit Layers(int64_t d) : gru(d, d, {.batch_first = true}), ffn(d, 4 * d, d) {}
+};
+
+// The five lines of the study; the windowed ones keep w keys on each side of a query.
+std::vector<Model> make_models(Layers& layers, int64_t w) {
+  return {
+      {"self-attention", "O(n^2 d): slope 2",
+       [&layers](const Tensor& x) { return layers.attention.forward(x, x, x); }},
+      {"window mask (+-w)", "O(n^2 d), the mask saves nothing: slope 2",
+       [&layers, w](const Tensor& x) {
+         const int64_t n = x.size(1);
+         return layers.attention.forward(x, x, x, IndexTensor(), nn::functional::window_mask(n, n, w));
+       }},
+      {"banded (+-w)", "O(n w d), truncated attention: slope 1",
+       [w](const Tensor& x) { return banded_attention(x, x, x, w); }},
+      {"GRU", "O(n d^2): slope 1", [&layers](const Tensor& x) { return layers.gru.forward(x).output; }},
+      {"position-wise FFN", "O(n d^2): slope 1",
+       [&layers](const Tensor& x) { return layers.ffn.forward(x); }},
+  };
+}
+
+// What the command line sets: width d, window half-width w, the longest n, timed runs per point,
+// the directory of the plot.
+struct Options {
+  int64_t d = 0, w = 0, max_len = 0;
+  int repeats = 0;
+  std::string out;
+};
+
+constexpr int64_t kBatch = 1;  // one sequence: the study varies n alone
 
 double best_ms(int repeats, const std::function<void()>& fn) {
   fn();  // warm-up: first-touch of buffers, thread start
@@ -69,9 +106,108 @@ double best_ms(int repeats, const std::function<void()>& fn) {
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
     fn();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    best = std::min(
+        best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   return best;
+}
+
+// What one model costs at one length: the best time of a forward + backward, and the GFLOP of its
+// matrix products in one more run, as the profiler counts them.
+struct Cost {
+  double ms = 0, gflop = 0;
+};
+
+Cost measure(const Model& model, Tensor& x, int repeats) {
+  auto step = [&] {
+    x.zero_grad();
+    model.forward(x).sum().backward();
+  };
+  Cost cost;
+  cost.ms = best_ms(repeats, step);
+  Profiler profiler;
+  step();
+  profiler.stop();
+  int64_t flops = 0;
+  for (const OpProfile& r : profiler.ops()) flops += r.flops;
+  cost.gflop = static_cast<double>(flops) * 1e-9;
+  return cost;
+}
+
+// The costs of every model at n = 16, 32, ... max_len, printed as a table while they are measured.
+struct Timings {
+  std::vector<int64_t> lengths;
+  std::vector<std::vector<double>> ms, gflop;  // [model][length]
+};
+
+Timings time_models(const std::vector<Model>& models, const Options& o) {
+  Timings t;
+  for (int64_t n = 16; n <= o.max_len; n *= 2) t.lengths.push_back(n);
+  t.ms.resize(models.size());
+  t.gflop.resize(models.size());
+  std::printf("forward + backward, width d = %lld, window w = %lld, batch %lld, %d thread(s); best of %d\n\n",
+              static_cast<long long>(o.d), static_cast<long long>(o.w), static_cast<long long>(kBatch),
+              get_num_threads(), o.repeats);
+  std::printf("%6s", "n");
+  for (const Model& m : models) std::printf(" %18s", m.name.c_str());
+  std::printf("   (ms)\n");
+  for (int64_t n : t.lengths) {
+    Tensor x = randn({kBatch, n, o.d}, /*requires_grad=*/true);
+    std::printf("%6lld", static_cast<long long>(n));
+    for (size_t i = 0; i < models.size(); ++i) {
+      const Cost c = measure(models[i], x, o.repeats);
+      t.ms[i].push_back(c.ms);
+      t.gflop[i].push_back(c.gflop);
+      std::printf(" %18.3f", c.ms);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  return t;
+}
+
+// The least-squares slope of log(y) against log(x) over the points from `first` on.
+double loglog_slope(const std::vector<int64_t>& x, const std::vector<double>& y, size_t first) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  const double k = static_cast<double>(x.size() - first);
+  for (size_t j = first; j < x.size(); ++j) {
+    const double lx = std::log(static_cast<double>(x[j])), ly = std::log(y[j]);
+    sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly;
+  }
+  return (k * sxy - sx * sy) / (k * sxx - sx * sx);
+}
+
+// The slope over the longer half of the lengths: the exponent k of O(n^k) once the largest term
+// dominates.
+void print_slopes(const std::vector<Model>& models, const Timings& t) {
+  const size_t first = t.lengths.size() / 2;
+  std::printf(
+      "\nslope of log time vs log n for n = %lld ... %lld (the k of O(n^k)); FLOPs of the matrix\n"
+      "products at n = %lld, as the profiler counts them (elementwise work is not counted):\n",
+      static_cast<long long>(t.lengths[first]), static_cast<long long>(t.lengths.back()),
+      static_cast<long long>(t.lengths.back()));
+  for (size_t i = 0; i < models.size(); ++i)
+    std::printf("  %-18s %5.2f   %8.4f GFLOP   expected: %s\n", models[i].name.c_str(),
+                loglog_slope(t.lengths, t.ms[i], first), t.gflop[i].back(), models[i].claim.c_str());
+}
+
+// Time against n on log scales, where O(n^k) is a straight line of slope k: OUT/scaling.png.
+void write_plot(const std::vector<Model>& models, const Timings& t, const Options& o) {
+  plot::LinePlotSpec spec;
+  spec.title = "forward + backward time vs sequence length (d = " + std::to_string(o.d) + ")";
+  spec.x_label = "sequence length n";
+  spec.y_label = "time (ms)";
+  spec.log_x = spec.log_y = true;
+  spec.markers = true;
+  for (size_t i = 0; i < models.size(); ++i) {
+    plot::Series s{models[i].name, {}, t.ms[i]};
+    for (int64_t n : t.lengths) s.x.push_back(static_cast<double>(n));
+    spec.series.push_back(s);
+  }
+  std::filesystem::create_directories(o.out);
+  const std::string path = o.out + "/scaling.png";
+  plot::draw_line_plot(spec).write_png(path);
+  std::printf("\nwrote %s\n", path.c_str());
 }
 
 int run(int argc, char** argv) {
@@ -87,94 +223,20 @@ int run(int argc, char** argv) {
     std::printf("%s", args.help().c_str());
     return 0;
   }
-  const int64_t d = args.integer("width"), w = args.integer("window"), max_len = args.integer("max-len");
-  const int repeats = static_cast<int>(args.integer("repeats"));
+  const Options options{.d = args.integer("width"),
+                        .w = args.integer("window"),
+                        .max_len = args.integer("max-len"),
+                        .repeats = static_cast<int>(args.integer("repeats")),
+                        .out = args.str("out")};
   // One thread by default: the study measures how the work grows, and on a shared machine a
   // parallel region waits for its slowest thread, which adds noise that has nothing to do with n.
   set_num_threads(static_cast<int>(args.integer("threads")));
-  const int64_t B = 1;
   manual_seed(0);
-
-  nn::DotProductAttention attention(0.0f);
-  nn::GRU gru(d, d, {.batch_first = true});
-  nn::PositionWiseFFN ffn(d, 4 * d, d);
-  const std::vector<Model> models = {
-      {"self-attention", "O(n^2 d): slope 2", [&](const Tensor& x) { return attention.forward(x, x, x); }},
-      {"window mask (+-w)", "O(n^2 d), the mask saves nothing: slope 2",
-       [&](const Tensor& x) {
-         const int64_t n = x.size(1);
-         return attention.forward(x, x, x, IndexTensor(), nn::functional::window_mask(n, n, w));
-       }},
-      {"banded (+-w)", "O(n w d), truncated attention: slope 1", [&](const Tensor& x) { return banded_attention(x, x, x, w); }},
-      {"GRU", "O(n d^2): slope 1", [&](const Tensor& x) { return gru.forward(x).output; }},
-      {"position-wise FFN", "O(n d^2): slope 1", [&](const Tensor& x) { return ffn.forward(x); }},
-  };
-
-  std::vector<int64_t> lengths;
-  for (int64_t n = 16; n <= max_len; n *= 2) lengths.push_back(n);
-  std::vector<std::vector<double>> ms(models.size()), gflop(models.size());
-
-  std::printf("forward + backward, width d = %lld, window w = %lld, batch %lld, %d thread(s); best of %d\n\n",
-              static_cast<long long>(d), static_cast<long long>(w), static_cast<long long>(B),
-              get_num_threads(), repeats);
-  std::printf("%6s", "n");
-  for (const Model& m : models) std::printf(" %18s", m.name.c_str());
-  std::printf("   (ms)\n");
-  for (int64_t n : lengths) {
-    Tensor x = randn({B, n, d}, /*requires_grad=*/true);
-    std::printf("%6lld", static_cast<long long>(n));
-    for (size_t i = 0; i < models.size(); ++i) {
-      auto step = [&] {
-        x.zero_grad();
-        models[i].forward(x).sum().backward();
-      };
-      ms[i].push_back(best_ms(repeats, step));
-      Profiler profiler;  // one more run, for the FLOPs of its matrix products
-      step();
-      profiler.stop();
-      int64_t flops = 0;
-      for (const OpProfile& r : profiler.ops()) flops += r.flops;
-      gflop[i].push_back(static_cast<double>(flops) * 1e-9);
-      std::printf(" %18.3f", ms[i].back());
-    }
-    std::printf("\n");
-    std::fflush(stdout);
-  }
-
-  // The least-squares slope of log(time) against log(n) over the longer half of the lengths: the
-  // exponent k of O(n^k) once the largest term dominates.
-  const size_t first = lengths.size() / 2;
-  std::printf("\nslope of log time vs log n for n = %lld ... %lld (the k of O(n^k)); FLOPs of the matrix\n"
-              "products at n = %lld, as the profiler counts them (elementwise work is not counted):\n",
-              static_cast<long long>(lengths[first]), static_cast<long long>(lengths.back()),
-              static_cast<long long>(lengths.back()));
-  for (size_t i = 0; i < models.size(); ++i) {
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    const double k = static_cast<double>(lengths.size() - first);
-    for (size_t j = first; j < lengths.size(); ++j) {
-      const double lx = std::log(static_cast<double>(lengths[j])), ly = std::log(ms[i][j]);
-      sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly;
-    }
-    const double slope = (k * sxy - sx * sy) / (k * sxx - sx * sx);
-    std::printf("  %-18s %5.2f   %8.4f GFLOP   expected: %s\n", models[i].name.c_str(), slope, gflop[i].back(),
-                models[i].claim.c_str());
-  }
-
-  plot::LinePlotSpec spec;
-  spec.title = "forward + backward time vs sequence length (d = " + std::to_string(d) + ")";
-  spec.x_label = "sequence length n";
-  spec.y_label = "time (ms)";
-  spec.log_x = spec.log_y = true;
-  spec.markers = true;
-  for (size_t i = 0; i < models.size(); ++i) {
-    plot::Series s{models[i].name, {}, ms[i]};
-    for (int64_t n : lengths) s.x.push_back(static_cast<double>(n));
-    spec.series.push_back(s);
-  }
-  std::filesystem::create_directories(args.str("out"));
-  const std::string path = args.str("out") + "/scaling.png";
-  plot::draw_line_plot(spec).write_png(path);
-  std::printf("\nwrote %s\n", path.c_str());
+  Layers layers(options.d);
+  const std::vector<Model> models = make_models(layers, options.w);
+  const Timings timings = time_models(models, options);
+  print_slopes(models, timings);
+  write_plot(models, timings, options);
   return 0;
 }
 

@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,9 +24,10 @@
 #include "autograd/graph_dump.h"
 #include "autograd/node.h"
 #include "autograd/profiler.h"
+#include "data/batching.h"
 #include "examples/common/args.h"
 #include "examples/tagger/train.h"
-#include "data/batching.h"
+#include "io/file.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"
 #include "qkv.h"
@@ -35,10 +36,9 @@ using namespace qkv;
 
 namespace {
 
-void write(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  f << text;
-  if (!f) throw Error("cannot write " + path);
+// Writes `text` to `path` atomically (io/file.h), and says so.
+void write(const std::filesystem::path& path, const std::string& text) {
+  io::write_text_file(path, text, "tagger_step");
   std::printf("wrote %s\n", path.c_str());
 }
 
@@ -59,6 +59,95 @@ std::vector<const autograd::Node*> nodes_of(const Tensor& t) {
   return out;
 }
 
+// A batch of the first epoch as the tagger's training loop makes them (sentences of similar
+// length together): the one of median length.
+data::Batch median_batch(const tagger::Data& data, const tagger::Vocabs& vocabs,
+                         const tagger::Config& config) {
+  std::vector<std::vector<int64_t>> words, tags;
+  for (const auto& s : data.train) {
+    words.push_back(vocabs.words.encode(s.words));
+    tags.push_back(vocabs.tags.encode(s.tags));
+  }
+  std::vector<data::Batch> batches = data::make_batches(
+      words, tags, {.batch_size = config.batch_size, .seed = config.seed, .pad_id = vocabs.words.pad_id()});
+  std::sort(batches.begin(), batches.end(),
+            [](const data::Batch& x, const data::Batch& y) { return x.max_len < y.max_len; });
+  return batches[batches.size() / 2];
+}
+
+// 1. Where the time goes: 20 steps on the same batch, so that one preemption by another process
+//    on a shared machine does not decide the table.
+void profile_steps(const std::function<void()>& step, const std::filesystem::path& out) {
+  constexpr int kSteps = 20;
+  Profiler profiler;
+  for (int i = 0; i < kSteps; ++i) step();
+  profiler.stop();
+  std::printf("== profile of %d steps (forward, backward, Adam)\n%s", kSteps, profiler.report().c_str());
+  io::write_text_file(out / "profile.csv", profiler.csv(), "tagger_step");
+}
+
+// 2a. The graph of `loss`, kept through backward so that the dump shows each gradient's norm: the
+//     whole graph as DOT and JSON, and the path from the loss to the first attention's query weight.
+void write_graph_files(const Tensor& loss, const nn::Module& model, const std::filesystem::path& out) {
+  autograd::GraphDumpOptions opts;
+  opts.names = model.named_parameters();
+  write(out / "graph.dot", autograd::graph_to_dot(loss, opts));
+  write(out / "graph.json", autograd::graph_to_json(loss, opts));
+  opts.only_path_to = opts.names.front().first;
+  for (const auto& [name, p] : opts.names)
+    if (name.find("W_q.weight") != std::string::npos) {
+      opts.only_path_to = name;
+      break;
+    }
+  write(out / "path.dot", autograd::graph_to_dot(loss, opts));
+  std::printf("(path.dot: the path from the loss to %s)\n", opts.only_path_to.c_str());
+}
+
+// 2b. What kinds of nodes the graph of `loss` has, and the memory they keep alive for backward,
+//     the largest first.
+void print_graph_memory(const Tensor& loss) {
+  struct Kind {
+    int64_t count = 0, saved = 0;
+  };
+  std::map<std::string, Kind> kinds;
+  int64_t nodes = 0, saved = 0;
+  for (const autograd::Node* n : nodes_of(loss)) {
+    ++nodes;
+    kinds[n->op].count += 1;
+    kinds[n->op].saved += n->saved_bytes();
+    saved += n->saved_bytes();
+  }
+  std::vector<std::pair<std::string, Kind>> sorted(kinds.begin(), kinds.end());
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& x, const auto& y) { return x.second.saved > y.second.saved; });
+  std::printf(
+      "\n== the graph: %lld nodes keeping %.2f MB alive for backward (storages shared by nodes "
+      "are counted once per node)\n%-20s %6s %12s\n",
+      static_cast<long long>(nodes), saved / 1e6, "op", "nodes", "saved KB");
+  for (const auto& [op, k] : sorted)
+    std::printf("%-20s %6lld %12.1f\n", op.c_str(), static_cast<long long>(k.count), k.saved / 1e3);
+}
+
+// 3. Anomaly mode: every result checked, every node's creation stack captured. The best of three
+//    steps with it off and on.
+void time_anomaly_mode(const std::function<void()>& step) {
+  auto time_ms = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  double off = 1e300, on = 1e300;
+  for (int i = 0; i < 3; ++i) off = std::min(off, time_ms());
+  {
+    DetectAnomaly anomaly;
+    for (int i = 0; i < 3; ++i) on = std::min(on, time_ms());
+  }
+  std::printf(
+      "\n== anomaly mode: no NaN or Inf in this step; a step takes %.2f ms with it on, %.2f ms "
+      "off (x%.1f)\n",
+      on, off, on / off);
+}
+
 int run(int argc, char** argv) {
   const examples::Args args(argc, argv,
                             {{"out", "tagger_step", "directory for the graph and profile files"},
@@ -70,7 +159,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   set_num_threads(static_cast<int>(args.integer("threads")));
-  const std::string out = args.str("out");
+  const std::filesystem::path out = args.str("out");
   std::filesystem::create_directories(out);
 
   tagger::Config config;  // the tagger's defaults: d = 64, 4 heads, FFN 128, 2 layers
@@ -83,17 +172,7 @@ int run(int argc, char** argv) {
   model->train();
   optim::Adam optimizer(model->parameters(), {.lr = 1e-3});
 
-  // A batch of the first epoch as the tagger's training loop makes them (sentences of similar
-  // length together): the one of median length.
-  std::vector<std::vector<int64_t>> words, tags;
-  for (const auto& s : data.train) {
-    words.push_back(vocabs.words.encode(s.words));
-    tags.push_back(vocabs.tags.encode(s.tags));
-  }
-  std::vector<data::Batch> batches = data::make_batches(
-      words, tags, {.batch_size = config.batch_size, .seed = config.seed, .pad_id = vocabs.words.pad_id()});
-  std::sort(batches.begin(), batches.end(), [](const data::Batch& x, const data::Batch& y) { return x.max_len < y.max_len; });
-  const data::Batch& b = batches[batches.size() / 2];
+  const data::Batch b = median_batch(data, vocabs, config);
   const IndexTensor ids(b.inputs, {b.batch_size, b.max_len}), targets(b.targets, {b.batch_size, b.max_len});
   const IndexTensor valid_lens(b.valid_lens);
   std::printf("one batch: B = %lld sentences, T = %lld (padded), %lld parameters, %d thread(s)\n\n",
@@ -111,73 +190,16 @@ int run(int argc, char** argv) {
   };
   for (int i = 0; i < 3; ++i) step();  // warm-up: first-touch of buffers, Adam's state
 
-  // 1. Where the time goes: 20 steps on the same batch, so that one preemption by another process
-  //    on a shared machine does not decide the table.
-  {
-    constexpr int kSteps = 20;
-    Profiler profiler;
-    for (int i = 0; i < kSteps; ++i) step();
-    profiler.stop();
-    std::printf("== profile of %d steps (forward, backward, Adam)\n%s", kSteps, profiler.report().c_str());
-    profiler.write_csv(out + "/profile.csv");
-  }
-
-  // 2. The graph: keep it through backward so that the dump shows each gradient's norm.
+  profile_steps(step, out);
   {
     const Tensor loss = loss_of();
     optimizer.zero_grad();
     loss.backward({}, /*retain_graph=*/true);
-    autograd::GraphDumpOptions opts;
-    opts.names = model->named_parameters();
-    write(out + "/graph.dot", autograd::graph_to_dot(loss, opts));
-    write(out + "/graph.json", autograd::graph_to_json(loss, opts));
-    opts.only_path_to = opts.names.front().first;
-    for (const auto& [name, p] : opts.names)
-      if (name.find("W_q.weight") != std::string::npos) {
-        opts.only_path_to = name;
-        break;
-      }
-    write(out + "/path.dot", autograd::graph_to_dot(loss, opts));
-    std::printf("(path.dot: the path from the loss to %s)\n", opts.only_path_to.c_str());
-
-    struct Kind {
-      int64_t count = 0, saved = 0;
-    };
-    std::map<std::string, Kind> kinds;
-    int64_t nodes = 0, saved = 0;
-    for (const autograd::Node* n : nodes_of(loss)) {
-      ++nodes;
-      kinds[n->op].count += 1;
-      kinds[n->op].saved += n->saved_bytes();
-      saved += n->saved_bytes();
-    }
-    std::vector<std::pair<std::string, Kind>> sorted(kinds.begin(), kinds.end());
-    std::sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) { return x.second.saved > y.second.saved; });
-    std::printf("\n== the graph: %lld nodes keeping %.2f MB alive for backward (storages shared by nodes "
-                "are counted once per node)\n%-20s %6s %12s\n",
-                static_cast<long long>(nodes), saved / 1e6, "op", "nodes", "saved KB");
-    for (const auto& [op, k] : sorted)
-      std::printf("%-20s %6lld %12.1f\n", op.c_str(), static_cast<long long>(k.count), k.saved / 1e3);
+    write_graph_files(loss, *model, out);
+    print_graph_memory(loss);
     optimizer.step();
   }
-
-  // 3. Anomaly mode: every result checked, every node's creation stack captured.
-  {
-    auto time_ms = [&] {
-      const auto t0 = std::chrono::steady_clock::now();
-      step();
-      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    };
-    double off = 1e300, on = 1e300;
-    for (int i = 0; i < 3; ++i) off = std::min(off, time_ms());
-    {
-      DetectAnomaly anomaly;
-      for (int i = 0; i < 3; ++i) on = std::min(on, time_ms());
-    }
-    std::printf("\n== anomaly mode: no NaN or Inf in this step; a step takes %.2f ms with it on, %.2f ms "
-                "off (x%.1f)\n",
-                on, off, on / off);
-  }
+  time_anomaly_mode(step);
   const MemoryStats m = memory_stats();
   std::printf("live tensors at exit: %lld storages, %.2f MB\n", static_cast<long long>(m.live_storages),
               m.live_bytes / 1e6);

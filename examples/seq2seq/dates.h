@@ -93,7 +93,8 @@ inline constexpr const char* kTargetAlphabet = "-0123456789";
 qkv::data::Vocab source_vocab();
 qkv::data::Vocab target_vocab();
 
-// The longest source the model accepts, in characters (the longest generated one has 62).
+// The longest source the model accepts, in characters (format_date's longest is 63: "the
+// twenty-seventh of september, two thousand and seventy-three").
 inline constexpr int64_t kMaxSourceChars = 100;
 
 // A user's date as source ids: lower-cased, one id per character, then <eos>. Throws

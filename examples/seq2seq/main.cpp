@@ -4,7 +4,7 @@
 //   seq2seq train   [options]            train, report test exact match and BLEU, write heatmaps
 //   seq2seq predict --checkpoint F TEXT  translate TEXT (or each line of stdin)
 //   seq2seq data    [--count N]          print generated pairs
-//   seq2seq bench                        time a training step on the anchors' `gru` config
+//   seq2seq bench                        time a training step on bench/torch_anchor.py's `gru` config
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -58,102 +58,148 @@ void write_heatmap(const std::string& source, const Translation& t, const std::s
   qkv::plot::draw_heatmap(spec).write_png(path);
 }
 
+// The options of `seq2seq train`, with their defaults.
+Args train_args(int argc, char** argv) {
+  return Args(argc, argv,
+              {{"seed", "0", "seed of the data, the initialization and the batch order"},
+               {"train-size", "8000", "training pairs"},
+               {"dev-size", "500", "development pairs, scored after every epoch"},
+               {"test-size", "1000", "test pairs, scored at the end"},
+               {"embed", "32", "embedding width E"},
+               {"hidden", "64", "GRU and attention width H"},
+               {"layers", "2", "GRU layers L of the encoder and of the decoder"},
+               {"dropout", "0.1", "dropout between GRU layers and on the attention weights"},
+               {"batch", "64", "batch size"},
+               {"lr", "0.005", "Adam learning rate"},
+               {"clip", "1", "gradient clipping: max joint norm"},
+               {"epochs", "40", "epochs at most"},
+               {"time-limit", "300", "seconds of training at most (checked after every epoch)"},
+               {"target", "1.0", "stop once the dev exact match reaches this"},
+               {"heatmaps", "4", "attention heatmaps to write (test examples)"},
+               {"out", "runs/seq2seq", "directory for the checkpoint and the heatmaps"}},
+              "usage: seq2seq train [options]");
+}
+
+// How training runs: the seed of the data and of each epoch's batches, the batch size, the clipping
+// norm, and when it stops (epochs, seconds of training, dev exact match).
+struct Schedule {
+  uint64_t seed = 0;
+  int64_t epochs = 0, batch_size = 0;
+  double time_limit = 0, clip = 0, target = 0;
+};
+
+// Where training stands: optimizer steps taken, and seconds spent in them (dev evaluations
+// excluded).
+struct TrainingState {
+  int64_t step = 0;
+  double training_seconds = 0;
+};
+
+// One pass over the training examples in batches drawn with seed + epoch, with a progress line;
+// returns the mean loss.
+double train_epoch(Seq2Seq& model, qkv::optim::Optimizer& optimizer, const std::vector<Example>& examples,
+                   int64_t epoch, const Schedule& schedule, TrainingState& state) {
+  const qkv::data::Vocab tgt_vocab = target_vocab();
+  model.train();
+  const std::vector<Batch> batches =
+      make_batches(examples, schedule.batch_size, schedule.seed + static_cast<uint64_t>(epoch),
+                   tgt_vocab.pad_id(), tgt_vocab.id(kBos));
+  Progress progress("epoch " + std::to_string(epoch), static_cast<int64_t>(batches.size()));
+  double loss_sum = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    loss_sum += train_step(model, optimizer, batches[i], schedule.clip);
+    ++state.step;
+    char stats[64];
+    std::snprintf(stats, sizeof stats, "loss %.4f", loss_sum / static_cast<double>(i + 1));
+    progress.update(static_cast<int64_t>(i + 1), stats);
+  }
+  return loss_sum / static_cast<double>(batches.size());
+}
+
+// Epochs until the dev exact match reaches the target, the epochs run out or the time limit has
+// passed (checked after each epoch), printing a line per epoch.
+TrainingState train_until_done(Seq2Seq& model, qkv::optim::Optimizer& optimizer,
+                               const std::vector<Example>& examples, const std::vector<DatePair>& dev_pairs,
+                               const Schedule& schedule) {
+  TrainingState state;
+  for (int64_t epoch = 1; epoch <= schedule.epochs; ++epoch) {
+    const auto epoch_start = Clock::now();
+    const double loss = train_epoch(model, optimizer, examples, epoch, schedule, state);
+    state.training_seconds += seconds_since(epoch_start);
+    const Score dev = evaluate(model, dev_pairs).score;
+    std::printf("epoch %3lld  step %6lld  loss %.4f  dev exact %.4f  bleu %.4f  train time %s\n",
+                static_cast<long long>(epoch), static_cast<long long>(state.step), loss, dev.exact_match,
+                dev.bleu, format_duration(state.training_seconds).c_str());
+    std::fflush(stdout);
+    if (dev.exact_match >= schedule.target || state.training_seconds >= schedule.time_limit) break;
+  }
+  return state;
+}
+
+// The test scores, and the first translations beside what they should be.
+void print_test(const Evaluation& test, const std::vector<DatePair>& pairs, const TrainingState& state,
+                Clock::time_point start) {
+  std::printf(
+      "test: exact match %.4f  BLEU %.4f  (%lld pairs)  after %lld steps, %.1f s of training, %.1f s in "
+      "all\n",
+      test.score.exact_match, test.score.bleu, static_cast<long long>(test.score.count),
+      static_cast<long long>(state.step), state.training_seconds, seconds_since(start));
+  for (size_t i = 0; i < std::min<size_t>(8, pairs.size()); ++i)
+    std::printf("  %-52s => %-10s %s  bleu %.3f\n", pairs[i].source.c_str(), test.predictions[i].c_str(),
+                test.predictions[i] == pairs[i].target ? "ok" : ("(want " + pairs[i].target + ")").c_str(),
+                bleu_chars(test.predictions[i], pairs[i].target, 2));
+}
+
+// OUT/model.safetensors, and the attention heatmaps of the first `heatmaps` test pairs.
+void write_outputs(const std::filesystem::path& out, const Seq2Seq& model,
+                   const qkv::optim::Optimizer& optimizer, int64_t step,
+                   const std::vector<DatePair>& test_pairs, const Evaluation& test, int64_t heatmaps) {
+  std::filesystem::create_directories(out);
+  qkv::io::save_checkpoint(out / "model.safetensors", model, optimizer, step, config_text(model.config));
+  std::printf("checkpoint: %s\n", (out / "model.safetensors").c_str());
+  for (int64_t i = 0; i < std::min<int64_t>(heatmaps, static_cast<int64_t>(test_pairs.size())); ++i) {
+    const std::string path = (out / ("attention_" + std::to_string(i) + ".png")).string();
+    write_heatmap(test_pairs[i].source, test.translations[i], path);
+    std::printf("heatmap: %s\n", path.c_str());
+  }
+}
+
 int train(int argc, char** argv) {
-  const Args args(argc, argv,
-                  {{"seed", "0", "seed of the data, the initialization and the batch order"},
-                   {"train-size", "8000", "training pairs"},
-                   {"dev-size", "500", "development pairs, scored after every epoch"},
-                   {"test-size", "1000", "test pairs, scored at the end"},
-                   {"embed", "32", "embedding width E"},
-                   {"hidden", "64", "GRU and attention width H"},
-                   {"layers", "2", "GRU layers L of the encoder and of the decoder"},
-                   {"dropout", "0.1", "dropout between GRU layers and on the attention weights"},
-                   {"batch", "64", "batch size"},
-                   {"lr", "0.005", "Adam learning rate"},
-                   {"clip", "1", "gradient clipping: max joint norm"},
-                   {"epochs", "40", "epochs at most"},
-                   {"time-limit", "300", "seconds of training at most (checked after every epoch)"},
-                   {"target", "1.0", "stop once the dev exact match reaches this"},
-                   {"heatmaps", "4", "attention heatmaps to write (test examples)"},
-                   {"out", "runs/seq2seq", "directory for the checkpoint and the heatmaps"}},
-                  "usage: seq2seq train [options]");
+  const Args args = train_args(argc, argv);
   if (args.help_requested()) {
     std::cout << args.help();
     return 0;
   }
-  const uint64_t seed = static_cast<uint64_t>(args.integer("seed"));
-  qkv::manual_seed(seed);
-  const DateData data = generate_data(seed, {.train = args.integer("train-size"),
-                                             .dev = args.integer("dev-size"),
-                                             .test = args.integer("test-size")});
+  const Schedule schedule{.seed = static_cast<uint64_t>(args.integer("seed")),
+                          .epochs = args.integer("epochs"),
+                          .batch_size = args.integer("batch"),
+                          .time_limit = args.number("time-limit"),
+                          .clip = args.number("clip"),
+                          .target = args.number("target")};
+  qkv::manual_seed(schedule.seed);
+  const DateData data = generate_data(schedule.seed, {.train = args.integer("train-size"),
+                                                      .dev = args.integer("dev-size"),
+                                                      .test = args.integer("test-size")});
   const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
   const std::vector<Example> train_examples = encode_pairs(data.train, src_vocab, tgt_vocab);
 
-  const ModelConfig config{.source_vocab = src_vocab.size(),
-                           .target_vocab = tgt_vocab.size(),
-                           .embed_size = args.integer("embed"),
-                           .num_hiddens = args.integer("hidden"),
-                           .num_layers = args.integer("layers"),
-                           .dropout = static_cast<float>(args.number("dropout"))};
-  Seq2Seq model(config);
+  Seq2Seq model({.source_vocab = src_vocab.size(),
+                 .target_vocab = tgt_vocab.size(),
+                 .embed_size = args.integer("embed"),
+                 .num_hiddens = args.integer("hidden"),
+                 .num_layers = args.integer("layers"),
+                 .dropout = static_cast<float>(args.number("dropout"))});
   qkv::optim::Adam optimizer(model.parameters(), {.lr = args.number("lr")});
   std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters, %d thread(s)\n",
               data.train.size(), data.dev.size(), data.test.size(),
               static_cast<long long>(model.num_parameters()), qkv::get_num_threads());
   std::printf("%s", model.summary().c_str());
 
-  const int64_t epochs = args.integer("epochs"), batch_size = args.integer("batch");
-  const double time_limit = args.number("time-limit"), clip = args.number("clip"),
-               target = args.number("target");
   const auto start = Clock::now();
-  double training_seconds = 0;  // excludes the dev evaluations
-  int64_t step = 0;
-  for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
-    const auto epoch_start = Clock::now();
-    model.train();
-    const std::vector<Batch> batches =
-        make_batches(train_examples, batch_size, seed + static_cast<uint64_t>(epoch), tgt_vocab.pad_id(),
-                     tgt_vocab.id(kBos));
-    Progress progress("epoch " + std::to_string(epoch), static_cast<int64_t>(batches.size()));
-    double loss_sum = 0;
-    for (size_t i = 0; i < batches.size(); ++i) {
-      loss_sum += train_step(model, optimizer, batches[i], clip);
-      ++step;
-      char stats[64];
-      std::snprintf(stats, sizeof stats, "loss %.4f", loss_sum / static_cast<double>(i + 1));
-      progress.update(static_cast<int64_t>(i + 1), stats);
-    }
-    training_seconds += seconds_since(epoch_start);
-    const Score dev = evaluate(model, data.dev).score;
-    std::printf("epoch %3lld  step %6lld  loss %.4f  dev exact %.4f  bleu %.4f  train time %s\n",
-                static_cast<long long>(epoch), static_cast<long long>(step),
-                loss_sum / static_cast<double>(batches.size()), dev.exact_match, dev.bleu,
-                format_duration(training_seconds).c_str());
-    std::fflush(stdout);
-    if (dev.exact_match >= target || training_seconds >= time_limit) break;
-  }
+  const TrainingState state = train_until_done(model, optimizer, train_examples, data.dev, schedule);
   const Evaluation test = evaluate(model, data.test);
-  std::printf(
-      "test: exact match %.4f  BLEU %.4f  (%lld pairs)  after %lld steps, %.1f s of training, %.1f s in "
-      "all\n",
-      test.score.exact_match, test.score.bleu, static_cast<long long>(test.score.count),
-      static_cast<long long>(step), training_seconds, seconds_since(start));
-  for (size_t i = 0; i < std::min<size_t>(8, data.test.size()); ++i)
-    std::printf(
-        "  %-52s => %-10s %s  bleu %.3f\n", data.test[i].source.c_str(), test.predictions[i].c_str(),
-        test.predictions[i] == data.test[i].target ? "ok" : ("(want " + data.test[i].target + ")").c_str(),
-        bleu_chars(test.predictions[i], data.test[i].target, 2));
-
-  const std::filesystem::path out = args.str("out");
-  std::filesystem::create_directories(out);
-  qkv::io::save_checkpoint(out / "model.safetensors", model, optimizer, step, config_text(config));
-  std::printf("checkpoint: %s\n", (out / "model.safetensors").c_str());
-  for (int64_t i = 0; i < std::min<int64_t>(args.integer("heatmaps"), static_cast<int64_t>(data.test.size()));
-       ++i) {
-    const std::string path = (out / ("attention_" + std::to_string(i) + ".png")).string();
-    write_heatmap(data.test[i].source, test.translations[i], path);
-    std::printf("heatmap: %s\n", path.c_str());
-  }
+  print_test(test, data.test, state, start);
+  write_outputs(args.str("out"), model, optimizer, state.step, data.test, test, args.integer("heatmaps"));
   return 0;
 }
 
@@ -195,10 +241,10 @@ int data(int argc, char** argv) {
   return 0;
 }
 
-// The `gru` config of ../shared/anchors (torch_anchor.py bench_gru): vocabulary 200, embedding 32,
-// hidden 32, 2 layers, batch 64, 10 source and target steps, source valid lengths in [3, 10],
-// Adam lr 5e-3, clipping at norm 1, dropout 0.1; the loss is the plain cross-entropy over all
-// B·T targets, the decoder reading the targets themselves, as in the anchor. The median of 30
+// The `gru` config of the PyTorch anchor (bench/torch_anchor.py, bench_gru): vocabulary 200,
+// embedding 32, hidden 32, 2 layers, batch 64, 10 source and target steps, source valid lengths in
+// [3, 10], Adam lr 5e-3, clipping at norm 1, dropout 0.1; the loss is the plain cross-entropy over
+// all B·T targets, the decoder reading the targets themselves, as in the anchor. The median of 30
 // steps after 5 warm-up steps, in the anchor's output format.
 int bench(int argc, char** argv) {
   const Args args(
@@ -261,7 +307,7 @@ const char* kUsage =
     "  train     train on generated dates, report test exact match and BLEU, write heatmaps\n"
     "  predict   translate dates with a trained checkpoint\n"
     "  data      print generated (source, target) pairs\n"
-    "  bench     time a training step on the anchors' `gru` config\n";
+    "  bench     time a training step on bench/torch_anchor.py's `gru` config\n";
 
 }  // namespace
 

@@ -1,5 +1,4 @@
-// d2l's encoder-decoder with Bahdanau attention (d2l 10.4, "Bahdanau Attention"; zh 10.4), the
-// model of the seeds' "将注意力机制使用在Seq2Seq模型当中":
+// d2l's encoder-decoder with Bahdanau attention (d2l 10.4, "Bahdanau Attention"; zh 10.4):
 //
 //   encoder   Seq2SeqEncoder: Embedding(V_src, E) → GRU(E, H, L layers)
 //             outputs (B, T, H): the top layer's state at every source step, the keys and values
