@@ -64,8 +64,8 @@ struct TransformerBlockOptions {
   bool use_bias = false;  // biases in the attention projections (d2l's use_bias)
   NormPlacement norm = NormPlacement::Post;
   FeedForwardFactory ffn = feed_forward("relu");
-  AttentionRestriction attend;
-  std::shared_ptr<PositionScheme> positions;  // acts inside attention; shared, not a child
+  AttentionRestriction attend = AttentionRestriction::full();
+  std::shared_ptr<PositionScheme> positions = nullptr;  // acts inside attention; shared, not a child
 };
 
 class TransformerEncoderBlock : public Module {
@@ -95,7 +95,7 @@ struct TransformerEncoderOptions {
   bool use_bias = false;  // biases in the attention projections (d2l's use_bias)
   int64_t max_len = 1000;  // the longest sequence a position scheme covers
   PositionFactory positions = position_scheme("sinusoidal");
-  AttentionRestriction attend;
+  AttentionRestriction attend = AttentionRestriction::full();
   FeedForwardFactory ffn = feed_forward("relu");
   NormPlacement norm = NormPlacement::Post;
 };

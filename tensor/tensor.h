@@ -228,6 +228,13 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 // (B) or (B, Q) with values in [0, K], or undefined for every key. -inf logits are hidden too, and
 // a row with nothing visible is all zeros.
 Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens);
+// The two products of windowed attention on the band, W = 2·window + 1 offsets per query, the
+// ops behind nn::functional::banded_attention (use that; tensor/kernels/band.h has the equations):
+//   band_scores: q (B, H, T, d), k (B, H, T, d) → (B, H, T, W), scale · q_i·k_{i+o−window}
+//   band_sum:    p (B, H, T, W), v (B, H, T, dv) → (B, H, T, dv), Σ_o p[i, o] · v_{i+o−window}
+// Keys outside [0, T) contribute 0.
+Tensor band_scores(const Tensor& q, const Tensor& k, int64_t window, float scale);
+Tensor band_sum(const Tensor& p, const Tensor& v, int64_t window);
 // Inverted dropout, fused: each element is zeroed with probability p, drawn from `gen`, and the
 // others scaled by 1/(1-p); the mask is drawn in the same pass and never stored (backward draws
 // it again from the generator's state at the call). x: any shape → same shape. The op behind

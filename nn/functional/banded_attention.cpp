@@ -47,14 +47,6 @@ Tensor band_visibility(int64_t B, int64_t T, int64_t window, const IndexTensor& 
   return visible;
 }
 
-// x (B, H, T, ·) with `window` zero rows added before and after along T: (B, H, T + 2w, ·), so that
-// the rows an offset reads, [o, o + T), are always inside.
-Tensor pad_time(const Tensor& x, int64_t window) {
-  if (window == 0) return x;
-  const Tensor pad = zeros({x.size(0), x.size(1), window, x.size(3)});
-  return cat({pad, x, pad}, 2);
-}
-
 }  // namespace
 
 AttentionOutput banded_attention(const Tensor& queries, const Tensor& keys, const Tensor& values, int64_t window,
@@ -62,19 +54,10 @@ AttentionOutput banded_attention(const Tensor& queries, const Tensor& keys, cons
                                  bool training) {
   check_shapes(queries, keys, values, window, offset_bias);
   const int64_t B = queries.size(0), T = queries.size(2), W = 2 * window + 1;
-  const Tensor k = pad_time(keys, window), v = pad_time(values, window);
-  // Offset o reads keys i + o − w for every query i at once: rows [o, o + T) of the padded keys.
-  std::vector<Tensor> scores(static_cast<size_t>(W));
-  for (int64_t o = 0; o < W; ++o) scores[o] = (queries * k.narrow(2, o, T)).sum({-1});
-  const Tensor band = stack(scores, -1) / std::sqrt(static_cast<float>(queries.size(-1)));  // (B, H, T, W)
+  const Tensor band = band_scores(queries, keys, window, 1.0f / std::sqrt(static_cast<float>(queries.size(-1))));
   const Tensor bias = offset_bias.defined() ? offset_bias.view({1, offset_bias.size(0), 1, W}) : Tensor();
   const Tensor weights = masked_softmax(band, IndexTensor(), band_visibility(B, T, window, valid_lens), bias);
-  const Tensor dropped = dropout(weights, dropout_p, training && dropout_p > 0.0f);
-  Tensor output;
-  for (int64_t o = 0; o < W; ++o) {
-    const Tensor term = dropped.narrow(3, o, 1) * v.narrow(2, o, T);  // (B, H, T, 1) · (B, H, T, dv)
-    output = output.defined() ? output + term : term;
-  }
+  const Tensor output = band_sum(dropout(weights, dropout_p, training && dropout_p > 0.0f), values, window);
   return {output, weights};
 }
 

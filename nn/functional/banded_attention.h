@@ -15,9 +15,9 @@
 //   offset_bias  (H, 2w+1) or (1, 2w+1): a bias per head and offset o − w = j − i, the form every
 //                relative position scheme takes (nn/position_scheme.h); undefined for none
 //
-// Composed of slices, products and sums over the 2w + 1 offsets (each a pass over T·d values), the
-// masked softmax and dropout: its gradient needs no code of its own. The tests check it against
-// the dense masked computation, values and gradients.
+// Two band ops (band_scores, band_sum: a kernel forward and backward each, tensor/kernels/band.h)
+// around the masked softmax and dropout. The tests check it against the dense masked computation,
+// values and gradients.
 #pragma once
 
 #include <cstdint>

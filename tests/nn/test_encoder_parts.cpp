@@ -100,9 +100,9 @@ TEST_CASE("each scheme acts in its one place") {
     const bool on_qk = (scheme->transform_qk(q, q).first - q).abs().max().item() > 0;
     const bool as_bias = scheme->offset_bias(offsets).defined();
     const std::set<std::string> input{"sinusoidal", "learned"}, qk{"rotary"}, bias{"relative", "clipped", "alibi"};
-    CHECK(on_input == input.count(name) > 0);
-    CHECK(on_qk == qk.count(name) > 0);
-    CHECK(as_bias == bias.count(name) > 0);
+    CHECK(on_input == (input.count(name) > 0));
+    CHECK(on_qk == (qk.count(name) > 0));
+    CHECK(as_bias == (bias.count(name) > 0));
   }
   CHECK_THROWS_WITH_AS(nn::position_scheme("fourier"),
                        "position_scheme: unknown scheme 'fourier'; expected one of alibi, clipped, learned, none, "
