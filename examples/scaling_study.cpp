@@ -8,13 +8,14 @@
 //   position-wise FFN              O(n·d²)        O(1)             -
 //   truncated self-attention (±w)  O(n·w·d)       O(1)             O(n/w)
 //
-// This program times the forward and backward of each, at a fixed width, for n = 16 ... 2048, and
+// This program times the forward and backward of each, at a fixed width, for n = 16 ... 4096, and
 // plots time against n on log scales, where O(n^k) is a straight line of slope k. It also times
-// windowed attention the way nn::TransformerEncoder does it, as a window mask over the full n×n
-// scores: the mask changes what is attended to, not what is computed, so that line has slope 2 as
-// well; only computing the band (banded_attention below) makes truncated attention linear in n.
+// windowed attention as a window mask over the full n×n scores: the mask changes what is attended
+// to, not what is computed, so that line has slope 2 as well. Computing the band only
+// (nn::functional::banded_attention, what a Transformer encoder with a window does) makes truncated
+// attention linear in n, and with it a whole windowed encoder block.
 //
-//   usage: scaling_study [--out DIR] [--width 64] [--window 8] [--max-len 2048] [--repeats 5]
+//   usage: scaling_study [--out DIR] [--width 64] [--window 8] [--max-len 4096] [--repeats 5]
 //                        [--threads 1]
 // writes DIR/scaling.png and prints the table, the slopes and the FLOPs the profiler counted.
 #include <algorithm>
@@ -29,33 +30,13 @@
 
 #include "autograd/profiler.h"
 #include "examples/common/args.h"
+#include "nn/functional/banded_attention.h"
 #include "plot/plot.h"
 #include "qkv.h"
 
 using namespace qkv;
 
 namespace {
-
-// Truncated self-attention computed on the band only: query i scores keys i-w ... i+w, one
-// shifted product per offset, so the work is (2w+1)·n·d instead of n·n·d.
-//   q, k, v (B, n, d) → (B, n, d)
-Tensor banded_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t w) {
-  const int64_t B = q.size(0), n = q.size(1), d = q.size(2);
-  const Tensor pad = zeros({B, w, d});
-  const Tensor kp = cat({pad, k, pad}, 1), vp = cat({pad, v, pad}, 1);  // (B, n + 2w, d)
-  std::vector<Tensor> scores;
-  for (int64_t o = 0; o <= 2 * w; ++o) scores.push_back((q * kp.slice(1, o, o + n)).sum({-1}));
-  Tensor s = stack(scores, -1) / std::sqrt(static_cast<float>(d));  // (B, n, 2w+1)
-  // Offset o of query i is key i + o - w; outside [0, n) it is padding, hidden from the softmax.
-  std::vector<float> inside(static_cast<size_t>(n * (2 * w + 1)));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t o = 0; o <= 2 * w; ++o) inside[i * (2 * w + 1) + o] = i + o - w >= 0 && i + o - w < n;
-  s = where(tensor(inside, {n, 2 * w + 1}), s, scalar_tensor(-INFINITY));
-  const Tensor a = s.softmax(-1);
-  Tensor out = zeros({B, n, d});
-  for (int64_t o = 0; o <= 2 * w; ++o) out = out + a.select(-1, o).unsqueeze(-1) * vp.slice(1, o, o + n);
-  return out;
-}
 
 struct Model {
   std::string name;
@@ -69,7 +50,12 @@ struct Layers {
   nn::DotProductAttention attention{0.0f};
   nn::GRU gru;
   nn::PositionWiseFFN ffn;
-  explicit Layers(int64_t d) : gru(d, d, {.batch_first = true}), ffn(d, 4 * d, d) {}
+  nn::TransformerEncoderBlock block;  // 4 heads, a window of ±w computed on the band
+  Layers(int64_t d, int64_t w)
+      : gru(d, d, {.batch_first = true}),
+        ffn(d, 4 * d, d),
+        block({.num_hiddens = d, .ffn_num_hiddens = 4 * d, .num_heads = 4, .dropout = 0.0f,
+               .attend = nn::AttentionRestriction::window(w)}) {}
 };
 
 // The five lines of the study; the windowed ones keep w keys on each side of a query.
@@ -83,7 +69,12 @@ std::vector<Model> make_models(Layers& layers, int64_t w) {
          return layers.attention.forward(x, x, x, IndexTensor(), nn::functional::window_mask(n, n, w));
        }},
       {"banded (+-w)", "O(n w d), truncated attention: slope 1",
-       [w](const Tensor& x) { return banded_attention(x, x, x, w); }},
+       [w](const Tensor& x) {
+         const Tensor h = x.unsqueeze(1);  // one head: (B, 1, n, d)
+         return nn::functional::banded_attention(h, h, h, w).output.squeeze(1);
+       }},
+      {"encoder block (+-w)", "O(n w d + n d^2): slope 1",
+       [&layers](const Tensor& x) { return layers.block.forward(x); }},
       {"GRU", "O(n d^2): slope 1", [&layers](const Tensor& x) { return layers.gru.forward(x).output; }},
       {"position-wise FFN", "O(n d^2): slope 1",
        [&layers](const Tensor& x) { return layers.ffn.forward(x); }},
@@ -187,7 +178,7 @@ void print_slopes(const std::vector<Model>& models, const Timings& t) {
       static_cast<long long>(t.lengths[first]), static_cast<long long>(t.lengths.back()),
       static_cast<long long>(t.lengths.back()));
   for (size_t i = 0; i < models.size(); ++i)
-    std::printf("  %-18s %5.2f   %8.4f GFLOP   expected: %s\n", models[i].name.c_str(),
+    std::printf("  %-20s %5.2f   %8.4f GFLOP   expected: %s\n", models[i].name.c_str(),
                 loglog_slope(t.lengths, t.ms[i], first), t.gflop[i].back(), models[i].claim.c_str());
 }
 
@@ -215,7 +206,7 @@ int run(int argc, char** argv) {
                             {{"out", ".", "directory for scaling.png"},
                              {"width", "64", "model width d"},
                              {"window", "8", "half-width w of the truncated attention"},
-                             {"max-len", "2048", "longest sequence (powers of two from 16)"},
+                             {"max-len", "4096", "longest sequence (powers of two from 16)"},
                              {"repeats", "5", "timed runs per point; the best is kept"},
                              {"threads", "1", "threads for the kernels"}},
                             "scaling_study [options]");
@@ -232,7 +223,7 @@ int run(int argc, char** argv) {
   // parallel region waits for its slowest thread, which adds noise that has nothing to do with n.
   set_num_threads(static_cast<int>(args.integer("threads")));
   manual_seed(0);
-  Layers layers(options.d);
+  Layers layers(options.d, options.w);
   const std::vector<Model> models = make_models(layers, options.w);
   const Timings timings = time_models(models, options);
   print_slopes(models, timings);
