@@ -2,35 +2,21 @@ cmake_minimum_required(VERSION 3.25)
 # Writes the ```cpp code blocks of a Markdown page, in order, to one C++ source file, with #line
 # directives so that compiler errors point at the page:
 #   cmake -DIN=docs/page.md -DOUT=page.cpp -P extract_cpp_blocks.cmake
-# Strings are searched with string(FIND) rather than regex lists, because code is full of the
-# semicolons that CMake lists split on.
-file(READ "${IN}" text)
+# Only blocks whose info string is exactly cpp: a block tagged file= or excerpt= quotes the
+# repository (check_quoted_code.cmake), and is not part of the program.
+include(${CMAKE_CURRENT_LIST_DIR}/markdown_blocks.cmake)
+
+file(READ "${IN}" page)
+set(rest "\n${page}")
+set(line 0)
 set(code "// Generated from ${IN} by cmake/extract_cpp_blocks.cmake: edit the page, not this file.\n")
-set(fence "```cpp\n")
-string(LENGTH "${fence}" fence_length)
-set(line 1)
 while(TRUE)
-  string(FIND "${text}" "${fence}" start)
-  if(start EQUAL -1)
+  markdown_next_block(rest line info body body_line)
+  if(body_line EQUAL 0)
     break()
   endif()
-  # Count the lines up to and including the fence, so #line names the block's first line.
-  math(EXPR start "${start} + ${fence_length}")
-  string(SUBSTRING "${text}" 0 ${start} skipped)
-  string(REGEX MATCHALL "\n" newlines "${skipped}")
-  list(LENGTH newlines count)
-  math(EXPR line "${line} + ${count}")
-  string(SUBSTRING "${text}" ${start} -1 text)
-  string(FIND "${text}" "\n```" end)
-  if(end EQUAL -1)
-    message(FATAL_ERROR "${IN}:${line}: a ```cpp block is not closed")
+  if(info STREQUAL "cpp")
+    string(APPEND code "#line ${body_line} \"${IN}\"\n${body}")
   endif()
-  math(EXPR end "${end} + 1")
-  string(SUBSTRING "${text}" 0 ${end} block)
-  string(APPEND code "#line ${line} \"${IN}\"\n${block}")
-  string(SUBSTRING "${text}" ${end} -1 text)
-  string(REGEX MATCHALL "\n" newlines "${block}")
-  list(LENGTH newlines count)
-  math(EXPR line "${line} + ${count}")
 endwhile()
 file(WRITE "${OUT}" "${code}")

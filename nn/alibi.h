@@ -12,17 +12,34 @@
 // (n) → (H, n) with value −m_h·|o|, the same whether attention is dense or banded.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "nn/position_scheme.h"
+#include "tensor/error.h"
+#include "tensor/factories.h"
 
 namespace qkv::nn {
 
 class ALiBi : public PositionScheme {
  public:
-  explicit ALiBi(int64_t num_heads);
-  Tensor offset_bias(const IndexTensor& offsets) override;
-  std::string extra_repr() const override;
+  explicit ALiBi(int64_t H) : PositionScheme("ALiBi"), num_heads(H) {
+    if (H <= 0) throw ValueError("ALiBi: num_heads must be positive, got " + std::to_string(H));
+    std::vector<float> m(static_cast<size_t>(H));
+    for (int64_t h = 1; h <= H; ++h) m[h - 1] = std::exp2(-8.0f * h / H);
+    slopes = register_buffer("slopes", tensor(m, {H, 1}), /*persistent=*/false);
+  }
+
+  Tensor offset_bias(const IndexTensor& offsets) override {
+    std::vector<float> distance(static_cast<size_t>(offsets.numel()));
+    for (int64_t i = 0; i < offsets.numel(); ++i) distance[i] = static_cast<float>(std::abs(offsets[i]));
+    return -(slopes * tensor(distance, {1, offsets.numel()}));  // (H, 1) · (1, n) → (H, n)
+  }
+
+  std::string extra_repr() const override { return "num_heads=" + std::to_string(num_heads); }
 
   int64_t num_heads;
   Tensor slopes;  // (H, 1): m_h

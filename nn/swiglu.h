@@ -12,16 +12,24 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
 
 #include "nn/ffn.h"
+#include "nn/linear.h"
 
 namespace qkv::nn {
 
 class SwiGLU : public FeedForward {
  public:
-  SwiGLU(int64_t num_hiddens, int64_t ffn_num_hiddens);
-  Tensor forward(const Tensor& x) const override;
+  SwiGLU(int64_t num_hiddens, int64_t ffn_num_hiddens) : FeedForward("SwiGLU") {
+    gate = register_module("gate", std::make_shared<Linear>(num_hiddens, ffn_num_hiddens, /*bias=*/false));
+    up = register_module("up", std::make_shared<Linear>(num_hiddens, ffn_num_hiddens, /*bias=*/false));
+    down = register_module("down", std::make_shared<Linear>(ffn_num_hiddens, num_hiddens, /*bias=*/false));
+  }
+
+  Tensor forward(const Tensor& x) const override {
+    const Tensor a = gate->forward(x);
+    return down->forward(a * a.sigmoid() * up->forward(x));
+  }
 
   std::shared_ptr<Linear> gate, up, down;
 };
