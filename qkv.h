@@ -16,6 +16,7 @@
 
 #include "nn/activation.h"
 #include "nn/add_norm.h"
+#include "nn/alibi.h"
 #include "nn/attention.h"
 #include "nn/container.h"
 #include "nn/dropout.h"
@@ -29,10 +30,12 @@
 #include "nn/linear.h"
 #include "nn/module.h"
 #include "nn/positional_encoding.h"
+#include "nn/position_scheme.h"
 #include "nn/positional_encoding_2d.h"
 #include "nn/relative_position.h"
 #include "nn/rms_norm.h"
 #include "nn/rotary.h"
+#include "nn/swiglu.h"
 #include "nn/transformer.h"
 
 #include "io/checkpoint.h"
