@@ -2,5 +2,6 @@
 #pragma once
 
 #include "nn/functional/attention.h"
+#include "nn/functional/banded_attention.h"
 #include "nn/functional/basic.h"
 #include "nn/functional/loss.h"
