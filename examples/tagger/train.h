@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "data/vocab.h"
 #include "examples/tagger/corpus.h"
 #include "examples/tagger/model.h"
-#include "data/vocab.h"
+#include "io/checkpoint.h"
 
 namespace tagger {
 
@@ -59,12 +60,11 @@ Evaluation evaluate(TaggerModel& model, const Vocabs& vocabs, const TagLexicon& 
 
 struct TrainOptions {
   std::string run_dir = "runs/tagger";
-  bool resume = false;      // continue from run_dir/last.safetensors with its config and vocabularies
   int64_t stop_after = -1;  // stop after this many epochs of this call (>= 1), as if interrupted
   bool figures = true;
-  bool verbose = true;      // data summary, epoch lines, result tables; false: silent (tests, ablate)
-  bool progress = true;     // the progress bar on stderr (plain lines when not a terminal)
-  bool profile = false;     // profile the first epoch's steps: print the op table, write run_dir/profile.csv
+  bool verbose = true;   // data summary, epoch lines, result tables; false: silent (tests, ablate)
+  bool progress = true;  // the progress bar on stderr (plain lines when not a terminal)
+  bool profile = false;  // profile the first epoch's steps: print the op table, write run_dir/profile.csv
   std::string example = "they saw the saw and i can can the can";  // attention figure sentence
 };
 
@@ -72,11 +72,31 @@ struct TrainResult {
   std::vector<EpochMetrics> history;
   std::vector<double> step_losses;  // every training step's loss, this call only
   double best_dev_acc = 0;
-  Evaluation test;                  // of the best checkpoint
-  double train_tokens_per_s = 0;    // over the whole call
+  Evaluation test;                // of the best checkpoint
+  double train_tokens_per_s = 0;  // over the whole call
 };
 
+// A fresh run in options.run_dir (whatever an old run left there is removed first).
 TrainResult train(Config config, const Data& data, const TrainOptions& options);
+
+// What a run directory holds of a run, loaded once for --resume, eval and predict: the config,
+// vocabularies and epoch history as of one of its checkpoints ("best.safetensors" or
+// "last.safetensors"). config.json must agree with the config the checkpoint was saved with but
+// for the epochs, which --epochs may have extended since; the checkpoint's config is the one
+// returned. ValueError when a file is missing or the two configs disagree.
+struct SavedRun {
+  std::string checkpoint_path;
+  qkv::io::Checkpoint checkpoint;  // read and checked, not applied
+  Config config;
+  Vocabs vocabs;
+  std::vector<EpochMetrics> history;
+  double best_dev_acc = 0;
+};
+SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoint);
+
+// Continues the run in options.run_dir from `saved` (its last checkpoint) up to saved.config.epochs,
+// with the same results, bit for bit, as a run that was never interrupted.
+TrainResult resume(SavedRun saved, const Data& data, const TrainOptions& options);
 
 // A trained run loaded for eval and predict: config, vocabularies and the best checkpoint.
 struct Run {
@@ -85,11 +105,10 @@ struct Run {
   std::shared_ptr<TaggerModel> model;
 };
 Run load_run(const std::string& run_dir);
-// A run directory's config.json; ValueError when there is none.
-Config load_run_config(const std::string& run_dir);
 
 // Tags whitespace-separated sentences with a loaded run.
-std::vector<std::vector<std::string>> predict(Run& run, const std::vector<std::vector<std::string>>& sentences);
+std::vector<std::vector<std::string>> predict(Run& run,
+                                              const std::vector<std::vector<std::string>>& sentences);
 
 // The eval subcommand's report: overall and per-tag accuracy and the confusion matrix as text.
 void print_evaluation(std::ostream& out, const Evaluation& evaluation, const qkv::data::Vocab& tags);
@@ -99,6 +118,7 @@ std::vector<std::string> split_words(const std::string& line);
 // The accuracy tables of `train` and `ablate`: a header and one row per tagger, columns overall,
 // ambiguous and repeated; `extra` is appended to the line (ablate's tokens/s).
 void print_score_header(std::ostream& out, const std::string& first_column, const std::string& extra = "");
-void print_score_row(std::ostream& out, const std::string& name, const TaggingScore& score, const std::string& extra = "");
+void print_score_row(std::ostream& out, const std::string& name, const TaggingScore& score,
+                     const std::string& extra = "");
 
 }  // namespace tagger
