@@ -45,15 +45,6 @@ void set_threads(const Args& a) {
   if (const int64_t n = a.integer("threads"); n > 0) qkv::set_num_threads(static_cast<int>(n));
 }
 
-TrainOptions train_options_from(const Args& a) {
-  TrainOptions options;
-  options.run_dir = a.str("run");
-  options.figures = !a.flag("no-figures");
-  options.profile = a.flag("profile");
-  options.example = a.str("example");
-  return options;
-}
-
 void announce(const TrainOptions& options) {
   std::cout << "tagger: training on " << qkv::get_num_threads() << " thread(s), run directory "
             << options.run_dir << "\n";

@@ -71,4 +71,13 @@ Config config_from(const qkv::examples::Args& a) {
   return c;
 }
 
+TrainOptions train_options_from(const qkv::examples::Args& a) {
+  TrainOptions options;
+  options.run_dir = a.str("run");
+  options.figures = !a.flag("no-figures");
+  options.profile = a.flag("profile");
+  options.example = a.str("example");
+  return options;
+}
+
 }  // namespace tagger

@@ -208,6 +208,11 @@ TEST_CASE("tagger config round trips through JSON and rejects bad values") {
 TEST_CASE("tagger train options default to Config's values, and --help shows them") {
   const qkv::examples::Args none(0, nullptr, train_options(), "usage: tagger train [OPTIONS]");
   CHECK(qkv::io::to_json(config_from(none).to_json()) == qkv::io::to_json(Config{}.to_json()));
+  const TrainOptions options = train_options_from(none);
+  CHECK(options.run_dir == TrainOptions{}.run_dir);
+  CHECK(options.figures == TrainOptions{}.figures);
+  CHECK(options.profile == TrainOptions{}.profile);
+  CHECK(options.example == TrainOptions{}.example);
   const std::string help = none.help();
   CHECK(help.find("--lr VALUE") != std::string::npos);
   CHECK(help.find("(default: 0.003)") != std::string::npos);
