@@ -1,5 +1,6 @@
 #include "examples/common/args.h"
 
+#include <charconv>
 #include <cstdlib>
 
 #include "tensor/error.h"
@@ -62,7 +63,8 @@ int64_t Args::integer(const std::string& name) const {
   const std::string s = str(name);
   char* end = nullptr;
   const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0') throw ValueError("option --" + name + " expects an integer, got '" + s + "'");
+  if (s.empty() || *end != '\0')
+    throw ValueError("option --" + name + " expects an integer, got '" + s + "'");
   return v;
 }
 
@@ -85,9 +87,15 @@ std::string Args::help() const {
   for (const Option& o : spec_) {
     std::string left = "  --" + o.name + (is_flag(o) ? "" : " VALUE");
     if (left.size() < 26) left += std::string(26 - left.size(), ' ');
-    out += left + " " + o.help + (is_flag(o) || o.fallback.empty() ? "" : " (default: " + o.fallback + ")") + "\n";
+    out += left + " " + o.help + (is_flag(o) || o.fallback.empty() ? "" : " (default: " + o.fallback + ")") +
+           "\n";
   }
   return out;
+}
+
+std::string option_text(double value) {
+  char buf[32];  // a double's shortest form takes at most 24 characters
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, value).ptr);
 }
 
 }  // namespace qkv::examples

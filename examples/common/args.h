@@ -36,4 +36,8 @@ class Args {
   bool help_ = false;
 };
 
+// A number as an option's text: the shortest decimal that reads back as the same double, so that a
+// default taken from a struct's initializer shows as written there ("0.003", "1").
+std::string option_text(double value);
+
 }  // namespace qkv::examples

@@ -11,6 +11,10 @@
 // Ambiguity is measured against training data, once, here: a word is *ambiguous* when the
 // training sentences show it with two or more different tags, and an ambiguous token is an
 // occurrence of such a word (TagLexicon::ambiguous). The tagger's evaluation uses the same rule.
+//
+// The code is in corpus/, a file per job: grammar.cpp (the sentence generator; its words are in
+// lexicon.h), baselines.cpp (TagLexicon, the majority-tag and word-window taggers) and
+// statistics.cpp (tag-changing repeats, scoring, corpus statistics).
 #pragma once
 
 #include <cstdint>
@@ -95,8 +99,8 @@ std::vector<std::vector<std::string>> majority_tags(const TagLexicon& lexicon,
 // A rule-free context baseline: the majority training tag of (previous word, word, next word),
 // backing off to (previous word, word), then (word, next word), then the word alone. It knows
 // no grammar, so whatever it gains over majority_tags is ambiguity that context resolves.
-std::vector<std::vector<std::string>> context_window_tags(
-    const std::vector<TaggedSentence>& train, const std::vector<TaggedSentence>& sentences);
+std::vector<std::vector<std::string>> context_window_tags(const std::vector<TaggedSentence>& train,
+                                                          const std::vector<TaggedSentence>& sentences);
 
 struct CorpusStats {
   int64_t sentences = 0;

@@ -9,6 +9,7 @@
 //
 // Without data files, train uses the built-in corpus (examples/tagger/corpus.h). Threads come
 // from QKV_NUM_THREADS or --threads.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -19,6 +20,7 @@
 
 #include "examples/common/args.h"
 #include "examples/tagger/bench.h"
+#include "examples/tagger/options.h"
 #include "examples/tagger/train.h"
 #include "tensor/error.h"
 #include "tensor/threads.h"
@@ -35,91 +37,35 @@ const char* const kUsage =
     "  eval      accuracy overall and per tag, and the confusion matrix, of a trained run\n"
     "  predict   tag the sentences given as arguments, or one per line on stdin\n"
     "  ablate    train the full model, no positions, window ±1 and a BiGRU with one budget; one table\n"
-    "  bench     time training steps of an anchor config on random data (--config tiny|small|base)\n"
+    "  bench     time training steps of a reference config on random data (--config tiny|small|base)\n"
     "  data      write the built-in corpus as CoNLL-U files (--out DIR)\n"
     "run `tagger COMMAND --help` for its options\n";
-
-std::vector<Args::Option> model_options() {
-  const Config d;
-  return {
-      {"run", "runs/tagger", "run directory (checkpoints, config, metrics, figures)"},
-      {"train", "", "training file (.conllu: CoNLL-U; otherwise two-column CoNLL)"},
-      {"dev", "", "development file"},
-      {"test", "", "test file"},
-      {"model", d.model, "transformer or gru"},
-      {"positions", d.positions, "sinusoidal or none"},
-      {"window", std::to_string(d.window), "attend only within ±window tokens (-1: everywhere)"},
-      {"d-model", std::to_string(d.d_model), "model width"},
-      {"heads", std::to_string(d.heads), "attention heads"},
-      {"ffn", std::to_string(d.ffn), "position-wise FFN width"},
-      {"layers", std::to_string(d.layers), "encoder blocks"},
-      {"dropout", "0.1", "dropout"},
-      {"epochs", std::to_string(d.epochs), "epochs"},
-      {"batch-size", std::to_string(d.batch_size), "sentences per batch"},
-      {"lr", "0.003", "peak learning rate (AdamW)"},
-      {"weight-decay", "0.01", "AdamW weight decay"},
-      {"warmup", std::to_string(d.warmup_steps), "linear warmup steps, then cosine decay"},
-      {"clip", "1", "gradient norm clipping"},
-      {"min-freq", std::to_string(d.min_freq), "words seen fewer times become <unk>"},
-      {"seed", "0", "seed of the corpus, the initialization and the batch order"},
-      {"sentences", std::to_string(d.train_sentences), "built-in corpus: training sentences"},
-      {"threads", "0", "threads (0: QKV_NUM_THREADS or all cores)"},
-      {"resume", "false", "continue the run in --run from its last checkpoint"},
-      {"no-figures", "false", "skip the PNG figures"},
-      {"profile", "false", "train: profile the first epoch (op table, RUN/profile.csv)"},
-      {"example", TrainOptions{}.example, "the sentence whose attention is drawn"},
-  };
-}
-
-Config config_from(const Args& a) {
-  Config c;
-  c.model = a.str("model");
-  c.positions = a.str("positions");
-  c.window = a.integer("window");
-  c.d_model = a.integer("d-model");
-  c.heads = a.integer("heads");
-  c.ffn = a.integer("ffn");
-  c.layers = a.integer("layers");
-  c.dropout = a.number("dropout");
-  c.epochs = a.integer("epochs");
-  c.batch_size = a.integer("batch-size");
-  c.lr = a.number("lr");
-  c.weight_decay = a.number("weight-decay");
-  c.warmup_steps = a.integer("warmup");
-  c.clip = a.number("clip");
-  c.min_freq = a.integer("min-freq");
-  c.seed = static_cast<uint64_t>(a.integer("seed"));
-  c.train_sentences = a.integer("sentences");
-  // Absolute, so that eval and --resume find the files from any working directory.
-  auto absolute = [](const std::string& p) { return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string(); };
-  c.train_file = absolute(a.str("train"));
-  c.dev_file = absolute(a.str("dev"));
-  c.test_file = absolute(a.str("test"));
-  c.validate();
-  return c;
-}
 
 void set_threads(const Args& a) {
   if (const int64_t n = a.integer("threads"); n > 0) qkv::set_num_threads(static_cast<int>(n));
 }
 
+void announce(const TrainOptions& options) {
+  std::cout << "tagger: training on " << qkv::get_num_threads() << " thread(s), run directory "
+            << options.run_dir << "\n";
+}
+
 int cmd_train(const Args& a) {
   set_threads(a);
-  Config config = config_from(a);
-  if (a.flag("resume")) {  // the run's own config and data; only --epochs may change (to extend it)
-    const int64_t epochs = config.epochs;
-    config = load_run_config(a.str("run"));
-    if (a.given("epochs")) config.epochs = epochs;
+  const Config config = config_from(a);
+  const TrainOptions options = train_options_from(a);
+  if (!a.flag("resume")) {
+    const Data data = load_data(config);
+    announce(options);
+    train(config, data, options);
+    return 0;
   }
-  const Data data = load_data(config);
-  TrainOptions options;
-  options.run_dir = a.str("run");
-  options.resume = a.flag("resume");
-  options.figures = !a.flag("no-figures");
-  options.profile = a.flag("profile");
-  options.example = a.str("example");
-  std::cout << "tagger: training on " << qkv::get_num_threads() << " thread(s), run directory " << options.run_dir << "\n";
-  train(config, data, options);
+  // The run's own config and data; only --epochs may change, to extend the run, never to shorten it.
+  SavedRun saved = load_saved_run(options.run_dir, "last.safetensors");
+  if (a.given("epochs")) saved.config.epochs = std::max(saved.config.epochs, config.epochs);
+  const Data data = load_data(saved.config);
+  announce(options);
+  resume(std::move(saved), data, options);
   return 0;
 }
 
@@ -185,10 +131,11 @@ int cmd_ablate(const Args& a) {
     options.run_dir = (std::filesystem::path(a.str("run")) / "ablate" / v.dir).string();
     options.verbose = false;
     options.figures = false;
-    std::cout << "ablate: training " << v.name << " (" << v.config.epochs << " epochs) in " << options.run_dir << std::endl;
+    std::cout << "ablate: training " << v.name << " (" << v.config.epochs << " epochs) in " << options.run_dir
+              << std::endl;
     results.emplace_back(v.name, train(v.config, data, options));
-    std::cout << "ablate: " << v.name << ": test accuracy " << std::fixed << std::setprecision(2) << 100 * results.back().second.test.score.overall.value()
-              << "%\n";
+    std::cout << "ablate: " << v.name << ": test accuracy " << std::fixed << std::setprecision(2)
+              << 100 * results.back().second.test.score.overall.value() << "%\n";
   }
   std::cout << "\nsame data, seed and budget (" << base.epochs << " epochs); test accuracy:\n";
   char tps[32];
@@ -200,8 +147,9 @@ int cmd_ablate(const Args& a) {
     std::snprintf(tps, sizeof tps, "%10.0f", r.train_tokens_per_s);
     print_score_row(std::cout, name, r.test.score, tps);
   }
-  std::cout << "ambiguous: tokens of words seen with several tags in training; repeated: tokens of a word that\n"
-               "occurs again in its sentence with another tag (\"i saw a saw\").\n";
+  std::cout
+      << "ambiguous: tokens of words seen with several tags in training; repeated: tokens of a word that\n"
+         "occurs again in its sentence with another tag (\"i saw a saw\").\n";
   return 0;
 }
 
@@ -237,7 +185,7 @@ int main(int argc, char** argv) {
     std::vector<Args::Option> spec;
     int (*run)(const Args&) = nullptr;
     if (cmd == "train" || cmd == "ablate") {
-      spec = model_options();
+      spec = train_options();
       run = cmd == "train" ? cmd_train : cmd_ablate;
     } else if (cmd == "eval" || cmd == "predict") {
       spec = {{"run", "runs/tagger", "run directory of a trained model"},
@@ -246,13 +194,13 @@ int main(int argc, char** argv) {
       run = cmd == "eval" ? cmd_eval : cmd_predict;
     } else if (cmd == "data") {
       spec = {{"out", "data", "directory for train.conllu, dev.conllu and test.conllu"},
-              {"seed", "0", "the corpus seed"},
+              {"seed", std::to_string(Config{}.seed), "the corpus seed"},
               {"sentences", std::to_string(Config{}.train_sentences), "training sentences"}};
       run = cmd_data;
     } else if (cmd == "bench") {
-      spec = {{"config", "tiny", "tiny, small or base (../shared/anchors/README.md)"},
-              {"steps", "30", "timed steps"},
-              {"warmup", "5", "untimed steps first"},
+      spec = {{"config", "tiny", "tiny, small or base: the configs bench/torch_anchor.py times in PyTorch"},
+              {"steps", std::to_string(kBenchSteps), "timed steps"},
+              {"warmup", std::to_string(kBenchWarmup), "untimed steps first"},
               {"threads", "0", "threads"}};
       run = cmd_bench;
     } else {

@@ -1,6 +1,8 @@
 // The example programs' command-line parser.
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
 #include "tensor/error.h"
@@ -13,7 +15,9 @@ Args parse(std::vector<std::string> argv) {
   std::vector<char*> ptrs;
   for (auto& a : argv) ptrs.push_back(a.data());
   return Args(static_cast<int>(ptrs.size()), ptrs.data(),
-              {{"epochs", "10", "training epochs"}, {"lr", "0.001", "learning rate"}, {"quiet", "false", "less output"},
+              {{"epochs", "10", "training epochs"},
+               {"lr", "0.001", "learning rate"},
+               {"quiet", "false", "less output"},
                {"out", "runs/x", "run directory"}},
               "usage: prog train [options]");
 }
@@ -35,12 +39,19 @@ TEST_CASE("args parses values flags and defaults") {
 
 TEST_CASE("args rejects unknown options and malformed values") {
   CHECK_THROWS_WITH_AS(parse({"--epoch", "3"}), doctest::Contains("unknown option --epoch"), qkv::ValueError);
-  CHECK_THROWS_WITH_AS(parse({"--epochs", "three"}).integer("epochs"), "option --epochs expects an integer, got 'three'",
-                       qkv::ValueError);
+  CHECK_THROWS_WITH_AS(parse({"--epochs", "three"}).integer("epochs"),
+                       "option --epochs expects an integer, got 'three'", qkv::ValueError);
   CHECK_THROWS_AS(parse({"--lr"}), qkv::ValueError);
 }
 
 TEST_CASE("durations format as minutes and hours") {
   CHECK(qkv::examples::format_duration(65) == "1:05");
   CHECK(qkv::examples::format_duration(3725) == "1:02:05");
+}
+
+TEST_CASE("option_text writes a number as the shortest decimal that reads back the same") {
+  CHECK(qkv::examples::option_text(3e-3) == "0.003");
+  CHECK(qkv::examples::option_text(1.0) == "1");
+  CHECK(qkv::examples::option_text(0.1) == "0.1");
+  CHECK(std::stod(qkv::examples::option_text(1.0 / 3)) == 1.0 / 3);
 }

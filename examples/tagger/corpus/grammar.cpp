@@ -1,4 +1,5 @@
-// The grammar behind the tagger's built-in corpus, and the statistics and baselines around it.
+// The grammar behind the tagger's built-in corpus: SentenceGenerator writes tagged sentences, one
+// at a time, from a seed; generate_corpus splits its stream into train, dev and test.
 //
 // How the grammar keeps every tag decidable from context. The ambiguous words and the cue that
 // settles each (a human reader uses the same cues):
@@ -38,315 +39,21 @@
 // plurals as subjects, small clauses ("i saw her watch the birds"), double objects, object
 // "her" (it is only possessive here, see kObjectPronouns), and prepositional phrases inside
 // relative clauses.
-#include "examples/tagger/corpus.h"
-
 #include <algorithm>
 #include <filesystem>
-#include <ostream>
+#include <iterator>
+#include <string>
 #include <string_view>
 
-#include "tensor/random.h"
+#include "examples/tagger/corpus.h"
+#include "examples/tagger/corpus/lexicon.h"
 #include "tensor/error.h"
+#include "tensor/random.h"
 
 namespace tagger {
 namespace {
 
-
-
-// ---- The 17 Universal POS tags (https://universaldependencies.org/u/pos/) -----------------------
-
-constexpr const char* ADJ = "ADJ";
-constexpr const char* ADP = "ADP";
-constexpr const char* ADV = "ADV";
-constexpr const char* AUX = "AUX";
-constexpr const char* CCONJ = "CCONJ";
-constexpr const char* DET = "DET";
-constexpr const char* INTJ = "INTJ";
-constexpr const char* NOUN = "NOUN";
-constexpr const char* NUM = "NUM";
-constexpr const char* PART = "PART";
-constexpr const char* PRON = "PRON";
-constexpr const char* PROPN = "PROPN";
-constexpr const char* PUNCT = "PUNCT";
-constexpr const char* SCONJ = "SCONJ";
-constexpr const char* SYM = "SYM";
-constexpr const char* VERB = "VERB";
-constexpr const char* X = "X";
-
-// ---- The lexicon ----------------------------------------------------------------------------
-
-// What may follow a verb.
-enum Frame : unsigned {
-  kIntransitive = 1,   // "they sleep", "he runs fast", "she sings like a bird"
-  kTransitive = 2,     // "they watch the light"
-  kBareObject = 4,     // transitive, also with a bare plural or mass object: "they sell books"
-  kThatClause = 8,     // "i know that the dog runs"
-  kToInfinitive = 16,  // "they want to book a flight"
-  kMotion = 32,        // "he came back", "she walked down the road"
-};
-
-struct Verb {
-  const char *base, *s, *past, *participle, *ing;
-  unsigned frames;
-};
-
-struct Noun {
-  const char *sg, *pl;  // pl is nullptr for a mass noun
-};
-
-// Words that are both: the noun and the verb are spelled alike ("the watch", "they watch").
-struct NounVerb {
-  Noun noun;
-  Verb verb;
-  bool animate;  // can be a subject: "the fish fish", "the cook cooks"
-};
-
-constexpr unsigned I = kIntransitive, T = kTransitive, B = kBareObject | kTransitive,
-                   C = kThatClause, V = kToInfinitive, M = kMotion;
-
-const Verb kVerbs[] = {
-    {"see", "sees", "saw", "seen", "seeing", T},
-    {"find", "finds", "found", "found", "finding", T},
-    {"take", "takes", "took", "taken", "taking", T},
-    {"make", "makes", "made", "made", "making", T},
-    {"know", "knows", "knew", "known", "knowing", T | C},
-    {"think", "thinks", "thought", "thought", "thinking", C},
-    {"say", "says", "said", "said", "saying", C},
-    {"believe", "believes", "believed", "believed", "believing", C},
-    {"eat", "eats", "ate", "eaten", "eating", I | B},
-    {"love", "loves", "loved", "loved", "loving", B | V},
-    {"hate", "hates", "hated", "hated", "hating", B},
-    {"want", "wants", "wanted", "wanted", "wanting", B | V},
-    {"need", "needs", "needed", "needed", "needing", B | V},
-    {"like", "likes", "liked", "liked", "liking", B | V},
-    {"try", "tries", "tried", "tried", "trying", V},
-    {"read", "reads", "read", "read", "reading", I | B},
-    {"write", "writes", "wrote", "written", "writing", I | T},
-    {"open", "opens", "opened", "opened", "opening", T},
-    {"close", "closes", "closed", "closed", "closing", T},
-    {"clean", "cleans", "cleaned", "cleaned", "cleaning", T},
-    {"empty", "empties", "emptied", "emptied", "emptying", T},
-    {"dry", "dries", "dried", "dried", "drying", T},
-    {"warm", "warms", "warmed", "warmed", "warming", T},
-    {"clear", "clears", "cleared", "cleared", "clearing", T},
-    {"free", "frees", "freed", "freed", "freeing", T},
-    {"carry", "carries", "carried", "carried", "carrying", T},
-    {"build", "builds", "built", "built", "building", T},
-    {"buy", "buys", "bought", "bought", "buying", B},
-    {"sell", "sells", "sold", "sold", "selling", B},
-    {"bring", "brings", "brought", "brought", "bringing", T},
-    {"hold", "holds", "held", "held", "holding", T},
-    {"keep", "keeps", "kept", "kept", "keeping", T},
-    {"meet", "meets", "met", "met", "meeting", T},
-    {"follow", "follows", "followed", "followed", "following", T},
-    {"hear", "hears", "heard", "heard", "hearing", T},
-    {"catch", "catches", "caught", "caught", "catching", T},
-    {"throw", "throws", "threw", "thrown", "throwing", T},
-    {"wash", "washes", "washed", "washed", "washing", T},
-    {"please", "pleases", "pleased", "pleased", "pleasing", T},
-    {"have", "has", "had", "had", "having", B},
-    {"do", "does", "did", "done", "doing", T},
-    {"sing", "sings", "sang", "sung", "singing", I | T},
-    {"sleep", "sleeps", "slept", "slept", "sleeping", I},
-    {"swim", "swims", "swam", "swum", "swimming", I},
-    {"laugh", "laughs", "laughed", "laughed", "laughing", I},
-    {"cry", "cries", "cried", "cried", "crying", I},
-    {"wait", "waits", "waited", "waited", "waiting", I},
-    {"live", "lives", "lived", "lived", "living", I},
-    {"stay", "stays", "stayed", "stayed", "staying", I},
-    {"listen", "listens", "listened", "listened", "listening", I},
-    {"arrive", "arrives", "arrived", "arrived", "arriving", I | M},
-    {"sit", "sits", "sat", "sat", "sitting", I | M},
-    {"stand", "stands", "stood", "stood", "standing", I | M},
-    {"fall", "falls", "fell", "fallen", "falling", I | M},
-    {"come", "comes", "came", "come", "coming", I | M},
-    {"go", "goes", "went", "gone", "going", I | M},
-    {"look", "looks", "looked", "looked", "looking", I | M},
-    {"turn", "turns", "turned", "turned", "turning", I | M},
-};
-
-const NounVerb kNounVerbs[] = {
-    {{"fish", "fish"}, {"fish", "fishes", "fished", "fished", "fishing", I}, true},
-    {{"fly", "flies"}, {"fly", "flies", "flew", "flown", "flying", I | M}, true},
-    {{"cook", "cooks"}, {"cook", "cooks", "cooked", "cooked", "cooking", I | T}, true},
-    {{"guard", "guards"}, {"guard", "guards", "guarded", "guarded", "guarding", T}, true},
-    {{"judge", "judges"}, {"judge", "judges", "judged", "judged", "judging", T}, true},
-    {{"watch", "watches"}, {"watch", "watches", "watched", "watched", "watching", I | T}, false},
-    {{"book", "books"}, {"book", "books", "booked", "booked", "booking", T}, false},
-    {{"light", "lights"}, {"light", "lights", "lit", "lit", "lighting", T}, false},
-    {{"saw", "saws"}, {"saw", "saws", "sawed", "sawn", "sawing", T}, false},
-    {{"can", "cans"}, {"can", "cans", "canned", "canned", "canning", T}, false},
-    {{"run", "runs"}, {"run", "runs", "ran", "run", "running", I | M}, false},
-    {{"walk", "walks"}, {"walk", "walks", "walked", "walked", "walking", I | M}, false},
-    {{"play", "plays"}, {"play", "plays", "played", "played", "playing", I | T}, false},
-    {{"park", "parks"}, {"park", "parks", "parked", "parked", "parking", T}, false},
-    {{"ring", "rings"}, {"ring", "rings", "rang", "rung", "ringing", I | T}, false},
-    {{"train", "trains"}, {"train", "trains", "trained", "trained", "training", I | T}, false},
-    {{"drink", "drinks"}, {"drink", "drinks", "drank", "drunk", "drinking", I | B}, false},
-    {{"paint", nullptr}, {"paint", "paints", "painted", "painted", "painting", I | T}, false},
-    {{"dance", "dances"}, {"dance", "dances", "danced", "danced", "dancing", I}, false},
-    {{"call", "calls"}, {"call", "calls", "called", "called", "calling", T}, false},
-    {{"plant", "plants"}, {"plant", "plants", "planted", "planted", "planting", T}, false},
-    {{"dress", "dresses"}, {"dress", "dresses", "dressed", "dressed", "dressing", T}, false},
-    {{"ship", "ships"}, {"ship", "ships", "shipped", "shipped", "shipping", T}, false},
-    {{"show", "shows"}, {"show", "shows", "showed", "shown", "showing", T}, false},
-    {{"smell", "smells"}, {"smell", "smells", "smelled", "smelled", "smelling", T}, false},
-    {{"water", nullptr}, {"water", "waters", "watered", "watered", "watering", T}, false},
-    {{"milk", nullptr}, {"milk", "milks", "milked", "milked", "milking", T}, false},
-    {{"work", nullptr}, {"work", "works", "worked", "worked", "working", I}, false},
-    {{"help", nullptr}, {"help", "helps", "helped", "helped", "helping", I | T}, false},
-    {{"name", "names"}, {"name", "names", "named", "named", "naming", T}, false},
-    {{"mark", "marks"}, {"mark", "marks", "marked", "marked", "marking", T}, false},
-    {{"visit", "visits"}, {"visit", "visits", "visited", "visited", "visiting", T}, false},
-    {{"jump", "jumps"}, {"jump", "jumps", "jumped", "jumped", "jumping", I | M}, false},
-    {{"kiss", "kisses"}, {"kiss", "kisses", "kissed", "kissed", "kissing", T}, false},
-    {{"cut", "cuts"}, {"cut", "cuts", "cut", "cut", "cutting", T}, false},
-    {{"fire", "fires"}, {"fire", "fires", "fired", "fired", "firing", T}, false},
-    {{"phone", "phones"}, {"phone", "phones", "phoned", "phoned", "phoning", T}, false},
-    {{"wave", "waves"}, {"wave", "waves", "waved", "waved", "waving", I}, false},
-    {{"smile", "smiles"}, {"smile", "smiles", "smiled", "smiled", "smiling", I}, false},
-    {{"climb", "climbs"}, {"climb", "climbs", "climbed", "climbed", "climbing", I | T}, false},
-    {{"store", "stores"}, {"store", "stores", "stored", "stored", "storing", T}, false},
-    {{"brush", "brushes"}, {"brush", "brushes", "brushed", "brushed", "brushing", T}, false},
-    {{"cover", "covers"}, {"cover", "covers", "covered", "covered", "covering", T}, false},
-    {{"stamp", "stamps"}, {"stamp", "stamps", "stamped", "stamped", "stamping", T}, false},
-};
-
-const Noun kPeople[] = {
-    {"man", "men"},
-    {"woman", "women"},
-    {"child", "children"},
-    {"boy", "boys"},
-    {"girl", "girls"},
-    {"teacher", "teachers"},
-    {"student", "students"},
-    {"farmer", "farmers"},
-    {"doctor", "doctors"},
-    {"nurse", "nurses"},
-    {"driver", "drivers"},
-    {"pilot", "pilots"},
-    {"sailor", "sailors"},
-    {"soldier", "soldiers"},
-    {"king", "kings"},
-    {"queen", "queens"},
-    {"baby", "babies"},
-    {"friend", "friends"},
-    {"neighbour", "neighbours"},
-    {"baker", "bakers"},
-    {"singer", "singers"},
-    {"painter", "painters"},
-    {"hunter", "hunters"},
-    {"writer", "writers"},
-    {"player", "players"},
-    {"uncle", "uncles"},
-    {"aunt", "aunts"},
-};
-
-const Noun kAnimals[] = {
-    {"dog", "dogs"},       {"cat", "cats"},   {"horse", "horses"},   {"cow", "cows"},
-    {"bird", "birds"},     {"mouse", "mice"}, {"rabbit", "rabbits"}, {"duck", "ducks"},
-    {"wolf", "wolves"},    {"lion", "lions"}, {"monkey", "monkeys"}, {"goat", "goats"},
-    {"frog", "frogs"},     {"fox", "foxes"},  {"tiger", "tigers"},   {"pig", "pigs"},
-    {"parrot", "parrots"}, {"owl", "owls"},   {"eagle", "eagles"},
-};
-
-const Noun kThings[] = {
-    {"house", "houses"},   {"car", "cars"},           {"city", "cities"},
-    {"river", "rivers"},   {"table", "tables"},       {"window", "windows"},
-    {"garden", "gardens"}, {"letter", "letters"},     {"song", "songs"},
-    {"story", "stories"},  {"tree", "trees"},         {"door", "doors"},
-    {"road", "roads"},     {"bridge", "bridges"},     {"box", "boxes"},
-    {"bag", "bags"},       {"ball", "balls"},         {"cup", "cups"},
-    {"key", "keys"},       {"bed", "beds"},           {"chair", "chairs"},
-    {"hat", "hats"},       {"coat", "coats"},         {"apple", "apples"},
-    {"bottle", "bottles"}, {"village", "villages"},   {"forest", "forests"},
-    {"island", "islands"}, {"mountain", "mountains"}, {"school", "schools"},
-    {"room", "rooms"},     {"kitchen", "kitchens"},   {"street", "streets"},
-    {"hill", "hills"},     {"wall", "walls"},         {"floor", "floors"},
-    {"roof", "roofs"},     {"page", "pages"},         {"picture", "pictures"},
-    {"map", "maps"},       {"coin", "coins"},         {"ticket", "tickets"},
-    {"flight", "flights"}, {"hotel", "hotels"},       {"station", "stations"},
-    {"market", "markets"}, {"museum", "museums"},     {"library", "libraries"},
-    {"office", "offices"}, {"shirt", "shirts"},       {"glass", "glasses"},
-    {"plate", "plates"},   {"knife", "knives"},       {"spoon", "spoons"},
-    {"pen", "pens"},       {"desk", "desks"},         {"lamp", "lamps"},
-    {"clock", "clocks"},   {"radio", "radios"},       {"guitar", "guitars"},
-    {"piano", "pianos"},   {"bus", "buses"},          {"bicycle", "bicycles"},
-    {"boat", "boats"},     {"lake", "lakes"},         {"beach", "beaches"},
-    {"field", "fields"},   {"flower", "flowers"},     {"cake", "cakes"},
-    {"egg", "eggs"},       {"bench", "benches"},      {"basket", "baskets"},
-    {"candle", "candles"}, {"jacket", "jackets"},     {"umbrella", "umbrellas"},
-    {"job", "jobs"},       {"dish", "dishes"},        {"photo", "photos"},
-    {"gate", "gates"},     {"tower", "towers"},       {"well", "wells"},
-};
-
-const Noun kMass[] = {
-    {"tea", nullptr},   {"coffee", nullptr}, {"bread", nullptr}, {"rice", nullptr},
-    {"money", nullptr}, {"music", nullptr},  {"soup", nullptr},  {"juice", nullptr},
-    {"sugar", nullptr}, {"salt", nullptr},   {"sand", nullptr},  {"wood", nullptr},
-    {"paper", nullptr}, {"gold", nullptr},   {"grass", nullptr}, {"homework", nullptr},
-};
-
-// Things that happen at a time, for "after the war", "until the morning".
-const Noun kTimes[] = {
-    {"morning", "mornings"}, {"evening", "evenings"}, {"night", "nights"},  {"summer", "summers"},
-    {"winter", "winters"},   {"weekend", "weekends"}, {"party", "parties"}, {"game", "games"},
-    {"war", "wars"},         {"holiday", "holidays"}, {"storm", "storms"},  {"concert", "concerts"},
-    {"lesson", "lessons"},   {"dinner", "dinners"},
-};
-
-// Containers for "a cup of tea", "a box of books".
-const char* const kContainers[] = {"cup", "glass", "bottle", "box", "bag", "basket", "plate"};
-
-const char* const kPeopleNames[] = {"Anna", "Tom", "Maria", "John", "Lucy",
-                                    "Sam",  "Mia", "Leo",   "Emma", "Ben"};
-const char* const kPlaceNames[] = {"Paris", "London", "Rome", "Berlin",
-                                   "Tokyo", "Madrid", "Oslo", "Cairo"};
-
-// Adjectives that can go before a noun and after "be".
-const char* const kAdjectives[] = {
-    "big",   "small", "old",    "young",     "red",     "blue",   "green", "happy",  "sad",
-    "tall",  "short", "long",   "new",       "good",    "bad",    "hot",   "cold",   "little",
-    "heavy", "quiet", "dark",   "bright",    "strange", "busy",   "lazy",  "hungry", "angry",
-    "brave", "kind",  "clever", "beautiful", "ugly",    "rich",   "poor",  "tired",  "famous",
-    "wild",  "soft",  "sweet",  "white",     "black",   "yellow", "nice",  "funny",  "warm",
-    "open",  "close", "clean",  "empty",     "dry",     "clear",  "free",  "fast",   "hard",
-    "late",  "early", "high",   "still",     "right",
-};
-// Attributive only: "the only dog", "the back door", "a round table".
-const char* const kAttributiveOnly[] = {"only", "back", "round"};
-// Nouns a story can be about: "a book about the war".
-const char* const kTopicNouns[] = {"story", "book", "song", "letter", "picture", "photo", "show"};
-// Adjectives that also serve as adverbs after a verb: "a fast car", "he runs fast".
-const char* const kFlatAdverbs[] = {"fast", "hard", "late", "early", "high", "well"};
-const char* const kMannerAdverbs[] = {"quickly", "slowly", "quietly", "happily", "carefully",
-                                      "badly",   "loudly", "softly",  "easily",  "sadly"};
-// Before the verb: "they often sing".
-const char* const kFrequencyAdverbs[] = {"often",  "never", "always", "sometimes", "usually",
-                                         "rarely", "also",  "still",  "only"};
-// At the end of a clause: "they sang again".
-const char* const kTimeAdverbs[] = {"now", "again", "soon", "later", "then", "here", "there"};
-const char* const kDegreeAdverbs[] = {"very", "too", "quite", "really", "so"};
-// Particles after motion verbs: "he came back", "she sat down".
-const char* const kParticles[] = {"back", "down", "up", "around", "round", "over"};
-
-const char* const kPlaceAdpositions[] = {"in",     "on",   "at",   "near", "under",
-                                         "behind", "with", "from", "by",   "without"};
-const char* const kMotionAdpositions[] = {"to",   "into", "across", "through", "over",
-                                          "down", "up",   "around", "round",   "along"};
-const char* const kTimeAdpositions[] = {"after", "before", "since", "until", "during"};
-const char* const kSubordinators[] = {"because", "if",     "when",  "while", "although",
-                                      "after",   "before", "since", "until", "as"};
-// Subjects of "i like that .", "we sell apples , eggs , etc ."
-const char* const kSpeakers[] = {"i", "you", "we", "they"};
-const char* const kModals[] = {"can", "could", "will", "would", "should", "must", "might"};
-const char* const kNumbers[] = {"two",   "three", "four",   "five", "six", "seven",
-                                "eight", "ten",   "twenty", "3",    "5",   "12"};
-// Not "her": object "her" followed by a noun-verb word reads as possessive too, and "the men with
-// her can swim" would have two parses ("can" AUX or NOUN). Here "her" is only possessive.
-const char* const kObjectPronouns[] = {"me", "you", "him", "it", "us", "them"};
-const char* const kPossessives[] = {"my", "your", "his", "her", "its", "our", "their"};
-const char* const kInterjections[] = {"oh", "yes", "no", "well", "right", "hey", "okay", "wow"};
+using namespace lexicon;
 
 bool starts_with_vowel(const std::string& word) {
   return !word.empty() && std::string_view("aeiou").find(word[0]) != std::string_view::npos;
@@ -398,9 +105,7 @@ const char* be(Agr agr, bool past) {
   return agr == Agr::first_singular ? "am" : agr == Agr::third_singular ? "is" : "are";
 }
 
-const char* do_form(Agr agr, bool past) {
-  return past ? "did" : agr == Agr::third_singular ? "does" : "do";
-}
+const char* do_form(Agr agr, bool past) { return past ? "did" : agr == Agr::third_singular ? "does" : "do"; }
 
 const char* have_form(Agr agr, bool past) {
   return past ? "had" : agr == Agr::third_singular ? "has" : "have";
@@ -916,9 +621,7 @@ class SentenceGenerator {
       case kToInfinitive:
         if (may_nest()) {
           add("to", PART);
-          nested([&] {
-            verb_phrase(pick_verb(kIntransitive | kTransitive | kMotion), Form::base, where);
-          });
+          nested([&] { verb_phrase(pick_verb(kIntransitive | kTransitive | kMotion), Form::base, where); });
         }
         break;
     }
@@ -1003,8 +706,7 @@ class SentenceGenerator {
     const NounVerb* echo = noun_spelled(verb_word);
     if (echo != nullptr && chance(kEcho)) {
       NounChoice n{verb_word};
-      n.plural =
-          echo->noun.pl != nullptr && verb_word == echo->noun.pl && verb_word != echo->noun.sg;
+      n.plural = echo->noun.pl != nullptr && verb_word == echo->noun.pl && verb_word != echo->noun.sg;
       n.mass = echo->noun.pl == nullptr;
       n.thing = !echo->animate;
       n.nv = echo;
@@ -1021,8 +723,7 @@ class SentenceGenerator {
     } else if (r < 0.9 && bare_ok) {
       // A bare plural or mass noun: "they sell books", "we need water".
       if (chance(0.5)) {
-        add(choose_noun(chance(0.3) ? Head::animate : Head::thing, Number::plural, false).word,
-            NOUN);
+        add(choose_noun(chance(0.3) ? Head::animate : Head::thing, Number::plural, false).word, NOUN);
       } else {
         add(mass_noun().word, NOUN);
       }
@@ -1290,7 +991,7 @@ class SentenceGenerator {
 
 }  // namespace
 
-// ---- Corpus ------------------------------------------------------------------------------------
+// ---- The corpus: the grammar's sentences, split and written ------------------------------------
 
 std::vector<TaggedSentence> generate_sentences(int64_t n, uint64_t seed) {
   if (n < 0) throw qkv::ValueError("generate_sentences: n must be >= 0, got " + std::to_string(n));
@@ -1303,9 +1004,8 @@ std::vector<TaggedSentence> generate_sentences(int64_t n, uint64_t seed) {
 
 Corpus generate_corpus(uint64_t seed, const CorpusSizes& sizes) {
   if (sizes.train < 0 || sizes.dev < 0 || sizes.test < 0)
-    throw qkv::ValueError("generate_corpus: sizes must be >= 0, got train " +
-                          std::to_string(sizes.train) + ", dev " + std::to_string(sizes.dev) +
-                          ", test " + std::to_string(sizes.test));
+    throw qkv::ValueError("generate_corpus: sizes must be >= 0, got train " + std::to_string(sizes.train) +
+                          ", dev " + std::to_string(sizes.dev) + ", test " + std::to_string(sizes.test));
   std::vector<TaggedSentence> all = generate_sentences(sizes.train + sizes.dev + sizes.test, seed);
   Corpus corpus;
   const auto dev_begin = all.begin() + sizes.train, test_begin = dev_begin + sizes.dev;
@@ -1321,182 +1021,6 @@ void write_corpus(const Corpus& corpus, const std::string& dir) {
   qkv::data::write_conllu((root / "train.conllu").string(), corpus.train);
   qkv::data::write_conllu((root / "dev.conllu").string(), corpus.dev);
   qkv::data::write_conllu((root / "test.conllu").string(), corpus.test);
-}
-
-// ---- Ambiguity, baselines, statistics
-// ------------------------------------------------------------
-
-namespace {
-
-// The most frequent key; ties go to the first in byte order.
-const std::string& most_frequent(const std::map<std::string, int64_t>& counts) {
-  auto best = counts.begin();
-  for (auto it = counts.begin(); it != counts.end(); ++it)
-    if (it->second > best->second) best = it;
-  return best->first;
-}
-
-}  // namespace
-
-TagLexicon::TagLexicon(const std::vector<TaggedSentence>& train) {
-  std::map<std::string, int64_t> all_tags;
-  for (const TaggedSentence& s : train) {
-    for (size_t i = 0; i < s.words.size(); ++i) {
-      ++counts_[s.words[i]][s.tags[i]];
-      ++all_tags[s.tags[i]];
-    }
-  }
-  if (all_tags.empty()) throw qkv::ValueError("TagLexicon: the training data has no tokens");
-  overall_majority_ = most_frequent(all_tags);
-  for (const auto& [word, tags] : counts_) majority_[word] = most_frequent(tags);
-}
-
-bool TagLexicon::ambiguous(const std::string& word) const {
-  const auto it = counts_.find(word);
-  return it != counts_.end() && it->second.size() >= 2;
-}
-
-const std::string& TagLexicon::majority_tag(const std::string& word) const {
-  const auto it = majority_.find(word);
-  return it == majority_.end() ? overall_majority_ : it->second;
-}
-
-int64_t TagLexicon::ambiguous_types() const {
-  return std::count_if(counts_.begin(), counts_.end(),
-                       [](const auto& entry) { return entry.second.size() >= 2; });
-}
-
-std::vector<bool> tag_changing_repeats(const TaggedSentence& sentence) {
-  const size_t n = sentence.words.size();
-  std::vector<bool> marks(n, false);
-  for (size_t i = 0; i < n; ++i)
-    for (size_t j = 0; j < n; ++j)
-      if (sentence.words[i] == sentence.words[j] && sentence.tags[i] != sentence.tags[j])
-        marks[i] = true;
-  return marks;
-}
-
-bool repeats_with_different_tags(const TaggedSentence& sentence) {
-  const std::vector<bool> marks = tag_changing_repeats(sentence);
-  return std::find(marks.begin(), marks.end(), true) != marks.end();
-}
-
-TaggingScore score_tags(const TagLexicon& lexicon, const std::vector<TaggedSentence>& gold,
-                        const std::vector<std::vector<std::string>>& predicted) {
-  if (gold.size() != predicted.size())
-    throw qkv::ValueError("score_tags: " + std::to_string(gold.size()) + " gold sentences but " +
-                          std::to_string(predicted.size()) + " predicted");
-  TaggingScore score;
-  for (size_t s = 0; s < gold.size(); ++s) {
-    const TaggedSentence& g = gold[s];
-    if (g.tags.size() != predicted[s].size())
-      throw qkv::ValueError("score_tags: sentence " + std::to_string(s) + " has " +
-                            std::to_string(g.tags.size()) + " gold tags but " +
-                            std::to_string(predicted[s].size()) + " predicted");
-    const std::vector<bool> repeated = tag_changing_repeats(g);
-    for (size_t i = 0; i < g.tags.size(); ++i) {
-      const bool correct = predicted[s][i] == g.tags[i];
-      for (Accuracy* a :
-           {&score.overall, lexicon.ambiguous(g.words[i]) ? &score.ambiguous : nullptr,
-            repeated[i] ? &score.repeated : nullptr}) {
-        if (a == nullptr) continue;
-        ++a->total;
-        a->correct += correct;
-      }
-    }
-  }
-  return score;
-}
-
-std::vector<std::vector<std::string>> majority_tags(const TagLexicon& lexicon,
-                                                    const std::vector<TaggedSentence>& sentences) {
-  std::vector<std::vector<std::string>> tags;
-  for (const TaggedSentence& s : sentences) {
-    std::vector<std::string>& row = tags.emplace_back();
-    for (const std::string& word : s.words) row.push_back(lexicon.majority_tag(word));
-  }
-  return tags;
-}
-
-std::vector<std::vector<std::string>> context_window_tags(
-    const std::vector<TaggedSentence>& train, const std::vector<TaggedSentence>& sentences) {
-  using Counts = std::map<std::string, int64_t>;
-  // Keys join words with a separator no word holds.
-  auto key = [](const std::string& a, const std::string& b, const std::string& c = "") {
-    return a + '\x1f' + b + '\x1f' + c;
-  };
-  auto around = [](const TaggedSentence& s, size_t i) {
-    return std::pair<std::string, std::string>{i == 0 ? "<s>" : s.words[i - 1],
-                                               i + 1 == s.words.size() ? "</s>" : s.words[i + 1]};
-  };
-  std::map<std::string, Counts> both, left, right;
-  for (const TaggedSentence& s : train) {
-    for (size_t i = 0; i < s.words.size(); ++i) {
-      const auto [prev, next] = around(s, i);
-      ++both[key(prev, s.words[i], next)][s.tags[i]];
-      ++left[key(prev, s.words[i])][s.tags[i]];
-      ++right[key(s.words[i], next)][s.tags[i]];
-    }
-  }
-  const TagLexicon lexicon(train);
-  std::vector<std::vector<std::string>> tags;
-  for (const TaggedSentence& s : sentences) {
-    std::vector<std::string>& row = tags.emplace_back();
-    for (size_t i = 0; i < s.words.size(); ++i) {
-      const auto [prev, next] = around(s, i);
-      if (auto it = both.find(key(prev, s.words[i], next)); it != both.end())
-        row.push_back(most_frequent(it->second));
-      else if (auto it = left.find(key(prev, s.words[i])); it != left.end())
-        row.push_back(most_frequent(it->second));
-      else if (auto it = right.find(key(s.words[i], next)); it != right.end())
-        row.push_back(most_frequent(it->second));
-      else
-        row.push_back(lexicon.majority_tag(s.words[i]));
-    }
-  }
-  return tags;
-}
-
-double CorpusStats::ambiguous_token_fraction() const {
-  return tokens == 0 ? 0.0 : static_cast<double>(ambiguous_tokens) / tokens;
-}
-
-CorpusStats corpus_stats(const std::vector<TaggedSentence>& sentences) {
-  CorpusStats stats;
-  if (sentences.empty()) return stats;
-  const TagLexicon lexicon(sentences);
-  stats.sentences = static_cast<int64_t>(sentences.size());
-  stats.word_types = lexicon.word_types();
-  stats.ambiguous_types = lexicon.ambiguous_types();
-  stats.min_length = INT64_MAX;
-  for (const TaggedSentence& s : sentences) {
-    const int64_t length = static_cast<int64_t>(s.words.size());
-    stats.tokens += length;
-    stats.min_length = std::min(stats.min_length, length);
-    stats.max_length = std::max(stats.max_length, length);
-    ++stats.length_histogram[(length + 4) / 5 * 5];
-    stats.sentences_with_repeats += repeats_with_different_tags(s);
-    for (size_t i = 0; i < s.words.size(); ++i) {
-      stats.ambiguous_tokens += lexicon.ambiguous(s.words[i]);
-      ++stats.tag_counts[s.tags[i]];
-    }
-  }
-  return stats;
-}
-
-void print_stats(std::ostream& out, const CorpusStats& stats) {
-  out << stats.sentences << " sentences, " << stats.tokens << " tokens, " << stats.word_types
-      << " word types\n"
-      << stats.ambiguous_types << " ambiguous word types; " << stats.ambiguous_tokens
-      << " ambiguous tokens (" << 100.0 * stats.ambiguous_token_fraction() << "%)\n"
-      << stats.sentences_with_repeats
-      << " sentences repeat a word with a different tag (\"i saw a saw\")\n"
-      << "lengths " << stats.min_length << ".." << stats.max_length << ":";
-  for (const auto& [upper, count] : stats.length_histogram)
-    out << "  " << std::max<int64_t>(upper - 4, 0) << "-" << upper << ": " << count;
-  out << "\ntags:";
-  for (const auto& [tag, count] : stats.tag_counts) out << " " << tag << " " << count;
-  out << "\n";
 }
 
 }  // namespace tagger

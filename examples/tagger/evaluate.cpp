@@ -1,0 +1,139 @@
+#include "examples/tagger/evaluate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+
+#include "autograd/grad_mode.h"
+#include "data/batching.h"
+#include "nn/functional/loss.h"
+#include "tensor/error.h"
+
+namespace tagger {
+
+using qkv::data::Vocab;
+
+namespace {
+
+constexpr int kNameColumns = 32;
+
+// `text` padded with spaces to `columns` characters: counted as characters, not bytes, since
+// "±" is two bytes of UTF-8 and one column.
+std::string pad(const std::string& text, int columns) {
+  int used = 0;
+  for (unsigned char ch : text) used += (ch & 0xC0) != 0x80;
+  return text + std::string(static_cast<size_t>(std::max(0, columns - used)), ' ');
+}
+
+}  // namespace
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f%%", 100.0 * fraction);
+  return buf;
+}
+
+Evaluation evaluate(TaggerModel& model, const Vocabs& vocabs, const TagLexicon& lexicon,
+                    const std::vector<TaggedSentence>& sentences, int64_t batch_size) {
+  const bool was_training = model.is_training();
+  check_lengths("evaluated", sentences);
+  const Encoded enc = encode(vocabs, sentences);
+  model.eval();
+  qkv::NoGradGuard no_grad;
+  const int64_t C = vocabs.tags.size();
+  Evaluation result;
+  result.predicted.resize(sentences.size());
+  result.confusion.assign(C, std::vector<int64_t>(C, 0));
+  double loss_sum = 0;
+  int64_t tokens = 0;
+  const auto batches = qkv::data::make_batches(
+      enc.words, enc.tags, {.batch_size = batch_size, .shuffle = false, .pad_id = vocabs.words.pad_id()});
+  for (const qkv::data::Batch& b : batches) {
+    const BatchTensors t = to_tensors(b);
+    const Tensor logits = model.forward(t.ids, t.valid_lens);
+    loss_sum +=
+        qkv::nn::functional::sequence_cross_entropy(logits, t.targets, t.valid_lens).item() * t.tokens;
+    tokens += t.tokens;
+    const IndexTensor pred = logits.argmax(-1);
+    for (int64_t i = 0; i < b.batch_size; ++i) {
+      const int64_t s = b.indices[i];
+      for (int64_t j = 0; j < b.valid_lens[i]; ++j) {
+        const int64_t p = pred[i * b.max_len + j];
+        ++result.confusion[enc.tags[s][j]][p];
+        result.predicted[s].push_back(vocabs.tags.token(p));
+      }
+    }
+  }
+  result.loss = loss_sum / std::max<int64_t>(tokens, 1);
+  result.score = score_tags(lexicon, sentences, result.predicted);
+  model.train(was_training);
+  return result;
+}
+
+std::vector<std::vector<std::string>> predict(Run& run,
+                                              const std::vector<std::vector<std::string>>& sentences) {
+  qkv::NoGradGuard no_grad;
+  run.model->eval();
+  std::vector<std::vector<int64_t>> ids;
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const auto& s = sentences[i];
+    if (s.empty()) throw qkv::ValueError("tagger predict: sentence " + std::to_string(i + 1) + " is empty");
+    if (s.size() > static_cast<size_t>(kMaxSentenceLength)) {
+      throw qkv::ValueError("tagger predict: sentence " + std::to_string(i + 1) + " has " +
+                            std::to_string(s.size()) + " tokens; the tagger takes at most " +
+                            std::to_string(kMaxSentenceLength));
+    }
+    ids.push_back(run.vocabs.words.encode(s));
+  }
+  std::vector<std::vector<std::string>> out(sentences.size());
+  const auto batches = qkv::data::make_batches(
+      ids, {}, {.batch_size = 64, .shuffle = false, .pad_id = run.vocabs.words.pad_id()});
+  for (const qkv::data::Batch& b : batches) {
+    const BatchTensors t = to_tensors(b);
+    const IndexTensor pred = run.model->forward(t.ids, t.valid_lens).argmax(-1);
+    for (int64_t i = 0; i < b.batch_size; ++i) {
+      for (int64_t j = 0; j < b.valid_lens[i]; ++j)
+        out[b.indices[i]].push_back(run.vocabs.tags.token(pred[i * b.max_len + j]));
+    }
+  }
+  return out;
+}
+
+void print_evaluation(std::ostream& out, const Evaluation& e, const Vocab& tags) {
+  const int64_t C = tags.size();
+  out << "accuracy " << percent(e.score.overall.value()) << " of " << e.score.overall.total
+      << " tokens; ambiguous " << percent(e.score.ambiguous.value()) << " of " << e.score.ambiguous.total
+      << "; tag-changing repeats " << percent(e.score.repeated.value()) << " of " << e.score.repeated.total
+      << "; loss " << e.loss << "\n\n";
+  out << "per tag (gold):\n";
+  for (int64_t g = 0; g < C; ++g) {
+    int64_t total = 0;
+    for (int64_t p = 0; p < C; ++p) total += e.confusion[g][p];
+    if (total == 0) continue;
+    out << "  " << std::left << std::setw(6) << tags.token(g) << std::right << std::setw(9)
+        << percent(static_cast<double>(e.confusion[g][g]) / total) << "  of " << total << "\n";
+  }
+  out << "\nconfusion matrix (rows gold, columns predicted):\n      ";
+  for (int64_t p = 0; p < C; ++p) out << std::setw(6) << tags.token(p).substr(0, 5);
+  out << "\n";
+  for (int64_t g = 0; g < C; ++g) {
+    out << std::left << std::setw(6) << tags.token(g).substr(0, 5) << std::right;
+    for (int64_t p = 0; p < C; ++p) out << std::setw(6) << e.confusion[g][p];
+    out << "\n";
+  }
+}
+
+void print_score_header(std::ostream& out, const std::string& first_column, const std::string& extra) {
+  out << "  " << pad(first_column, kNameColumns) << std::right << std::setw(9) << "overall" << std::setw(11)
+      << "ambiguous" << std::setw(11) << "repeated" << extra << "\n";
+}
+
+void print_score_row(std::ostream& out, const std::string& name, const TaggingScore& s,
+                     const std::string& extra) {
+  out << "  " << pad(name, kNameColumns) << std::right << std::setw(9) << percent(s.overall.value())
+      << std::setw(11) << percent(s.ambiguous.value()) << std::setw(11) << percent(s.repeated.value())
+      << extra << "\n";
+}
+
+}  // namespace tagger

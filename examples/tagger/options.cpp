@@ -1,0 +1,83 @@
+#include "examples/tagger/options.h"
+
+#include <filesystem>
+#include <string>
+
+#include "examples/tagger/train.h"
+
+namespace tagger {
+
+using qkv::examples::option_text;
+
+std::vector<qkv::examples::Args::Option> train_options() {
+  const Config d;
+  const TrainOptions t;
+  return {
+      {"run", t.run_dir, "run directory (checkpoints, config, metrics, figures)"},
+      {"train", d.train_file, "training file (.conllu: CoNLL-U; otherwise two-column CoNLL)"},
+      {"dev", d.dev_file, "development file"},
+      {"test", d.test_file, "test file"},
+      {"model", d.model, "transformer or gru"},
+      {"positions", d.positions, "sinusoidal or none"},
+      {"window", std::to_string(d.window), "attend only within ±window tokens (-1: everywhere)"},
+      {"d-model", std::to_string(d.d_model), "model width"},
+      {"heads", std::to_string(d.heads), "attention heads"},
+      {"ffn", std::to_string(d.ffn), "position-wise FFN width"},
+      {"layers", std::to_string(d.layers), "encoder blocks"},
+      {"dropout", option_text(d.dropout), "dropout"},
+      {"epochs", std::to_string(d.epochs), "epochs"},
+      {"batch-size", std::to_string(d.batch_size), "sentences per batch"},
+      {"lr", option_text(d.lr), "peak learning rate (AdamW)"},
+      {"weight-decay", option_text(d.weight_decay), "AdamW weight decay"},
+      {"warmup", std::to_string(d.warmup_steps), "linear warmup steps, then cosine decay"},
+      {"clip", option_text(d.clip), "gradient norm clipping"},
+      {"min-freq", std::to_string(d.min_freq), "words seen fewer times become <unk>"},
+      {"seed", std::to_string(d.seed), "seed of the corpus, the initialization and the batch order"},
+      {"sentences", std::to_string(d.train_sentences), "built-in corpus: training sentences"},
+      {"threads", "0", "threads (0: QKV_NUM_THREADS or all cores)"},
+      {"resume", "false", "continue the run in --run from its last checkpoint"},
+      {"no-figures", "false", "skip the PNG figures"},
+      {"profile", "false", "train: profile the first epoch (op table, RUN/profile.csv)"},
+      {"example", t.example, "the sentence whose attention is drawn"},
+  };
+}
+
+Config config_from(const qkv::examples::Args& a) {
+  Config c;
+  c.model = a.str("model");
+  c.positions = a.str("positions");
+  c.window = a.integer("window");
+  c.d_model = a.integer("d-model");
+  c.heads = a.integer("heads");
+  c.ffn = a.integer("ffn");
+  c.layers = a.integer("layers");
+  c.dropout = a.number("dropout");
+  c.epochs = a.integer("epochs");
+  c.batch_size = a.integer("batch-size");
+  c.lr = a.number("lr");
+  c.weight_decay = a.number("weight-decay");
+  c.warmup_steps = a.integer("warmup");
+  c.clip = a.number("clip");
+  c.min_freq = a.integer("min-freq");
+  c.seed = static_cast<uint64_t>(a.integer("seed"));
+  c.train_sentences = a.integer("sentences");
+  auto absolute = [](const std::string& p) {
+    return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
+  };
+  c.train_file = absolute(a.str("train"));
+  c.dev_file = absolute(a.str("dev"));
+  c.test_file = absolute(a.str("test"));
+  c.validate();
+  return c;
+}
+
+TrainOptions train_options_from(const qkv::examples::Args& a) {
+  TrainOptions options;
+  options.run_dir = a.str("run");
+  options.figures = !a.flag("no-figures");
+  options.profile = a.flag("profile");
+  options.example = a.str("example");
+  return options;
+}
+
+}  // namespace tagger

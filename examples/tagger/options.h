@@ -1,0 +1,23 @@
+// The command-line options of `tagger train` and `tagger ablate`, and the Config and TrainOptions
+// they make. Every default is read from Config's member initializers (and TrainOptions'), so it is
+// stated once: with no options given, config_from yields Config{}.
+#pragma once
+
+#include <vector>
+
+#include "examples/common/args.h"
+#include "examples/tagger/model.h"
+#include "examples/tagger/train.h"
+
+namespace tagger {
+
+std::vector<qkv::examples::Args::Option> train_options();
+
+// The Config of parsed train_options(), validated (ValueError for values out of range). Data file
+// names are made absolute, so that eval and --resume find them from any working directory.
+Config config_from(const qkv::examples::Args& args);
+
+// The run directory, figures, profiling and attention sentence of parsed train_options().
+TrainOptions train_options_from(const qkv::examples::Args& args);
+
+}  // namespace tagger

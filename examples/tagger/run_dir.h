@@ -1,0 +1,67 @@
+// A run directory: written while training, read back for eval, predict and --resume. It holds
+//   config.json          the Config (model shape, budget, data sizes)
+//   words.txt tags.txt   the vocabularies, one token per line (data/vocab.h)
+//   best.safetensors     the checkpoint with the best dev accuracy so far
+//   last.safetensors     the checkpoint after the last finished epoch, for --resume
+//   metrics.csv          one row per epoch
+//   figures/*.png        curves, attention heatmaps, the positional encoding, the confusion matrix
+// A checkpoint's config text holds the Config, the epoch history and the best dev accuracy.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "examples/tagger/dataset.h"
+#include "examples/tagger/model.h"
+#include "io/checkpoint.h"
+#include "optim/optimizer.h"
+
+namespace tagger {
+
+struct EpochMetrics {
+  int64_t epoch = 0;  // 1-based
+  double train_loss = 0, train_acc = 0, dev_loss = 0, dev_acc = 0;
+  double lr = 0;            // the learning rate of the epoch's last step
+  double tokens_per_s = 0;  // training tokens (real, not padding) per second of training steps
+  double seconds = 0;       // the epoch's wall time, training and dev evaluation
+};
+
+// A fresh run: removes what an old run left in `dir` (checkpoints, metrics, figures), so that
+// nothing of it may be mistaken for this one's, and writes config.json and the vocabularies.
+void start_run_directory(const std::filesystem::path& dir, const Config& config, const Vocabs& vocabs);
+
+// Writes the model and optimizer at `step` to `path`, with the config, the epoch history and the
+// best dev accuracy in the checkpoint's config text (what load_saved_run reads back).
+void save_run_checkpoint(const std::filesystem::path& path, const TaggerModel& model,
+                         const qkv::optim::Optimizer& optimizer, int64_t step, const Config& config,
+                         const std::vector<EpochMetrics>& history, double best_dev_acc);
+
+void write_metrics_csv(const std::filesystem::path& path, const std::vector<EpochMetrics>& history);
+
+// What a run directory holds of a run, loaded once for --resume, eval and predict: the config,
+// vocabularies and epoch history as of one of its checkpoints ("best.safetensors" or
+// "last.safetensors"). config.json must agree with the config the checkpoint was saved with but
+// for the epochs, which --epochs may have extended since; the checkpoint's config is the one
+// returned. ValueError when a file is missing or the two configs disagree.
+struct SavedRun {
+  std::string checkpoint_path;
+  qkv::io::Checkpoint checkpoint;  // read and checked, not applied
+  Config config;
+  Vocabs vocabs;
+  std::vector<EpochMetrics> history;
+  double best_dev_acc = 0;
+};
+SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoint);
+
+// A trained run loaded for eval and predict: config, vocabularies and the best checkpoint.
+struct Run {
+  Config config;
+  Vocabs vocabs;
+  std::shared_ptr<TaggerModel> model;
+};
+Run load_run(const std::string& run_dir);
+
+}  // namespace tagger
