@@ -54,7 +54,10 @@ struct Layers {
   Layers(int64_t d, int64_t w)
       : gru(d, d, {.batch_first = true}),
         ffn(d, 4 * d, d),
-        block({.num_hiddens = d, .ffn_num_hiddens = 4 * d, .num_heads = 4, .dropout = 0.0f,
+        block({.num_hiddens = d,
+               .ffn_num_hiddens = 4 * d,
+               .num_heads = 4,
+               .dropout = 0.0f,
                .attend = nn::AttentionRestriction::window(w)}) {}
 };
 

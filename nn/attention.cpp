@@ -21,7 +21,8 @@ void check_dropout(const char* layer, float p) {
 void check_input(const char* layer, const char* what, const Tensor& x, int64_t B, int64_t features) {
   if (x.dim() != 3 || (B >= 0 && x.size(0) != B) || x.size(2) != features)
     throw ShapeError(std::string(layer) + ": " + what + " of shape " + shape_str(x.shape()) + " must be (" +
-                     (B >= 0 ? std::to_string(B) : std::string("B")) + ", T, " + std::to_string(features) + ")");
+                     (B >= 0 ? std::to_string(B) : std::string("B")) + ", T, " + std::to_string(features) +
+                     ")");
 }
 
 void check_keys_values(const char* layer, const Tensor& keys, const Tensor& values) {
@@ -74,8 +75,9 @@ Tensor AdditiveAttention::project_keys(const Tensor& keys) const {
   return W_k->forward(keys);
 }
 
-Tensor AdditiveAttention::forward_projected(const Tensor& queries, const Tensor& projected_keys, const Tensor& values,
-                                            const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
+Tensor AdditiveAttention::forward_projected(const Tensor& queries, const Tensor& projected_keys,
+                                            const Tensor& values, const IndexTensor& valid_lens,
+                                            const Tensor& mask, const Tensor& bias) {
   check_input("AdditiveAttention", "queries", queries, -1, W_q->in_features);
   check_input("AdditiveAttention", "projected keys", projected_keys, queries.size(0), W_k->out_features);
   check_keys_values("AdditiveAttention", projected_keys, values);
@@ -113,7 +115,9 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   check_keys_values("MultiHeadAttention", keys, values);
   const int64_t D = W_o->in_features, d = D / num_heads;
   // (B, T, D) → (B, H, T, d): d2l's transpose_qkv without its final reshape, so a view.
-  auto split_heads = [&](const Tensor& x) { return x.view({x.size(0), x.size(1), num_heads, d}).permute({0, 2, 1, 3}); };
+  auto split_heads = [&](const Tensor& x) {
+    return x.view({x.size(0), x.size(1), num_heads, d}).permute({0, 2, 1, 3});
+  };
   Tensor q = split_heads(W_q->forward(queries)), k = split_heads(W_k->forward(keys));
   const Tensor v = split_heads(W_v->forward(values));
   if (positions) std::tie(q, k) = positions->transform_qk(q, k);
@@ -124,20 +128,22 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
 
 // The scores of the heads q (B, H, Q, d) against k (B, H, K, d), restricted and biased as this
 // layer's parts say, and the weighted sum of v.
-Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
-                                  const Tensor& mask, const Tensor& bias) {
+Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
   const int64_t Q = q.size(2), K = k.size(2);
   if (restriction.banded()) {
     if (Q != K || mask.defined() || bias.defined())
-      throw ValueError("MultiHeadAttention: a window is computed on the band, for self-attention without a mask "
-                       "or bias of its own; got " + std::to_string(Q) + " queries, " + std::to_string(K) +
-                       " keys" + (mask.defined() ? ", a mask" : "") + (bias.defined() ? ", a bias" : ""));
+      throw ValueError(
+          "MultiHeadAttention: a window is computed on the band, for self-attention without a mask "
+          "or bias of its own; got " +
+          std::to_string(Q) + " queries, " + std::to_string(K) + " keys" +
+          (mask.defined() ? ", a mask" : "") + (bias.defined() ? ", a bias" : ""));
     const int64_t w = restriction.window_size;
     std::vector<int64_t> offsets(static_cast<size_t>(2 * w + 1));  // the band's offsets j − i: −w .. w
     for (int64_t o = 0; o <= 2 * w; ++o) offsets[o] = o - w;
     const Tensor offset_bias = positions ? positions->offset_bias(IndexTensor(offsets)) : Tensor();
-    const functional::AttentionOutput out = functional::banded_attention(
-        q, k, v, w, valid_lens, offset_bias, attention->dropout, is_training());
+    const functional::AttentionOutput out =
+        functional::banded_attention(q, k, v, w, valid_lens, offset_bias, attention->dropout, is_training());
     attention_weights = out.weights.detach();
     return out.output;
   }
@@ -152,8 +158,8 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
       all_bias = all_bias.defined() ? all_bias + dense : dense;
     }
   }
-  const Tensor heads = attention->forward(q, k, v, valid_lens, functional::mask_and(mask, restriction.dense_mask(Q, K)),
-                                          all_bias);
+  const Tensor heads = attention->forward(q, k, v, valid_lens,
+                                          functional::mask_and(mask, restriction.dense_mask(Q, K)), all_bias);
   attention_weights = attention->attention_weights;
   return heads;
 }
@@ -193,8 +199,8 @@ Tensor AttentionRestriction::dense_mask(int64_t Q, int64_t K) const {
   if (banded()) return functional::window_mask(Q, K, window_size);
   if (is_causal) return functional::causal_mask(Q, K);
   if (allowed.defined() && (allowed.size(0) != Q || allowed.size(1) != K))
-    throw ShapeError("AttentionRestriction: the mask of shape " + shape_str(allowed.shape()) + " does not fit " +
-                     std::to_string(Q) + " queries and " + std::to_string(K) + " keys");
+    throw ShapeError("AttentionRestriction: the mask of shape " + shape_str(allowed.shape()) +
+                     " does not fit " + std::to_string(Q) + " queries and " + std::to_string(K) + " keys");
   return allowed;
 }
 

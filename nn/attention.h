@@ -107,7 +107,7 @@ struct AttentionRestriction {
 
   int64_t window_size = -1;  // >= 0 for a window
   bool is_causal = false;
-  Tensor allowed;            // the arbitrary mask, or undefined
+  Tensor allowed;  // the arbitrary mask, or undefined
 
   bool banded() const { return window_size >= 0; }
   // The (Q, K) mask a dense computation applies, undefined when every key is allowed.
@@ -132,8 +132,8 @@ class MultiHeadAttention : public Module {
   Tensor attention_weights;  // (B, H, Q, K), or the band (B, H, T, 2w+1) with a window
 
  private:
-  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens, const Tensor& mask,
-                const Tensor& bias);
+  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
+                const Tensor& mask, const Tensor& bias);
 };
 
 }  // namespace qkv::nn

@@ -24,8 +24,10 @@ namespace {
 
 const std::map<std::string, FeedForwardFactory>& registry() {
   static const std::map<std::string, FeedForwardFactory> ffns = {
-      {"relu", [](int64_t d, int64_t f) { return std::make_shared<PositionWiseFFN>(d, f, d, Activation::ReLU); }},
-      {"gelu", [](int64_t d, int64_t f) { return std::make_shared<PositionWiseFFN>(d, f, d, Activation::GELU); }},
+      {"relu",
+       [](int64_t d, int64_t f) { return std::make_shared<PositionWiseFFN>(d, f, d, Activation::ReLU); }},
+      {"gelu",
+       [](int64_t d, int64_t f) { return std::make_shared<PositionWiseFFN>(d, f, d, Activation::GELU); }},
       {"swiglu", [](int64_t d, int64_t f) { return std::make_shared<SwiGLU>(d, f); }},
   };
   return ffns;

@@ -33,7 +33,8 @@ class FeedForward : public Module {
 };
 
 // Builds the FFN of a block of width num_hiddens with a hidden layer of ffn_num_hiddens.
-using FeedForwardFactory = std::function<std::shared_ptr<FeedForward>(int64_t num_hiddens, int64_t ffn_num_hiddens)>;
+using FeedForwardFactory =
+    std::function<std::shared_ptr<FeedForward>(int64_t num_hiddens, int64_t ffn_num_hiddens)>;
 
 enum class Activation { ReLU, GELU };
 

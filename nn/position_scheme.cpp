@@ -19,13 +19,14 @@ Tensor SinusoidalPositions::encode_input(const Tensor& X) {
     throw ShapeError("SinusoidalPositions: input of shape " + shape_str(X.shape()) + " must be (B, T, " +
                      std::to_string(P.size(1)) + ")");
   if (X.size(1) > P.size(0))
-    throw ShapeError("SinusoidalPositions: sequence length " + std::to_string(X.size(1)) + " exceeds max_len " +
-                     std::to_string(P.size(0)));
+    throw ShapeError("SinusoidalPositions: sequence length " + std::to_string(X.size(1)) +
+                     " exceeds max_len " + std::to_string(P.size(0)));
   return X + P.narrow(0, 0, X.size(1));
 }
 
 LearnedPositions::LearnedPositions(const PositionSizes& s) : PositionScheme("LearnedPositions") {
-  encoding = register_module("encoding", std::make_shared<LearnedPositionalEncoding>(s.num_hiddens, 0.0f, s.max_len));
+  encoding = register_module("encoding",
+                             std::make_shared<LearnedPositionalEncoding>(s.num_hiddens, 0.0f, s.max_len));
 }
 
 Tensor LearnedPositions::encode_input(const Tensor& X) { return encoding->forward(X); }
@@ -34,7 +35,8 @@ RotaryPositions::RotaryPositions(const PositionSizes& s) : PositionScheme("Rotar
   if (s.num_heads <= 0 || s.num_hiddens % s.num_heads != 0)
     throw ValueError("RotaryPositions: num_hiddens " + std::to_string(s.num_hiddens) +
                      " must be a multiple of num_heads " + std::to_string(s.num_heads));
-  rotary = register_module("rotary", std::make_shared<RotaryEmbedding>(s.num_hiddens / s.num_heads, s.max_len));
+  rotary =
+      register_module("rotary", std::make_shared<RotaryEmbedding>(s.num_hiddens / s.num_heads, s.max_len));
 }
 
 std::pair<Tensor, Tensor> RotaryPositions::transform_qk(const Tensor& q, const Tensor& k) {
@@ -63,11 +65,13 @@ const std::map<std::string, PositionFactory>& registry() {
       {"rotary", [](const PositionSizes& s) { return std::make_shared<RotaryPositions>(s); }},
       {"relative",
        [](const PositionSizes& s) {
-         return std::make_shared<RelativeBiasPositions>(std::make_shared<T5RelativePositionBias>(s.num_heads));
+         return std::make_shared<RelativeBiasPositions>(
+             std::make_shared<T5RelativePositionBias>(s.num_heads));
        }},
       {"clipped",
        [](const PositionSizes& s) {
-         return std::make_shared<RelativeBiasPositions>(std::make_shared<ClippedRelativePositionBias>(s.num_heads, 16));
+         return std::make_shared<RelativeBiasPositions>(
+             std::make_shared<ClippedRelativePositionBias>(s.num_heads, 16));
        }},
       {"alibi", [](const PositionSizes& s) { return std::make_shared<ALiBi>(s.num_heads); }},
   };

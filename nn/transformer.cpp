@@ -39,26 +39,41 @@ Tensor TransformerEncoderBlock::forward(const Tensor& X, const IndexTensor& vali
   return addnorm2->forward(Y, ffn->forward(Y));
 }
 
-std::string TransformerEncoderBlock::extra_repr() const { return norm == NormPlacement::Pre ? "pre_norm" : "post_norm"; }
+std::string TransformerEncoderBlock::extra_repr() const {
+  return norm == NormPlacement::Pre ? "pre_norm" : "post_norm";
+}
 
 // ---- TransformerEncoder ------------------------------------------------------------------------
 
-TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : Module("TransformerEncoder"), options(o) {
-  if (o.vocab_size <= 0 || o.num_hiddens <= 0 || o.ffn_num_hiddens <= 0 || o.num_heads <= 0 || o.num_layers < 0)
-    throw ValueError("TransformerEncoder: vocab_size, num_hiddens, ffn_num_hiddens and num_heads must be positive and "
-                     "num_layers >= 0, got " + std::to_string(o.vocab_size) + ", " + std::to_string(o.num_hiddens) +
-                     ", " + std::to_string(o.ffn_num_hiddens) + ", " + std::to_string(o.num_heads) + " and " +
-                     std::to_string(o.num_layers));
-  if (!o.positions || !o.ffn) throw ValueError("TransformerEncoder: the positions and ffn factories must be set");
+TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o)
+    : Module("TransformerEncoder"), options(o) {
+  if (o.vocab_size <= 0 || o.num_hiddens <= 0 || o.ffn_num_hiddens <= 0 || o.num_heads <= 0 ||
+      o.num_layers < 0)
+    throw ValueError(
+        "TransformerEncoder: vocab_size, num_hiddens, ffn_num_hiddens and num_heads must be positive and "
+        "num_layers >= 0, got " +
+        std::to_string(o.vocab_size) + ", " + std::to_string(o.num_hiddens) + ", " +
+        std::to_string(o.ffn_num_hiddens) + ", " + std::to_string(o.num_heads) + " and " +
+        std::to_string(o.num_layers));
+  if (!o.positions || !o.ffn)
+    throw ValueError("TransformerEncoder: the positions and ffn factories must be set");
   embedding = register_module("embedding", std::make_shared<Embedding>(o.vocab_size, o.num_hiddens));
   positions = register_module("positions", o.positions({o.num_hiddens, o.num_heads, o.max_len}));
   dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout));
   blocks = register_module("blocks", std::make_shared<ModuleList>());
-  const TransformerBlockOptions block{.num_hiddens = o.num_hiddens, .ffn_num_hiddens = o.ffn_num_hiddens,
-                                      .num_heads = o.num_heads, .dropout = o.dropout, .use_bias = o.use_bias,
-                                      .norm = o.norm, .ffn = o.ffn, .attend = o.attend, .positions = positions};
-  for (int64_t i = 0; i < o.num_layers; ++i) blocks->push_back(std::make_shared<TransformerEncoderBlock>(block));
-  if (o.norm == NormPlacement::Pre) norm = register_module("norm", std::make_shared<LayerNorm>(o.num_hiddens));
+  const TransformerBlockOptions block{.num_hiddens = o.num_hiddens,
+                                      .ffn_num_hiddens = o.ffn_num_hiddens,
+                                      .num_heads = o.num_heads,
+                                      .dropout = o.dropout,
+                                      .use_bias = o.use_bias,
+                                      .norm = o.norm,
+                                      .ffn = o.ffn,
+                                      .attend = o.attend,
+                                      .positions = positions};
+  for (int64_t i = 0; i < o.num_layers; ++i)
+    blocks->push_back(std::make_shared<TransformerEncoderBlock>(block));
+  if (o.norm == NormPlacement::Pre)
+    norm = register_module("norm", std::make_shared<LayerNorm>(o.num_hiddens));
 }
 
 Tensor TransformerEncoder::forward(const IndexTensor& ids, const IndexTensor& valid_lens) {
@@ -66,7 +81,8 @@ Tensor TransformerEncoder::forward(const IndexTensor& ids, const IndexTensor& va
     throw ShapeError("TransformerEncoder: ids of shape " + shape_str(ids.shape()) + " must be (B, T)");
   Tensor X = embedding->forward(ids) * std::sqrt(static_cast<float>(options.num_hiddens));
   X = dropout->forward(positions->encode_input(X));
-  for (size_t i = 0; i < blocks->size(); ++i) X = blocks->at<TransformerEncoderBlock>(i)->forward(X, valid_lens);
+  for (size_t i = 0; i < blocks->size(); ++i)
+    X = blocks->at<TransformerEncoderBlock>(i)->forward(X, valid_lens);
   return norm ? norm->forward(X) : X;
 }
 
@@ -74,14 +90,16 @@ std::vector<Tensor> TransformerEncoder::attention_weights() const {
   std::vector<Tensor> weights;
   for (size_t i = 0; i < blocks->size(); ++i) {
     const Tensor w = blocks->at<TransformerEncoderBlock>(i)->attention->attention_weights;
-    weights.push_back(options.attend.banded() && w.defined() ? functional::band_to_dense(w, options.attend.window_size)
-                                                             : w);
+    weights.push_back(options.attend.banded() && w.defined()
+                          ? functional::band_to_dense(w, options.attend.window_size)
+                          : w);
   }
   return weights;
 }
 
 std::string TransformerEncoder::extra_repr() const {
-  return "num_hiddens=" + std::to_string(options.num_hiddens) + ", num_heads=" + std::to_string(options.num_heads) +
+  return "num_hiddens=" + std::to_string(options.num_hiddens) +
+         ", num_heads=" + std::to_string(options.num_heads) +
          ", num_layers=" + std::to_string(options.num_layers) + ", attend=" + options.attend.describe() +
          (options.norm == NormPlacement::Pre ? ", pre_norm" : "");
 }

@@ -6,13 +6,14 @@
 //                                with AddNorm(X, Y) = LayerNorm(dropout(Y) + X)
 //   pre-norm (Xiong et al. 2020; PyTorch's norm_first=True):
 //                                Y = X + dropout(MHA(LN1(X))),       out = Y + dropout(FFN(LN2(Y)))
-//   X: (B, T, D) → (B, T, D), D = num_hiddens; by default FFN: Linear(D, ffn_num_hiddens), relu, Linear(·, D).
+//   X: (B, T, D) → (B, T, D), D = num_hiddens; by default FFN: Linear(D, ffn_num_hiddens), relu, Linear(·,
+//   D).
 // Post-norm keeps every block's output normalized; pre-norm keeps an identity path from input to
 // output, which trains deep stacks without a learning-rate warm-up, and needs a final LayerNorm
 // after the last block (TransformerEncoder adds it).
 // Children, by name: attention (MultiHeadAttention, D → D with num_heads heads; bias only with
-// use_bias), ffn (by default PositionWiseFFN, with biases), and addnorm1, addnorm2 (post-norm) or norm1, norm2,
-// dropout (pre-norm). d2l's names, so the parameters read attention.W_q.weight, addnorm1.ln.weight...
+// use_bias), ffn (by default PositionWiseFFN, with biases), and addnorm1, addnorm2 (post-norm) or norm1,
+// norm2, dropout (pre-norm). d2l's names, so the parameters read attention.W_q.weight, addnorm1.ln.weight...
 // Differences from PyTorch's nn.TransformerEncoderLayer, which this block otherwise matches (relu,
 // norm_first for pre-norm): PyTorch also drops out after the FFN's relu, and its attention has
 // biased, packed projections (see MultiHeadAttention in nn/attention.h).
@@ -72,8 +73,8 @@ class TransformerEncoderBlock : public Module {
  public:
   explicit TransformerEncoderBlock(const TransformerBlockOptions& options);
   // X (B, T, D); valid_lens, mask and bias as for MultiHeadAttention (nn/attention.h).
-  Tensor forward(const Tensor& X, const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
-                 const Tensor& bias = Tensor());
+  Tensor forward(const Tensor& X, const IndexTensor& valid_lens = IndexTensor(),
+                 const Tensor& mask = Tensor(), const Tensor& bias = Tensor());
   std::string extra_repr() const override;
 
   NormPlacement norm;
@@ -91,8 +92,8 @@ class TransformerEncoderBlock : public Module {
 //                                   .attend = nn::AttentionRestriction::window(3)});
 struct TransformerEncoderOptions {
   int64_t vocab_size = 0, num_hiddens = 0, ffn_num_hiddens = 0, num_heads = 0, num_layers = 0;
-  float dropout = 0.1f;   // after the embedding, on attention weights, in every residual
-  bool use_bias = false;  // biases in the attention projections (d2l's use_bias)
+  float dropout = 0.1f;    // after the embedding, on attention weights, in every residual
+  bool use_bias = false;   // biases in the attention projections (d2l's use_bias)
   int64_t max_len = 1000;  // the longest sequence a position scheme covers
   PositionFactory positions = position_scheme("sinusoidal");
   AttentionRestriction attend = AttentionRestriction::full();

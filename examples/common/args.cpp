@@ -59,14 +59,15 @@ std::string Args::str(const std::string& name) const {
   return it != values_.end() ? it->second : option(name).fallback;
 }
 
-int64_t Args::integer(const std::string& name) const {
-  const std::string s = str(name);
+int64_t parse_integer(const std::string& name, const std::string& s) {
   char* end = nullptr;
   const long long v = std::strtoll(s.c_str(), &end, 10);
   if (s.empty() || *end != '\0')
     throw ValueError("option --" + name + " expects an integer, got '" + s + "'");
   return v;
 }
+
+int64_t Args::integer(const std::string& name) const { return parse_integer(name, str(name)); }
 
 double Args::number(const std::string& name) const { return parse_number(str(name), name); }
 

@@ -40,4 +40,7 @@ class Args {
 // default taken from a struct's initializer shows as written there ("0.003", "1").
 std::string option_text(double value);
 
+// The integer `text` given to option --name; ValueError naming the option otherwise.
+int64_t parse_integer(const std::string& name, const std::string& text);
+
 }  // namespace qkv::examples

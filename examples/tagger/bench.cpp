@@ -46,7 +46,7 @@ BenchResult run_bench(const BenchConfig& c, int64_t steps, int64_t warmup) {
   Config config;
   config.d_model = c.d;
   config.heads = c.h;
-  config.ffn = c.f;
+  config.ffn_width = c.f;
   config.layers = c.L;
   config.dropout = 0.1;
   const auto model = make_model(config, c.V, c.C);

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "examples/tagger/bench.h"
 #include "examples/tagger/options.h"
 #include "examples/tagger/train.h"
+#include "nn/position_scheme.h"
 #include "tensor/error.h"
 #include "tensor/threads.h"
 
@@ -36,7 +38,8 @@ const char* const kUsage =
     "  train     train on the built-in corpus (or --train/--dev/--test files), evaluate, draw figures\n"
     "  eval      accuracy overall and per tag, and the confusion matrix, of a trained run\n"
     "  predict   tag the sentences given as arguments, or one per line on stdin\n"
-    "  ablate    train the full model, no positions, window ±1 and a BiGRU with one budget; one table\n"
+    "  ablate    train every position scheme with and without a window, and a BiGRU, with one budget; one "
+    "table\n"
     "  bench     time training steps of a reference config on random data (--config tiny|small|base)\n"
     "  data      write the built-in corpus as CoNLL-U files (--out DIR)\n"
     "run `tagger COMMAND --help` for its options\n";
@@ -104,25 +107,45 @@ int cmd_predict(const Args& a) {
   return 0;
 }
 
-int cmd_ablate(const Args& a) {
-  set_threads(a);
-  const Config base = config_from(a);
-  const Data data = load_data(base);
-  struct Variant {
-    std::string name, dir;
-    Config config;
-  };
+// "a,b,c" → {"a", "b", "c"}.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+struct Variant {
+  std::string name, dir;
+  Config config;
+};
+
+// Every position scheme of --ablate-positions with every window of --ablate-windows, then a
+// bidirectional GRU: the same data, seed and budget for each.
+std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
   std::vector<Variant> variants;
-  variants.push_back({"transformer (full)", "full", base});
-  Config no_pos = base;
-  no_pos.positions = "none";
-  variants.push_back({"no positional encoding", "no_positions", no_pos});
-  Config window = base;
-  window.window = 1;
-  variants.push_back({"window attention ±1", "window1", window});
+  for (const std::string& positions : split_list(a.str("ablate-positions"))) {
+    for (const std::string& w : split_list(a.str("ablate-windows"))) {
+      Config c = base;
+      c.positions = positions;
+      c.window = qkv::examples::parse_integer("ablate-windows", w);
+      c.validate();
+      const std::string window = c.window < 0 ? "full" : "±" + std::to_string(c.window);
+      variants.push_back({positions + ", " + window, positions + "_" + (c.window < 0 ? "full" : "w" + w), c});
+    }
+  }
   Config gru = base;
   gru.model = "gru";
   variants.push_back({"bidirectional GRU", "bigru", gru});
+  return variants;
+}
+
+int cmd_ablate(const Args& a) {
+  set_threads(a);
+  const Config base = config_from(a);
+  const std::vector<Variant> variants = ablation_variants(base, a);  // all validated before training
+  const Data data = load_data(base);
   const TagLexicon lexicon(data.train);
   const TaggingScore majority = score_tags(lexicon, data.test, majority_tags(lexicon, data.test));
   std::vector<std::pair<std::string, TrainResult>> results;
@@ -137,10 +160,11 @@ int cmd_ablate(const Args& a) {
     std::cout << "ablate: " << v.name << ": test accuracy " << std::fixed << std::setprecision(2)
               << 100 * results.back().second.test.score.overall.value() << "%\n";
   }
-  std::cout << "\nsame data, seed and budget (" << base.epochs << " epochs); test accuracy:\n";
+  std::cout << "\nsame data, seed and budget (" << base.epochs << " epochs, " << base.ffn << " FFN, "
+            << base.norm << "-norm); test accuracy:\n";
   char tps[32];
   std::snprintf(tps, sizeof tps, "%10s", "tok/s");
-  print_score_header(std::cout, "model", tps);
+  print_score_header(std::cout, "model (positions, attention)", tps);
   std::snprintf(tps, sizeof tps, "%10s", "-");
   print_score_row(std::cout, "majority tag (unigram)", majority, tps);
   for (const auto& [name, r] : results) {
@@ -186,6 +210,12 @@ int main(int argc, char** argv) {
     int (*run)(const Args&) = nullptr;
     if (cmd == "train" || cmd == "ablate") {
       spec = train_options();
+      if (cmd == "ablate") {
+        std::string all;
+        for (const std::string& n : qkv::nn::position_scheme_names()) all += (all.empty() ? "" : ",") + n;
+        spec.push_back({"ablate-positions", all, "ablate: the position schemes to compare, comma-separated"});
+        spec.push_back({"ablate-windows", "-1,1", "ablate: the windows to compare (-1: full attention)"});
+      }
       run = cmd == "train" ? cmd_train : cmd_ablate;
     } else if (cmd == "eval" || cmd == "predict") {
       spec = {{"run", "runs/tagger", "run directory of a trained model"},

@@ -1,10 +1,12 @@
 #include "examples/tagger/model.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "nn/ffn.h"
 #include "nn/functional/basic.h"
 #include "nn/init.h"
-#include "nn/positional_encoding.h"
+#include "nn/position_scheme.h"
 #include "tensor/error.h"
 
 namespace tagger {
@@ -19,9 +21,11 @@ void for_each_field(Config& c, Fn&& fn) {
   fn("model", c.model);
   fn("positions", c.positions);
   fn("window", c.window);
+  fn("norm", c.norm);
+  fn("ffn", c.ffn);
   fn("d_model", c.d_model);
   fn("heads", c.heads);
-  fn("ffn", c.ffn);
+  fn("ffn_width", c.ffn_width);
   fn("layers", c.layers);
   fn("dropout", c.dropout);
   fn("epochs", c.epochs);
@@ -86,14 +90,23 @@ Config Config::from_json(const Json& json) {
 void Config::validate() const {
   auto fail = [](const std::string& what) { throw qkv::ValueError("tagger config: " + what); };
   if (model != "transformer" && model != "gru") fail("model must be transformer or gru, not " + model);
-  if (positions != "sinusoidal" && positions != "none") fail("positions must be sinusoidal or none, not " + positions);
+  auto one_of = [&](const char* what, const std::string& value, const std::vector<std::string>& names) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    if (std::find(names.begin(), names.end(), value) == names.end())
+      fail(std::string(what) + " must be one of " + list + ", not '" + value + "'");
+  };
+  one_of("positions", positions, qkv::nn::position_scheme_names());
+  one_of("norm", norm, {"post", "pre"});
+  one_of("ffn", ffn, qkv::nn::feed_forward_names());
   if (d_model < 2 || d_model % 2 != 0) fail("d_model must be even and at least 2");
   if (heads < 1 || d_model % heads != 0) fail("d_model must be divisible by heads");
-  if (ffn < 1 || layers < 1) fail("ffn and layers must be at least 1");
+  if (ffn_width < 1 || layers < 1) fail("ffn_width and layers must be at least 1");
   if (window < -1) fail("window must be -1 (everywhere) or at least 0");
   if (!(dropout >= 0 && dropout < 1)) fail("dropout must be in [0, 1)");
   if (epochs < 1 || batch_size < 1) fail("epochs and batch_size must be at least 1");
-  if (!(lr > 0) || !(weight_decay >= 0) || !(clip > 0)) fail("lr and clip must be positive, weight_decay not negative");
+  if (!(lr > 0) || !(weight_decay >= 0) || !(clip > 0))
+    fail("lr and clip must be positive, weight_decay not negative");
   if (warmup_steps < 0 || min_freq < 1) fail("warmup_steps must be >= 0 and min_freq >= 1");
   if (train_sentences < 1 || dev_sentences < 1 || test_sentences < 1) fail("corpus sizes must be at least 1");
 }
@@ -103,34 +116,42 @@ TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, i
   qkv::nn::TransformerEncoderOptions options;
   options.vocab_size = vocab_size;
   options.num_hiddens = config.d_model;
-  options.ffn_num_hiddens = config.ffn;
+  options.ffn_num_hiddens = config.ffn_width;
   options.num_heads = config.heads;
   options.num_layers = config.layers;
   options.dropout = static_cast<float>(config.dropout);
   options.positions = qkv::nn::position_scheme(config.positions);
   options.attend = config.window >= 0 ? qkv::nn::AttentionRestriction::window(config.window)
                                       : qkv::nn::AttentionRestriction::full();
+  options.ffn = qkv::nn::feed_forward(config.ffn);
+  options.norm = config.norm == "pre" ? qkv::nn::NormPlacement::Pre : qkv::nn::NormPlacement::Post;
   options.max_len = kMaxSentenceLength;
   encoder = register_module("encoder", std::make_shared<qkv::nn::TransformerEncoder>(options));
   // d2l scales the embedding by √d so that it is not drowned by the positional encoding, whose
   // entries are sines of size ~1. With PyTorch's default N(0, 1) embedding that makes each token
   // vector √d times larger than the encoding instead, and the model finds positions hard to read.
   // N(0, 1/d) before the scaling gives both the same size (the Transformer paper's convention).
-  qkv::nn::init::normal_(encoder->embedding->weight, 0.0f, 1.0f / std::sqrt(static_cast<float>(config.d_model)));
+  qkv::nn::init::normal_(encoder->embedding->weight, 0.0f,
+                         1.0f / std::sqrt(static_cast<float>(config.d_model)));
   head = register_module("head", std::make_shared<qkv::nn::Linear>(config.d_model, num_tags));
 }
 
 Tensor TransformerTagger::forward(const IndexTensor& ids, const IndexTensor& valid_lens) {
   if (ids.dim() == 2 && ids.size(1) > kMaxSentenceLength) {
-    throw qkv::ValueError("tagger: a sentence of " + std::to_string(ids.size(1)) + " tokens is longer than the " +
-                          std::to_string(kMaxSentenceLength) + " the model's positional encoding covers");
+    throw qkv::ValueError("tagger: a sentence of " + std::to_string(ids.size(1)) +
+                          " tokens is longer than the " + std::to_string(kMaxSentenceLength) +
+                          " the model's positional encoding covers");
   }
   return head->forward(encoder->forward(ids, valid_lens));
 }
 
 Tensor TransformerTagger::positional_table() const {
-  const auto* sinusoidal = dynamic_cast<const qkv::nn::SinusoidalPositions*>(encoder->positions.get());
-  return sinusoidal ? sinusoidal->P : Tensor();
+  // Only the absolute schemes add a table to the embeddings: the fixed one, or the learned one.
+  if (const auto* s = dynamic_cast<const qkv::nn::SinusoidalPositions*>(encoder->positions.get()))
+    return s->P;
+  if (const auto* l = dynamic_cast<const qkv::nn::LearnedPositions*>(encoder->positions.get()))
+    return l->encoding->weight.detach();
+  return Tensor();
 }
 
 GRUTagger::GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
@@ -138,8 +159,10 @@ GRUTagger::GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
   embedding = register_module("embedding", std::make_shared<qkv::nn::Embedding>(vocab_size, config.d_model));
   qkv::nn::GRUOptions options;
   options.batch_first = true;
-  forward_gru = register_module("forward_gru", std::make_shared<qkv::nn::GRU>(config.d_model, config.d_model / 2, options));
-  backward_gru = register_module("backward_gru", std::make_shared<qkv::nn::GRU>(config.d_model, config.d_model / 2, options));
+  forward_gru = register_module("forward_gru",
+                                std::make_shared<qkv::nn::GRU>(config.d_model, config.d_model / 2, options));
+  backward_gru = register_module("backward_gru",
+                                 std::make_shared<qkv::nn::GRU>(config.d_model, config.d_model / 2, options));
   head = register_module("head", std::make_shared<qkv::nn::Linear>(config.d_model, num_tags));
 }
 
@@ -154,15 +177,16 @@ Tensor GRUTagger::forward(const IndexTensor& ids, const IndexTensor& valid_lens)
   std::vector<int64_t> reversed(static_cast<size_t>(B * T));
   for (int64_t b = 0; b < B; ++b) {
     const int64_t len = valid_lens[b];
-    if (len < 1 || len > T) throw qkv::ValueError("GRUTagger: valid length " + std::to_string(len) + " outside [1, T]");
+    if (len < 1 || len > T)
+      throw qkv::ValueError("GRUTagger: valid length " + std::to_string(len) + " outside [1, T]");
     for (int64_t t = 0; t < T; ++t) reversed[b * T + t] = b * T + (t < len ? len - 1 - t : t);
   }
   const IndexTensor rev(std::move(reversed));
   const Tensor x = F::dropout(embedding->forward(ids), dropout, is_training());  // (B, T, d)
   const int64_t d = x.size(2);
   const Tensor x_rev = x.reshape({B * T, d}).index_select(0, rev).reshape({B, T, d});
-  const Tensor fwd = forward_gru->forward(x).output;                           // (B, T, d/2)
-  const Tensor bwd_rev = backward_gru->forward(x_rev).output;                  // in reversed order
+  const Tensor fwd = forward_gru->forward(x).output;           // (B, T, d/2)
+  const Tensor bwd_rev = backward_gru->forward(x_rev).output;  // in reversed order
   const Tensor bwd = bwd_rev.reshape({B * T, d / 2}).index_select(0, rev).reshape({B, T, d / 2});
   const Tensor h = qkv::cat({fwd, bwd}, 2);  // (B, T, d): [forward state, backward state]
   return head->forward(F::dropout(h, dropout, is_training()));

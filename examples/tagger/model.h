@@ -1,10 +1,11 @@
 // The tagger's models and their configuration: one tag per token, logits (B, T, C) from token ids
 // (B, T) and valid lengths (B).
 //
-//   TransformerTagger   d2l's TransformerEncoder (Embedding·√d + sinusoidal positions + post-LN
-//                       blocks of multi-head self-attention masked by valid lengths, AddNorm, FFN)
-//                       and a Linear tag head. Without positions it sees a bag of words; with a
-//                       window w each token attends only to tokens within ±w.
+//   TransformerTagger   d2l's TransformerEncoder (Embedding·√d, a position scheme, blocks of
+//                       multi-head self-attention masked by valid lengths, AddNorm, FFN) and a
+//                       Linear tag head. Its parts come from the configuration: the position
+//                       scheme (sinusoidal by default; none makes it see a bag of words), a window
+//                       ±w, post- or pre-norm, the FFN.
 //   GRUTagger           Embedding, a bidirectional GRU and a Linear tag head: the pre-attention
 //                       baseline that `ablate` compares against.
 #pragma once
@@ -35,9 +36,11 @@ constexpr int64_t kMaxSentenceLength = 1024;
 struct Config {
   // model
   std::string model = "transformer";    // transformer | gru
-  std::string positions = "sinusoidal";  // sinusoidal | none
+  std::string positions = "sinusoidal";  // a position scheme's name (nn::position_scheme_names())
   int64_t window = -1;                   // attend within ±window tokens; -1: the whole sentence
-  int64_t d_model = 64, heads = 4, ffn = 128, layers = 2;
+  std::string norm = "post";             // post | pre: where each block's LayerNorms sit
+  std::string ffn = "relu";              // an FFN's name (nn::feed_forward_names()): relu, gelu, swiglu
+  int64_t d_model = 64, heads = 4, ffn_width = 128, layers = 2;
   double dropout = 0.1;
   // training
   int64_t epochs = 20, batch_size = 32;

@@ -2,12 +2,25 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "examples/tagger/train.h"
+#include "nn/ffn.h"
+#include "nn/position_scheme.h"
 
 namespace tagger {
 
 using qkv::examples::option_text;
+
+namespace {
+
+std::string names(const std::vector<std::string>& list) {
+  std::string out;
+  for (const std::string& n : list) out += (out.empty() ? "" : " | ") + n;
+  return out;
+}
+
+}  // namespace
 
 std::vector<qkv::examples::Args::Option> train_options() {
   const Config d;
@@ -18,11 +31,13 @@ std::vector<qkv::examples::Args::Option> train_options() {
       {"dev", d.dev_file, "development file"},
       {"test", d.test_file, "test file"},
       {"model", d.model, "transformer or gru"},
-      {"positions", d.positions, "sinusoidal or none"},
+      {"positions", d.positions, "position scheme: " + names(qkv::nn::position_scheme_names())},
       {"window", std::to_string(d.window), "attend only within ±window tokens (-1: everywhere)"},
+      {"norm", d.norm, "LayerNorm placement: post or pre"},
+      {"ffn", d.ffn, "feed-forward sublayer: " + names(qkv::nn::feed_forward_names())},
       {"d-model", std::to_string(d.d_model), "model width"},
       {"heads", std::to_string(d.heads), "attention heads"},
-      {"ffn", std::to_string(d.ffn), "position-wise FFN width"},
+      {"ffn-width", std::to_string(d.ffn_width), "hidden width of the FFN"},
       {"layers", std::to_string(d.layers), "encoder blocks"},
       {"dropout", option_text(d.dropout), "dropout"},
       {"epochs", std::to_string(d.epochs), "epochs"},
@@ -49,7 +64,9 @@ Config config_from(const qkv::examples::Args& a) {
   c.window = a.integer("window");
   c.d_model = a.integer("d-model");
   c.heads = a.integer("heads");
-  c.ffn = a.integer("ffn");
+  c.norm = a.str("norm");
+  c.ffn = a.str("ffn");
+  c.ffn_width = a.integer("ffn-width");
   c.layers = a.integer("layers");
   c.dropout = a.number("dropout");
   c.epochs = a.integer("epochs");

@@ -99,6 +99,23 @@ void write_metrics_csv(const fs::path& path, const std::vector<EpochMetrics>& hi
   qkv::io::write_text_file(path, out.str(), "tagger");
 }
 
+namespace {
+
+// "positions: rotary in the checkpoint, alibi in config.json; ..." for every key whose values differ.
+std::string config_differences(const Config& checkpoint, const Config& file) {
+  const Json a = checkpoint.to_json(), b = file.to_json();
+  std::string diff;
+  for (const auto& [key, value] : a.as_object()) {
+    const Json* other = b.find(key);
+    if (other && *other == value) continue;
+    diff += (diff.empty() ? "" : "; ") + key + ": " + qkv::io::to_json(value) + " in the checkpoint, " +
+            (other ? qkv::io::to_json(*other) : std::string("nothing")) + " in config.json";
+  }
+  return diff;
+}
+
+}  // namespace
+
 SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoint) {
   const fs::path dir = run_dir, config_path = dir / "config.json", checkpoint_path = dir / checkpoint;
   if (!fs::exists(config_path)) {
@@ -116,9 +133,9 @@ SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoin
   // config.json holds the run's first config; --epochs may have extended the run since, nothing else.
   Config expected = first;
   expected.epochs = config.epochs;
-  if (qkv::io::to_json(expected.to_json()) != qkv::io::to_json(config.to_json())) {
+  if (const std::string diff = config_differences(config, expected); !diff.empty()) {
     throw qkv::ValueError("tagger: " + checkpoint_path.string() + " was trained with another config than " +
-                          config_path.string() + ": " + qkv::io::to_json(config.to_json()));
+                          config_path.string() + ": " + diff);
   }
   return SavedRun{checkpoint_path.string(),
                   std::move(ckpt),

@@ -10,7 +10,8 @@
 namespace qkv::nn::functional {
 namespace {
 
-void check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, int64_t window, const Tensor& offset_bias) {
+void check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, int64_t window,
+                  const Tensor& offset_bias) {
   const bool fits = q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && q.shape() == k.shape() &&
                     v.size(0) == q.size(0) && v.size(1) == q.size(1) && v.size(2) == q.size(2);
   if (!fits)
@@ -21,8 +22,9 @@ void check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, int64_t win
   const int64_t W = 2 * window + 1;
   if (offset_bias.defined() && (offset_bias.dim() != 2 || offset_bias.size(1) != W ||
                                 (offset_bias.size(0) != 1 && offset_bias.size(0) != q.size(1))))
-    throw ShapeError("banded_attention: offset_bias of shape " + shape_str(offset_bias.shape()) + " must be (" +
-                     std::to_string(q.size(1)) + " or 1, " + std::to_string(W) + "): one value per head and offset");
+    throw ShapeError("banded_attention: offset_bias of shape " + shape_str(offset_bias.shape()) +
+                     " must be (" + std::to_string(q.size(1)) + " or 1, " + std::to_string(W) +
+                     "): one value per head and offset");
 }
 
 // (B or 1, 1, T, 2w+1): 1 where key j = i + o − w exists and lies within the valid length.
@@ -36,8 +38,8 @@ Tensor band_visibility(int64_t B, int64_t T, int64_t window, const IndexTensor& 
   for (int64_t b = 0; b < rows; ++b) {
     const int64_t len = valid_lens.defined() ? valid_lens[b] : T;
     if (len < 0 || len > T)
-      throw IndexError("banded_attention: valid length " + std::to_string(len) + " (element " + std::to_string(b) +
-                       ") is outside [0, " + std::to_string(T) + "]");
+      throw IndexError("banded_attention: valid length " + std::to_string(len) + " (element " +
+                       std::to_string(b) + ") is outside [0, " + std::to_string(T) + "]");
     for (int64_t i = 0; i < T; ++i)
       for (int64_t o = 0; o < W; ++o) {
         const int64_t j = i + o - window;
@@ -49,12 +51,13 @@ Tensor band_visibility(int64_t B, int64_t T, int64_t window, const IndexTensor& 
 
 }  // namespace
 
-AttentionOutput banded_attention(const Tensor& queries, const Tensor& keys, const Tensor& values, int64_t window,
-                                 const IndexTensor& valid_lens, const Tensor& offset_bias, float dropout_p,
-                                 bool training) {
+AttentionOutput banded_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                 int64_t window, const IndexTensor& valid_lens, const Tensor& offset_bias,
+                                 float dropout_p, bool training) {
   check_shapes(queries, keys, values, window, offset_bias);
   const int64_t B = queries.size(0), T = queries.size(2), W = 2 * window + 1;
-  const Tensor band = band_scores(queries, keys, window, 1.0f / std::sqrt(static_cast<float>(queries.size(-1))));
+  const Tensor band =
+      band_scores(queries, keys, window, 1.0f / std::sqrt(static_cast<float>(queries.size(-1))));
   const Tensor bias = offset_bias.defined() ? offset_bias.view({1, offset_bias.size(0), 1, W}) : Tensor();
   const Tensor weights = masked_softmax(band, IndexTensor(), band_visibility(B, T, window, valid_lens), bias);
   const Tensor output = band_sum(dropout(weights, dropout_p, training && dropout_p > 0.0f), values, window);

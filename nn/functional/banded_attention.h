@@ -28,9 +28,10 @@
 
 namespace qkv::nn::functional {
 
-AttentionOutput banded_attention(const Tensor& queries, const Tensor& keys, const Tensor& values, int64_t window,
-                                 const IndexTensor& valid_lens = IndexTensor(), const Tensor& offset_bias = Tensor(),
-                                 float dropout_p = 0.0f, bool training = true);
+AttentionOutput banded_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                 int64_t window, const IndexTensor& valid_lens = IndexTensor(),
+                                 const Tensor& offset_bias = Tensor(), float dropout_p = 0.0f,
+                                 bool training = true);
 
 // Band weights (..., T, 2w+1) spread into the dense (..., T, T) layout, zero outside the band: for
 // figures and for comparison with dense attention. No gradient.

@@ -20,8 +20,8 @@ void axpy(float alpha, const float* x, float* y, int64_t n) {
 
 }  // namespace
 
-void band_scores_forward(int64_t N, int64_t T, int64_t d, int64_t w, float scale, const float* q, const float* k,
-                         float* s) {
+void band_scores_forward(int64_t N, int64_t T, int64_t d, int64_t w, float scale, const float* q,
+                         const float* k, float* s) {
   const int64_t W = 2 * w + 1;
   parallel_for(N * T, N * T * W * d, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {  // r = n·T + i
@@ -34,8 +34,8 @@ void band_scores_forward(int64_t N, int64_t T, int64_t d, int64_t w, float scale
   });
 }
 
-void band_scores_backward(int64_t N, int64_t T, int64_t d, int64_t w, float scale, const float* q, const float* k,
-                          const float* g, float* dq, float* dk) {
+void band_scores_backward(int64_t N, int64_t T, int64_t d, int64_t w, float scale, const float* q,
+                          const float* k, const float* g, float* dq, float* dk) {
   const int64_t W = 2 * w + 1;
   parallel_for(N * T, 2 * N * T * W * d, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {  // row r = n·T + i of dq, and row r = n·T + j of dk
@@ -60,7 +60,8 @@ void band_scores_backward(int64_t N, int64_t T, int64_t d, int64_t w, float scal
   });
 }
 
-void band_sum_forward(int64_t N, int64_t T, int64_t dv, int64_t w, const float* p, const float* v, float* out) {
+void band_sum_forward(int64_t N, int64_t T, int64_t dv, int64_t w, const float* p, const float* v,
+                      float* out) {
   const int64_t W = 2 * w + 1;
   parallel_for(N * T, N * T * W * dv, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
@@ -75,8 +76,8 @@ void band_sum_forward(int64_t N, int64_t T, int64_t dv, int64_t w, const float* 
   });
 }
 
-void band_sum_backward(int64_t N, int64_t T, int64_t dv, int64_t w, const float* p, const float* v, const float* g,
-                       float* dp, float* dvv) {
+void band_sum_backward(int64_t N, int64_t T, int64_t dv, int64_t w, const float* p, const float* v,
+                       const float* g, float* dp, float* dvv) {
   const int64_t W = 2 * w + 1;
   parallel_for(N * T, 2 * N * T * W * dv, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {

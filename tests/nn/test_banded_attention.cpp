@@ -18,7 +18,8 @@ namespace {
 
 // The dense (1, H, T, T) bias that an (H, 2w+1) offset bias stands for, zero outside the band.
 Tensor dense_bias(const Tensor& offset_bias, int64_t T, int64_t w) {
-  return F::band_to_dense(offset_bias.unsqueeze(1).expand({offset_bias.size(0), T, 2 * w + 1}), w).unsqueeze(0);
+  return F::band_to_dense(offset_bias.unsqueeze(1).expand({offset_bias.size(0), T, 2 * w + 1}), w)
+      .unsqueeze(0);
 }
 
 }  // namespace
@@ -27,12 +28,13 @@ TEST_CASE("banded attention equals dense attention with a window mask") {
   Generator g(3);
   for (const int64_t w : {0, 1, 2, 7}) {  // 7 covers the whole sequence
     CAPTURE(w);
-    Tensor q = randn({2, 3, 6, 4}, true, &g), k = randn({2, 3, 6, 4}, true, &g), v = randn({2, 3, 6, 5}, true, &g);
+    Tensor q = randn({2, 3, 6, 4}, true, &g), k = randn({2, 3, 6, 4}, true, &g),
+           v = randn({2, 3, 6, 5}, true, &g);
     const Tensor bias = randn({3, 2 * w + 1}, true, &g);
     const IndexTensor lens{6, 4};
     const F::AttentionOutput band = F::banded_attention(q, k, v, w, lens, bias);
-    const F::AttentionOutput dense =
-        F::scaled_dot_product_attention(q, k, v, lens, F::window_mask(6, 6, w), dense_bias(bias.detach(), 6, w));
+    const F::AttentionOutput dense = F::scaled_dot_product_attention(q, k, v, lens, F::window_mask(6, 6, w),
+                                                                     dense_bias(bias.detach(), 6, w));
     check_close(band.output, dense.output, 1e-5f);
     check_close(F::band_to_dense(band.weights, w), dense.weights, 1e-6f);
 
@@ -61,9 +63,10 @@ TEST_CASE("banded attention names the shapes it cannot use") {
   const Tensor q = zeros({1, 2, 4, 3});
   CHECK_THROWS_AS(F::banded_attention(q, zeros({1, 2, 5, 3}), zeros({1, 2, 5, 3}), 1), ShapeError);
   CHECK_THROWS_AS(F::banded_attention(q, q, q, -1), ValueError);
-  CHECK_THROWS_WITH_AS(F::banded_attention(q, q, q, 1, IndexTensor(), zeros({2, 4})),
-                       "banded_attention: offset_bias of shape (2,4) must be (2 or 1, 3): one value per head and offset",
-                       ShapeError);
+  CHECK_THROWS_WITH_AS(
+      F::banded_attention(q, q, q, 1, IndexTensor(), zeros({2, 4})),
+      "banded_attention: offset_bias of shape (2,4) must be (2 or 1, 3): one value per head and offset",
+      ShapeError);
   CHECK_THROWS_AS(F::banded_attention(q, q, q, 1, IndexTensor{5}), IndexError);
 }
 
@@ -80,5 +83,8 @@ TEST_CASE("MultiHeadAttention with a window computes the band and matches the de
 }
 
 QKV_GRADCHECK("banded_attention with lengths and an offset bias",
-              {In::normal({2, 2, 5, 3}), In::normal({2, 2, 5, 3}), In::normal({2, 2, 5, 2}), In::normal({2, 5})},
-              [](const Inputs& x) { return F::banded_attention(x[0], x[1], x[2], 2, IndexTensor{5, 3}, x[3]).output; });
+              {In::normal({2, 2, 5, 3}), In::normal({2, 2, 5, 3}), In::normal({2, 2, 5, 2}),
+               In::normal({2, 5})},
+              [](const Inputs& x) {
+                return F::banded_attention(x[0], x[1], x[2], 2, IndexTensor{5, 3}, x[3]).output;
+              });
