@@ -148,13 +148,16 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
     return out.output;
   }
   Tensor all_bias = bias;
-  if (positions) {  // the offset j − i of every (query, key) pair, row by row
-    std::vector<int64_t> offsets(static_cast<size_t>(Q * K));
-    for (int64_t i = 0; i < Q; ++i)
-      for (int64_t j = 0; j < K; ++j) offsets[i * K + j] = j - i;
+  if (positions) {
+    // The scheme's bias for each distinct offset j − i, from −(Q − 1) to K − 1: (H, Q + K − 1).
+    std::vector<int64_t> offsets(static_cast<size_t>(Q + K - 1));
+    for (int64_t o = 0; o < Q + K - 1; ++o) offsets[o] = o - (Q - 1);
     const Tensor b = positions->offset_bias(IndexTensor(offsets));
-    if (b.defined()) {
-      const Tensor dense = b.view({1, b.size(0), Q, K});
+    if (b.defined()) {  // spread over the (query, key) pairs: pair (i, j) reads column j − i + Q − 1
+      std::vector<int64_t> column(static_cast<size_t>(Q * K));
+      for (int64_t i = 0; i < Q; ++i)
+        for (int64_t j = 0; j < K; ++j) column[i * K + j] = j - i + Q - 1;
+      const Tensor dense = b.index_select(1, IndexTensor(column)).view({1, b.size(0), Q, K});
       all_bias = all_bias.defined() ? all_bias + dense : dense;
     }
   }
