@@ -22,18 +22,10 @@ using namespace qkv::testing;
 namespace {
 
 nn::TransformerEncoderOptions golden_options(const EncoderGolden& g) {
-  return {
-      .vocab_size = 7,
-      .num_hiddens = 8,
-      .ffn_num_hiddens = 12,
-      .num_heads = 2,
-      .num_layers = 2,
-      .dropout = 0.0f,
-      .max_len = 8,
-      .positions = nn::position_scheme(g.positions),
-      .attend = g.window >= 0 ? nn::AttentionRestriction::window(g.window) : nn::AttentionRestriction::full(),
-      .ffn = nn::feed_forward(g.ffn),
-      .norm = g.norm == "pre" ? nn::NormPlacement::Pre : nn::NormPlacement::Post};
+  return {.vocab_size = 7, .num_hiddens = 8, .ffn_num_hiddens = 12, .num_heads = 2, .num_layers = 2,
+          .dropout = 0.0f, .max_len = 8, .positions = nn::position_scheme(g.positions),
+          .attend = g.window >= 0 ? nn::AttentionRestriction::window(g.window) : nn::AttentionRestriction::full(),
+          .ffn = nn::feed_forward(g.ffn), .norm = g.norm == "pre" ? nn::NormPlacement::Pre : nn::NormPlacement::Post};
 }
 
 // value(i, j) = 0.5·sin(1 + 0.37·i + 0.91·j) for flat index i of the j-th parameter, as the script.
@@ -107,17 +99,15 @@ TEST_CASE("each scheme acts in its one place") {
     const bool on_input = (scheme->encode_input(X) - X).abs().max().item() > 0;
     const bool on_qk = (scheme->transform_qk(q, q).first - q).abs().max().item() > 0;
     const bool as_bias = scheme->offset_bias(offsets).defined();
-    const std::set<std::string> input{"sinusoidal", "learned"}, qk{"rotary"},
-        bias{"relative", "clipped", "alibi"};
+    const std::set<std::string> input{"sinusoidal", "learned"}, qk{"rotary"}, bias{"relative", "clipped", "alibi"};
     CHECK(on_input == (input.count(name) > 0));
     CHECK(on_qk == (qk.count(name) > 0));
     CHECK(as_bias == (bias.count(name) > 0));
   }
-  CHECK_THROWS_WITH_AS(
-      nn::position_scheme("fourier"),
-      "position_scheme: unknown scheme 'fourier'; expected one of alibi, clipped, learned, none, "
-      "relative, rotary, sinusoidal",
-      ValueError);
+  CHECK_THROWS_WITH_AS(nn::position_scheme("fourier"),
+                       "position_scheme: unknown scheme 'fourier'; expected one of alibi, clipped, learned, none, "
+                       "relative, rotary, sinusoidal",
+                       ValueError);
   CHECK_THROWS_AS(nn::feed_forward("tanh"), ValueError);
 }
 
@@ -136,45 +126,34 @@ TEST_CASE("SwiGLU gates one projection by the SiLU of the other") {
   CHECK(ffn.named_parameters().size() == 3);  // no biases
 }
 
-QKV_GRADCHECK_MODULE(
-    "SwiGLU", {In::normal({2, 3, 4})}, [] { return std::make_shared<nn::SwiGLU>(4, 6); },
-    [](nn::SwiGLU& m, const Inputs& x) { return m.forward(x[0]); });
-QKV_GRADCHECK_MODULE(
-    "PositionWiseFFN with GELU", {In::normal({2, 3, 4})},
-    [] { return std::make_shared<nn::PositionWiseFFN>(4, 6, 4, nn::Activation::GELU); },
-    [](nn::PositionWiseFFN& m, const Inputs& x) { return m.forward(x[0]); });
-QKV_GRADCHECK_MODULE(
-    "MultiHeadAttention with ALiBi in a window", {In::normal({2, 5, 4})},
-    [] {
-      auto m = std::make_shared<nn::MultiHeadAttention>(4, 4, 4, 4, 2, 0.0f);
-      m->positions = std::make_shared<nn::ALiBi>(2);
-      m->restriction = nn::AttentionRestriction::window(1);
-      return m;
-    },
-    [](nn::MultiHeadAttention& m, const Inputs& x) {
-      return m.forward(x[0], x[0], x[0], IndexTensor{5, 4});
-    });
+QKV_GRADCHECK_MODULE("SwiGLU", {In::normal({2, 3, 4})}, [] { return std::make_shared<nn::SwiGLU>(4, 6); },
+                     [](nn::SwiGLU& m, const Inputs& x) { return m.forward(x[0]); });
+QKV_GRADCHECK_MODULE("PositionWiseFFN with GELU", {In::normal({2, 3, 4})},
+                     [] { return std::make_shared<nn::PositionWiseFFN>(4, 6, 4, nn::Activation::GELU); },
+                     [](nn::PositionWiseFFN& m, const Inputs& x) { return m.forward(x[0]); });
+QKV_GRADCHECK_MODULE("MultiHeadAttention with ALiBi in a window", {In::normal({2, 5, 4})},
+                     [] {
+                       auto m = std::make_shared<nn::MultiHeadAttention>(4, 4, 4, 4, 2, 0.0f);
+                       m->positions = std::make_shared<nn::ALiBi>(2);
+                       m->restriction = nn::AttentionRestriction::window(1);
+                       return m;
+                     },
+                     [](nn::MultiHeadAttention& m, const Inputs& x) { return m.forward(x[0], x[0], x[0], IndexTensor{5, 4}); });
 // Each scheme inside the encoder, which owns it: its parameters (a learned table, a relative
 // bias table) are checked with the others.
-#define QKV_ENCODER_GRADCHECK(SCHEME, ATTEND)                                               \
-  QKV_GRADCHECK_MODULE(                                                                     \
-      "TransformerEncoder with " SCHEME " positions and " #ATTEND " attention", {},         \
-      [] {                                                                                  \
-        auto m = std::make_shared<nn::TransformerEncoder>(                                  \
-            nn::TransformerEncoderOptions{.vocab_size = 5,                                  \
-                                          .num_hiddens = 4,                                 \
-                                          .ffn_num_hiddens = 6,                             \
-                                          .num_heads = 2,                                   \
-                                          .num_layers = 1,                                  \
-                                          .max_len = 8,                                     \
-                                          .positions = nn::position_scheme(SCHEME),         \
-                                          .attend = nn::AttentionRestriction::ATTEND,       \
-                                          .ffn = nn::feed_forward("gelu")});                \
-        m->eval();                                                                          \
-        return m;                                                                           \
-      },                                                                                    \
-      [](nn::TransformerEncoder& m, const Inputs&) {                                        \
-        return m.forward(IndexTensor({1, 4, 0, 3, 2, 2, 3, 1}, {2, 4}), IndexTensor{4, 3}); \
+#define QKV_ENCODER_GRADCHECK(SCHEME, ATTEND)                                                                     \
+  QKV_GRADCHECK_MODULE(                                                                                          \
+      "TransformerEncoder with " SCHEME " positions and " #ATTEND " attention", {},                              \
+      [] {                                                                                                       \
+        auto m = std::make_shared<nn::TransformerEncoder>(nn::TransformerEncoderOptions{                         \
+            .vocab_size = 5, .num_hiddens = 4, .ffn_num_hiddens = 6, .num_heads = 2, .num_layers = 1,            \
+            .max_len = 8, .positions = nn::position_scheme(SCHEME), .attend = nn::AttentionRestriction::ATTEND, \
+            .ffn = nn::feed_forward("gelu")});                                                                   \
+        m->eval();                                                                                               \
+        return m;                                                                                                \
+      },                                                                                                         \
+      [](nn::TransformerEncoder& m, const Inputs&) {                                                             \
+        return m.forward(IndexTensor({1, 4, 0, 3, 2, 2, 3, 1}, {2, 4}), IndexTensor{4, 3});                      \
       })
 QKV_ENCODER_GRADCHECK("learned", full());
 QKV_ENCODER_GRADCHECK("rotary", window(1));
