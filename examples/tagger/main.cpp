@@ -153,6 +153,7 @@ int cmd_ablate(const Args& a) {
     TrainOptions options;
     options.run_dir = (std::filesystem::path(a.str("run")) / "ablate" / v.dir).string();
     options.verbose = false;
+    options.progress = false;
     options.figures = false;
     std::cout << "ablate: training " << v.name << " (" << v.config.epochs << " epochs) in " << options.run_dir
               << std::endl;
