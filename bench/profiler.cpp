@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "autograd/profiler.h"
+#include "autograd/debug/profiler.h"
 #include "bench/timing.h"
 #include "qkv.h"
 

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/profiler.h"
+#include "autograd/debug/profiler.h"
 #include "examples/common/args.h"
 #include "plot/plot.h"
 #include "qkv.h"

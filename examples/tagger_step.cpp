@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/anomaly.h"
-#include "autograd/graph_dump.h"
+#include "autograd/debug/anomaly.h"
+#include "autograd/debug/graph_dump.h"
+#include "autograd/debug/profiler.h"
 #include "autograd/node.h"
-#include "autograd/profiler.h"
 #include "examples/common/args.h"
 #include "examples/tagger/train.h"
 #include "data/batching.h"
@@ -126,7 +126,10 @@ int run(int argc, char** argv) {
   {
     const Tensor loss = loss_of();
     optimizer.zero_grad();
-    loss.backward({}, /*retain_graph=*/true);
+    {
+      const autograd::RecordGradNorms record;
+      loss.backward({}, /*retain_graph=*/true);
+    }
     autograd::GraphDumpOptions opts;
     opts.names = model->named_parameters();
     write(out + "/graph.dot", autograd::graph_to_dot(loss, opts));

@@ -24,7 +24,7 @@
 #include "optim/scheduler.h"
 #include "tensor/error.h"
 #include "autograd/grad_mode.h"
-#include "autograd/profiler.h"
+#include "autograd/debug/profiler.h"
 #include "tensor/random.h"
 
 namespace tagger {
