@@ -172,7 +172,9 @@ class Tensor {
   Tensor var(std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false) const;
   // p-norm (p = 1, 2, ... or INFINITY) over dims.
   Tensor norm(float p = 2.0f, std::vector<int64_t> dims = {}, bool keepdim = false) const;
-  Tensor max() const;                                  // the largest element, a scalar
+  // The largest (smallest) element, a scalar. Ties share the gradient evenly, as in torch.max():
+  // the gradient of max over [1, 3, 3] is [0, .5, .5].
+  Tensor max() const;
   Tensor min() const;
   std::pair<Tensor, IndexTensor> max(int64_t dim, bool keepdim = false) const;  // values, indices
   std::pair<Tensor, IndexTensor> min(int64_t dim, bool keepdim = false) const;
