@@ -11,7 +11,7 @@ namespace qkv::nn {
 
 TransformerEncoderBlock::TransformerEncoderBlock(int64_t num_hiddens, int64_t ffn_num_hiddens, int64_t num_heads,
                                                  float p, bool use_bias, bool pre_norm_)
-    : Module("TransformerEncoderBlock"), pre_norm(pre_norm_) {
+    : pre_norm(pre_norm_) {
   attention = register_module("attention", std::make_shared<MultiHeadAttention>(
                                                 num_hiddens, num_hiddens, num_hiddens, num_hiddens, num_heads, p, use_bias));
   if (pre_norm) {
@@ -41,7 +41,7 @@ std::string TransformerEncoderBlock::extra_repr() const { return pre_norm ? "pre
 
 // ---- TransformerEncoder ------------------------------------------------------------------------
 
-TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : Module("TransformerEncoder"), options(o) {
+TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o) : options(o) {
   if (o.vocab_size <= 0 || o.num_hiddens <= 0 || o.ffn_num_hiddens <= 0 || o.num_heads <= 0 || o.num_layers < 0)
     throw ValueError("TransformerEncoder: vocab_size, num_hiddens, ffn_num_hiddens and num_heads must be positive and "
                      "num_layers >= 0, got " + std::to_string(o.vocab_size) + ", " + std::to_string(o.num_hiddens) +

@@ -18,7 +18,7 @@ namespace {
 
 class Mlp : public nn::Module {
  public:
-  Mlp() : Module("Mlp") {
+  Mlp() {
     fc1 = register_module("fc1", std::make_shared<nn::Linear>(3, 4));
     fc2 = register_module("fc2", std::make_shared<nn::Linear>(4, 2));
   }
