@@ -9,7 +9,8 @@
 //   op_recorded                record() saw an op's result: `node` is the node it attached, or
 //                              null when the op joined no graph (grad mode off, no input needing it)
 //   flops_counted              an op counted the floating-point operations of its kernels
-//   backward_started           the engine sorted a graph and is about to walk it
+//   backward_started           the engine sorted a graph and is about to walk it (anomaly mode
+//                              looks for graphs of earlier steps still alive outside this one)
 //   node_finished              a node's backward returned one gradient per input
 //
 // An observer keeps what it learns about a node on the node itself, in Node::notes (autograd/node.h),
