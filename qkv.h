@@ -2,11 +2,11 @@
 // are a library of their own (target qkv::plot): include "plot/plot.h" for them.
 #pragma once
 
-#include "autograd/anomaly.h"
+#include "autograd/debug/anomaly.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
-#include "autograd/graph_dump.h"
-#include "autograd/profiler.h"
+#include "autograd/debug/graph_dump.h"
+#include "autograd/debug/profiler.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/index_tensor.h"

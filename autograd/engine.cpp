@@ -2,15 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <string>
 #include <utility>
 
-#include "autograd/anomaly.h"
-#include "autograd/anomaly_checks.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
-#include "autograd/profiler.h"
+#include "autograd/observer.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 
@@ -72,80 +69,84 @@ void release(Node& node) {
   node.released = true;
 }
 
-}  // namespace
-
-void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+// The gradient backward starts from: the one given, or 1 for a scalar.
+Tensor seed_gradient(const Tensor& root, const Tensor& grad) {
   if (!root.defined()) throw StateError("backward: the tensor is undefined");
   if (!root.requires_grad())
     throw StateError("backward: the tensor of shape " + shape_str(root.shape()) +
                      " does not require grad and has no grad_fn (was it computed under "
                      "NoGradGuard, or from tensors without requires_grad?)");
-  Tensor seed = grad;
-  if (!seed.defined()) {
+  if (!grad.defined()) {
     if (root.numel() != 1)
       throw ShapeError("backward: a gradient can be implied only for a scalar output, got shape " +
                        shape_str(root.shape()) + "; pass the gradient explicitly");
-    seed = ones(root.shape());
-  } else if (seed.shape() != root.shape()) {
-    throw ShapeError("backward: gradient of shape " + shape_str(seed.shape()) +
-                     " does not match the output's shape " + shape_str(root.shape()));
+    return ones(root.shape());
   }
+  if (grad.shape() != root.shape())
+    throw ShapeError("backward: gradient of shape " + shape_str(grad.shape()) +
+                     " does not match the output's shape " + shape_str(root.shape()));
+  return grad;
+}
 
+void check_not_released(const Node& node) {
+  if (node.released)
+    throw StateError("backward: trying to backward through the graph a second time (node '" + node.op +
+                     "'); its saved tensors were freed after the first backward. "
+                     "Pass retain_graph = true to the first call to keep them");
+}
+
+// Calls the node's backward function on g: one gradient per input, undefined where none is needed.
+std::vector<Tensor> run_backward(Node& node, const Tensor& g) {
+  check_saved_versions(node);
+  std::vector<bool> needs(node.inputs.size());
+  for (size_t i = 0; i < needs.size(); ++i) needs[i] = node.inputs[i].needed();
+  std::vector<Tensor> grads = node.backward(g, BackwardContext{node.saved, needs});
+  if (grads.size() != node.inputs.size())
+    throw Error("backward of '" + node.op + "' returned " + std::to_string(grads.size()) + " gradients for " +
+                std::to_string(node.inputs.size()) + " inputs");
+  return grads;
+}
+
+// Sends each input its gradient: summed into the input's node, or accumulated into the leaf.
+void send_to_inputs(Node& node, const std::vector<Tensor>& grads) {
+  for (size_t i = 0; i < grads.size(); ++i) {
+    Edge& edge = node.inputs[i];
+    if (!edge.needed() || !grads[i].defined()) continue;
+    if (grads[i].shape() != edge.shape)
+      throw Error("backward of '" + node.op + "' produced a gradient of shape " +
+                  shape_str(grads[i].shape()) + " for input " + std::to_string(i) + " of shape " +
+                  shape_str(edge.shape));
+    if (edge.node) {
+      Tensor& sum = edge.node->grad_sum;
+      sum = sum.defined() ? sum + grads[i] : grads[i];
+    } else {
+      accumulate_into_leaf(*edge.leaf, grads[i]);
+    }
+  }
+}
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
+  const Tensor seed = seed_gradient(root, grad);
   NoGradGuard no_grad;  // backward functions compute with ordinary ops, unrecorded
   const std::shared_ptr<Node>& root_node = root.grad_fn();
   if (!root_node) {  // backward() on a leaf: its gradient is the seed itself
     accumulate_into_leaf(*root.impl(), seed);
     return;
   }
-
-  std::vector<std::shared_ptr<Node>> order = topological_order(root_node);
-  const bool anomaly_mode = is_anomaly_enabled();
-  if (anomaly_mode) anomaly::check_stale_graphs(order);
+  const std::vector<std::shared_ptr<Node>> order = topological_order(root_node);
+  if (observed()) detail::notify_backward_started(order);
   root_node->grad_sum = seed;
   for (const std::shared_ptr<Node>& node : order) {
-    if (node->released)
-      throw StateError("backward: trying to backward through the graph a second time (node '" +
-                       node->op + "'); its saved tensors were freed after the first backward. "
-                       "Pass retain_graph = true to the first call to keep them");
-    Tensor g = std::move(node->grad_sum);
+    check_not_released(*node);
+    const Tensor g = std::move(node->grad_sum);
     node->grad_sum = Tensor();
-    if (!g.defined()) {  // no gradient reached this node (all consumers sent none)
-      if (!retain_graph) release(*node);
-      continue;
-    }
-    check_saved_versions(*node);
-    const OpScope scope(node->op.c_str(), Pass::Backward);  // for the profiler
-
-    std::vector<bool> needs(node->inputs.size());
-    for (size_t i = 0; i < needs.size(); ++i) needs[i] = node->inputs[i].needed();
-    std::vector<Tensor> grads;
-    {
-      const anomaly::InBackward in_backward;
-      grads = node->backward(g, BackwardContext{node->saved, needs});
-    }
-    if (grads.size() != node->inputs.size())
-      throw Error("backward of '" + node->op + "' returned " + std::to_string(grads.size()) +
-                  " gradients for " + std::to_string(node->inputs.size()) + " inputs");
-    if (anomaly_mode) anomaly::check_backward(*node, g, grads);
-    if (retain_graph) {  // the graph outlives this pass: keep what the graph dump shows of it
-      node->input_grad_norms.assign(grads.size(), NAN);
-      for (size_t i = 0; i < grads.size(); ++i)
-        if (grads[i].defined()) node->input_grad_norms[i] = grads[i].norm().item();
-    }
-
-    for (size_t i = 0; i < grads.size(); ++i) {
-      Edge& edge = node->inputs[i];
-      if (!edge.needed() || !grads[i].defined()) continue;
-      if (grads[i].shape() != edge.shape)
-        throw Error("backward of '" + node->op + "' produced a gradient of shape " +
-                    shape_str(grads[i].shape()) + " for input " + std::to_string(i) +
-                    " of shape " + shape_str(edge.shape));
-      if (edge.node) {
-        Tensor& sum = edge.node->grad_sum;
-        sum = sum.defined() ? sum + grads[i] : grads[i];
-      } else {
-        accumulate_into_leaf(*edge.leaf, grads[i]);
-      }
+    if (g.defined()) {  // else no gradient reached this node: all its consumers sent none
+      const OpScope scope(node->op.c_str(), Pass::Backward);
+      const std::vector<Tensor> grads = run_backward(*node, g);
+      if (observed()) detail::notify_node_finished(*node, g, grads);
+      send_to_inputs(*node, grads);
     }
     if (!retain_graph) release(*node);
   }

@@ -7,10 +7,9 @@
 //   2. walk that order, giving each node the sum of the gradients its consumers sent it, and
 //      calling its backward function to get its inputs' gradients;
 //   3. add (+=) the gradients that reach leaves into their .grad();
-//   4. free each node's saved tensors and closure once it has run, unless retain_graph; a retained
-//      node also keeps the norm of each gradient it sent, for the graph dump.
-// The profiler times each node's backward (autograd/profiler.h); anomaly mode checks each gradient
-// for a new NaN or Inf (autograd/anomaly.h).
+//   4. free each node's saved tensors and closure once it has run, unless retain_graph.
+// Observers (autograd/observer.h) hear when the walk starts, when each node's backward runs and
+// what it returned; the engine knows nothing of what they do with it.
 #pragma once
 
 #include "tensor/tensor.h"

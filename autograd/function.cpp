@@ -1,27 +1,16 @@
 #include "autograd/function.h"
 
-#include "autograd/anomaly.h"
-#include "autograd/anomaly_checks.h"
 #include "autograd/grad_mode.h"
-#include "autograd/profiler.h"
+#include "autograd/observer.h"
 
 namespace qkv::autograd {
+namespace {
 
-bool needs_graph(const std::vector<Tensor>& inputs) {
-  if (!is_grad_enabled()) return false;
-  for (const Tensor& t : inputs)
-    if (t.defined() && t.requires_grad()) return true;
-  return false;
-}
-
-Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs,
-              const std::vector<Tensor>& save, BackwardFn backward) {
-  if (is_anomaly_enabled()) anomaly::check_forward(op, out, inputs);
-  if (!needs_graph(inputs)) return out;
-  note_recorded(op);
+// Gives `out` a node that remembers where each input's gradient goes and what backward needs.
+Node* attach_node(const char* op, Tensor& out, const std::vector<Tensor>& inputs,
+                  const std::vector<Tensor>& save, BackwardFn backward) {
   auto node = std::make_shared<Node>();
   node->op = op;
-  if (is_anomaly_enabled()) anomaly::track(*node);
   node->inputs.reserve(inputs.size());
   for (const Tensor& in : inputs) {
     Edge e;
@@ -44,8 +33,24 @@ Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs,
   }
   node->backward = std::move(backward);
   node->out_shape = out.shape();
-  out.impl()->grad_fn = std::move(node);
+  out.impl()->grad_fn = node;
   out.impl()->requires_grad = true;
+  return node.get();
+}
+
+}  // namespace
+
+bool needs_graph(const std::vector<Tensor>& inputs) {
+  if (!is_grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs, const std::vector<Tensor>& save,
+              BackwardFn backward) {
+  Node* node = needs_graph(inputs) ? attach_node(op, out, inputs, save, std::move(backward)) : nullptr;
+  if (observed()) detail::notify_op_recorded(op, out, inputs, node);
   return out;
 }
 

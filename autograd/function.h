@@ -1,5 +1,5 @@
-// How an op joins the graph. An op opens an OpScope (for the profiler, autograd/profiler.h),
-// computes its output with plain kernels, then calls record():
+// How an op joins the graph. An op opens an OpScope (so that observers, autograd/observer.h, see
+// it run), computes its output with plain kernels, then calls record():
 //
 //   Tensor Tensor::mul(const Tensor& other) const {
 //     const autograd::OpScope scope("mul");
@@ -15,9 +15,8 @@
 // When grad mode is off or no input requires grad, record() returns `out` untouched and the graph
 // costs nothing. Backward functions run with grad mode off and may use any Tensor op. Tensors they
 // need go through `save` (not lambda captures): saving detaches them (no cycles through the output's
-// own node), lets the graph dump report the bytes kept alive, and lets the engine detect a saved
-// tensor that was modified in place before backward. In anomaly mode (autograd/anomaly.h), record()
-// also checks `out` for a NaN or an Inf the inputs did not hold.
+// own node), lets a debugger report the bytes kept alive, and lets the engine detect a saved
+// tensor that was modified in place before backward. Observers hear of every call, recorded or not.
 #pragma once
 
 #include <string>
@@ -27,8 +26,8 @@
 
 namespace qkv::autograd {
 
-Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs,
-              const std::vector<Tensor>& save, BackwardFn backward);
+Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs, const std::vector<Tensor>& save,
+              BackwardFn backward);
 
 // True when an op with these inputs would be recorded.
 bool needs_graph(const std::vector<Tensor>& inputs);

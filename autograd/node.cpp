@@ -1,7 +1,5 @@
 #include "autograd/node.h"
 
-#include "autograd/anomaly_checks.h"
-
 namespace qkv::autograd {
 
 int64_t Node::saved_bytes() const {
@@ -12,7 +10,6 @@ int64_t Node::saved_bytes() const {
 }
 
 Node::~Node() {
-  if (anomaly_step != 0) anomaly::forget(*this);
   // Destroying a node drops its inputs' nodes, which drop theirs... Done recursively, a long chain
   // would need one stack frame per node. Instead, take over the inputs of every node we hold the
   // last reference to, so each one dies with no inputs left to recurse into.

@@ -33,37 +33,44 @@ struct Edge {
 
 // What a backward function receives besides the output gradient.
 struct BackwardContext {
-  const std::vector<Tensor>& saved;   // the tensors saved at forward time, in order
-  const std::vector<bool>& needs;     // needs[i]: input i wants a gradient (skip the work if not)
+  const std::vector<Tensor>& saved;  // the tensors saved at forward time, in order
+  const std::vector<bool>& needs;    // needs[i]: input i wants a gradient (skip the work if not)
 };
 
 // Returns one gradient per input, in order; an undefined Tensor for an input that needs none.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad, const BackwardContext&)>;
 
+// A note an observer attaches to a node; it finds its own among Node::notes by its type.
+struct NodeNote {
+  virtual ~NodeNote() = default;
+};
+
 struct Node {
-  std::string op;                      // "mul", "matmul", ... — also the gradcheck registry's key
+  std::string op;  // "mul", "matmul", ... — also the gradcheck registry's key
   std::vector<Edge> inputs;
-  std::vector<Tensor> saved;           // detached views of what backward reads
+  std::vector<Tensor> saved;  // detached views of what backward reads
   std::vector<uint64_t> saved_versions;
   BackwardFn backward;
   Shape out_shape;
-  bool released = false;               // backward ran and the graph was freed
+  bool released = false;  // backward ran and the graph was freed
 
-  // After a backward with retain_graph: the norm of the gradient sent to each input (NaN if none),
-  // for the graph dump (autograd/graph_dump.h).
-  std::vector<float> input_grad_norms;
-
-  // Anomaly mode (autograd/anomaly.h): the call stack that recorded this node, and the step it
-  // was recorded in (0: recorded with anomaly mode off).
-  std::vector<void*> creation_trace;
-  uint64_t anomaly_step = 0;
+  // What observers (autograd/observer.h) keep about this node, each its own kind of note; the
+  // engine never reads them, and they die with the node.
+  std::vector<std::unique_ptr<NodeNote>> notes;
 
   // Scratch space of the engine during one backward pass.
-  Tensor grad_sum;                     // the sum of gradients arriving from consumers
+  Tensor grad_sum;  // the sum of gradients arriving from consumers
   uint64_t visit_mark = 0;
 
   // Bytes of saved tensors' storages (the memory this node keeps alive for backward).
   int64_t saved_bytes() const;
+  // The first note of type T, or null.
+  template <class T>
+  T* note() const {
+    for (const auto& n : notes)
+      if (auto* t = dynamic_cast<T*>(n.get())) return t;
+    return nullptr;
+  }
 
   ~Node();  // frees long chains iteratively: a 100,000-op graph must not overflow the stack
 };

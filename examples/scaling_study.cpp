@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/profiler.h"
+#include "autograd/debug/profiler.h"
 #include "examples/common/args.h"
 #include "nn/functional/banded_attention.h"
 #include "plot/plot.h"

@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/anomaly.h"
-#include "autograd/graph_dump.h"
+#include "autograd/debug/anomaly.h"
+#include "autograd/debug/graph_dump.h"
+#include "autograd/debug/profiler.h"
 #include "autograd/node.h"
-#include "autograd/profiler.h"
 #include "data/batching.h"
 #include "examples/common/args.h"
 #include "examples/tagger/train.h"
@@ -194,7 +194,10 @@ int run(int argc, char** argv) {
   {
     const Tensor loss = loss_of();
     optimizer.zero_grad();
-    loss.backward({}, /*retain_graph=*/true);
+    {
+      const autograd::RecordGradNorms record;  // the dump shows each edge's gradient norm
+      loss.backward({}, /*retain_graph=*/true);
+    }
     write_graph_files(loss, *model, out);
     print_graph_memory(loss);
     optimizer.step();

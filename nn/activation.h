@@ -7,14 +7,14 @@ namespace qkv::nn {
 
 class ReLU : public Module {
  public:
-  ReLU() : Module("ReLU") {}
+  ReLU() {}
   Tensor forward(const Tensor& x) const { return x.relu(); }
 };
 
 // Exact GELU x·Φ(x) by default, as torch.nn.GELU(); the tanh approximation on request.
 class GELU : public Module {
  public:
-  explicit GELU(bool tanh_approximation = false) : Module("GELU"), tanh_approximation(tanh_approximation) {}
+  explicit GELU(bool tanh_approximation = false) : tanh_approximation(tanh_approximation) {}
   Tensor forward(const Tensor& x) const { return x.gelu(tanh_approximation); }
   std::string extra_repr() const override { return tanh_approximation ? "approximate=tanh" : ""; }
   bool tanh_approximation;
@@ -22,7 +22,7 @@ class GELU : public Module {
 
 class Tanh : public Module {
  public:
-  Tanh() : Module("Tanh") {}
+  Tanh() {}
   Tensor forward(const Tensor& x) const { return x.tanh(); }
 };
 

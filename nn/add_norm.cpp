@@ -4,7 +4,7 @@
 
 namespace qkv::nn {
 
-AddNorm::AddNorm(int64_t normalized_shape, float p) : Module("AddNorm") {
+AddNorm::AddNorm(int64_t normalized_shape, float p) {
   dropout = register_module("dropout", std::make_shared<Dropout>(p));
   ln = register_module("ln", std::make_shared<LayerNorm>(normalized_shape));
 }

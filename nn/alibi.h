@@ -26,7 +26,7 @@ namespace qkv::nn {
 
 class ALiBi : public PositionScheme {
  public:
-  explicit ALiBi(int64_t H) : PositionScheme("ALiBi"), num_heads(H) {
+  explicit ALiBi(int64_t H) : num_heads(H) {
     if (H <= 0) throw ValueError("ALiBi: num_heads must be positive, got " + std::to_string(H));
     std::vector<float> m(static_cast<size_t>(H));
     for (int64_t h = 1; h <= H; ++h) m[h - 1] = std::exp2(-8.0f * h / H);

@@ -38,7 +38,7 @@ std::string dropout_repr(float p) { return "dropout=" + std::to_string(p); }
 
 // ---- DotProductAttention -----------------------------------------------------------------------
 
-DotProductAttention::DotProductAttention(float p) : Module("DotProductAttention"), dropout(p) {
+DotProductAttention::DotProductAttention(float p) : dropout(p) {
   check_dropout("DotProductAttention", p);
 }
 
@@ -55,7 +55,7 @@ std::string DotProductAttention::extra_repr() const { return dropout_repr(dropou
 // ---- AdditiveAttention -------------------------------------------------------------------------
 
 AdditiveAttention::AdditiveAttention(int64_t key_size, int64_t query_size, int64_t num_hiddens, float p)
-    : Module("AdditiveAttention"), dropout(p) {
+    : dropout(p) {
   check_dropout("AdditiveAttention", p);
   W_k = register_module("W_k", std::make_shared<Linear>(key_size, num_hiddens, false));
   W_q = register_module("W_q", std::make_shared<Linear>(query_size, num_hiddens, false));
@@ -95,7 +95,7 @@ std::string AdditiveAttention::extra_repr() const { return dropout_repr(dropout)
 
 MultiHeadAttention::MultiHeadAttention(int64_t key_size, int64_t query_size, int64_t value_size,
                                        int64_t num_hiddens, int64_t num_heads_, float p, bool bias)
-    : Module("MultiHeadAttention"), num_heads(num_heads_) {
+    : num_heads(num_heads_) {
   if (num_heads <= 0 || num_hiddens % num_heads != 0)
     throw ValueError("MultiHeadAttention: num_hiddens " + std::to_string(num_hiddens) +
                      " must be a multiple of num_heads " + std::to_string(num_heads) +

@@ -13,7 +13,7 @@ namespace qkv::nn {
 
 class Sequential : public Module {
  public:
-  Sequential() : Module("Sequential") {}
+  Sequential() {}
   // Appends any module with a `Tensor forward(const Tensor&)`.
   template <class M>
   Sequential& push_back(std::shared_ptr<M> module) {
@@ -30,7 +30,7 @@ class Sequential : public Module {
 
 class ModuleList : public Module {
  public:
-  ModuleList() : Module("ModuleList") {}
+  ModuleList() {}
   template <class M>
   ModuleList& push_back(std::shared_ptr<M> module) {
     register_module(std::to_string(size()), module);

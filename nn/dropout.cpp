@@ -5,7 +5,7 @@
 
 namespace qkv::nn {
 
-Dropout::Dropout(float p_) : Module("Dropout"), p(p_) {
+Dropout::Dropout(float p_) : p(p_) {
   if (!(p >= 0.0f && p < 1.0f)) throw ValueError("Dropout: p must be in [0, 1), got " + std::to_string(p));
 }
 

@@ -7,7 +7,7 @@
 namespace qkv::nn {
 
 Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad)
-    : Module("Embedding"), num_embeddings(num), embedding_dim(dim), padding_idx(pad) {
+    : num_embeddings(num), embedding_dim(dim), padding_idx(pad) {
   if (num <= 0 || dim <= 0)
     throw ValueError("Embedding: num_embeddings and embedding_dim must be positive, got " + std::to_string(num) +
                      " and " + std::to_string(dim));

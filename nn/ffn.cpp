@@ -8,7 +8,7 @@
 namespace qkv::nn {
 
 PositionWiseFFN::PositionWiseFFN(int64_t d_in, int64_t hidden, int64_t d_out, Activation act)
-    : FeedForward("PositionWiseFFN"), activation(act) {
+    : activation(act) {
   dense1 = register_module("dense1", std::make_shared<Linear>(d_in, hidden));
   dense2 = register_module("dense2", std::make_shared<Linear>(hidden, d_out));
 }

@@ -27,9 +27,6 @@ namespace qkv::nn {
 class FeedForward : public Module {
  public:
   virtual Tensor forward(const Tensor& x) const = 0;  // (..., D) → (..., D)
-
- protected:
-  using Module::Module;
 };
 
 // Builds the FFN of a block of width num_hiddens with a hidden layer of ffn_num_hiddens.

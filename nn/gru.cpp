@@ -28,7 +28,7 @@ void check_sizes(const char* layer, int64_t input_size, int64_t hidden_size) {
 
 // ---- GRUCell ---------------------------------------------------------------------------------
 
-GRUCell::GRUCell(int64_t in, int64_t H, bool bias) : Module("GRUCell"), input_size(in), hidden_size(H) {
+GRUCell::GRUCell(int64_t in, int64_t H, bool bias) : input_size(in), hidden_size(H) {
   check_sizes("GRUCell", in, H);
   weight_ih = register_parameter("weight_ih", rnn_parameter({3 * H, in}, H));
   weight_hh = register_parameter("weight_hh", rnn_parameter({3 * H, H}, H));
@@ -56,7 +56,7 @@ std::string GRUCell::extra_repr() const {
 
 // ---- GRU -------------------------------------------------------------------------------------
 
-GRU::GRU(int64_t in, int64_t H, GRUOptions opts) : Module("GRU"), input_size(in), hidden_size(H), options(opts) {
+GRU::GRU(int64_t in, int64_t H, GRUOptions opts) : input_size(in), hidden_size(H), options(opts) {
   check_sizes("GRU", in, H);
   if (options.num_layers <= 0)
     throw ValueError("GRU: num_layers must be positive, got " + std::to_string(options.num_layers));

@@ -6,7 +6,7 @@
 
 namespace qkv::nn {
 
-LayerNorm::LayerNorm(int64_t d, float eps_, bool affine) : Module("LayerNorm"), normalized_shape(d), eps(eps_) {
+LayerNorm::LayerNorm(int64_t d, float eps_, bool affine) : normalized_shape(d), eps(eps_) {
   if (d <= 0) throw ValueError("LayerNorm: normalized_shape must be positive, got " + std::to_string(d));
   if (affine) {
     weight = register_parameter("weight", ones({d}));

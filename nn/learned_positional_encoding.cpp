@@ -6,7 +6,7 @@
 namespace qkv::nn {
 
 LearnedPositionalEncoding::LearnedPositionalEncoding(int64_t d, float p, int64_t len)
-    : Module("LearnedPositionalEncoding"), num_hiddens(d), max_len(len) {
+    : num_hiddens(d), max_len(len) {
   if (d <= 0 || len <= 0)
     throw ValueError("LearnedPositionalEncoding: num_hiddens and max_len must be positive, got " +
                      std::to_string(d) + " and " + std::to_string(len));

@@ -9,7 +9,7 @@
 namespace qkv::nn {
 
 Linear::Linear(int64_t in, int64_t out, bool with_bias)
-    : Module("Linear"), in_features(in), out_features(out) {
+    : in_features(in), out_features(out) {
   if (in <= 0 || out <= 0)
     throw ValueError("Linear: features must be positive, got in=" + std::to_string(in) +
                      ", out=" + std::to_string(out));

@@ -1,7 +1,11 @@
 #include "nn/module.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <functional>
 #include <sstream>
+#include <typeinfo>
 
 #include "autograd/grad_mode.h"
 #include "tensor/error.h"
@@ -23,11 +27,34 @@ std::string with_commas(int64_t n) {
   return out;
 }
 
+// "qkv::nn::Linear" → "Linear": the demangled name after its last "::" outside template arguments
+// and parameter lists (a class local to a function is "f()::Local").
+std::string unqualified_name(const std::type_info& type) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  const std::string name = status == 0 && demangled ? demangled : type.name();
+  std::free(demangled);
+  size_t start = 0;
+  int depth = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '<' || c == '(') ++depth;
+    if (c == '>' || c == ')') --depth;
+    if (depth == 0 && c == ':' && i + 1 < name.size() && name[i + 1] == ':') start = i + 2;
+  }
+  return name.substr(start);
+}
+
 }  // namespace
+
+const std::string& Module::type_name() const {
+  std::call_once(type_name_once_, [this] { type_name_ = unqualified_name(typeid(*this)); });
+  return type_name_;
+}
 
 void Module::check_new_name(const std::string& name) const {
   if (name.empty() || name.find('.') != std::string::npos)
-    throw ValueError(type_name_ + ": invalid name '" + name + "' (must be non-empty, without '.')");
+    throw ValueError(type_name() + ": invalid name '" + name + "' (must be non-empty, without '.')");
   auto taken = [&name](const auto& list, auto key) {
     for (const auto& item : list)
       if (key(item) == name) return true;
@@ -36,14 +63,15 @@ void Module::check_new_name(const std::string& name) const {
   if (taken(parameters_, [](const auto& p) { return p.first; }) ||
       taken(buffers_, [](const Buffer& b) { return b.name; }) ||
       taken(children_, [](const auto& c) { return c.first; }))
-    throw ValueError(type_name_ + ": the name '" + name + "' is already registered");
+    throw ValueError(type_name() + ": the name '" + name + "' is already registered");
 }
 
 Tensor Module::register_parameter(const std::string& name, Tensor param) {
   check_new_name(name);
-  if (!param.defined()) throw ValueError(type_name_ + ": parameter '" + name + "' is undefined");
+  if (!param.defined()) throw ValueError(type_name() + ": parameter '" + name + "' is undefined");
   if (!param.is_leaf()) param = param.detach();
   param.requires_grad_(true);
+  param.set_name(join(path_, name));
   parameters_.emplace_back(name, param);
   return param;
 }
@@ -56,13 +84,21 @@ Tensor Module::register_buffer(const std::string& name, Tensor buffer, bool pers
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
   check_new_name(name);
-  if (!module) throw ValueError(type_name_ + ": child module '" + name + "' is null");
+  if (!module) throw ValueError(type_name() + ": child module '" + name + "' is null");
+  module->set_path(join(path_, name));
   children_.emplace_back(name, std::move(module));
+}
+
+void Module::set_path(const std::string& path) {
+  path_ = path;
+  for (auto& [name, p] : parameters_) p.set_name(join(path, name));
+  for (auto& [name, child] : children_) child->set_path(join(path, name));
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
-  std::function<void(const Module&, const std::string&)> visit = [&](const Module& m, const std::string& prefix) {
+  std::function<void(const Module&, const std::string&)> visit = [&](const Module& m,
+                                                                     const std::string& prefix) {
     for (const auto& [name, p] : m.parameters_) out.emplace_back(join(prefix, name), p);
     if (recurse)
       for (const auto& [name, child] : m.children_) visit(*child, join(prefix, name));
@@ -79,7 +115,8 @@ std::vector<Tensor> Module::parameters(bool recurse) const {
 
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;
-  std::function<void(const Module&, const std::string&)> visit = [&](const Module& m, const std::string& prefix) {
+  std::function<void(const Module&, const std::string&)> visit = [&](const Module& m,
+                                                                     const std::string& prefix) {
     for (const Buffer& b : m.buffers_) out.emplace_back(join(prefix, b.name), b.tensor);
     if (recurse)
       for (const auto& [name, child] : m.children_) visit(*child, join(prefix, name));
@@ -118,7 +155,8 @@ void Module::zero_grad(bool set_to_none) {
 StateDict Module::state_dict() const {
   StateDict state;
   for (auto& [name, p] : named_parameters()) state[name] = p;
-  std::function<void(const Module&, const std::string&)> visit = [&](const Module& m, const std::string& prefix) {
+  std::function<void(const Module&, const std::string&)> visit = [&](const Module& m,
+                                                                     const std::string& prefix) {
     for (const Buffer& b : m.buffers_)
       if (b.persistent) state[join(prefix, b.name)] = b.tensor;
     for (const auto& [name, child] : m.children_) visit(*child, join(prefix, name));
@@ -153,7 +191,8 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
   }
   report("shape mismatches", mismatched);
   if (!problems.empty())
-    throw ShapeError("load_state_dict: cannot load into " + type_name_ + " (nothing was changed):" + problems);
+    throw ShapeError("load_state_dict: cannot load into " + type_name() +
+                     " (nothing was changed):" + problems);
 
   NoGradGuard no_grad;
   for (auto& [name, t] : own) {
@@ -166,7 +205,7 @@ void Module::summarize(std::string& out, const std::string& name, int depth) con
   std::ostringstream line;
   line << std::string(static_cast<size_t>(depth) * 2, ' ');
   if (!name.empty()) line << name << ": ";
-  line << type_name_ << "(" << extra_repr() << ")";
+  line << type_name() << "(" << extra_repr() << ")";
   const int64_t count = num_parameters();
   if (count) line << "  " << with_commas(count) << " parameters";
   out += line.str() + "\n";

@@ -9,7 +9,7 @@
 //
 //   class Scale : public qkv::nn::Module {
 //    public:
-//     explicit Scale(int64_t d) : Module("Scale") {
+//     explicit Scale(int64_t d) {
 //       gamma = register_parameter("gamma", qkv::ones({d}, true));
 //     }
 //     qkv::Tensor forward(const qkv::Tensor& x) const { return x * gamma; }
@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,7 +39,7 @@ using StateDict = std::map<std::string, Tensor>;
 
 class Module {
  public:
-  explicit Module(std::string type_name) : type_name_(std::move(type_name)) {}
+  Module() = default;
   virtual ~Module() = default;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -73,14 +74,19 @@ class Module {
 
   // A tree of the modules with their parameter counts, like printing a PyTorch model.
   std::string summary() const;
-  const std::string& type_name() const { return type_name_; }
+  // The class's name without its namespace ("Linear"), found through RTTI on first use, as
+  // libtorch does: a layer need not spell its own name. In a base class's constructor the object is
+  // not yet of the derived class, so it names the base there.
+  const std::string& type_name() const;
   // One line describing this module's configuration, e.g. "in=64, out=32, bias=true".
   virtual std::string extra_repr() const { return ""; }
 
  protected:
   // Registration returns its argument, so a member can be set in the same line:
   //   weight = register_parameter("weight", qkv::empty({out, in}));
-  // A parameter is made a leaf that requires grad.
+  // A parameter is made a leaf that requires grad, and named (Tensor::name()) with its dotted path
+  // from the root of the tree, as named_parameters() gives it; the name follows the module when
+  // it is registered into a larger tree, so anomaly reports and graph dumps can show it.
   Tensor register_parameter(const std::string& name, Tensor param);
   // A buffer is state without gradient; non-persistent buffers are left out of state_dict.
   Tensor register_buffer(const std::string& name, Tensor buffer, bool persistent = true);
@@ -94,8 +100,12 @@ class Module {
   void add_child(const std::string& name, std::shared_ptr<Module> module);
   void check_new_name(const std::string& name) const;
   void summarize(std::string& out, const std::string& name, int depth) const;
+  // Names this module's parameters, and its descendants', after its place `path` in the tree.
+  void set_path(const std::string& path);
 
-  std::string type_name_;
+  mutable std::once_flag type_name_once_;
+  mutable std::string type_name_;
+  std::string path_;  // dotted, from the root of the tree this module is in ("" for the root)
   bool training_ = true;
   std::vector<std::pair<std::string, Tensor>> parameters_;
   struct Buffer {

@@ -8,9 +8,7 @@
 
 namespace qkv::nn {
 
-NoPositions::NoPositions() : PositionScheme("NoPositions") {}
-
-SinusoidalPositions::SinusoidalPositions(const PositionSizes& s) : PositionScheme("SinusoidalPositions") {
+SinusoidalPositions::SinusoidalPositions(const PositionSizes& s) {
   P = register_buffer("P", sinusoidal_table(s.max_len, s.num_hiddens), /*persistent=*/false);
 }
 
@@ -24,14 +22,14 @@ Tensor SinusoidalPositions::encode_input(const Tensor& X) {
   return X + P.narrow(0, 0, X.size(1));
 }
 
-LearnedPositions::LearnedPositions(const PositionSizes& s) : PositionScheme("LearnedPositions") {
+LearnedPositions::LearnedPositions(const PositionSizes& s) {
   encoding = register_module("encoding",
                              std::make_shared<LearnedPositionalEncoding>(s.num_hiddens, 0.0f, s.max_len));
 }
 
 Tensor LearnedPositions::encode_input(const Tensor& X) { return encoding->forward(X); }
 
-RotaryPositions::RotaryPositions(const PositionSizes& s) : PositionScheme("RotaryPositions") {
+RotaryPositions::RotaryPositions(const PositionSizes& s) {
   if (s.num_heads <= 0 || s.num_hiddens % s.num_heads != 0)
     throw ValueError("RotaryPositions: num_hiddens " + std::to_string(s.num_hiddens) +
                      " must be a multiple of num_heads " + std::to_string(s.num_heads));
@@ -43,8 +41,7 @@ std::pair<Tensor, Tensor> RotaryPositions::transform_qk(const Tensor& q, const T
   return {rotary->forward(q), rotary->forward(k)};
 }
 
-RelativeBiasPositions::RelativeBiasPositions(std::shared_ptr<RelativePositionBias> table)
-    : PositionScheme("RelativeBiasPositions") {
+RelativeBiasPositions::RelativeBiasPositions(std::shared_ptr<RelativePositionBias> table) {
   bias = register_module("bias", std::move(table));
 }
 

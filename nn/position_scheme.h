@@ -49,9 +49,6 @@ class PositionScheme : public Module {
     (void)offsets;
     return Tensor();
   }
-
- protected:
-  using Module::Module;
 };
 
 // What a factory knows when the encoder builds its scheme.
@@ -61,10 +58,7 @@ struct PositionSizes {
 using PositionFactory = std::function<std::shared_ptr<PositionScheme>(const PositionSizes&)>;
 
 // No positional information: the encoder sees a bag of tokens.
-class NoPositions : public PositionScheme {
- public:
-  NoPositions();
-};
+class NoPositions : public PositionScheme {};
 
 // The fixed sin/cos table (nn/positional_encoding.h) added to the embeddings.
 class SinusoidalPositions : public PositionScheme {

@@ -26,7 +26,7 @@ Tensor sinusoidal_table(int64_t max_len, int64_t d, float base) {
 }
 
 PositionalEncoding::PositionalEncoding(int64_t d, float p, int64_t len)
-    : Module("PositionalEncoding"), num_hiddens(d), max_len(len) {
+    : num_hiddens(d), max_len(len) {
   dropout = register_module("dropout", std::make_shared<Dropout>(p));
   P = register_buffer("P", sinusoidal_table(max_len, num_hiddens), /*persistent=*/false);
 }

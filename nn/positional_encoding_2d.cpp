@@ -18,7 +18,7 @@ Tensor sinusoidal_table_2d(int64_t height, int64_t width, int64_t d) {
 }
 
 PositionalEncoding2D::PositionalEncoding2D(int64_t d, float p, int64_t h, int64_t w)
-    : Module("PositionalEncoding2D"), num_hiddens(d), max_height(h), max_width(w) {
+    : num_hiddens(d), max_height(h), max_width(w) {
   dropout = register_module("dropout", std::make_shared<Dropout>(p));
   P = register_buffer("P", sinusoidal_table_2d(max_height, max_width, num_hiddens), /*persistent=*/false);
 }

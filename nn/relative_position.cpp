@@ -60,10 +60,13 @@ int64_t t5_relative_position_bucket(int64_t relative_position, bool bidirectiona
   return first + exact + static_cast<int64_t>(std::min(steps, static_cast<float>(side - 1 - exact)));
 }
 
-RelativePositionBias::RelativePositionBias(std::string type_name, int64_t heads, int64_t buckets)
-    : Module(std::move(type_name)), num_heads(heads), num_buckets(buckets) {
-  if (heads <= 0)
-    throw ValueError(this->type_name() + ": num_heads must be positive, got " + std::to_string(heads));
+RelativePositionBias::RelativePositionBias(int64_t heads, int64_t buckets)
+    : num_heads(heads), num_buckets(buckets) {}
+
+// Called by the derived constructors: there type_name() names the derived class.
+void RelativePositionBias::init_weight() {
+  if (num_heads <= 0)
+    throw ValueError(type_name() + ": num_heads must be positive, got " + std::to_string(num_heads));
   weight = register_parameter("weight", normal({num_buckets, num_heads}, 0.0f, 0.02f));
 }
 
@@ -89,7 +92,9 @@ Tensor RelativePositionBias::forward(int64_t Q, int64_t K, int64_t query_offset)
 }
 
 ClippedRelativePositionBias::ClippedRelativePositionBias(int64_t heads, int64_t k)
-    : RelativePositionBias("ClippedRelativePositionBias", heads, clipped_num_buckets(k)), max_distance(k) {}
+    : RelativePositionBias(heads, clipped_num_buckets(k)), max_distance(k) {
+  init_weight();
+}
 
 int64_t ClippedRelativePositionBias::bucket(int64_t relative_position) const {
   return clipped_relative_position_bucket(relative_position, max_distance);
@@ -100,9 +105,11 @@ std::string ClippedRelativePositionBias::extra_repr() const {
 }
 
 T5RelativePositionBias::T5RelativePositionBias(int64_t heads, bool bidir, int64_t buckets, int64_t max_dist)
-    : RelativePositionBias("T5RelativePositionBias", heads, t5_num_buckets(bidir, buckets, max_dist)),
+    : RelativePositionBias(heads, t5_num_buckets(bidir, buckets, max_dist)),
       bidirectional(bidir),
-      max_distance(max_dist) {}
+      max_distance(max_dist) {
+  init_weight();
+}
 
 int64_t T5RelativePositionBias::bucket(int64_t relative_position) const {
   return t5_relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance);

@@ -55,7 +55,8 @@ class RelativePositionBias : public Module {
   Tensor weight;  // (num_buckets, num_heads)
 
  protected:
-  RelativePositionBias(std::string type_name, int64_t num_heads, int64_t num_buckets);
+  RelativePositionBias(int64_t num_heads, int64_t num_buckets);
+  void init_weight();  // checks num_heads and registers weight
 };
 
 // Shaw et al.'s clipping: 2·max_distance + 1 buckets.

@@ -7,7 +7,7 @@
 
 namespace qkv::nn {
 
-RMSNorm::RMSNorm(int64_t d, float eps_) : Module("RMSNorm"), normalized_shape(d), eps(eps_) {
+RMSNorm::RMSNorm(int64_t d, float eps_) : normalized_shape(d), eps(eps_) {
   if (d <= 0) throw ValueError("RMSNorm: normalized_shape must be positive, got " + std::to_string(d));
   weight = register_parameter("weight", ones({d}));
 }

@@ -19,7 +19,7 @@ Tensor rotate_pairs(const Tensor& x, const Tensor& c, const Tensor& s) {
 }  // namespace
 
 RotaryEmbedding::RotaryEmbedding(int64_t d, int64_t len, float base_)
-    : Module("RotaryEmbedding"), head_dim(d), max_len(len), base(base_) {
+    : head_dim(d), max_len(len), base(base_) {
   if (d <= 0 || d % 2 != 0)
     throw ValueError("RotaryEmbedding: head_dim must be even and positive (features turn in pairs), got " +
                      std::to_string(d));

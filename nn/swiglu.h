@@ -20,7 +20,7 @@ namespace qkv::nn {
 
 class SwiGLU : public FeedForward {
  public:
-  SwiGLU(int64_t num_hiddens, int64_t ffn_num_hiddens) : FeedForward("SwiGLU") {
+  SwiGLU(int64_t num_hiddens, int64_t ffn_num_hiddens) {
     gate = register_module("gate", std::make_shared<Linear>(num_hiddens, ffn_num_hiddens, /*bias=*/false));
     up = register_module("up", std::make_shared<Linear>(num_hiddens, ffn_num_hiddens, /*bias=*/false));
     down = register_module("down", std::make_shared<Linear>(ffn_num_hiddens, num_hiddens, /*bias=*/false));

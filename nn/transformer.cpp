@@ -10,7 +10,7 @@ namespace qkv::nn {
 // ---- TransformerEncoderBlock -------------------------------------------------------------------
 
 TransformerEncoderBlock::TransformerEncoderBlock(const TransformerBlockOptions& o)
-    : Module("TransformerEncoderBlock"), norm(o.norm) {
+    : norm(o.norm) {
   const int64_t D = o.num_hiddens;
   attention = register_module(
       "attention", std::make_shared<MultiHeadAttention>(D, D, D, D, o.num_heads, o.dropout, o.use_bias));
@@ -46,7 +46,7 @@ std::string TransformerEncoderBlock::extra_repr() const {
 // ---- TransformerEncoder ------------------------------------------------------------------------
 
 TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o)
-    : Module("TransformerEncoder"), options(o) {
+    : options(o) {
   if (o.vocab_size <= 0 || o.num_hiddens <= 0 || o.ffn_num_hiddens <= 0 || o.num_heads <= 0 ||
       o.num_layers < 0)
     throw ValueError(

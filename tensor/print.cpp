@@ -14,7 +14,7 @@ constexpr int64_t kSummarizeThreshold = 1000;
 constexpr int64_t kEdgeItems = 3;
 
 struct Format {
-  bool integers = true;   // every value is a whole number: print "2." like PyTorch
+  bool integers = true;  // every value is a whole number: print "2." like PyTorch
   bool scientific = false;
   int width = 1;
 };
@@ -71,8 +71,8 @@ void collect(const Tensor& t, int64_t d, int64_t off, bool summarize, std::vecto
     if (i >= 0) collect(t, d + 1, off + i * t.strides()[d], summarize, out);
 }
 
-void print_dim(std::ostream& os, const Tensor& t, int64_t d, int64_t off, bool summarize,
-               const Format& f, int indent) {
+void print_dim(std::ostream& os, const Tensor& t, int64_t d, int64_t off, bool summarize, const Format& f,
+               int indent) {
   if (d == t.dim()) {
     std::string s = format_value(t.data()[off], f);
     os << std::string(static_cast<size_t>(f.width) - s.size(), ' ') << s;
@@ -107,6 +107,22 @@ std::string format_values(const Tensor& t) {
   collect(t, 0, 0, summarize, shown);
   std::ostringstream os;
   print_dim(os, t, 0, 0, summarize, choose_format(shown), static_cast<int>(std::string("tensor(").size()));
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "tensor(undefined)";
+  os << "tensor(" << format_values(t) << ", shape=" << shape_str(t.shape());
+  if (!t.is_leaf())
+    os << ", grad_fn=<" << t.grad_fn_name() << ">";
+  else if (t.requires_grad())
+    os << ", requires_grad=True";
+  return os << ")";
+}
+
+std::string to_string(const Tensor& t) {
+  std::ostringstream os;
+  os << t;
   return os.str();
 }
 

@@ -1,6 +1,6 @@
-// The data side of Tensor: construction, metadata, element access and printing of values.
-// The graph side (requires_grad, backward, in-place writes) is in autograd/tensor.cpp and the
-// differentiable methods in autograd/ops/.
+// The data side of Tensor: construction, metadata and element access. In-place writes are in
+// tensor/inplace.cpp, printing in tensor/print.cpp; the graph side (requires_grad, backward) is in
+// autograd/tensor.cpp and the differentiable methods in autograd/ops/.
 #include "tensor/tensor.h"
 
 

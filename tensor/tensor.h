@@ -5,9 +5,10 @@
 // (reshape, permute, transpose, slice, expand, ...) share the storage and cost nothing.
 //
 // This header declares the whole method API, as PyTorch's TensorBody.h does. The data side (storage,
-// shapes, element access, printing, factories) is implemented in tensor/. Every method that computes
-// a new tensor is differentiable and is implemented in autograd/ops/, next to its backward; the
-// Tensor only carries an opaque pointer to the graph node that produced it.
+// shapes, element access, in-place writes, printing, factories) is implemented in tensor/. Every
+// method that computes a new tensor is differentiable and is implemented in autograd/ops/, next to
+// its backward; the graph side (requires_grad, grad, backward) in autograd/tensor.cpp. The Tensor
+// only carries an opaque pointer to the graph node that produced it.
 //
 // Glossary used in shape comments: B batch, T (or Q/K) sequence lengths, D model width, H heads.
 #pragma once
@@ -88,6 +89,7 @@ class Tensor {
   // Drops the gradient (set_to_none, PyTorch's default) or fills it with zeros.
   void zero_grad(bool set_to_none = true);
   const std::shared_ptr<autograd::Node>& grad_fn() const;
+  std::string grad_fn_name() const;  // the op that produced this tensor ("mul"); "" for a leaf
   // Backpropagates from this tensor: a scalar needs no `gradient`; otherwise pass d(loss)/d(this).
   // The graph is freed afterwards unless retain_graph.
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
@@ -170,7 +172,9 @@ class Tensor {
   Tensor var(std::vector<int64_t> dims = {}, int64_t correction = 1, bool keepdim = false) const;
   // p-norm (p = 1, 2, ... or INFINITY) over dims.
   Tensor norm(float p = 2.0f, std::vector<int64_t> dims = {}, bool keepdim = false) const;
-  Tensor max() const;                                  // the largest element, a scalar
+  // The largest (smallest) element, a scalar. Ties share the gradient evenly, as in torch.max():
+  // the gradient of max over [1, 3, 3] is [0, .5, .5].
+  Tensor max() const;
   Tensor min() const;
   std::pair<Tensor, IndexTensor> max(int64_t dim, bool keepdim = false) const;  // values, indices
   std::pair<Tensor, IndexTensor> min(int64_t dim, bool keepdim = false) const;
@@ -201,6 +205,8 @@ class Tensor {
   Tensor& add_(const Tensor& other, float alpha = 1.0f);  // this += alpha·other
   Tensor& mul_(float s);
   Tensor& mul_(const Tensor& other);
+  // Throws StateError naming `op` if this tensor may not be written in place (the rule above).
+  void check_inplace(const char* op) const;
 
  private:
   TensorImpl& checked() const;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "autograd/function.h"
-#include "autograd/profiler.h"
+#include "autograd/observer.h"
 #include "tensor/error.h"
 
 namespace qkv {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
-#include "autograd/profiler.h"
+#include "autograd/observer.h"
 #include "tensor/error.h"
 #include "autograd/ops/map.h"
 

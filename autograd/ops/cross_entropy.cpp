@@ -7,7 +7,7 @@
 #include <string>
 
 #include "autograd/function.h"
-#include "autograd/profiler.h"
+#include "autograd/observer.h"
 #include "autograd/ops/map.h"
 #include "tensor/error.h"
 #include "tensor/kernels/parallel.h"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "autograd/function.h"
-#include "autograd/profiler.h"
+#include "autograd/observer.h"
 #include "tensor/error.h"
 #include "tensor/random.h"
 

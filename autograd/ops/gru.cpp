@@ -11,7 +11,7 @@
 #include <string>
 
 #include "autograd/function.h"
-#include "autograd/profiler.h"
+#include "autograd/observer.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/kernels/gemm.h"

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "autograd/function.h"
-#include "autograd/profiler.h"
+#include "autograd/observer.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/kernels/elementwise.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
-#include "autograd/profiler.h"
+#include "autograd/observer.h"
 #include "tensor/error.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops/map.h"
@@ -171,6 +171,24 @@ std::pair<Tensor, IndexTensor> extremum_dim(const char* op, const Tensor& x, int
   return {values, index};
 }
 
+// The largest (smallest) element. Where several tie, the gradient is split evenly among them, as
+// PyTorch's full reductions torch.max() and torch.amax() do: dx = g·[x == m] / #{x == m}.
+Tensor extremum_all(const char* op, const Tensor& x, bool is_max) {
+  const autograd::OpScope scope(op);
+  if (x.numel() == 0) throw ShapeError(std::string(op) + ": the tensor is empty");
+  Tensor m;
+  {
+    NoGradGuard no_grad;
+    const Tensor flat = x.reshape({-1});
+    m = is_max ? flat.max(0).first : flat.min(0).first;
+  }
+  return autograd::record(op, m, {x}, {x, m},
+      [](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        const Tensor ties = ctx.saved[0].eq(ctx.saved[1]);
+        return {ties * (g / ties.sum())};
+      });
+}
+
 }  // namespace
 
 std::pair<Tensor, IndexTensor> Tensor::max(int64_t dim, bool keepdim) const {
@@ -179,14 +197,8 @@ std::pair<Tensor, IndexTensor> Tensor::max(int64_t dim, bool keepdim) const {
 std::pair<Tensor, IndexTensor> Tensor::min(int64_t dim, bool keepdim) const {
   return extremum_dim("min", *this, dim, keepdim, false);
 }
-Tensor Tensor::max() const {
-  if (numel() == 0) throw ShapeError("max: the tensor is empty");
-  return reshape({-1}).max(0).first;
-}
-Tensor Tensor::min() const {
-  if (numel() == 0) throw ShapeError("min: the tensor is empty");
-  return reshape({-1}).min(0).first;
-}
+Tensor Tensor::max() const { return extremum_all("max", *this, true); }
+Tensor Tensor::min() const { return extremum_all("min", *this, false); }
 IndexTensor Tensor::argmax(int64_t dim, bool keepdim) const {
   NoGradGuard no_grad;
   return max(dim, keepdim).second;

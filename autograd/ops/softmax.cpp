@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "autograd/function.h"
-#include "autograd/profiler.h"
+#include "autograd/observer.h"
 #include "tensor/error.h"
 #include "tensor/kernels/softmax.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "autograd/function.h"
-#include "autograd/profiler.h"
+#include "autograd/observer.h"
 #include "autograd/grad_mode.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"

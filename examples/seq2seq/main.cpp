@@ -14,7 +14,7 @@
 #include <iostream>
 #include <string>
 
-#include "autograd/profiler.h"
+#include "autograd/debug/profiler.h"
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
 #include "examples/seq2seq/bleu.h"
@@ -251,7 +251,7 @@ int bench(int argc, char** argv) {
       argc, argv,
       {{"steps", "30", "timed steps"},
        {"warmup", "5", "untimed steps first"},
-       {"profile", "false", "then print the op profile of --steps more steps (autograd/profiler.h)"}},
+       {"profile", "false", "then print the op profile of --steps more steps (autograd/debug/profiler.h)"}},
       "usage: seq2seq bench [--steps N] [--warmup N] [--profile]   (threads: QKV_NUM_THREADS)");
   if (args.help_requested()) {
     std::cout << args.help();

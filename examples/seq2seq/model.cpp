@@ -10,7 +10,7 @@ namespace seq2seq {
 
 using qkv::nn::GRUOptions;
 
-Seq2SeqEncoder::Seq2SeqEncoder(const ModelConfig& c) : Module("Seq2SeqEncoder") {
+Seq2SeqEncoder::Seq2SeqEncoder(const ModelConfig& c) {
   embedding =
       register_module("embedding", std::make_shared<qkv::nn::Embedding>(c.source_vocab, c.embed_size));
   rnn = register_module(
@@ -23,7 +23,7 @@ qkv::nn::GRUOutput Seq2SeqEncoder::forward(const IndexTensor& X) const {
   return rnn->forward(embedding->forward(X));  // (B, T) → (B, T, E) → (B, T, H), (L, B, H)
 }
 
-Seq2SeqAttentionDecoder::Seq2SeqAttentionDecoder(const ModelConfig& c) : Module("Seq2SeqAttentionDecoder") {
+Seq2SeqAttentionDecoder::Seq2SeqAttentionDecoder(const ModelConfig& c) {
   attention = register_module("attention", std::make_shared<qkv::nn::AdditiveAttention>(
                                                c.num_hiddens, c.num_hiddens, c.num_hiddens, c.dropout));
   embedding =
@@ -60,7 +60,7 @@ Tensor Seq2SeqAttentionDecoder::forward(const IndexTensor& X, DecoderState& stat
   return dense->forward(qkv::cat(outputs, 1));  // (B, S, H) → (B, S, V)
 }
 
-Seq2Seq::Seq2Seq(const ModelConfig& c) : Module("Seq2Seq"), config(c) {
+Seq2Seq::Seq2Seq(const ModelConfig& c) : config(c) {
   if (c.source_vocab < 1 || c.target_vocab < 1 || c.embed_size < 1 || c.num_hiddens < 1 || c.num_layers < 1)
     throw qkv::ValueError("Seq2Seq: vocabulary sizes, embed_size, num_hiddens and num_layers must be >= 1");
   encoder = register_module("encoder", std::make_shared<Seq2SeqEncoder>(c));

@@ -111,8 +111,7 @@ void Config::validate() const {
   if (train_sentences < 1 || dev_sentences < 1 || test_sentences < 1) fail("corpus sizes must be at least 1");
 }
 
-TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
-    : TaggerModel("TransformerTagger") {
+TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, int64_t num_tags) {
   qkv::nn::TransformerEncoderOptions options;
   options.vocab_size = vocab_size;
   options.num_hiddens = config.d_model;
@@ -155,7 +154,7 @@ Tensor TransformerTagger::positional_table() const {
 }
 
 GRUTagger::GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
-    : TaggerModel("GRUTagger"), dropout(static_cast<float>(config.dropout)) {
+    : dropout(static_cast<float>(config.dropout)) {
   embedding = register_module("embedding", std::make_shared<qkv::nn::Embedding>(vocab_size, config.d_model));
   qkv::nn::GRUOptions options;
   options.batch_first = true;

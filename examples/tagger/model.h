@@ -61,7 +61,6 @@ struct Config {
 
 class TaggerModel : public qkv::nn::Module {
  public:
-  using Module::Module;
   // ids (B, T), valid_lens (B) -> logits (B, T, num_tags). Positions at and past a sentence's valid
   // length are padding; their logits are computed but mean nothing, and they never change the
   // logits of real tokens: a sentence gets the same tags whatever it is batched with.

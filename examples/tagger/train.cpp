@@ -6,7 +6,7 @@
 #include <iostream>
 #include <optional>
 
-#include "autograd/profiler.h"
+#include "autograd/debug/profiler.h"
 #include "data/batching.h"
 #include "examples/common/progress.h"
 #include "examples/tagger/figures.h"

@@ -117,9 +117,18 @@ TEST_CASE("max and min give values and first indices and propagate NaN") {
   CHECK_THROWS_AS(zeros({2, 0}).max(1), ShapeError);
 }
 
-TEST_CASE("the max gradient goes to the first maximal element only") {
-  Tensor x = tensor({2.0f, 5.0f, 5.0f}, true);
+TEST_CASE("max and min over all elements split the gradient evenly among ties as torch.max does") {
+  Tensor x = tensor({1.0f, 3.0f, 3.0f}, true);
   x.max().backward();
+  CHECK(x.grad().to_vector() == V{0, 0.5f, 0.5f});
+  Tensor y = tensor({{2.0f, -1.0f}, {-1.0f, -1.0f}}, true);
+  (y.min() * 6.0f).backward();
+  CHECK(y.grad().to_vector() == V{0, 2, 2, 2});
+}
+
+TEST_CASE("max along a dim sends the gradient to the first maximal element only") {
+  Tensor x = tensor({2.0f, 5.0f, 5.0f}, true);
+  x.max(0).first.backward();
   CHECK(x.grad().to_vector() == V{0, 1, 0});
 }
 

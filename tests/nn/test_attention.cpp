@@ -273,7 +273,6 @@ namespace {
 
 // A position scheme of the test's own: it records what it sees and zeroes the queries.
 struct ZeroQueries : nn::PositionScheme {
-  ZeroQueries() : nn::PositionScheme("ZeroQueries") {}
   std::pair<Tensor, Tensor> transform_qk(const Tensor& q, const Tensor& k) override {
     seen_q = q.shape(), seen_k = k.shape();
     return {q * 0.0f, k};  // queries of zeros score every key the same

@@ -11,7 +11,7 @@ namespace {
 
 class Block : public nn::Module {
  public:
-  Block() : Module("Block") {
+  Block() {
     fc = register_module("fc", std::make_shared<nn::Linear>(4, 3));
     drop = register_module("drop", std::make_shared<nn::Dropout>(0.5f));
     scale = register_parameter("scale", ones({3}));
@@ -26,7 +26,7 @@ class Block : public nn::Module {
 
 class Net : public nn::Module {
  public:
-  Net() : Module("Net") {
+  Net() {
     blocks = register_module("blocks", std::make_shared<nn::ModuleList>());
     blocks->push_back(std::make_shared<Block>()).push_back(std::make_shared<Block>());
   }
@@ -52,6 +52,23 @@ TEST_CASE("named_parameters gives dotted paths in registration order") {
         std::vector<std::string>{"blocks.0.steps", "blocks.0.cache", "blocks.1.steps", "blocks.1.cache"});
   for (const Tensor& p : net.parameters()) CHECK(p.requires_grad());
   CHECK(net.blocks->at<Block>(1)->fc->weight.is_same(net.named_parameters()[4].second));
+}
+
+TEST_CASE("parameters are named with their dotted paths even when the tree is built top-down") {
+  Net net;  // registers its empty ModuleList first, then fills it
+  for (const auto& [path, p] : net.named_parameters()) CHECK(p.name() == path);
+  CHECK(net.blocks->at<Block>(1)->fc->weight.name() == "blocks.1.fc.weight");
+  nn::Linear alone(2, 2);
+  CHECK(alone.weight.name() == "weight");
+}
+
+TEST_CASE("type names come from the class without its namespace") {
+  struct Local : nn::Module {};
+  CHECK(Local().type_name() == "Local");
+  CHECK(nn::Linear(2, 2).type_name() == "Linear");
+  CHECK(nn::T5RelativePositionBias(2).type_name() == "T5RelativePositionBias");
+  CHECK_THROWS_WITH_AS(nn::ClippedRelativePositionBias(0, 2),
+                       "ClippedRelativePositionBias: num_heads must be positive, got 0", ValueError);
 }
 
 TEST_CASE("train and eval propagate to every descendant") {
@@ -121,7 +138,7 @@ TEST_CASE("summary lists modules with parameter counts") {
 
 TEST_CASE("registration rejects duplicate and dotted names") {
   struct Bad : nn::Module {
-    Bad() : Module("Bad") {
+    Bad() {
       register_parameter("w", ones({1}));
       CHECK_THROWS_AS(register_parameter("w", ones({1})), ValueError);
       CHECK_THROWS_AS(register_buffer("a.b", ones({1})), ValueError);

@@ -33,7 +33,7 @@ namespace {
 // The composite example of docs/new_layer.md: a pre-norm residual feed-forward block.
 class PreNormFFN : public nn::Module {
  public:
-  PreNormFFN(int64_t d, int64_t hidden, float p) : Module("PreNormFFN") {
+  PreNormFFN(int64_t d, int64_t hidden, float p) {
     norm = register_module("norm", std::make_shared<nn::RMSNorm>(d));
     ffn = register_module("ffn", std::make_shared<nn::PositionWiseFFN>(d, hidden, d));
     drop = register_module("drop", std::make_shared<nn::Dropout>(p));

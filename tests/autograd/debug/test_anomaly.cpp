@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/anomaly.h"
+#include "autograd/debug/anomaly.h"
 #include "qkv.h"
 
 using namespace qkv;

@@ -13,21 +13,21 @@
 // backward runs a few forward ops) is timed as one unit: what it calls is folded into its row, so a
 // backward row is the whole cost of sending that op's gradient back.
 //
-// Ops open an autograd::OpScope first thing; the engine opens one around each node's backward.
-// With no profiler on, an OpScope costs one load and one untaken branch (docs/PERFORMANCE.md has
-// the measurement). While a profiler records, memory_stats().peak_bytes is restarted at each op
-// (that is how each op's own peak is measured); read the peak of the region from the profiler.
+// A profiler is an observer (autograd/observer.h): it times the OpScopes that ops open first thing
+// and that the engine opens around each node's backward. With no observer registered, an OpScope
+// costs one load and one untaken branch (docs/PERFORMANCE.md has the measurement). While a profiler records,
+// memory_stats().peak_bytes is restarted at each op (that is how each op's own peak is measured); read the
+// peak of the region from the profiler.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
 
-namespace qkv {
+#include "autograd/observer.h"
 
-enum class Pass { Forward, Backward };
+namespace qkv {
 
 // One row of the profile: one op kind in one pass.
 struct OpProfile {
@@ -77,7 +77,7 @@ class Profiler {
   void write_csv(const std::string& path) const;
   void write_json(const std::string& path) const;
 
-  struct State;  // the recording, shared with OpScope (profiler.cpp)
+  struct State;  // the recording, an observer of this thread's ops (profiler.cpp)
 
  private:
   State* state_;
@@ -86,41 +86,4 @@ class Profiler {
   bool stopped_ = false;
 };
 
-namespace autograd {
-
-namespace detail {
-extern std::atomic<int> profilers_running;  // on any thread: the fast "off" test of OpScope
-void add_flops(int64_t flops);
-void note_recorded(const char* op);
-}  // namespace detail
-
-// Marks the running of one op: opened first thing by every op's forward (named as the op records
-// its node), and by the engine around each node's backward. Cheap when no profiler runs.
-class OpScope {
- public:
-  explicit OpScope(const char* op, Pass pass = Pass::Forward) {
-    if (detail::profilers_running.load(std::memory_order_relaxed) != 0) open(op, pass);
-  }
-  ~OpScope() {
-    if (state_) close();
-  }
-  OpScope(const OpScope&) = delete;
-  OpScope& operator=(const OpScope&) = delete;
-
- private:
-  void open(const char* op, Pass pass);
-  void close();
-  Profiler::State* state_ = nullptr;
-};
-
-// Adds to the FLOP count of the op in progress on this thread (the outermost scope).
-inline void add_flops(int64_t flops) {
-  if (detail::profilers_running.load(std::memory_order_relaxed) != 0) detail::add_flops(flops);
-}
-// Called by record(): notes an op that records a node outside any OpScope.
-inline void note_recorded(const char* op) {
-  if (detail::profilers_running.load(std::memory_order_relaxed) != 0) detail::note_recorded(op);
-}
-
-}  // namespace autograd
 }  // namespace qkv

@@ -15,7 +15,9 @@
 // Memory: when a backward starts, nodes recorded under anomaly mode before the previous backward,
 // still alive, never run backward and not part of this backward draw a warning: a tensor of a previous
 // step still holds its graph, as in the classic leak `total_loss = total_loss + loss`.
-// Checking every result costs a pass over it and a stack capture per op: for debugging only.
+// Checking every result costs a pass over it and a stack capture per op: for debugging only. While
+// on, anomaly mode is an observer of autograd (autograd/observer.h); off, it is not registered and
+// costs nothing.
 #pragma once
 
 #include <functional>

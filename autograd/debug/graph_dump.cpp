@@ -1,15 +1,42 @@
-#include "autograd/graph_dump.h"
+#include "autograd/debug/graph_dump.h"
 
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "autograd/node.h"
+#include "autograd/observer.h"
+#include "io/json.h"
 #include "tensor/error.h"
 
 namespace qkv::autograd {
 namespace {
+
+// The norm of the gradient a node sent to each input (NaN where it sent none).
+struct GradNorms : NodeNote {
+  std::vector<float> norms;
+};
+
+// While a RecordGradNorms lives: notes the norms of each node's gradients as the engine reports them.
+class GradNormObserver : public Observer {
+ public:
+  void node_finished(Node& node, const Tensor&, const std::vector<Tensor>& grads) override {
+    GradNorms* note = node.note<GradNorms>();
+    if (!note) {
+      node.notes.push_back(std::make_unique<GradNorms>());
+      note = static_cast<GradNorms*>(node.notes.back().get());
+    }
+    note->norms.assign(grads.size(), NAN);
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (grads[i].defined()) note->norms[i] = grads[i].norm().item();
+  }
+};
+
+GradNormObserver g_grad_norms;
+std::mutex g_recorders_mutex;
+int g_recorders = 0;  // RecordGradNorms alive: the observer is registered while there is one
 
 // The graph reachable from a tensor: op nodes with inputs before their consumers (a depth-first
 // post-order with an explicit stack, as in the engine), and the leaves they read.
@@ -104,30 +131,37 @@ bool kept(const Graph& g, const Edge& e) {
 
 std::string bytes_str(int64_t bytes) {
   char buf[32];
-  if (bytes < 1024) std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
-  else if (bytes < 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024.0));
+  if (bytes < 1024)
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  else if (bytes < 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024.0));
   return buf;
 }
 
+// A DOT string: quotes and backslashes escaped, line breaks as \n.
 std::string quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out + "\"";
 }
 
-std::string json_shape(const Shape& shape) {
-  std::string s = "[";
-  for (size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
-  return s + "]";
+io::Json json_shape(const Shape& shape) {
+  io::Json::Array dims;
+  for (int64_t d : shape) dims.emplace_back(d);
+  return dims;
 }
 
 float grad_norm(const Node& n, size_t input) {
-  return input < n.input_grad_norms.size() ? n.input_grad_norms[input] : NAN;
+  const GradNorms* note = n.note<GradNorms>();
+  return note && input < note->norms.size() ? note->norms[input] : NAN;
 }
 
 }  // namespace
@@ -172,47 +206,57 @@ std::string graph_to_dot(const Tensor& root, const GraphDumpOptions& options) {
   return out.str();
 }
 
+namespace {
+
+io::Json json_node(const Graph& g, const Node& n) {
+  io::Json::Array inputs;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const Edge& e = n.inputs[k];
+    if (e.needed() && !kept(g, e)) continue;
+    const float norm = grad_norm(n, k);
+    inputs.push_back(io::Json::Object{
+        {"from", !e.needed() ? io::Json()
+                 : e.node    ? node_id(g, e.node.get())
+                             : leaf_id(g, e.leaf.get())},
+        {"shape", json_shape(e.shape)},
+        {"grad_norm", std::isfinite(norm) ? io::Json(static_cast<double>(norm)) : io::Json()}});
+  }
+  return io::Json::Object{{"id", node_id(g, &n)},
+                          {"op", n.op},
+                          {"shape", json_shape(n.out_shape)},
+                          {"saved_bytes", n.saved_bytes()},
+                          {"released", n.released},
+                          {"inputs", std::move(inputs)}};
+}
+
+}  // namespace
+
 std::string graph_to_json(const Tensor& root, const GraphDumpOptions& options) {
   const Graph g = collect(root, options);
-  std::ostringstream out;
-  out << "{\"root\": "
-      << (g.root ? quoted(node_id(g, g.root)) : g.root_leaf ? quoted(leaf_id(g, g.root_leaf)) : "null")
-      << ",\n \"nodes\": [";
-  bool first = true;
-  for (size_t i = g.nodes.size(); i-- > 0;) {
-    if (!g.keep_node[i]) continue;
-    const Node& n = *g.nodes[i];
-    out << (first ? "\n  " : ",\n  ") << "{\"id\": " << quoted(node_id(g, &n)) << ", \"op\": " << quoted(n.op)
-        << ", \"shape\": " << json_shape(n.out_shape) << ", \"saved_bytes\": " << n.saved_bytes()
-        << ", \"released\": " << (n.released ? "true" : "false") << ", \"inputs\": [";
-    first = false;
-    bool first_input = true;
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const Edge& e = n.inputs[k];
-      const bool needed = e.needed();
-      if (needed && !kept(g, e)) continue;
-      const float norm = grad_norm(n, k);
-      std::ostringstream num;
-      num.precision(9);
-      num << norm;
-      out << (first_input ? "" : ", ") << "{\"from\": "
-          << (!needed ? "null" : quoted(e.node ? node_id(g, e.node.get()) : leaf_id(g, e.leaf.get())))
-          << ", \"shape\": " << json_shape(e.shape)
-          << ", \"grad_norm\": " << (std::isfinite(norm) ? num.str() : "null") << "}";
-      first_input = false;
-    }
-    out << "]}";
-  }
-  out << "],\n \"leaves\": [";
-  first = true;
-  for (size_t i = 0; i < g.leaves.size(); ++i) {
-    if (!g.keep_leaf[i]) continue;
-    out << (first ? "\n  " : ",\n  ") << "{\"id\": " << quoted(leaf_id(g, g.leaves[i]))
-        << ", \"name\": " << quoted(g.leaf_names[i]) << ", \"shape\": " << json_shape(g.leaves[i]->shape) << "}";
-    first = false;
-  }
-  out << "]}\n";
-  return out.str();
+  io::Json::Array nodes, leaves;
+  for (size_t i = g.nodes.size(); i-- > 0;)
+    if (g.keep_node[i]) nodes.push_back(json_node(g, *g.nodes[i]));
+  for (size_t i = 0; i < g.leaves.size(); ++i)
+    if (g.keep_leaf[i])
+      leaves.push_back(io::Json::Object{{"id", leaf_id(g, g.leaves[i])},
+                                        {"name", g.leaf_names[i]},
+                                        {"shape", json_shape(g.leaves[i]->shape)}});
+  const io::Json root_id = g.root        ? io::Json(node_id(g, g.root))
+                           : g.root_leaf ? io::Json(leaf_id(g, g.root_leaf))
+                                         : io::Json();
+  return io::to_json(io::Json::Object{
+             {"root", root_id}, {"nodes", std::move(nodes)}, {"leaves", std::move(leaves)}}) +
+         "\n";
+}
+
+RecordGradNorms::RecordGradNorms() {
+  std::lock_guard<std::mutex> lock(g_recorders_mutex);
+  if (g_recorders++ == 0) add_observer(&g_grad_norms);
+}
+
+RecordGradNorms::~RecordGradNorms() {
+  std::lock_guard<std::mutex> lock(g_recorders_mutex);
+  if (--g_recorders == 0) remove_observer(&g_grad_norms);
 }
 
 }  // namespace qkv::autograd

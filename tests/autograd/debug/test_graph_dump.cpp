@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "autograd/graph_dump.h"
+#include "autograd/debug/graph_dump.h"
 #include "io/json.h"
 #include "qkv.h"
 
@@ -18,7 +18,7 @@ namespace {
 
 class Mlp : public nn::Module {
  public:
-  Mlp() : Module("Mlp") {
+  Mlp() {
     fc1 = register_module("fc1", std::make_shared<nn::Linear>(3, 4));
     fc2 = register_module("fc2", std::make_shared<nn::Linear>(4, 2));
   }
@@ -57,7 +57,8 @@ struct Dot {
     std::string line;
     std::getline(in, line);
     REQUIRE(line == "digraph autograd {");
-    const std::regex vertex(R"re(^  (\w+) \[shape=(\w+),.*label="((?:[^"\\]|\\.)*)"(, peripheries=2)?\];$)re");
+    const std::regex vertex(
+        R"re(^  (\w+) \[shape=(\w+),.*label="((?:[^"\\]|\\.)*)"(, peripheries=2)?\];$)re");
     const std::regex arrow(R"re(^  (\w+) -> (\w+) \[label="((?:[^"\\]|\\.)*)"\];$)re");
     bool closed = false;
     while (std::getline(in, line)) {
@@ -156,6 +157,7 @@ TEST_CASE("graph_to_dot labels edges with gradient norms after a backward that k
   manual_seed(2);
   Mlp mlp;
   const Tensor loss = mlp.forward(randn({5, 3})).pow(2.0f).sum();
+  const autograd::RecordGradNorms record;
   loss.backward({}, /*retain_graph=*/true);
   GraphDumpOptions opts;
   opts.names = mlp.named_parameters();
@@ -202,6 +204,7 @@ TEST_CASE("graph_to_json lists nodes from the root with inputs, shapes, saved by
   w.set_name("w");
   const Tensor x = tensor({4.0f, 5.0f, 6.0f});
   const Tensor y = (w * x).sum();
+  const autograd::RecordGradNorms record;
   y.backward({}, /*retain_graph=*/true);
   const io::Json j = io::parse_json(autograd::graph_to_json(y));
 
@@ -230,6 +233,17 @@ TEST_CASE("graph_to_json lists nodes from the root with inputs, shapes, saved by
   REQUIRE(leaves.size() == 1);
   CHECK(leaves[0].find("name")->as_string() == "w");
   CHECK(leaves[0].find("shape")->as_array().size() == 1);
+}
+
+TEST_CASE("graph_to_json escapes control characters in names so that the JSON reads back") {
+  Tensor w = tensor({1.0f, 2.0f}, true);
+  const Tensor y = (w * 2.0f).sum();
+  GraphDumpOptions opts;
+  opts.names = {{"a\x01b\n\"c\\", w}};
+  const io::Json j = io::parse_json(autograd::graph_to_json(y, opts));
+  const auto& leaves = j.find("leaves")->as_array();
+  REQUIRE(leaves.size() == 1);
+  CHECK(leaves[0].find("name")->as_string() == "a\x01b\n\"c\\");
 }
 
 TEST_CASE("graph_to_dot after a backward that freed the graph shows the root alone") {

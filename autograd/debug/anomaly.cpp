@@ -1,4 +1,4 @@
-#include "autograd/anomaly.h"
+#include "autograd/debug/anomaly.h"
 
 #include <cxxabi.h>
 #include <execinfo.h>
@@ -11,12 +11,10 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "autograd/anomaly_checks.h"
+#include "autograd/observer.h"
 
 namespace qkv {
 namespace {
-
-std::atomic<bool> g_anomaly{false};
 
 std::mutex g_handler_mutex;
 WarningHandler g_handler = [](const std::string& message) { std::cerr << message << std::endl; };
@@ -31,12 +29,6 @@ void warn(const std::string& message) {
 }
 
 }  // namespace
-
-bool is_anomaly_enabled() { return g_anomaly.load(std::memory_order_relaxed); }
-void set_anomaly_enabled(bool enabled) { g_anomaly.store(enabled); }
-
-DetectAnomaly::DetectAnomaly() : previous_(is_anomaly_enabled()) { set_anomaly_enabled(true); }
-DetectAnomaly::~DetectAnomaly() { set_anomaly_enabled(previous_); }
 
 WarningHandler set_anomaly_warning_handler(WarningHandler handler) {
   std::lock_guard<std::mutex> lock(g_handler_mutex);
@@ -122,18 +114,33 @@ std::string format_stack(const std::vector<void*>& frames) {
   return out;
 }
 
-std::mutex g_nodes_mutex;
-std::unordered_set<const Node*> g_nodes;  // tracked nodes alive
-std::atomic<uint64_t> g_step{1};         // backward passes started under anomaly mode, plus one
-thread_local bool t_in_backward = false;
+// What anomaly mode keeps about a node recorded while it was on: where and in which step. The
+// notes alive are the tracked nodes alive; a note leaves the set when its node dies.
+struct Tracked : NodeNote {
+  Tracked(const Node& node, uint64_t step, std::vector<void*> creation_trace);
+  ~Tracked() override;
+  const Node& node;
+  std::vector<void*> creation_trace;
+  uint64_t step;
+};
 
-}  // namespace
+std::mutex g_tracked_mutex;
+std::unordered_set<const Tracked*> g_tracked;
+std::atomic<uint64_t> g_step{1};  // backward passes started under anomaly mode, plus one
 
-InBackward::InBackward() : previous_(t_in_backward) { t_in_backward = true; }
-InBackward::~InBackward() { t_in_backward = previous_; }
+Tracked::Tracked(const Node& n, uint64_t s, std::vector<void*> trace)
+    : node(n), creation_trace(std::move(trace)), step(s) {
+  std::lock_guard<std::mutex> lock(g_tracked_mutex);
+  g_tracked.insert(this);
+}
 
+Tracked::~Tracked() {
+  std::lock_guard<std::mutex> lock(g_tracked_mutex);
+  g_tracked.erase(this);
+}
+
+// Throws AnomalyError if `out` holds a NaN (an Inf) that none of the inputs held.
 void check_forward(const char* op, const Tensor& out, const std::vector<Tensor>& inputs) {
-  if (t_in_backward) return;
   NonFinite in;
   std::vector<Shape> shapes;
   for (const Tensor& t : inputs) {
@@ -146,23 +153,12 @@ void check_forward(const char* op, const Tensor& out, const std::vector<Tensor>&
   const std::string what = produced(in, scan(out));
   if (what.empty()) return;
   throw AnomalyError("anomaly mode: '" + std::string(op) + "' produced " + what +
-                     " in its forward result (shape " + shape_str(out.shape()) +
-                     ") from inputs of shapes " + shapes_of(shapes) + " that held none. Created at:\n" +
-                     format_stack(capture_stack()));
+                     " in its forward result (shape " + shape_str(out.shape()) + ") from inputs of shapes " +
+                     shapes_of(shapes) + " that held none. Created at:\n" + format_stack(capture_stack()));
 }
 
-void track(Node& node) {
-  node.creation_trace = capture_stack();
-  node.anomaly_step = g_step.load();
-  std::lock_guard<std::mutex> lock(g_nodes_mutex);
-  g_nodes.insert(&node);
-}
-
-void forget(const Node& node) {
-  std::lock_guard<std::mutex> lock(g_nodes_mutex);
-  g_nodes.erase(&node);
-}
-
+// Throws AnomalyError if a gradient the node's backward returned holds a NaN (an Inf) that the
+// incoming gradient did not.
 void check_backward(const Node& node, const Tensor& grad, const std::vector<Tensor>& grads) {
   const NonFinite in = scan(grad);
   for (size_t i = 0; i < grads.size(); ++i) {
@@ -170,15 +166,18 @@ void check_backward(const Node& node, const Tensor& grad, const std::vector<Tens
     if (what.empty()) continue;
     std::vector<Shape> shapes;
     for (const Edge& e : node.inputs) shapes.push_back(e.shape);
+    const Tracked* tracked = node.note<Tracked>();
     throw AnomalyError("anomaly mode: the backward of '" + node.op + "' produced " + what +
                        " in the gradient of its input " + std::to_string(i) + " (shape " +
                        shape_str(grads[i].shape()) + ") from an incoming gradient (shape " +
                        shape_str(grad.shape()) + ") that held none. Its inputs had shapes " +
                        shapes_of(shapes) + ". '" + node.op + "' was created at:\n" +
-                       format_stack(node.creation_trace));
+                       format_stack(tracked ? tracked->creation_trace : std::vector<void*>{}));
   }
 }
 
+// At the start of a backward over `order`: warns about tracked nodes of earlier steps that are
+// still alive outside this graph, then starts a new step.
 void check_stale_graphs(const std::vector<std::shared_ptr<Node>>& order) {
   const uint64_t step = g_step.fetch_add(1);
   std::unordered_set<const Node*> current;
@@ -186,24 +185,81 @@ void check_stale_graphs(const std::vector<std::shared_ptr<Node>>& order) {
   std::map<std::string, int64_t> ops;
   int64_t count = 0, bytes = 0;
   {
-    std::lock_guard<std::mutex> lock(g_nodes_mutex);
-    for (const Node* n : g_nodes) {
+    std::lock_guard<std::mutex> lock(g_tracked_mutex);
+    for (const Tracked* t : g_tracked) {
+      const Node& n = t->node;
       // A released node has run its backward and holds nothing: it is the graph's live ones that leak.
-      if (n->released || n->anomaly_step >= step || current.count(n)) continue;
+      if (n.released || t->step >= step || current.count(&n)) continue;
       ++count;
-      bytes += n->saved_bytes();
-      ++ops[n->op];
+      bytes += n.saved_bytes();
+      ++ops[n.op];
     }
   }
   if (count == 0) return;
   std::string list;
   for (const auto& [op, k] : ops) list += (list.empty() ? "" : ", ") + op + " x" + std::to_string(k);
-  warn("qkv anomaly mode: " + std::to_string(count) + " graph node(s) recorded before the previous "
-       "backward are still alive and are not part of this backward (" + list + "; " +
-       std::to_string(bytes) + " bytes saved for backward). A tensor of an earlier step still holds "
+  warn("qkv anomaly mode: " + std::to_string(count) +
+       " graph node(s) recorded before the previous "
+       "backward are still alive and are not part of this backward (" +
+       list + "; " + std::to_string(bytes) +
+       " bytes saved for backward). A tensor of an earlier step still holds "
        "its graph: was a loss accumulated for logging (total = total + loss)? Accumulate "
        "loss.item() or loss.detach() instead.");
 }
 
+// The checks, told by the engine and record() what happens. Ops run by a node's backward are
+// checked as part of that backward, not each on its own.
+class AnomalyObserver : public Observer {
+ public:
+  void op_started(const char*, Pass pass) override {
+    if (pass == Pass::Backward) ++t_backward_depth;
+  }
+  void op_finished(const char*, Pass pass) override {
+    if (pass == Pass::Backward && t_backward_depth > 0) --t_backward_depth;
+  }
+  void op_recorded(const char* op, const Tensor& out, const std::vector<Tensor>& inputs,
+                   Node* node) override {
+    if (t_backward_depth > 0) return;
+    check_forward(op, out, inputs);
+    if (node) node->notes.push_back(std::make_unique<Tracked>(*node, g_step.load(), capture_stack()));
+  }
+  void backward_started(const std::vector<std::shared_ptr<Node>>& order) override {
+    check_stale_graphs(order);
+  }
+  void node_finished(Node& node, const Tensor& grad, const std::vector<Tensor>& grads) override {
+    check_backward(node, grad, grads);
+  }
+
+ private:
+  static thread_local int t_backward_depth;
+};
+
+thread_local int AnomalyObserver::t_backward_depth = 0;
+
+std::mutex g_enabled_mutex;
+AnomalyObserver g_observer;
+bool g_enabled = false;
+
+}  // namespace
 }  // namespace autograd::anomaly
+
+bool is_anomaly_enabled() {
+  std::lock_guard<std::mutex> lock(autograd::anomaly::g_enabled_mutex);
+  return autograd::anomaly::g_enabled;
+}
+
+void set_anomaly_enabled(bool enabled) {
+  using namespace autograd::anomaly;
+  std::lock_guard<std::mutex> lock(g_enabled_mutex);
+  if (enabled == g_enabled) return;
+  g_enabled = enabled;
+  if (enabled)
+    autograd::add_observer(&g_observer);
+  else
+    autograd::remove_observer(&g_observer);
+}
+
+DetectAnomaly::DetectAnomaly() : previous_(is_anomaly_enabled()) { set_anomaly_enabled(true); }
+DetectAnomaly::~DetectAnomaly() { set_anomaly_enabled(previous_); }
+
 }  // namespace qkv

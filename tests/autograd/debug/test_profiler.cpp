@@ -5,7 +5,7 @@
 #include <sstream>
 #include <thread>
 
-#include "autograd/profiler.h"
+#include "autograd/debug/profiler.h"
 #include "gradcheck_registry.h"
 #include "io/json.h"
 #include "qkv.h"
