@@ -5,8 +5,10 @@
 #include <fstream>
 #include <istream>
 #include <ostream>
+#include <sstream>
 #include <string_view>
 
+#include "io/file.h"
 #include "tensor/error.h"
 
 namespace qkv::data {
@@ -127,13 +129,12 @@ void check_writable(const std::string& op, const std::vector<TaggedSentence>& se
   }
 }
 
+// The text `write` puts on a stream, written to `path` atomically (io/file.h).
 template <class Write>
 void write_file(const std::string& op, const std::string& path, Write write) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw ValueError(op + ": cannot open '" + path + "' for writing");
+  std::ostringstream out;
   write(out);
-  out.flush();
-  if (!out) throw ValueError(op + ": failed writing '" + path + "'");
+  io::write_text_file(path, out.str(), op);
 }
 
 }  // namespace

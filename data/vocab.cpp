@@ -5,7 +5,9 @@
 #include <fstream>
 #include <istream>
 #include <ostream>
+#include <sstream>
 
+#include "io/file.h"
 #include "tensor/error.h"
 
 namespace qkv::data {
@@ -114,11 +116,9 @@ void Vocab::save(std::ostream& out) const {
 }
 
 void Vocab::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw ValueError("Vocab::save: cannot open '" + path + "' for writing");
+  std::ostringstream out;
   save(out);
-  out.flush();
-  if (!out) throw ValueError("Vocab::save: failed writing '" + path + "'");
+  io::write_text_file(path, out.str(), "Vocab::save");  // atomically: a crash leaves the old file
 }
 
 Vocab Vocab::load(std::istream& in, const std::string& source) {

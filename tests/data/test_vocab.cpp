@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "data/conll.h"
 #include "data/vocab.h"
+#include "io/scratch_dir.h"
 #include "tensor/error.h"
 
 using qkv::data::Vocab;
@@ -128,4 +130,17 @@ TEST_CASE("vocab load names the line of an empty or repeated token") {
                        "Vocab::load: vocab.txt:4: token 'the' repeats line 2", qkv::FormatError);
   CHECK_THROWS_WITH_AS(load(""), "Vocab::load: vocab.txt: no tokens", qkv::FormatError);
   CHECK_THROWS_AS(Vocab::load("/nonexistent/qkv/vocab.txt"), qkv::ValueError);
+}
+
+TEST_CASE("Vocab::save and write_conllu replace a file whole and name a path they cannot write") {
+  qkv::testing::ScratchDir dir;
+  const std::string path = (dir.path() / "words.txt").string();
+  qkv::data::Vocab({{"a", 1}, {"b", 2}}).save(path);
+  qkv::data::Vocab({{"c", 1}}).save(path);  // over the old file, through a temporary one
+  const qkv::data::Vocab back = qkv::data::Vocab::load(path);
+  CHECK(back.contains("c"));
+  CHECK_FALSE(back.contains("a"));
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()) == 1);
+  const std::string missing = (dir.path() / "no" / "such" / "dir" / "t.conllu").string();
+  CHECK_THROWS_WITH_AS(qkv::data::write_conllu(missing, {}), doctest::Contains(missing), qkv::Error);
 }
