@@ -142,5 +142,5 @@ TEST_CASE("Vocab::save and write_conllu replace a file whole and name a path the
   CHECK_FALSE(back.contains("a"));
   CHECK(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()) == 1);
   const std::string missing = (dir.path() / "no" / "such" / "dir" / "t.conllu").string();
-  CHECK_THROWS_WITH_AS(qkv::data::write_conllu(missing, {}), doctest::Contains(missing), qkv::Error);
+  CHECK_THROWS_WITH_AS(qkv::data::write_conllu(missing, {}), doctest::Contains(missing.c_str()), qkv::Error);
 }
