@@ -270,7 +270,8 @@ void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, St
           source = {Strided{nullptr, 0, 0}, a_packed};
         }
         float* c = c_trans ? C + (jc + j0) * ldc + i0 : C + i0 * ldc + jc + j0;
-        macro_kernel(i1 - i0, j1 - j0, k, source, b_packed + j0 * k, alpha, pc == 0 ? beta : 1.0f, c, ldc, c_trans);
+        macro_kernel(i1 - i0, j1 - j0, k, source, b_packed + j0 * k, alpha, pc == 0 ? beta : 1.0f, c, ldc,
+                     c_trans);
       });
     }
   }
