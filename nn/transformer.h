@@ -25,8 +25,8 @@
 // The embedding is scaled by √D so that it is not drowned by the positional encoding, whose values
 // lie in [-1, 1] (d2l 11.7.4). The keys past each valid length are hidden from every query; the
 // queries there still produce outputs, which a caller ignores (a masked loss).
-// With window >= 0, a query also sees only keys within ±window of its position (the seeds'
-// truncated self-attention), composed with the valid lengths.
+// With window >= 0, a query also sees only keys within ±window of its position (truncated
+// self-attention, nn/functional/attention.h's window_mask), composed with the valid lengths.
 // With PositionKind::None there is no positional information at all: the encoder is then
 // equivariant to permutations of the positions (an ablation; see the tests).
 #pragma once
