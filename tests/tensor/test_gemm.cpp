@@ -82,7 +82,7 @@ constexpr bool kTrans[][2] = {{false, false}, {false, true}, {true, false}, {tru
 // Products that reach every edge of the blocked loops: tails of the micro-tile in both
 // directions, more rows than one MC block, several KC blocks, more columns than one NC block,
 // products narrower than a tile (which gemm computes as their transpose), with alpha, beta and
-// padded rows.
+// padded rows, and an empty depth.
 std::vector<Problem> blocking_edges(bool ta, bool tb) {
   const GemmConfig cfg = gemm_config();
   std::vector<Problem> problems;
@@ -92,6 +92,8 @@ std::vector<Problem> blocking_edges(bool ta, bool tb) {
   problems.push_back({ta, tb, 3, cfg.nc + cfg.nr + 1, 4});
   Problem scaled{ta, tb, 19, 35, cfg.kc + 3, /*pad=*/5};
   scaled.alpha = -0.5f, scaled.beta = 0.5f;
+  problems.push_back(scaled);
+  scaled.K = 0;  // no k block at all: C = beta · C
   problems.push_back(scaled);
   return problems;
 }
