@@ -1,6 +1,6 @@
 // Time of d2l's masked softmax over the attention scores of one layer, forward and backward:
 // composed as d2l writes it (sequence_mask, masked_fill with -1e6, softmax) and fused
-// (qkv::masked_softmax). Shapes of the tagger's bench configs (/work/shared/anchors): scores
+// (qkv::masked_softmax). Shapes of `tagger bench`'s configs (examples/tagger/bench.cpp): scores
 // (B·H, T, T) with one valid length per sequence, drawn in [T/2, T].
 // Usage: bench_masked_softmax; threads from QKV_NUM_THREADS.
 #include <cstdio>
@@ -29,7 +29,8 @@ int main() {
     const char* name;
     int64_t B, H, T;
   };
-  for (const Config& c : {Config{"tiny", 32, 4, 32}, Config{"small", 32, 8, 64}, Config{"base", 32, 8, 128}}) {
+  for (const Config& c :
+       {Config{"tiny", 32, 4, 32}, Config{"small", 32, 8, 64}, Config{"base", 32, 8, 128}}) {
     Generator g(0);
     // d2l's MultiHeadAttention repeats each sequence's length for its H heads.
     const IndexTensor lens = randint(c.T / 2, c.T + 1, {c.B}, &g).repeat_interleave(c.H);
@@ -38,10 +39,11 @@ int main() {
     const double composed = best_us(20, [&] { (d2l_masked_softmax(x, lens) * r).sum().backward(); });
     const double fused = best_us(20, [&] { (masked_softmax(x, lens) * r).sum().backward(); });
     const double loss_only = best_us(20, [&] { (x * r).sum().backward(); });  // the Σ r ⊙ y around both
-    std::printf("%-5s scores (%lld, %lld, %lld), %d thread(s), forward+backward: composed %.0f us, fused %.0f us "
-                "(minus the %.0f us of the loss around them: %.0f and %.0f)\n",
-                c.name, static_cast<long long>(c.B * c.H), static_cast<long long>(c.T), static_cast<long long>(c.T),
-                get_num_threads(), composed, fused, loss_only, composed - loss_only, fused - loss_only);
+    std::printf(
+        "%-5s scores (%lld, %lld, %lld), %d thread(s), forward+backward: composed %.0f us, fused %.0f us "
+        "(minus the %.0f us of the loss around them: %.0f and %.0f)\n",
+        c.name, static_cast<long long>(c.B * c.H), static_cast<long long>(c.T), static_cast<long long>(c.T),
+        get_num_threads(), composed, fused, loss_only, composed - loss_only, fused - loss_only);
   }
   return 0;
 }

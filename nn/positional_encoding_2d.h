@@ -1,6 +1,7 @@
-// 2-D sinusoidal positional encoding for an H×W grid (image patches, feature maps), as the seeds
-// (004, "Fourier features in images") describe: the 1-D encoding of the column x and the 1-D encoding
-// of the row y, each D/2 wide, concatenated. Here H and W are the grid's height and width (not heads).
+// 2-D sinusoidal positional encoding for an H×W grid (image patches, feature maps): the 1-D encoding
+// of d2l.ai §11.6.3 for the column x and for the row y, each D/2 wide, concatenated, as in Parmar et
+// al. 2018, "Image Transformer" (half the channels for each axis) and DETR (Carion et al. 2020).
+// Here H and W are the grid's height and width (not heads).
 //
 //   P[y, x] = concat(PE_x, PE_y),   0 <= x < W, 0 <= y < H,   with i in [0, D/4):
 //   P[y, x, 2i]         = sin(x / 10000^(2i/(D/2)))      P[y, x, D/2 + 2i]     = sin(y / 10000^(2i/(D/2)))

@@ -1,6 +1,6 @@
 // Relative position bias: a learned scalar per head and per relative distance, added to the
-// attention scores before the softmax (seed 004, translated: "when scoring element i against
-// element j, also take their distance j − i into account ... add it straight to the result of QKᵀ").
+// attention scores before the softmax, so that the score of query i against key j also depends on
+// their distance j − i, whatever their absolute positions (Shaw et al. 2018; T5, below).
 //
 //   score(i, j) = q_i·k_j / √d + b_h(bucket(j − i)),    j − i = key position − query position
 //

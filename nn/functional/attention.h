@@ -52,13 +52,15 @@ Tensor masked_softmax(const Tensor& X, const IndexTensor& valid_lens, const Tens
 // (aligned at the top left when Q != K). For a decoder's self-attention.
 Tensor causal_mask(int64_t Q, int64_t K);
 
-// (Q, K): query i sees keys j with |i - j| <= window. The seeds' truncated self-attention: a
-// position looks only at its neighbourhood, as speech models do (window >= 0).
+// (Q, K): query i sees keys j with |i - j| <= window. Truncated (local) self-attention: a
+// position looks only at its neighbourhood, as in speech recognition, where a sequence is long and
+// the context that matters is near (Povey et al. 2018, "A time-restricted self-attention layer for
+// ASR"). window >= 0.
 Tensor window_mask(int64_t Q, int64_t K, int64_t window);
 
 // (N, N): node i sees node j when an edge joins them. Attention restricted to a graph's edges is a
-// graph attention network (the seeds' self-attention on graphs; Veličković et al. 2018, who also
-// add self-loops). Edges are undirected pairs of nodes in [0, num_nodes).
+// graph attention network (Veličković et al. 2018, "Graph Attention Networks", who also add
+// self-loops). Edges are undirected pairs of nodes in [0, num_nodes).
 Tensor adjacency_mask(int64_t num_nodes, const std::vector<std::pair<int64_t, int64_t>>& edges,
                       bool self_loops = false);
 

@@ -1,6 +1,9 @@
 // The fast GEMM: the blocked loops of Goto & van de Geijn ("Anatomy of high-performance matrix
 // multiplication", ACM TOMS 2008) in the form of BLIS (Van Zee & van de Geijn 2015), around the
 // micro-kernel of gemm_microkernel.h. docs/PERFORMANCE.md walks through it with measurements.
+// gemm_blocked.cpp is the same loop nest on one thread with a scalar micro-kernel: read it first.
+// This file adds the SIMD micro-kernel, the threads, reading small blocks of A in place, and
+// computing a product narrower than a micro-tile as its transpose.
 //
 //   for jc in steps of NC over the columns of C          B block: KC×NC, shared, stays in L3
 //     for pc in steps of KC over k                       pack op(B)[pc.., jc..] once for all threads
@@ -267,7 +270,8 @@ void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, St
           source = {Strided{nullptr, 0, 0}, a_packed};
         }
         float* c = c_trans ? C + (jc + j0) * ldc + i0 : C + i0 * ldc + jc + j0;
-        macro_kernel(i1 - i0, j1 - j0, k, source, b_packed + j0 * k, alpha, pc == 0 ? beta : 1.0f, c, ldc, c_trans);
+        macro_kernel(i1 - i0, j1 - j0, k, source, b_packed + j0 * k, alpha, pc == 0 ? beta : 1.0f, c, ldc,
+                     c_trans);
       });
     }
   }

@@ -16,22 +16,25 @@ namespace qkv::kernels {
 // The fast kernel: packed, cache-blocked, SIMD micro-kernel, OpenMP over output blocks only, so
 // the result is bitwise identical for any number of threads. Runs serially when called from inside
 // a parallel region.
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-          const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-          int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
-// The plain triple loop the fast kernel is tested against. Accumulates in float, in k order.
-void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                    const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                    int64_t ldc);
+// The middle step, for reading: the fast kernel's blocked loops and packing on one thread, with a
+// scalar micro-kernel (gemm_blocked.cpp says what else differs). Same result as gemm, to the bit
+// on a SIMD build.
+void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// The plain triple loop the other two are tested against. Accumulates in float, in k order.
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                    int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // `batch` independent products; matrix b of each operand starts at base + b·stride. A stride of 0
 // repeats one matrix across the batch (broadcasting). Small matrices are spread across threads;
 // large ones are parallel inside.
-void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                  float alpha, const float* A, int64_t lda, int64_t stride_a, const float* B,
-                  int64_t ldb, int64_t stride_b, float beta, float* C, int64_t ldc,
-                  int64_t stride_c);
+void gemm_batched(int64_t batch, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float* A, int64_t lda, int64_t stride_a, const float* B, int64_t ldb,
+                  int64_t stride_b, float beta, float* C, int64_t ldc, int64_t stride_c);
 
 // The same with matrix b of each operand at base + offsets[b] (the offsets of A, B and C are
 // arrays of `batch` values): any batch of matrices that share their shape and leading dimension,

@@ -1,6 +1,7 @@
 // The fast GEMM (tensor/kernels/gemm.cpp) against the reference triple loop, on the shapes where a
 // blocked kernel goes wrong: tails of the micro-tile, block edges, transposes, strides, empty
-// matrices, alpha and beta; and its determinism across thread counts.
+// matrices, alpha and beta; and its determinism across thread counts. The plainly blocked GEMM
+// (gemm_blocked.cpp), the step between the two, against both.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include "random_floats.h"
@@ -32,35 +34,35 @@ struct Problem {
   std::vector<float> b() const { return random_floats((tb ? N : K) * ldb(), 2); }
   std::vector<float> c() const { return random_floats(M * ldc(), 3); }
 
-  std::vector<float> run(bool fast) const {
+  using Kernel = decltype(&gemm);
+  std::vector<float> run(Kernel kernel) const {
     const std::vector<float> A = a(), B = b();
     std::vector<float> C = c();
-    (fast ? gemm : gemm_reference)(ta, tb, M, N, K, alpha, A.data(), lda(), B.data(), ldb(), beta, C.data(),
-                                   ldc());
+    kernel(ta, tb, M, N, K, alpha, A.data(), lda(), B.data(), ldb(), beta, C.data(), ldc());
     return C;
   }
 };
 
-// Checks the fast kernel against the reference, element by element. Both sum K products in float,
-// in different orders and with or without fused multiply-adds, so each is within K·eps·S of the
+// Checks a kernel (the fast one unless told) against the reference, element by element. Both sum K products
+// in float, in different orders and with or without fused multiply-adds, so each is within K·eps·S of the
 // exact value, where S = |alpha|·Σ_k |a_ik·b_kj| + |beta·c_ij|; they differ by at most twice that.
 // A wrong, missing or repeated term is off by about S/K, far outside. The padding of C (past
 // column N) must be left as it was.
-void check_against_reference(const Problem& p) {
+void check_against_reference(const Problem& p, Problem::Kernel kernel = gemm) {
   CAPTURE(p.ta);
   CAPTURE(p.tb);
   CAPTURE(p.M);
   CAPTURE(p.N);
   CAPTURE(p.K);
   CAPTURE(p.pad);
-  const std::vector<float> fast = p.run(true), ref = p.run(false), A = p.a(), B = p.b(), C0 = p.c();
+  const std::vector<float> got = p.run(kernel), ref = p.run(gemm_reference), A = p.a(), B = p.b(), C0 = p.c();
   const double eps = std::numeric_limits<float>::epsilon();
   int64_t bad = 0;
   for (int64_t i = 0; i < p.M; ++i) {
     for (int64_t j = 0; j < p.ldc(); ++j) {
       const size_t at = static_cast<size_t>(i * p.ldc() + j);
       if (j >= p.N) {
-        bad += fast[at] != C0[at];
+        bad += got[at] != C0[at];
         continue;
       }
       double S = p.beta == 0.0f ? 0.0 : std::fabs(p.beta * C0[at]);
@@ -69,13 +71,32 @@ void check_against_reference(const Problem& p) {
         const float b = p.tb ? B[j * p.ldb() + k] : B[k * p.ldb() + j];
         S += std::fabs(p.alpha * a * b);
       }
-      bad += !(std::fabs(fast[at] - ref[at]) <= 2.0 * (p.K + 2) * eps * S + 1e-30);
+      bad += !(std::fabs(got[at] - ref[at]) <= 2.0 * (p.K + 2) * eps * S + 1e-30);
     }
   }
   CHECK(bad == 0);
 }
 
 constexpr bool kTrans[][2] = {{false, false}, {false, true}, {true, false}, {true, true}};
+
+// Products that reach every edge of the blocked loops: tails of the micro-tile in both
+// directions, more rows than one MC block, several KC blocks, more columns than one NC block,
+// products narrower than a tile (which gemm computes as their transpose), with alpha, beta and
+// padded rows, and an empty depth.
+std::vector<Problem> blocking_edges(bool ta, bool tb) {
+  const GemmConfig cfg = gemm_config();
+  std::vector<Problem> problems;
+  for (int64_t M : {int64_t{1}, cfg.mr - 1, cfg.mr + 1, cfg.mc + cfg.mr + 1})
+    for (int64_t N : {int64_t{1}, cfg.nr - 1, cfg.nr + 1, 2 * cfg.nr + 3})
+      for (int64_t K : {int64_t{1}, int64_t{7}, 2 * cfg.kc + 5}) problems.push_back({ta, tb, M, N, K});
+  problems.push_back({ta, tb, 3, cfg.nc + cfg.nr + 1, 4});
+  Problem scaled{ta, tb, 19, 35, cfg.kc + 3, /*pad=*/5};
+  scaled.alpha = -0.5f, scaled.beta = 0.5f;
+  problems.push_back(scaled);
+  scaled.K = 0;  // no k block at all: C = beta · C
+  problems.push_back(scaled);
+  return problems;
+}
 
 }  // namespace
 
@@ -131,6 +152,28 @@ TEST_CASE("gemm matches the reference across the cache blocks MC KC and NC") {
     check_against_reference({ta, tb, cfg.mc + cfg.mr + 1, 2 * cfg.nr + 3, 2 * cfg.kc + 5});
     check_against_reference({ta, tb, 3, cfg.nc + cfg.nr + 1, 4});
   }
+}
+
+TEST_CASE("gemm_blocked matches the reference on edge tiles, cache blocks and transposed operands") {
+  for (auto [ta, tb] : kTrans)
+    for (const Problem& p : blocking_edges(ta, tb)) check_against_reference(p, gemm_blocked);
+}
+
+TEST_CASE("gemm_blocked gives gemm's result to the bit on a SIMD build") {
+  // Both compute each element as the same chain of fused multiply-adds in k order, one KC block
+  // after the other. The portable micro-kernel's a·b + c may be rounded twice, so on a portable
+  // build the two are only close (the test above).
+  if (std::string_view(gemm_config().isa) == "portable") return;
+  for (auto [ta, tb] : kTrans)
+    for (const Problem& p : blocking_edges(ta, tb)) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      CAPTURE(p.M);
+      CAPTURE(p.N);
+      CAPTURE(p.K);
+      const std::vector<float> blocked = p.run(gemm_blocked), fast = p.run(gemm);
+      CHECK(std::memcmp(blocked.data(), fast.data(), blocked.size() * sizeof(float)) == 0);
+    }
 }
 
 TEST_CASE("gemm reads and writes strided matrices and leaves the padding of C alone") {
@@ -204,14 +247,14 @@ TEST_CASE("gemm results are bitwise identical for 1 and 2 threads") {
   const int saved = qkv::get_num_threads();
   const GemmConfig cfg = gemm_config();
   for (auto [ta, tb] : kTrans)
-    for (Problem p : {Problem{ta, tb, 2 * cfg.mc + 5, 3 * cfg.nr + 1, cfg.kc + 3},
-                      Problem{ta, tb, 40, 300, 70}, Problem{ta, tb, 300, 40, 70},
-                      Problem{ta, tb, 2 * cfg.mc + 5, cfg.nr / 2, 300}}) {
+    for (Problem p :
+         {Problem{ta, tb, 2 * cfg.mc + 5, 3 * cfg.nr + 1, cfg.kc + 3}, Problem{ta, tb, 40, 300, 70},
+          Problem{ta, tb, 300, 40, 70}, Problem{ta, tb, 2 * cfg.mc + 5, cfg.nr / 2, 300}}) {
       p.beta = 0.75f;
       qkv::set_num_threads(1);
-      const std::vector<float> one = p.run(true);
+      const std::vector<float> one = p.run(gemm);
       qkv::set_num_threads(2);
-      const std::vector<float> two = p.run(true);
+      const std::vector<float> two = p.run(gemm);
       CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
     }
   qkv::set_num_threads(saved);
@@ -255,10 +298,11 @@ TEST_CASE("gemm_batched_offsets on per-head views equals one gemm per matrix") {
       const int64_t M = ta ? d : T, N = tb ? T : d, K = ta && !tb ? T : d;
       const int64_t ldc = N;
       std::vector<float> C(static_cast<size_t>(Bn * H * T * T), -1.0f), R = C;
-      gemm_batched_offsets(Bn * H, ta, tb, M, N, K, 1.0f, Q.data(), D, heads.data(), Kt.data(), D, heads.data(),
-                           0.0f, C.data(), ldc, out.data());
+      gemm_batched_offsets(Bn * H, ta, tb, M, N, K, 1.0f, Q.data(), D, heads.data(), Kt.data(), D,
+                           heads.data(), 0.0f, C.data(), ldc, out.data());
       for (size_t i = 0; i < heads.size(); ++i)
-        gemm(ta, tb, M, N, K, 1.0f, Q.data() + heads[i], D, Kt.data() + heads[i], D, 0.0f, R.data() + out[i], ldc);
+        gemm(ta, tb, M, N, K, 1.0f, Q.data() + heads[i], D, Kt.data() + heads[i], D, 0.0f, R.data() + out[i],
+             ldc);
       CHECK(std::memcmp(C.data(), R.data(), C.size() * sizeof(float)) == 0);
     }
   }

@@ -1,0 +1,232 @@
+"""PyTorch's time for the training steps that qkv's own benchmarks time, on this machine.
+
+What it measures: one training step (forward, loss, backward, optimizer step) of the same models,
+sizes and data shapes as `tagger bench --config CONFIG` and `seq2seq bench`, timed the same way:
+5 untimed warm-up steps, then the median wall-clock time of 30 steps. It prints one line in the
+format qkv's benchmarks print, so the two compare one to one:
+
+    config=tiny threads=1 ms_per_step=... tokens_per_s=... peak_rss_mib=... blas_threads=2
+
+tokens_per_s is B·T over the median step (padding included); peak_rss_mib is the process's peak
+resident set (getrusage), the interpreter and PyTorch included.
+
+The models follow d2l.ai's PyTorch code:
+  tiny, small, base   the Transformer-encoder tagger: embedding·sqrt(d) plus the sinusoidal
+                      positional encoding (d2l.ai §11.6), post-norm blocks of multi-head attention
+                      with bias-free projections (§11.5), add & norm, position-wise FFN (§11.7),
+                      a linear layer to the tags; cross-entropy masked by valid length, Adam lr 1e-3.
+  gru                 the GRU encoder-decoder (§10.7) with Bahdanau attention (§11.4): vocabulary
+                      200, embedding 32, hidden 32, 2 layers, batch 64, 10 steps; Adam lr 5e-3,
+                      gradient clipping at norm 1. The keys W_k·h are computed once per sequence,
+                      as qkv's decoder does; d2l's dropout on the attention weights is left out.
+Dropout is 0.1 everywhere. The data are random token ids, tags and valid lengths, seeded.
+
+Run it with Debian's PyTorch (package python3-torch) through the system interpreter:
+    ./qkv bench torch CONFIG [THREADS] [--blas-threads N]
+    /usr/bin/python3 bench/torch_anchor.py CONFIG [THREADS] [--blas-threads N]
+THREADS sets torch.set_num_threads (default 1); --blas-threads sets OPENBLAS_NUM_THREADS for the
+BLAS behind PyTorch's matrix products (default: that variable if set, else THREADS). On a 2-core
+machine try 1/1, 1/2 and 2/2 and compare qkv against PyTorch's best.
+"""
+
+import argparse
+import math
+import os
+import resource
+import sys
+import time
+
+# The tagger configs of `tagger bench` (examples/tagger/bench.cpp): vocabulary V, tags C, model
+# width d, heads h, FFN width f, layers L, batch B, sequence length T.
+TAGGER_CONFIGS = {
+    "tiny": dict(V=1000, C=12, d=64, h=4, f=128, L=2, B=32, T=32),
+    "small": dict(V=5000, C=17, d=128, h=8, f=512, L=4, B=32, T=64),
+    "base": dict(V=10000, C=17, d=256, h=8, f=1024, L=4, B=32, T=128),
+}
+CONFIGS = [*TAGGER_CONFIGS, "gru"]
+DROPOUT = 0.1
+WARMUP_STEPS, TIMED_STEPS = 5, 30
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("config", choices=CONFIGS)
+    parser.add_argument("threads", nargs="?", type=int, default=1, help="torch.set_num_threads (1)")
+    parser.add_argument("--blas-threads", type=int, help="OPENBLAS_NUM_THREADS (default: THREADS)")
+    return parser.parse_args()
+
+
+args = parse_args()
+# OpenBLAS reads its thread count when it is loaded, so this must come before `import torch`.
+if args.blas_threads is not None:
+    os.environ["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
+
+try:
+    import torch
+    from torch import nn
+except ImportError:
+    sys.exit("bench/torch_anchor.py needs PyTorch: sudo apt-get install python3-torch, "
+             "then run it with /usr/bin/python3")
+
+
+def masked_softmax(scores, valid_lens):
+    """Softmax over the last axis of scores (N, Q, K), keys past valid_lens[n] weighted 0 (d2l.ai §11.3)."""
+    keys = torch.arange(scores.shape[-1])
+    mask = keys[None, None, :] < valid_lens[:, None, None]
+    return scores.masked_fill(~mask, -1e6).softmax(dim=-1)
+
+
+class MultiHeadAttention(nn.Module):
+    """Scaled dot-product attention over h heads of width d/h, bias-free projections (d2l.ai §11.5)."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d, d, bias=False) for _ in range(4))
+        self.dropout = nn.Dropout(DROPOUT)
+
+    def split_heads(self, X):  # (B, T, d) -> (B·h, T, d/h)
+        B, T, d = X.shape
+        return X.reshape(B, T, self.heads, d // self.heads).permute(0, 2, 1, 3).reshape(-1, T, d // self.heads)
+
+    def forward(self, X, valid_lens):
+        B, T, d = X.shape
+        Q, K, V = self.split_heads(self.W_q(X)), self.split_heads(self.W_k(X)), self.split_heads(self.W_v(X))
+        scores = torch.bmm(Q, K.transpose(1, 2)) / math.sqrt(Q.shape[-1])
+        weights = masked_softmax(scores, valid_lens.repeat_interleave(self.heads))
+        heads = torch.bmm(self.dropout(weights), V)  # (B·h, T, d/h)
+        return self.W_o(heads.reshape(B, self.heads, T, -1).permute(0, 2, 1, 3).reshape(B, T, d))
+
+
+class EncoderBlock(nn.Module):
+    """Post-norm Transformer encoder block: X + attention, norm; then X + FFN, norm (d2l.ai §11.7)."""
+
+    def __init__(self, d, heads, ffn):
+        super().__init__()
+        self.attention = MultiHeadAttention(d, heads)
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.ffn = nn.Sequential(nn.Linear(d, ffn), nn.ReLU(), nn.Linear(ffn, d))
+        self.dropout = nn.Dropout(DROPOUT)
+
+    def forward(self, X, valid_lens):
+        Y = self.norm1(X + self.dropout(self.attention(X, valid_lens)))
+        return self.norm2(Y + self.dropout(self.ffn(Y)))
+
+
+def sinusoidal_encoding(max_len, d):
+    """P[t, 2i] = sin(t / 10000^(2i/d)), P[t, 2i+1] = cos(same) (d2l.ai §11.6)."""
+    angles = torch.arange(max_len, dtype=torch.float32)[:, None] / torch.pow(
+        10000, torch.arange(0, d, 2, dtype=torch.float32) / d)
+    P = torch.zeros(max_len, d)
+    P[:, 0::2], P[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return P
+
+
+class Tagger(nn.Module):
+    def __init__(self, V, C, d, h, f, L):
+        super().__init__()
+        self.d = d
+        self.embedding = nn.Embedding(V, d)
+        self.register_buffer("P", sinusoidal_encoding(1000, d))
+        self.dropout = nn.Dropout(DROPOUT)
+        self.blocks = nn.ModuleList(EncoderBlock(d, h, f) for _ in range(L))
+        self.output = nn.Linear(d, C)
+
+    def forward(self, tokens, valid_lens):  # (B, T) -> (B, T, C)
+        X = self.dropout(self.embedding(tokens) * math.sqrt(self.d) + self.P[: tokens.shape[1]])
+        for block in self.blocks:
+            X = block(X, valid_lens)
+        return self.output(X)
+
+
+def tagger_step(config):
+    """The model, its optimizer and one training step on fixed random data; returns (step, B·T)."""
+    c = TAGGER_CONFIGS[config]
+    model = Tagger(c["V"], c["C"], c["d"], c["h"], c["f"], c["L"])
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    B, T = c["B"], c["T"]
+    tokens, tags = torch.randint(0, c["V"], (B, T)), torch.randint(0, c["C"], (B, T))
+    valid_lens = torch.randint(T // 2, T + 1, (B,))
+    mask = (torch.arange(T)[None, :] < valid_lens[:, None]).float().reshape(-1)
+
+    def step():
+        logits = model(tokens, valid_lens).reshape(-1, c["C"])
+        per_token = nn.functional.cross_entropy(logits, tags.reshape(-1), reduction="none")
+        loss = (per_token * mask).sum() / mask.sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    return step, B * T
+
+
+class Seq2SeqAttention(nn.Module):
+    """GRU encoder, and a GRU decoder that reads [context; embedding] at each step (d2l.ai §11.4)."""
+
+    def __init__(self, vocab, embed, hidden, layers):
+        super().__init__()
+        self.source_embedding = nn.Embedding(vocab, embed)
+        self.encoder = nn.GRU(embed, hidden, layers, dropout=DROPOUT)
+        self.target_embedding = nn.Embedding(vocab, embed)
+        self.decoder = nn.GRU(embed + hidden, hidden, layers, dropout=DROPOUT)
+        self.dense = nn.Linear(hidden, vocab)
+        # Additive attention: score(q, k) = w_v · tanh(W_q q + W_k k).
+        self.W_k, self.W_q = nn.Linear(hidden, hidden, bias=False), nn.Linear(hidden, hidden, bias=False)
+        self.w_v = nn.Linear(hidden, 1, bias=False)
+
+    def forward(self, source, target, valid_lens):  # (B, T), (B, T) -> (B, T, vocab)
+        outputs, state = self.encoder(self.source_embedding(source).permute(1, 0, 2))
+        encoded = outputs.permute(1, 0, 2)  # (B, T, hidden): the keys and values
+        keys = self.W_k(encoded)
+        steps = []
+        for x in self.target_embedding(target).permute(1, 0, 2):  # x: (B, embed)
+            query = self.W_q(state[-1])[:, None, None, :]  # (B, 1, 1, hidden)
+            scores = self.w_v(torch.tanh(query + keys[:, None])).squeeze(-1)  # (B, 1, T)
+            context = torch.bmm(masked_softmax(scores, valid_lens), encoded)  # (B, 1, hidden)
+            output, state = self.decoder(torch.cat((context, x[:, None]), dim=-1).permute(1, 0, 2), state)
+            steps.append(output)
+        return self.dense(torch.cat(steps, dim=0)).permute(1, 0, 2)
+
+
+def gru_step():
+    vocab, B, T = 200, 64, 10
+    model = Seq2SeqAttention(vocab, embed=32, hidden=32, layers=2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
+    source, target = torch.randint(0, vocab, (B, T)), torch.randint(0, vocab, (B, T))
+    valid_lens = torch.randint(3, T + 1, (B,))
+
+    def step():
+        logits = model(source, target, valid_lens)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, vocab), target.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+    return step, B * T
+
+
+def median_seconds(step):
+    times = []
+    for i in range(WARMUP_STEPS + TIMED_STEPS):
+        start = time.perf_counter()
+        step()
+        if i >= WARMUP_STEPS:
+            times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def main():
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    step, tokens = gru_step() if args.config == "gru" else tagger_step(args.config)
+    seconds = median_seconds(step)
+    peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(f"config={args.config} threads={args.threads} ms_per_step={seconds * 1e3:.2f} "
+          f"tokens_per_s={tokens / seconds:.0f} peak_rss_mib={peak_rss_mib:.0f} "
+          f"blas_threads={os.environ['OPENBLAS_NUM_THREADS']}")
+
+
+if __name__ == "__main__":
+    main()
