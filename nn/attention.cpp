@@ -1,5 +1,6 @@
 #include "nn/attention.h"
 
+#include <algorithm>
 #include <string>
 #include <tuple>
 
@@ -138,40 +139,51 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
           "or bias of its own; got " +
           std::to_string(Q) + " queries, " + std::to_string(K) + " keys" +
           (mask.defined() ? ", a mask" : "") + (bias.defined() ? ", a bias" : ""));
-    const int64_t w = restriction.window_size;
-    std::vector<int64_t> offsets(static_cast<size_t>(2 * w + 1));  // the band's offsets j − i: −w .. w
-    for (int64_t o = 0; o <= 2 * w; ++o) offsets[o] = o - w;
-    const Tensor offset_bias = positions ? positions->offset_bias(IndexTensor(offsets)) : Tensor();
-    const functional::AttentionOutput out =
-        functional::banded_attention(q, k, v, w, valid_lens, offset_bias, attention->dropout, is_training());
-    attention_weights = out.weights.detach();
-    return out.output;
+    return attend_band(q, k, v, valid_lens);
   }
-  Tensor all_bias = bias;
-  if (positions) {
-    // The scheme's bias for each distinct offset j − i, from −(Q − 1) to K − 1: (H, Q + K − 1).
-    std::vector<int64_t> offsets(static_cast<size_t>(Q + K - 1));
-    for (int64_t o = 0; o < Q + K - 1; ++o) offsets[o] = o - (Q - 1);
-    const Tensor b = positions->offset_bias(IndexTensor(offsets));
-    if (b.defined()) {  // spread over the (query, key) pairs: pair (i, j) reads column j − i + Q − 1
-      std::vector<int64_t> column(static_cast<size_t>(Q * K));
-      for (int64_t i = 0; i < Q; ++i)
-        for (int64_t j = 0; j < K; ++j) column[i * K + j] = j - i + Q - 1;
-      const Tensor dense = b.index_select(1, IndexTensor(column)).view({1, b.size(0), Q, K});
-      all_bias = all_bias.defined() ? all_bias + dense : dense;
-    }
-  }
+  Tensor all_bias = bias.defined() && bias.dim() == 3 ? bias.unsqueeze(1) : bias;  // (B, Q, K): every head's
+  if (const Tensor p = position_bias(Q, K); p.defined()) all_bias = all_bias.defined() ? all_bias + p : p;
   const Tensor heads = attention->forward(q, k, v, valid_lens,
                                           functional::mask_and(mask, restriction.dense_mask(Q, K)), all_bias);
   attention_weights = attention->attention_weights;
   return heads;
 }
 
+Tensor MultiHeadAttention::attend_band(const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const IndexTensor& valid_lens) {
+  // A window as wide as the sequence or wider sees the same keys as one of T − 1.
+  const int64_t w = std::min(restriction.window_size, std::max<int64_t>(q.size(2) - 1, 0));
+  std::vector<int64_t> offsets(static_cast<size_t>(2 * w + 1));  // the band's offsets j − i: −w .. w
+  for (int64_t o = 0; o <= 2 * w; ++o) offsets[o] = o - w;
+  const Tensor offset_bias = positions ? positions->offset_bias(IndexTensor(offsets)) : Tensor();
+  const functional::AttentionOutput out =
+      functional::banded_attention(q, k, v, w, valid_lens, offset_bias, attention->dropout, is_training());
+  attention_weights = out.weights.detach();
+  return out.output;
+}
+
+// The position scheme's bias of Q queries against K keys, (1, H or 1, Q, K); undefined without one.
+Tensor MultiHeadAttention::position_bias(int64_t Q, int64_t K) const {
+  if (!positions || Q == 0 || K == 0) return Tensor();
+  // The scheme's bias for each distinct offset j − i, from −(Q − 1) to K − 1: (H, Q + K − 1).
+  const int64_t n = Q + K - 1;
+  std::vector<int64_t> offsets(static_cast<size_t>(n));
+  for (int64_t o = 0; o < n; ++o) offsets[o] = o - (Q - 1);
+  const Tensor b = positions->offset_bias(IndexTensor(offsets));
+  if (!b.defined()) return b;
+  if (b.dim() != 2 || b.size(1) != n || (b.size(0) != 1 && b.size(0) != num_heads))
+    throw ShapeError("MultiHeadAttention: position scheme " + positions->type_name() + " gave a bias of shape " +
+                     shape_str(b.shape()) + " for " + std::to_string(n) + " offsets; expected (" +
+                     std::to_string(num_heads) + " or 1, " + std::to_string(n) + ")");
+  std::vector<int64_t> column(static_cast<size_t>(Q * K));  // pair (i, j) reads column j − i + Q − 1
+  for (int64_t i = 0; i < Q; ++i)
+    for (int64_t j = 0; j < K; ++j) column[i * K + j] = j - i + Q - 1;
+  return b.index_select(1, IndexTensor(column)).view({1, b.size(0), Q, K});
+}
+
 std::string MultiHeadAttention::extra_repr() const {
   return "num_hiddens=" + std::to_string(W_o->in_features) + ", num_heads=" + std::to_string(num_heads) +
-         (restriction.window_size >= 0 || restriction.is_causal || restriction.allowed.defined()
-              ? ", attend=" + restriction.describe()
-              : std::string());
+         (restriction.describe() != "full" ? ", attend=" + restriction.describe() : std::string());
 }
 
 // ---- AttentionRestriction ----------------------------------------------------------------------

@@ -95,7 +95,8 @@ class AdditiveAttention : public Module {
 //  - restriction says which keys a query may see besides the padding: all, a window ±w, the keys
 //    up to itself (causal), or an arbitrary mask (AttentionRestriction below). A window is computed
 //    on the band only, in O(T·w) (nn/functional/banded_attention.h), for self-attention; then
-//    attention_weights holds the band, (B, H, T, 2w+1), which functional::band_to_dense spreads out.
+//    attention_weights holds the band, (B, H, T, 2w'+1) with w' = min(w, T − 1), which
+//    functional::band_to_dense spreads out.
 // forward's own mask and bias compose with these (dense attention only).
 
 // Which keys a query may see, besides those past its sequence's valid length.
@@ -134,6 +135,8 @@ class MultiHeadAttention : public Module {
  private:
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
                 const Tensor& mask, const Tensor& bias);
+  Tensor attend_band(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens);
+  Tensor position_bias(int64_t Q, int64_t K) const;
 };
 
 }  // namespace qkv::nn

@@ -3,24 +3,15 @@
 #include <map>
 
 #include "nn/alibi.h"
-#include "nn/positional_encoding.h"
 #include "tensor/error.h"
 
 namespace qkv::nn {
 
 SinusoidalPositions::SinusoidalPositions(const PositionSizes& s) {
-  P = register_buffer("P", sinusoidal_table(s.max_len, s.num_hiddens), /*persistent=*/false);
+  encoding = register_module("encoding", std::make_shared<PositionalEncoding>(s.num_hiddens, 0.0f, s.max_len));
 }
 
-Tensor SinusoidalPositions::encode_input(const Tensor& X) {
-  if (X.dim() != 3 || X.size(2) != P.size(1))
-    throw ShapeError("SinusoidalPositions: input of shape " + shape_str(X.shape()) + " must be (B, T, " +
-                     std::to_string(P.size(1)) + ")");
-  if (X.size(1) > P.size(0))
-    throw ShapeError("SinusoidalPositions: sequence length " + std::to_string(X.size(1)) +
-                     " exceeds max_len " + std::to_string(P.size(0)));
-  return X + P.narrow(0, 0, X.size(1));
-}
+Tensor SinusoidalPositions::encode_input(const Tensor& X) { return encoding->forward(X); }
 
 LearnedPositions::LearnedPositions(const PositionSizes& s) {
   encoding = register_module("encoding",

@@ -35,6 +35,7 @@
 
 #include "nn/learned_positional_encoding.h"
 #include "nn/module.h"
+#include "nn/positional_encoding.h"
 #include "nn/relative_position.h"
 #include "nn/rotary.h"
 #include "tensor/index_tensor.h"
@@ -66,7 +67,7 @@ class SinusoidalPositions : public PositionScheme {
   explicit SinusoidalPositions(const PositionSizes& sizes);
   Tensor encode_input(const Tensor& X) override;
 
-  Tensor P;  // (max_len, num_hiddens), a non-persistent buffer
+  std::shared_ptr<PositionalEncoding> encoding;  // its table P (max_len, D) is a non-persistent buffer
 };
 
 // A trained vector per position (nn/learned_positional_encoding.h): encoding.weight (max_len, D).

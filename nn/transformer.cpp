@@ -89,10 +89,9 @@ Tensor TransformerEncoder::forward(const IndexTensor& ids, const IndexTensor& va
 std::vector<Tensor> TransformerEncoder::attention_weights() const {
   std::vector<Tensor> weights;
   for (size_t i = 0; i < blocks->size(); ++i) {
-    const Tensor w = blocks->at<TransformerEncoderBlock>(i)->attention->attention_weights;
-    weights.push_back(options.attend.banded() && w.defined()
-                          ? functional::band_to_dense(w, options.attend.window_size)
-                          : w);
+    const MultiHeadAttention& a = *blocks->at<TransformerEncoderBlock>(i)->attention;
+    const bool band = a.restriction.banded() && a.attention_weights.defined();
+    weights.push_back(band ? functional::band_to_dense(a.attention_weights) : a.attention_weights);
   }
   return weights;
 }

@@ -41,6 +41,7 @@ Tensor band_scores(const Tensor& q, const Tensor& k, int64_t window, float scale
   const Tensor qc = q.detach().contiguous(), kc = k.detach().contiguous();
   Tensor s = Tensor::empty({q.size(0), q.size(1), T, W});
   kernels::band_scores_forward(N, T, d, window, scale, qc.data(), kc.data(), s.data());
+  autograd::add_flops(2 * N * T * W * d);  // a multiply and an add per (row, query, offset, feature)
   return autograd::record("band_scores", s, {q, k}, {qc, kc},
                           [N, T, d, window, scale](const Tensor& g, const BackwardContext& ctx) -> Grads {
                             const Tensor gc = g.contiguous(), &qs = ctx.saved[0], &ks = ctx.saved[1];
@@ -63,6 +64,7 @@ Tensor band_sum(const Tensor& p, const Tensor& v, int64_t window) {
   const Tensor pc = p.detach().contiguous(), vc = v.detach().contiguous();
   Tensor out = Tensor::empty({v.size(0), v.size(1), T, dv});
   kernels::band_sum_forward(N, T, dv, window, pc.data(), vc.data(), out.data());
+  autograd::add_flops(2 * N * T * (2 * window + 1) * dv);
   return autograd::record("band_sum", out, {p, v}, {pc, vc},
                           [N, T, dv, window](const Tensor& g, const BackwardContext& ctx) -> Grads {
                             const Tensor gc = g.contiguous(), &ps = ctx.saved[0], &vs = ctx.saved[1];

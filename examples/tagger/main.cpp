@@ -128,11 +128,14 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
   for (const std::string& positions : split_list(a.str("ablate-positions"))) {
     for (const std::string& w : split_list(a.str("ablate-windows"))) {
       Config c = base;
+      c.model = "transformer";  // the GRU row comes last, whatever --model says
       c.positions = positions;
       c.window = qkv::examples::parse_integer("ablate-windows", w);
       c.validate();
       const std::string window = c.window < 0 ? "full" : "±" + std::to_string(c.window);
-      variants.push_back({positions + ", " + window, positions + "_" + (c.window < 0 ? "full" : "w" + w), c});
+      const std::string dir = positions + "_" + (c.window < 0 ? "full" : "w" + std::to_string(c.window));
+      const bool seen = std::any_of(variants.begin(), variants.end(), [&](const Variant& v) { return v.dir == dir; });
+      if (!seen) variants.push_back({positions + ", " + window, dir, c});
     }
   }
   Config gru = base;

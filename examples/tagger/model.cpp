@@ -73,12 +73,16 @@ Config Config::from_json(const Json& json) {
       if (key != name) return;
       known = true;
       using V = std::decay_t<decltype(field)>;
-      if constexpr (std::is_same_v<V, std::string>) {
-        field = value.as_string();
-      } else if constexpr (std::is_same_v<V, double>) {
-        field = value.as_double();
-      } else {
-        field = static_cast<V>(value.as_int());
+      try {
+        if constexpr (std::is_same_v<V, std::string>) {
+          field = value.as_string();
+        } else if constexpr (std::is_same_v<V, double>) {
+          field = value.as_double();
+        } else {
+          field = static_cast<V>(value.as_int());
+        }
+      } catch (const qkv::Error& e) {  // e.g. a run made before "ffn" named the FFN (its width is ffn_width)
+        throw qkv::ValueError("tagger config: key \"" + key + "\": " + e.what());
       }
     });
     if (!known) throw qkv::ValueError("tagger config: unknown key \"" + key + "\"");
@@ -102,7 +106,10 @@ void Config::validate() const {
   if (d_model < 2 || d_model % 2 != 0) fail("d_model must be even and at least 2");
   if (heads < 1 || d_model % heads != 0) fail("d_model must be divisible by heads");
   if (ffn_width < 1 || layers < 1) fail("ffn_width and layers must be at least 1");
-  if (window < -1) fail("window must be -1 (everywhere) or at least 0");
+  if (window < -1 || window >= kMaxSentenceLength)
+    fail("window must be -1 (everywhere) or in [0, " + std::to_string(kMaxSentenceLength) + ")");
+  if (positions == "rotary" && heads >= 1 && (d_model / heads) % 2 != 0)
+    fail("rotary positions rotate pairs of features: d_model / heads must be even");
   if (!(dropout >= 0 && dropout < 1)) fail("dropout must be in [0, 1)");
   if (epochs < 1 || batch_size < 1) fail("epochs and batch_size must be at least 1");
   if (!(lr > 0) || !(weight_decay >= 0) || !(clip > 0))
@@ -147,7 +154,7 @@ Tensor TransformerTagger::forward(const IndexTensor& ids, const IndexTensor& val
 Tensor TransformerTagger::positional_table() const {
   // Only the absolute schemes add a table to the embeddings: the fixed one, or the learned one.
   if (const auto* s = dynamic_cast<const qkv::nn::SinusoidalPositions*>(encoder->positions.get()))
-    return s->P;
+    return s->encoding->P;
   if (const auto* l = dynamic_cast<const qkv::nn::LearnedPositions*>(encoder->positions.get()))
     return l->encoding->weight.detach();
   return Tensor();

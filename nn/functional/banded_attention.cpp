@@ -18,7 +18,8 @@ void check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, int64_t win
     throw ShapeError("banded_attention: queries " + shape_str(q.shape()) + ", keys " + shape_str(k.shape()) +
                      " and values " + shape_str(v.shape()) +
                      " do not fit: expected (B, H, T, d), (B, H, T, d) and (B, H, T, dv) (self-attention)");
-  if (window < 0) throw ValueError("banded_attention: window must be >= 0, got " + std::to_string(window));
+  if (window < 0 || window > (int64_t{1} << 30))
+    throw ValueError("banded_attention: window must be in [0, 2^30], got " + std::to_string(window));
   const int64_t W = 2 * window + 1;
   if (offset_bias.defined() && (offset_bias.dim() != 2 || offset_bias.size(1) != W ||
                                 (offset_bias.size(0) != 1 && offset_bias.size(0) != q.size(1))))
@@ -64,14 +65,15 @@ AttentionOutput banded_attention(const Tensor& queries, const Tensor& keys, cons
   return {output, weights};
 }
 
-Tensor band_to_dense(const Tensor& band, int64_t window) {
-  const int64_t W = 2 * window + 1;
-  if (band.dim() < 2 || band.size(-1) != W)
-    throw ShapeError("band_to_dense: band of shape " + shape_str(band.shape()) + " must end in (T, " +
-                     std::to_string(W) + ") for window " + std::to_string(window));
-  const int64_t T = band.size(-2), rows = band.numel() / (T * W);
+Tensor band_to_dense(const Tensor& band) {
+  if (band.dim() < 2 || band.size(-1) % 2 == 0)
+    throw ShapeError("band_to_dense: band of shape " + shape_str(band.shape()) +
+                     " must end in (T, 2w + 1): an odd number of offsets");
+  const int64_t W = band.size(-1), window = (W - 1) / 2;
   Shape shape = band.shape();
-  shape.back() = T;
+  shape.back() = band.size(-2);
+  if (band.numel() == 0) return zeros(shape);
+  const int64_t T = band.size(-2), rows = band.numel() / (T * W);
   Tensor dense = zeros(shape);
   const Tensor in = band.detach().contiguous();
   const float* src = in.data();

@@ -35,6 +35,6 @@ AttentionOutput banded_attention(const Tensor& queries, const Tensor& keys, cons
 
 // Band weights (..., T, 2w+1) spread into the dense (..., T, T) layout, zero outside the band: for
 // figures and for comparison with dense attention. No gradient.
-Tensor band_to_dense(const Tensor& band, int64_t window);
+Tensor band_to_dense(const Tensor& band);
 
 }  // namespace qkv::nn::functional

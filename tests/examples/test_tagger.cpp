@@ -426,3 +426,17 @@ TEST_CASE("tagger refuses a checkpoint made with another position scheme naming 
   CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("positions must be one of alibi, clipped"),
                        qkv::ValueError);
 }
+
+TEST_CASE("tagger config names the key of a value of the wrong kind and bounds the window") {
+  // A run made before "ffn" named the FFN kind stored its width there.
+  CHECK_THROWS_WITH_AS(Config::from_json(qkv::io::parse_json("{\"ffn\": 128}")),
+                       doctest::Contains("tagger config: key \"ffn\""), qkv::ValueError);
+  Config c;
+  c.window = 1000000000;
+  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("window must be -1"), qkv::ValueError);
+  c = Config();
+  c.positions = "rotary";
+  c.d_model = 6;
+  c.heads = 2;
+  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("d_model / heads must be even"), qkv::ValueError);
+}

@@ -18,7 +18,7 @@ namespace {
 
 // The dense (1, H, T, T) bias that an (H, 2w+1) offset bias stands for, zero outside the band.
 Tensor dense_bias(const Tensor& offset_bias, int64_t T, int64_t w) {
-  return F::band_to_dense(offset_bias.unsqueeze(1).expand({offset_bias.size(0), T, 2 * w + 1}), w)
+  return F::band_to_dense(offset_bias.unsqueeze(1).expand({offset_bias.size(0), T, 2 * w + 1}))
       .unsqueeze(0);
 }
 
@@ -36,7 +36,7 @@ TEST_CASE("banded attention equals dense attention with a window mask") {
     const F::AttentionOutput dense = F::scaled_dot_product_attention(q, k, v, lens, F::window_mask(6, 6, w),
                                                                      dense_bias(bias.detach(), 6, w));
     check_close(band.output, dense.output, 1e-5f);
-    check_close(F::band_to_dense(band.weights, w), dense.weights, 1e-6f);
+    check_close(F::band_to_dense(band.weights), dense.weights, 1e-6f);
 
     const Tensor probe = randn({2, 3, 6, 5}, false, &g);
     (band.output * probe).sum().backward();
@@ -88,3 +88,15 @@ QKV_GRADCHECK("banded_attention with lengths and an offset bias",
               [](const Inputs& x) {
                 return F::banded_attention(x[0], x[1], x[2], 2, IndexTensor{5, 3}, x[3]).output;
               });
+
+TEST_CASE("a window wider than the sequence attends everywhere and band_to_dense takes empty bands") {
+  Generator g(9);
+  nn::MultiHeadAttention wide(4, 4, 4, 4, 2, 0.0f), full(4, 4, 4, 4, 2, 0.0f);
+  full.load_state_dict(wide.state_dict());
+  wide.restriction = nn::AttentionRestriction::window(int64_t{1} << 40);  // computed as T − 1
+  const Tensor X = randn({2, 4, 4}, false, &g);
+  check_close(wide.forward(X, X, X, IndexTensor{4, 2}), full.forward(X, X, X, IndexTensor{4, 2}), 1e-5f);
+  CHECK(wide.attention_weights.shape() == Shape{2, 2, 4, 7});
+  CHECK(F::band_to_dense(zeros({2, 0, 3})).shape() == Shape{2, 0, 0});
+  CHECK_THROWS_AS(F::band_to_dense(zeros({2, 3, 4})), ShapeError);
+}

@@ -111,6 +111,35 @@ TEST_CASE("each scheme acts in its one place") {
   CHECK_THROWS_AS(nn::feed_forward("tanh"), ValueError);
 }
 
+namespace {
+
+// A scheme whose bias has the wrong width, as a user's first try might.
+struct WrongWidth : nn::PositionScheme {
+  Tensor offset_bias(const IndexTensor& offsets) override { return zeros({2, offsets.numel() + 1}); }
+};
+
+}  // namespace
+
+TEST_CASE("MultiHeadAttention adds a scheme's bias to a caller's bias shared by the heads") {
+  Generator g(4);
+  nn::MultiHeadAttention with(4, 4, 4, 4, 2, 0.0f), without(4, 4, 4, 4, 2, 0.0f);
+  without.load_state_dict(with.state_dict());
+  with.positions = std::make_shared<nn::ALiBi>(2);
+  const Tensor X = randn({2, 3, 4}, false, &g), user = randn({2, 3, 3}, false, &g);  // (B, Q, K), B == H
+  // ALiBi's (1, H, Q, K) bias written out, plus the caller's bias on every head of its own example.
+  const Tensor alibi = with.positions->offset_bias(IndexTensor{-2, -1, 0, 1, 2});  // offsets −2 .. 2
+  std::vector<float> dense;
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 3; ++j) dense.push_back(alibi.at({h, j - i + 2}));
+  const Tensor expected = without.forward(X, X, X, IndexTensor(), Tensor(),
+                                          user.unsqueeze(1) + tensor(dense, {1, 2, 3, 3}));
+  check_close(with.forward(X, X, X, IndexTensor(), Tensor(), user), expected, 1e-5f);
+  with.positions = std::make_shared<WrongWidth>();
+  CHECK_THROWS_WITH_AS(with.forward(X, X, X), doctest::Contains("position scheme WrongWidth gave a bias of shape (2,6)"),
+                       ShapeError);
+}
+
 TEST_CASE("SwiGLU gates one projection by the SiLU of the other") {
   nn::SwiGLU ffn(2, 3);
   {

@@ -84,7 +84,7 @@ TEST_CASE("TransformerEncoder parameters carry d2l's names") {
   // The positional table is a buffer that a program can plot, not a parameter nor checkpoint state.
   const auto* sinusoidal = dynamic_cast<const nn::SinusoidalPositions*>(encoder.positions.get());
   REQUIRE(sinusoidal);
-  CHECK(sinusoidal->P.shape() == Shape{1000, 8});
+  CHECK(sinusoidal->encoding->P.shape() == Shape{1000, 8});
   CHECK(encoder.state_dict().size() == n.size());
   nn::TransformerEncoder biased({.vocab_size = 10, .num_hiddens = 8, .ffn_num_hiddens = 16, .num_heads = 2,
                                  .num_layers = 1, .use_bias = true});
