@@ -94,15 +94,16 @@ Config Config::from_json(const Json& json) {
 void Config::validate() const {
   auto fail = [](const std::string& what) { throw qkv::ValueError("tagger config: " + what); };
   if (model != "transformer" && model != "gru") fail("model must be transformer or gru, not " + model);
-  auto one_of = [&](const char* what, const std::string& value, const std::vector<std::string>& names) {
+  auto one_of = [&](const char* what, const std::string& value, const std::vector<std::string>& names,
+                    const std::string& hint = "") {
     std::string list;
     for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
     if (std::find(names.begin(), names.end(), value) == names.end())
-      fail(std::string(what) + " must be one of " + list + ", not '" + value + "'");
+      fail(std::string(what) + " must be one of " + list + ", not '" + value + "'" + hint);
   };
   one_of("positions", positions, qkv::nn::position_scheme_names());
   one_of("norm", norm, {"post", "pre"});
-  one_of("ffn", ffn, qkv::nn::feed_forward_names());
+  one_of("ffn", ffn, qkv::nn::feed_forward_names(), " (its hidden width is ffn_width, --ffn-width)");
   if (d_model < 2 || d_model % 2 != 0) fail("d_model must be even and at least 2");
   if (heads < 1 || d_model % heads != 0) fail("d_model must be divisible by heads");
   if (ffn_width < 1 || layers < 1) fail("ffn_width and layers must be at least 1");
