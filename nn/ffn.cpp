@@ -1,7 +1,6 @@
 #include "nn/ffn.h"
 
-#include <map>
-
+#include "nn/registry.h"
 #include "nn/swiglu.h"
 #include "tensor/error.h"
 
@@ -22,31 +21,21 @@ std::string PositionWiseFFN::extra_repr() const { return activation == Activatio
 
 namespace {
 
-const std::map<std::string, FeedForwardFactory>& registry() {
-  static const std::map<std::string, FeedForwardFactory> ffns = {
+const Registry<FeedForwardFactory>& registry() {
+  static const Registry<FeedForwardFactory> ffns("feed_forward: unknown FFN", {
       {"relu",
        [](int64_t d, int64_t f) { return std::make_shared<PositionWiseFFN>(d, f, d, Activation::ReLU); }},
       {"gelu",
        [](int64_t d, int64_t f) { return std::make_shared<PositionWiseFFN>(d, f, d, Activation::GELU); }},
       {"swiglu", [](int64_t d, int64_t f) { return std::make_shared<SwiGLU>(d, f); }},
-  };
+  });
   return ffns;
 }
 
 }  // namespace
 
-FeedForwardFactory feed_forward(const std::string& name) {
-  const auto it = registry().find(name);
-  if (it != registry().end()) return it->second;
-  std::string known;
-  for (const std::string& n : feed_forward_names()) known += (known.empty() ? "" : ", ") + n;
-  throw ValueError("feed_forward: unknown FFN '" + name + "'; expected one of " + known);
-}
+FeedForwardFactory feed_forward(const std::string& name) { return registry().at(name); }
 
-std::vector<std::string> feed_forward_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : registry()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> feed_forward_names() { return registry().names(); }
 
 }  // namespace qkv::nn

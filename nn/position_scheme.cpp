@@ -1,8 +1,7 @@
 #include "nn/position_scheme.h"
 
-#include <map>
-
 #include "nn/alibi.h"
+#include "nn/registry.h"
 #include "tensor/error.h"
 
 namespace qkv::nn {
@@ -45,8 +44,8 @@ Tensor RelativeBiasPositions::offset_bias(const IndexTensor& offsets) {
 
 namespace {
 
-const std::map<std::string, PositionFactory>& registry() {
-  static const std::map<std::string, PositionFactory> schemes = {
+const Registry<PositionFactory>& registry() {
+  static const Registry<PositionFactory> schemes("position_scheme: unknown scheme", {
       {"none", [](const PositionSizes&) { return std::make_shared<NoPositions>(); }},
       {"sinusoidal", [](const PositionSizes& s) { return std::make_shared<SinusoidalPositions>(s); }},
       {"learned", [](const PositionSizes& s) { return std::make_shared<LearnedPositions>(s); }},
@@ -62,24 +61,14 @@ const std::map<std::string, PositionFactory>& registry() {
              std::make_shared<ClippedRelativePositionBias>(s.num_heads, 16));
        }},
       {"alibi", [](const PositionSizes& s) { return std::make_shared<ALiBi>(s.num_heads); }},
-  };
+  });
   return schemes;
 }
 
 }  // namespace
 
-PositionFactory position_scheme(const std::string& name) {
-  const auto it = registry().find(name);
-  if (it != registry().end()) return it->second;
-  std::string known;
-  for (const std::string& n : position_scheme_names()) known += (known.empty() ? "" : ", ") + n;
-  throw ValueError("position_scheme: unknown scheme '" + name + "'; expected one of " + known);
-}
+PositionFactory position_scheme(const std::string& name) { return registry().at(name); }
 
-std::vector<std::string> position_scheme_names() {
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : registry()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> position_scheme_names() { return registry().names(); }
 
 }  // namespace qkv::nn
