@@ -37,6 +37,12 @@ def read(path):
         return f.read()
 
 
+def matching_lines(root, path, pattern):
+    """ "file:line: text" for each line of `path` that `pattern` finds something in."""
+    return [f"{os.path.relpath(path, root)}:{number}: {text.strip()}"
+            for number, text in enumerate(read(path).splitlines(), 1) if pattern.search(text)]
+
+
 def function_length(root, _):
     bad = []
     for path in sources(root, LIBRARY + ["examples"]):
@@ -57,9 +63,7 @@ def self_contained(root, _):
             path = os.path.join(dirpath, name)
             if name.endswith((".png", ".safetensors", ".npy")):
                 continue
-            for number, text in enumerate(read(path).splitlines(), 1):
-                if pattern.search(text):
-                    bad.append(f"{os.path.relpath(path, root)}:{number}: {text.strip()}")
+            bad += matching_lines(root, path, pattern)
     return bad
 
 
@@ -68,20 +72,16 @@ def engine_alone(root, _):
     bad = []
     for name in ["engine.h", "engine.cpp", "function.h", "function.cpp", "node.h", "node.cpp"]:
         path = os.path.join(root, "autograd", name)
-        if not os.path.exists(path):
-            continue
-        for number, text in enumerate(read(path).splitlines(), 1):
-            if words.search(text):
-                bad.append(f"autograd/{name}:{number}: {text.strip()}")
+        if os.path.exists(path):
+            bad += matching_lines(root, path, words)
     return bad
 
 
 def core_without_figures(root, library):
+    include = re.compile(r'^\s*#\s*include\s*[<"](plot/|stb)')
     bad = []
     for path in sources(root, CORE):
-        for number, text in enumerate(read(path).splitlines(), 1):
-            if re.match(r'\s*#\s*include\s*[<"](plot/|stb)', text):
-                bad.append(f"{os.path.relpath(path, root)}:{number}: {text.strip()}")
+        bad += matching_lines(root, path, include)
     symbols = subprocess.run(["nm", "-A", library], capture_output=True, text=True, check=True).stdout
     bad += [line for line in symbols.splitlines() if "stbi" in line][:10]
     return bad
