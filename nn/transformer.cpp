@@ -47,17 +47,18 @@ std::string TransformerEncoderBlock::extra_repr() const {
 
 TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o)
     : options(o) {
-  if (o.vocab_size <= 0 || o.num_hiddens <= 0 || o.ffn_num_hiddens <= 0 || o.num_heads <= 0 ||
+  if (o.vocab_size < 0 || o.num_hiddens <= 0 || o.ffn_num_hiddens <= 0 || o.num_heads <= 0 ||
       o.num_layers < 0)
     throw ValueError(
-        "TransformerEncoder: vocab_size, num_hiddens, ffn_num_hiddens and num_heads must be positive and "
+        "TransformerEncoder: num_hiddens, ffn_num_hiddens and num_heads must be positive, vocab_size and "
         "num_layers >= 0, got " +
         std::to_string(o.vocab_size) + ", " + std::to_string(o.num_hiddens) + ", " +
         std::to_string(o.ffn_num_hiddens) + ", " + std::to_string(o.num_heads) + " and " +
         std::to_string(o.num_layers));
   if (!o.positions || !o.ffn)
     throw ValueError("TransformerEncoder: the positions and ffn factories must be set");
-  embedding = register_module("embedding", std::make_shared<Embedding>(o.vocab_size, o.num_hiddens));
+  if (o.vocab_size > 0)
+    embedding = register_module("embedding", std::make_shared<Embedding>(o.vocab_size, o.num_hiddens));
   positions = register_module("positions", o.positions({o.num_hiddens, o.num_heads, o.max_len}));
   dropout = register_module("dropout", std::make_shared<Dropout>(o.dropout));
   blocks = register_module("blocks", std::make_shared<ModuleList>());
@@ -79,8 +80,16 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o)
 Tensor TransformerEncoder::forward(const IndexTensor& ids, const IndexTensor& valid_lens) {
   if (ids.dim() != 2)
     throw ShapeError("TransformerEncoder: ids of shape " + shape_str(ids.shape()) + " must be (B, T)");
-  Tensor X = embedding->forward(ids) * std::sqrt(static_cast<float>(options.num_hiddens));
-  X = dropout->forward(positions->encode_input(X));
+  if (!embedding)
+    throw StateError("TransformerEncoder: built with vocab_size 0, it takes embedded input, not ids");
+  return forward(embedding->forward(ids) * std::sqrt(static_cast<float>(options.num_hiddens)), valid_lens);
+}
+
+Tensor TransformerEncoder::forward(const Tensor& embedded, const IndexTensor& valid_lens) {
+  if (embedded.dim() != 3 || embedded.size(2) != options.num_hiddens)
+    throw ShapeError("TransformerEncoder: embedded input of shape " + shape_str(embedded.shape()) +
+                     " must be (B, T, " + std::to_string(options.num_hiddens) + ")");
+  Tensor X = dropout->forward(positions->encode_input(embedded));
   for (size_t i = 0; i < blocks->size(); ++i)
     X = blocks->at<TransformerEncoderBlock>(i)->forward(X, valid_lens);
   return norm ? norm->forward(X) : X;

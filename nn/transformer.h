@@ -23,6 +23,8 @@
 //   X = block_L(... block_1(X))                    (then a LayerNorm, with pre-norm)
 //   ids: (B, T) in [0, vocab_size), T <= max_len; valid_lens: (B), the real length of each sequence
 //   (undefined: all T) → (B, T, D)
+// A model that builds its own token vectors (from characters, say) passes vocab_size = 0 and calls
+// forward(X, valid_lens) with X (B, T, D) in place of the scaled embedding: no Embedding is made.
 // The embedding is scaled by √D so that it is not drowned by a positional encoding, whose values
 // lie in [-1, 1] (d2l 11.7.4). The keys past each valid length are hidden from every query; the
 // queries there still produce outputs, which a caller ignores (a masked loss).
@@ -105,13 +107,15 @@ class TransformerEncoder : public Module {
  public:
   explicit TransformerEncoder(const TransformerEncoderOptions& options);
   Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens = IndexTensor());
+  // From token vectors (B, T, D) instead of ids: positions, dropout, the blocks.
+  Tensor forward(const Tensor& embedded, const IndexTensor& valid_lens = IndexTensor());
   // Each block's attention weights from the last forward, (B, H, T, T), detached; zero outside a
   // window.
   std::vector<Tensor> attention_weights() const;
   std::string extra_repr() const override;
 
   TransformerEncoderOptions options;
-  std::shared_ptr<Embedding> embedding;
+  std::shared_ptr<Embedding> embedding;  // null when vocab_size = 0
   std::shared_ptr<PositionScheme> positions;
   std::shared_ptr<Dropout> dropout;
   std::shared_ptr<ModuleList> blocks;  // TransformerEncoderBlock × num_layers

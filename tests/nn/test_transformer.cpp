@@ -200,7 +200,7 @@ TEST_CASE("TransformerEncoder applies dropout in training only") {
 
 TEST_CASE("TransformerEncoder names what it cannot use") {
   CHECK_THROWS_WITH_AS(nn::TransformerEncoder({.vocab_size = 10, .num_hiddens = 8}),
-                       "TransformerEncoder: vocab_size, num_hiddens, ffn_num_hiddens and num_heads must be positive "
+                       "TransformerEncoder: num_hiddens, ffn_num_hiddens and num_heads must be positive, vocab_size "
                        "and num_layers >= 0, got 10, 8, 0, 0 and 0",
                        ValueError);
   nn::TransformerEncoderOptions o = small_options();
@@ -218,4 +218,24 @@ TEST_CASE("TransformerEncoder names what it cannot use") {
   CHECK_THROWS_AS(encoder.forward(IndexTensor({1, 2, 3, 4, 5}, {1, 5})), ShapeError);  // T > max_len
   CHECK_THROWS_AS(encoder.forward(IndexTensor({1, 2, 10}, {1, 3})), IndexError);       // id past the vocabulary
   CHECK_THROWS_AS(encoder.forward(IndexTensor({1, 2, 3}, {1, 3}), IndexTensor{4}), IndexError);
+}
+
+TEST_CASE("TransformerEncoder with vocab_size 0 takes token vectors: the same as ids through an embedding") {
+  nn::TransformerEncoder with_ids(small_options());
+  nn::TransformerEncoderOptions o = small_options();
+  o.vocab_size = 0;
+  nn::TransformerEncoder with_vectors(o);
+  CHECK(!with_vectors.embedding);
+  CHECK(with_vectors.num_parameters() == with_ids.num_parameters() - 10 * 8);
+  nn::StateDict state = with_ids.state_dict();
+  state.erase("embedding.weight");
+  with_vectors.load_state_dict(state);
+  with_ids.eval(), with_vectors.eval();
+  const IndexTensor ids({1, 4, 2, 9, 3, 0}, {2, 3});
+  const IndexTensor lens{3, 2};
+  const Tensor X = with_ids.embedding->forward(ids) * std::sqrt(8.0f);
+  const Tensor expected = with_ids.forward(ids, lens);
+  CHECK((with_vectors.forward(X, lens) - expected).abs().max().item() == 0.0f);
+  CHECK_THROWS_AS(with_vectors.forward(ids, lens), StateError);
+  CHECK_THROWS_AS(with_vectors.forward(zeros({2, 3, 4}), lens), ShapeError);
 }
