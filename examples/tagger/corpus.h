@@ -85,6 +85,7 @@ struct TaggingScore {
   Accuracy overall;
   Accuracy ambiguous;  // tokens of ambiguous words (TagLexicon::ambiguous)
   Accuracy repeated;   // tokens marked by tag_changing_repeats, e.g. both saws of "i saw a saw"
+  Accuracy unseen;     // tokens of words the training data never shows (TagLexicon::seen)
 };
 
 // Scores predicted tags against the gold tags of `gold`. Throws qkv::ValueError when the counts

@@ -1,6 +1,9 @@
 #include "examples/tagger/dataset.h"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
+#include <unordered_map>
 #include <sstream>
 
 #include "data/conll.h"
@@ -41,17 +44,33 @@ Data load_data(const Config& config) {
   return data;
 }
 
-Vocabs build_vocabs(const Data& data, int64_t min_freq) {
+namespace {
+
+std::string lowercased(std::string word) {
+  for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return word;
+}
+
+}  // namespace
+
+bool lowercases_words(const Config& config) { return config.char_filters > 0; }
+
+int64_t Vocabs::word_id(const std::string& word) const {
+  return words.encode({lowercase ? lowercased(word) : word})[0];
+}
+
+Vocabs build_vocabs(const Data& data, const Config& config) {
+  const bool lowercase = lowercases_words(config);
   std::map<std::string, int64_t> words, tags;
   for (const TaggedSentence& s : data.train) {
-    for (const std::string& w : s.words) ++words[w];
+    for (const std::string& w : s.words) ++words[lowercase ? lowercased(w) : w];
   }
   for (const auto* split : {&data.train, &data.dev, &data.test}) {
     for (const TaggedSentence& s : *split) {
       for (const std::string& t : s.tags) ++tags[t];
     }
   }
-  return Vocabs{Vocab(words, min_freq), Vocab(tags, 1, {})};
+  return Vocabs{Vocab(words, config.min_freq), Vocab(tags, 1, {}), lowercase};
 }
 
 std::vector<std::string> split_words(const std::string& line) {
@@ -72,7 +91,9 @@ Encoded encode(const Vocabs& vocabs, const std::vector<TaggedSentence>& sentence
       throw qkv::ValueError("tagger: sentence " + std::to_string(i + 1) + " has the tag \"" + tag +
                             "\", which the model was not trained with (it knows " + known + ")");
     }
-    out.words.push_back(vocabs.words.encode(s.words));
+    std::vector<int64_t> ids;
+    for (const std::string& w : s.words) ids.push_back(vocabs.word_id(w));
+    out.words.push_back(std::move(ids));
     out.tags.push_back(vocabs.tags.encode(s.tags));
   }
   return out;
@@ -89,11 +110,77 @@ void check_lengths(const char* split, const std::vector<TaggedSentence>& sentenc
   }
 }
 
-BatchTensors to_tensors(const qkv::data::Batch& b) {
+std::vector<int64_t> char_ids(const std::string& word) {
+  const int64_t n = static_cast<int64_t>(word.size());
+  std::vector<int64_t> ids{kCharBegin};
+  for (int64_t i = 0; i < n; ++i) {
+    if (n > kMaxWordBytes && i == kMaxWordBytes / 2) i = n - kMaxWordBytes / 2;  // skip the middle
+    ids.push_back(static_cast<unsigned char>(word[static_cast<size_t>(i)]) + 1);
+  }
+  ids.push_back(kCharEnd);
+  return ids;
+}
+
+namespace {
+
+// The characters of the distinct forms among `sentences`, and each token's row (input.form_rows).
+void add_chars(ModelInput& input, const std::vector<const std::vector<std::string>*>& sentences) {
+  const int64_t B = input.ids.size(0), T = input.ids.size(1);
+  std::unordered_map<std::string, int64_t> row_of;
+  std::vector<std::vector<int64_t>> forms;
+  std::vector<int64_t> rows(static_cast<size_t>(B * T), -1);
+  for (int64_t b = 0; b < B; ++b) {
+    const std::vector<std::string>& words = *sentences[static_cast<size_t>(b)];
+    for (size_t t = 0; t < words.size(); ++t) {
+      auto [it, added] = row_of.try_emplace(words[t], static_cast<int64_t>(forms.size()));
+      if (added) forms.push_back(char_ids(words[t]));
+      rows[static_cast<size_t>(b * T) + t] = it->second;
+    }
+  }
+  const int64_t U = static_cast<int64_t>(forms.size());
+  int64_t L = 1;
+  for (const auto& f : forms) L = std::max(L, static_cast<int64_t>(f.size()));
+  std::vector<int64_t> chars(static_cast<size_t>(U * L), 0), lens;
+  for (int64_t u = 0; u < U; ++u) {
+    std::copy(forms[u].begin(), forms[u].end(), chars.begin() + u * L);
+    lens.push_back(static_cast<int64_t>(forms[u].size()));
+  }
+  for (int64_t& r : rows) r = r < 0 ? U : r;  // padding tokens: the zero row after the forms
+  input.chars = IndexTensor(std::move(chars), {U, L});
+  input.char_lens = IndexTensor(std::move(lens));
+  input.form_rows = IndexTensor(std::move(rows));
+}
+
+}  // namespace
+
+ModelInput make_input(const Vocabs& vocabs, const std::vector<const std::vector<std::string>*>& sentences,
+                      bool chars) {
+  const int64_t B = static_cast<int64_t>(sentences.size());
+  int64_t T = 1;
+  for (const auto* s : sentences) T = std::max(T, static_cast<int64_t>(s->size()));
+  std::vector<int64_t> ids(static_cast<size_t>(B * T), vocabs.words.pad_id()), lens;
+  for (int64_t b = 0; b < B; ++b) {
+    const std::vector<std::string>& words = *sentences[static_cast<size_t>(b)];
+    for (size_t t = 0; t < words.size(); ++t) ids[static_cast<size_t>(b * T) + t] = vocabs.word_id(words[t]);
+    lens.push_back(static_cast<int64_t>(words.size()));
+  }
+  ModelInput input{IndexTensor(std::move(ids), {B, T}), IndexTensor(std::move(lens))};
+  if (chars) add_chars(input, sentences);
+  return input;
+}
+
+BatchTensors to_tensors(const qkv::data::Batch& b, const Vocabs& vocabs, const std::vector<TaggedSentence>& sentences,
+                        bool chars) {
   BatchTensors t;
-  t.ids = IndexTensor(b.inputs, {b.batch_size, b.max_len});
+  if (!chars) {
+    t.input.ids = IndexTensor(b.inputs, {b.batch_size, b.max_len});
+    t.input.valid_lens = IndexTensor(b.valid_lens);
+  } else {
+    std::vector<const std::vector<std::string>*> words;
+    for (int64_t i : b.indices) words.push_back(&sentences[static_cast<size_t>(i)].words);
+    t.input = make_input(vocabs, words, true);
+  }
   if (!b.targets.empty()) t.targets = IndexTensor(b.targets, {b.batch_size, b.max_len});
-  t.valid_lens = IndexTensor(b.valid_lens);
   for (int64_t n : b.valid_lens) t.tokens += n;
   return t;
 }

@@ -26,8 +26,13 @@ std::vector<TaggedSentence> read_tagged(const std::string& path);
 struct Vocabs {
   qkv::data::Vocab words;  // <pad> <unk> and training words seen min_freq times
   qkv::data::Vocab tags;   // every tag of all three splits: the label set is closed, not learned
+  bool lowercase = false;  // words are looked up lowercased (a model that reads characters)
+  // A word's id: <unk>'s for words the vocabulary lacks.
+  int64_t word_id(const std::string& word) const;
 };
-Vocabs build_vocabs(const Data& data, int64_t min_freq);
+// The vocabularies of config's model: lowercased words when it reads characters.
+Vocabs build_vocabs(const Data& data, const Config& config);
+bool lowercases_words(const Config& config);
 
 // A line's whitespace-separated words.
 std::vector<std::string> split_words(const std::string& line);
@@ -43,11 +48,25 @@ Encoded encode(const Vocabs& vocabs, const std::vector<TaggedSentence>& sentence
 // ("dev sentence 3 has 1025 tokens"), before any work starts.
 void check_lengths(const char* split, const std::vector<TaggedSentence>& sentences);
 
-// A batch as the model takes it: ids and targets (B, T), valid lengths (B).
+// A word's characters as ids (model.h): begin marker, byte + 1 each, end marker. A word of more
+// than kMaxWordBytes bytes keeps its first and last kMaxWordBytes / 2: prefixes and suffixes are
+// what tell a word's class.
+constexpr int64_t kMaxWordBytes = 24;
+std::vector<int64_t> char_ids(const std::string& word);
+
+// The model's input for sentences given as words: ids through the vocabulary, and the characters
+// of each distinct word form when `chars`.
+ModelInput make_input(const Vocabs& vocabs, const std::vector<const std::vector<std::string>*>& sentences,
+                      bool chars);
+
+// A batch as the model takes it: its input, targets (B, T).
 struct BatchTensors {
-  IndexTensor ids, targets, valid_lens;
+  ModelInput input;
+  IndexTensor targets;
   int64_t tokens = 0;  // real tokens
 };
-BatchTensors to_tensors(const qkv::data::Batch& batch);
+// `sentences` is the split the batch was cut from (its indices point there).
+BatchTensors to_tensors(const qkv::data::Batch& batch, const Vocabs& vocabs,
+                        const std::vector<TaggedSentence>& sentences, bool chars);
 
 }  // namespace tagger

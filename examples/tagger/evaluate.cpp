@@ -50,10 +50,10 @@ Evaluation evaluate(TaggerModel& model, const Vocabs& vocabs, const TagLexicon& 
   const auto batches = qkv::data::make_batches(
       enc.words, enc.tags, {.batch_size = batch_size, .shuffle = false, .pad_id = vocabs.words.pad_id()});
   for (const qkv::data::Batch& b : batches) {
-    const BatchTensors t = to_tensors(b);
-    const Tensor logits = model.forward(t.ids, t.valid_lens);
+    const BatchTensors t = to_tensors(b, vocabs, sentences, model.reads_chars());
+    const Tensor logits = model.forward(t.input);
     loss_sum +=
-        qkv::nn::functional::sequence_cross_entropy(logits, t.targets, t.valid_lens).item() * t.tokens;
+        qkv::nn::functional::sequence_cross_entropy(logits, t.targets, t.input.valid_lens).item() * t.tokens;
     tokens += t.tokens;
     const IndexTensor pred = logits.argmax(-1);
     for (int64_t i = 0; i < b.batch_size; ++i) {
@@ -76,6 +76,7 @@ std::vector<std::vector<std::string>> predict(Run& run,
   qkv::NoGradGuard no_grad;
   run.model->eval();
   std::vector<std::vector<int64_t>> ids;
+  std::vector<TaggedSentence> words;  // untagged
   for (size_t i = 0; i < sentences.size(); ++i) {
     const auto& s = sentences[i];
     if (s.empty()) throw qkv::ValueError("tagger predict: sentence " + std::to_string(i + 1) + " is empty");
@@ -85,13 +86,14 @@ std::vector<std::vector<std::string>> predict(Run& run,
                             std::to_string(kMaxSentenceLength));
     }
     ids.push_back(run.vocabs.words.encode(s));
+    words.push_back({s, {}});
   }
   std::vector<std::vector<std::string>> out(sentences.size());
   const auto batches = qkv::data::make_batches(
       ids, {}, {.batch_size = 64, .shuffle = false, .pad_id = run.vocabs.words.pad_id()});
   for (const qkv::data::Batch& b : batches) {
-    const BatchTensors t = to_tensors(b);
-    const IndexTensor pred = run.model->forward(t.ids, t.valid_lens).argmax(-1);
+    const BatchTensors t = to_tensors(b, run.vocabs, words, run.model->reads_chars());
+    const IndexTensor pred = run.model->forward(t.input).argmax(-1);
     for (int64_t i = 0; i < b.batch_size; ++i) {
       for (int64_t j = 0; j < b.valid_lens[i]; ++j)
         out[b.indices[i]].push_back(run.vocabs.tags.token(pred[i * b.max_len + j]));
@@ -105,6 +107,7 @@ void print_evaluation(std::ostream& out, const Evaluation& e, const Vocab& tags)
   out << "accuracy " << percent(e.score.overall.value()) << " of " << e.score.overall.total
       << " tokens; ambiguous " << percent(e.score.ambiguous.value()) << " of " << e.score.ambiguous.total
       << "; tag-changing repeats " << percent(e.score.repeated.value()) << " of " << e.score.repeated.total
+      << "; unseen words " << percent(e.score.unseen.value()) << " of " << e.score.unseen.total
       << "; loss " << e.loss << "\n\n";
   out << "per tag (gold):\n";
   for (int64_t g = 0; g < C; ++g) {
@@ -126,14 +129,14 @@ void print_evaluation(std::ostream& out, const Evaluation& e, const Vocab& tags)
 
 void print_score_header(std::ostream& out, const std::string& first_column, const std::string& extra) {
   out << "  " << pad(first_column, kNameColumns) << std::right << std::setw(9) << "overall" << std::setw(11)
-      << "ambiguous" << std::setw(11) << "repeated" << extra << "\n";
+      << "ambiguous" << std::setw(11) << "repeated" << std::setw(9) << "unseen" << extra << "\n";
 }
 
 void print_score_row(std::ostream& out, const std::string& name, const TaggingScore& s,
                      const std::string& extra) {
   out << "  " << pad(name, kNameColumns) << std::right << std::setw(9) << percent(s.overall.value())
       << std::setw(11) << percent(s.ambiguous.value()) << std::setw(11) << percent(s.repeated.value())
-      << extra << "\n";
+      << std::setw(9) << percent(s.unseen.value()) << extra << "\n";
 }
 
 }  // namespace tagger

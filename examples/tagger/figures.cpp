@@ -65,8 +65,7 @@ std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs
   model.eval();
   {
     qkv::NoGradGuard no_grad;
-    const int64_t T = static_cast<int64_t>(words.size());
-    model.forward(IndexTensor(vocabs.words.encode(words), {1, T}), IndexTensor{T});
+    model.forward(make_input(vocabs, {&words}, model.reads_chars()));
   }
   model.train(was_training);
   std::vector<std::string> paths;

@@ -8,6 +8,8 @@
 #include "nn/init.h"
 #include "nn/position_scheme.h"
 #include "tensor/error.h"
+#include "tensor/factories.h"
+#include "tensor/random.h"
 
 namespace tagger {
 
@@ -28,6 +30,9 @@ void for_each_field(Config& c, Fn&& fn) {
   fn("ffn_width", c.ffn_width);
   fn("layers", c.layers);
   fn("dropout", c.dropout);
+  fn("char_dim", c.char_dim);
+  fn("char_filters", c.char_filters);
+  fn("word_dropout", c.word_dropout);
   fn("epochs", c.epochs);
   fn("batch_size", c.batch_size);
   fn("lr", c.lr);
@@ -112,6 +117,10 @@ void Config::validate() const {
   if (positions == "rotary" && heads >= 1 && (d_model / heads) % 2 != 0)
     fail("rotary positions rotate pairs of features: d_model / heads must be even");
   if (!(dropout >= 0 && dropout < 1)) fail("dropout must be in [0, 1)");
+  if (!(word_dropout >= 0 && word_dropout < 1)) fail("word_dropout must be in [0, 1)");
+  if (char_filters < 0 || char_filters >= d_model || char_dim < 1)
+    fail("char_filters must be in [0, d_model) (0: no characters) and char_dim at least 1");
+  if (char_filters > 0 && model != "transformer") fail("characters (char_filters > 0) need the transformer model");
   if (epochs < 1 || batch_size < 1) fail("epochs and batch_size must be at least 1");
   if (!(lr > 0) || !(weight_decay >= 0) || !(clip > 0))
     fail("lr and clip must be positive, weight_decay not negative");
@@ -119,9 +128,40 @@ void Config::validate() const {
   if (train_sentences < 1 || dev_sentences < 1 || test_sentences < 1) fail("corpus sizes must be at least 1");
 }
 
-TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, int64_t num_tags) {
+CharEncoder::CharEncoder(int64_t num_chars, int64_t char_dim, int64_t filters, int64_t kernel_size)
+    : kernel_size(kernel_size) {
+  embedding = register_module("embedding", std::make_shared<qkv::nn::Embedding>(num_chars, char_dim, 0));
+  conv = register_module("conv", std::make_shared<qkv::nn::Linear>(kernel_size * char_dim, filters));
+}
+
+Tensor CharEncoder::forward(const IndexTensor& chars, const IndexTensor& lengths) {
+  const int64_t U = chars.size(0), L = chars.size(1), K = kernel_size;
+  std::vector<int64_t> window(static_cast<size_t>(U * L * K), 0);
+  std::vector<float> valid(static_cast<size_t>(U * L), 0.0f);
+  const int64_t* c = chars.data();
+  for (int64_t u = 0; u < U; ++u) {
+    const int64_t len = lengths[u];
+    for (int64_t l = 0; l < L; ++l) {
+      valid[u * L + l] = l < len ? 1.0f : 0.0f;
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t p = l + k - K / 2;
+        window[(u * L + l) * K + k] = p >= 0 && p < L ? c[u * L + p] : 0;
+      }
+    }
+  }
+  const Tensor e = embedding->forward(IndexTensor(std::move(window), {U, L, K}));
+  const Tensor h = conv->forward(e.reshape({U, L, K * embedding->embedding_dim})).relu();
+  return (h * qkv::tensor(std::move(valid), {U, L, 1})).max(1).first;
+}
+
+TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
+    : word_dropout(static_cast<float>(config.word_dropout)) {
+  embedding = register_module(
+      "embedding", std::make_shared<qkv::nn::Embedding>(vocab_size, config.d_model - config.char_filters));
+  if (config.char_filters > 0)
+    chars = register_module("chars", std::make_shared<CharEncoder>(kNumCharIds, config.char_dim, config.char_filters));
   qkv::nn::TransformerEncoderOptions options;
-  options.vocab_size = vocab_size;
+  options.vocab_size = 0;  // the tagger embeds the words itself
   options.num_hiddens = config.d_model;
   options.ffn_num_hiddens = config.ffn_width;
   options.num_heads = config.heads;
@@ -138,18 +178,38 @@ TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, i
   // entries are sines of size ~1. With PyTorch's default N(0, 1) embedding that makes each token
   // vector √d times larger than the encoding instead, and the model finds positions hard to read.
   // N(0, 1/d) before the scaling gives both the same size (the Transformer paper's convention).
-  qkv::nn::init::normal_(encoder->embedding->weight, 0.0f,
-                         1.0f / std::sqrt(static_cast<float>(config.d_model)));
+  qkv::nn::init::normal_(embedding->weight, 0.0f, 1.0f / std::sqrt(static_cast<float>(config.d_model)));
   head = register_module("head", std::make_shared<qkv::nn::Linear>(config.d_model, num_tags));
 }
 
-Tensor TransformerTagger::forward(const IndexTensor& ids, const IndexTensor& valid_lens) {
+Tensor TransformerTagger::forward(const ModelInput& input) {
+  const IndexTensor& ids = input.ids;
   if (ids.dim() == 2 && ids.size(1) > kMaxSentenceLength) {
     throw qkv::ValueError("tagger: a sentence of " + std::to_string(ids.size(1)) +
                           " tokens is longer than the " + std::to_string(kMaxSentenceLength) +
                           " the model's positional encoding covers");
   }
-  return head->forward(encoder->forward(ids, valid_lens));
+  const int64_t B = ids.size(0), T = ids.size(1), D = encoder->options.num_hiddens;
+  Tensor X = embedding->forward(is_training() && word_dropout > 0 ? drop_words(ids) : ids) *
+             std::sqrt(static_cast<float>(D));
+  if (chars) {
+    if (!input.chars.defined() || input.form_rows.numel() != B * T)
+      throw qkv::ValueError("TransformerTagger: this model reads characters; its input has none");
+    const Tensor forms = chars->forward(input.chars, input.char_lens);  // (U, F)
+    const int64_t F = forms.size(1);
+    const Tensor padded = qkv::cat({forms, qkv::zeros({1, F})}, 0);   // row U: padding tokens
+    X = qkv::cat({X, padded.index_select(0, input.form_rows).reshape({B, T, F})}, 2);
+  }
+  return head->forward(encoder->forward(X, input.valid_lens));
+}
+
+IndexTensor TransformerTagger::drop_words(const IndexTensor& ids) const {
+  std::vector<int64_t> dropped = ids.values();
+  qkv::Generator& gen = qkv::default_generator();
+  for (int64_t& id : dropped) {
+    if (id != 0 && gen.next_chance(word_dropout)) id = unk_id;
+  }
+  return IndexTensor(std::move(dropped), ids.shape());
 }
 
 Tensor TransformerTagger::positional_table() const {
@@ -173,8 +233,9 @@ GRUTagger::GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
   head = register_module("head", std::make_shared<qkv::nn::Linear>(config.d_model, num_tags));
 }
 
-Tensor GRUTagger::forward(const IndexTensor& ids, const IndexTensor& valid_lens) {
+Tensor GRUTagger::forward(const ModelInput& input) {
   namespace F = qkv::nn::functional;
+  const IndexTensor &ids = input.ids, &valid_lens = input.valid_lens;
   if (ids.dim() != 2 || valid_lens.dim() != 1 || valid_lens.size(0) != ids.size(0)) {
     throw qkv::ShapeError("GRUTagger: expected ids (B, T) and valid_lens (B)");
   }

@@ -31,6 +31,10 @@ using qkv::Tensor;
 // with a ValueError naming it (train checks every split before it starts).
 constexpr int64_t kMaxSentenceLength = 1024;
 
+// Character ids: 0 pads, byte b is b + 1, and two markers begin and end every word (so that a
+// convolution sees where prefixes and suffixes sit).
+constexpr int64_t kCharBegin = 257, kCharEnd = 258, kNumCharIds = 259;
+
 // What a run needs to be repeated: model shape, training budget, data. Saved as JSON in the run
 // directory and in every checkpoint, so `eval`, `predict` and `--resume` rebuild the same model.
 struct Config {
@@ -42,6 +46,12 @@ struct Config {
   std::string ffn = "relu";              // an FFN's name (nn::feed_forward_names()): relu, gelu, swiglu
   int64_t d_model = 64, heads = 4, ffn_width = 128, layers = 2;
   double dropout = 0.1;
+  // characters: each word's bytes through a CharEncoder (nn/char_encoder.h) of char_filters
+  // features, which fill the last char_filters of the d_model input features (the word embedding
+  // the first d_model - char_filters). 0: no characters, the word embedding alone. With
+  // characters the word embedding reads lowercased words; the characters keep the case.
+  int64_t char_dim = 32, char_filters = 0;
+  double word_dropout = 0.0;  // in training, each word's embedding is <unk>'s with this chance
   // training
   int64_t epochs = 20, batch_size = 32;
   double lr = 3e-3, weight_decay = 0.01, clip = 1.0;
@@ -59,25 +69,57 @@ struct Config {
   void validate() const;  // ValueError for values out of range (d_model not divisible by heads...)
 };
 
+// What the model reads of B sentences padded to T tokens (dataset.h's make_input builds it).
+struct ModelInput {
+  IndexTensor ids;         // (B, T) word ids, <pad> past each sentence's end
+  IndexTensor valid_lens;  // (B)
+  // The batch's distinct word forms as characters, for a model that reads them (empty otherwise):
+  IndexTensor chars;       // (U, L) byte ids (dataset.h's char_ids), 0 past each form's end
+  IndexTensor char_lens;   // (U)
+  IndexTensor form_rows;   // (B·T) each token's row of chars; U for padding tokens
+};
+
+// PROTOTYPE until nn/char_encoder.h lands: chars (U, L), lengths (U) -> (U, filters).
+class CharEncoder : public qkv::nn::Module {
+ public:
+  CharEncoder(int64_t num_chars, int64_t char_dim, int64_t filters, int64_t kernel_size = 3);
+  Tensor forward(const IndexTensor& chars, const IndexTensor& lengths);
+  int64_t kernel_size;
+  std::shared_ptr<qkv::nn::Embedding> embedding;
+  std::shared_ptr<qkv::nn::Linear> conv;
+};
+
 class TaggerModel : public qkv::nn::Module {
  public:
-  // ids (B, T), valid_lens (B) -> logits (B, T, num_tags). Positions at and past a sentence's valid
-  // length are padding; their logits are computed but mean nothing, and they never change the
-  // logits of real tokens: a sentence gets the same tags whatever it is batched with.
-  virtual Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens) = 0;
+  // -> logits (B, T, num_tags). Positions at and past a sentence's valid length are padding; their
+  // logits are computed but mean nothing, and they never change the logits of real tokens: a
+  // sentence gets the same tags whatever it is batched with.
+  virtual Tensor forward(const ModelInput& input) = 0;
+  // For a model that reads no characters: ids (B, T), valid_lens (B).
+  Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens) { return forward({ids, valid_lens}); }
   // Each layer's attention weights (B, H, T, T) from the last forward; empty for models without.
   virtual std::vector<Tensor> attention_weights() const { return {}; }
   // The positional-encoding table (max_len, d) the model adds to its embeddings, if any.
   virtual Tensor positional_table() const { return Tensor(); }
+  // Whether forward needs the characters of the input's words.
+  virtual bool reads_chars() const { return false; }
 };
 
 class TransformerTagger : public TaggerModel {
  public:
   TransformerTagger(const Config& config, int64_t vocab_size, int64_t num_tags);
-  Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens) override;
+  using TaggerModel::forward;
+  Tensor forward(const ModelInput& input) override;
   std::vector<Tensor> attention_weights() const override { return encoder->attention_weights(); }
   Tensor positional_table() const override;
+  bool reads_chars() const override { return chars != nullptr; }
+  // Each word id but <pad>'s becomes <unk>'s with chance word_dropout (the default generator).
+  IndexTensor drop_words(const IndexTensor& ids) const;
 
+  int64_t unk_id = 1;  // the vocabulary's <unk>, for word dropout
+  float word_dropout;
+  std::shared_ptr<qkv::nn::Embedding> embedding;  // d_model - char_filters wide
+  std::shared_ptr<CharEncoder> chars;             // null without characters
   std::shared_ptr<qkv::nn::TransformerEncoder> encoder;
   std::shared_ptr<qkv::nn::Linear> head;
 };
@@ -92,7 +134,8 @@ class GRUTagger : public TaggerModel {
   // directions are two GRUs here, and the backward one reads each sentence reversed within its
   // own valid length ("a b c <pad>" as "c b a <pad>"), as PyTorch's pack_padded_sequence does.
   GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags);
-  Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens) override;
+  using TaggerModel::forward;
+  Tensor forward(const ModelInput& input) override;
 
   float dropout;
   std::shared_ptr<qkv::nn::Embedding> embedding;

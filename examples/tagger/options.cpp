@@ -40,6 +40,9 @@ std::vector<qkv::examples::Args::Option> train_options() {
       {"ffn-width", std::to_string(d.ffn_width), "hidden width of the FFN"},
       {"layers", std::to_string(d.layers), "encoder blocks"},
       {"dropout", option_text(d.dropout), "dropout"},
+      {"char-filters", std::to_string(d.char_filters), "features of each word's characters (0: none)"},
+      {"char-dim", std::to_string(d.char_dim), "width of a character's embedding"},
+      {"word-dropout", option_text(d.word_dropout), "chance that a training word is read as <unk>"},
       {"epochs", std::to_string(d.epochs), "epochs"},
       {"batch-size", std::to_string(d.batch_size), "sentences per batch"},
       {"lr", option_text(d.lr), "peak learning rate (AdamW)"},
@@ -69,6 +72,9 @@ Config config_from(const qkv::examples::Args& a) {
   c.ffn_width = a.integer("ffn-width");
   c.layers = a.integer("layers");
   c.dropout = a.number("dropout");
+  c.char_filters = a.integer("char-filters");
+  c.char_dim = a.integer("char-dim");
+  c.word_dropout = a.number("word-dropout");
   c.epochs = a.integer("epochs");
   c.batch_size = a.integer("batch-size");
   c.lr = a.number("lr");

@@ -65,8 +65,9 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
-Vocabs load_vocabs(const fs::path& dir) {
-  return Vocabs{Vocab::load((dir / "words.txt").string()), Vocab::load((dir / "tags.txt").string())};
+Vocabs load_vocabs(const fs::path& dir, const Config& config) {
+  return Vocabs{Vocab::load((dir / "words.txt").string()), Vocab::load((dir / "tags.txt").string()),
+                lowercases_words(config)};
 }
 
 }  // namespace
@@ -140,7 +141,7 @@ SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoin
   return SavedRun{checkpoint_path.string(),
                   std::move(ckpt),
                   std::move(config),
-                  load_vocabs(dir),
+                  load_vocabs(dir, config),
                   history_from_json(*state.find("history")),
                   state.find("best_dev_acc")->as_double()};
 }

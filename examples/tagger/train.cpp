@@ -27,10 +27,10 @@ namespace {
 // Correct argmax predictions among the real tokens of a batch.
 int64_t count_correct(const Tensor& logits, const BatchTensors& batch) {
   const IndexTensor pred = logits.detach().argmax(-1);  // (B, T)
-  const int64_t B = batch.ids.size(0), T = batch.ids.size(1);
+  const int64_t B = batch.input.ids.size(0), T = batch.input.ids.size(1);
   int64_t correct = 0;
   for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = 0; t < batch.valid_lens[b]; ++t) correct += pred[b * T + t] == batch.targets[b * T + t];
+    for (int64_t t = 0; t < batch.input.valid_lens[b]; ++t) correct += pred[b * T + t] == batch.targets[b * T + t];
   }
   return correct;
 }
@@ -164,9 +164,9 @@ EpochTotals Trainer::train_steps(const std::vector<qkv::data::Batch>& batches,
                                  qkv::examples::Progress* progress, std::vector<double>& step_losses) {
   EpochTotals totals;
   for (size_t i = 0; i < batches.size(); ++i) {
-    const BatchTensors b = to_tensors(batches[i]);
-    const Tensor logits = model_->forward(b.ids, b.valid_lens);
-    const Tensor loss = qkv::nn::functional::sequence_cross_entropy(logits, b.targets, b.valid_lens);
+    const BatchTensors b = to_tensors(batches[i], vocabs_, data_.train, model_->reads_chars());
+    const Tensor logits = model_->forward(b.input);
+    const Tensor loss = qkv::nn::functional::sequence_cross_entropy(logits, b.targets, b.input.valid_lens);
     optimizer_.zero_grad();
     loss.backward();
     qkv::optim::clip_grad_norm_(model_->parameters(), config_.clip);
@@ -272,7 +272,7 @@ void Trainer::print_test_table(const Evaluation& test) const {
   const TaggingScore window = score_tags(lexicon_, data_.test, context_window_tags(data_.train, data_.test));
   std::cout << "\ntest accuracy (" << data_.test.size() << " sentences, " << test.score.overall.total
             << " tokens; " << test.score.ambiguous.total << " ambiguous, " << test.score.repeated.total
-            << " in tag-changing repeats):\n";
+            << " in tag-changing repeats, " << test.score.unseen.total << " of words unseen in training):\n";
   print_score_header(std::cout, "tagger");
   print_score_row(std::cout, "majority tag (unigram)", majority);
   print_score_row(std::cout, "word window (prev, word, next)", window);
@@ -309,7 +309,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
   // Everything that can be refused is checked before the run directory is touched.
   config.validate();
   check_all_lengths(data);
-  Vocabs vocabs = build_vocabs(data, config.min_freq);
+  Vocabs vocabs = build_vocabs(data, config);
   start_run_directory(options.run_dir, config, vocabs);
   Trainer trainer(std::move(config), std::move(vocabs), data, options);
   return trainer.run();

@@ -41,7 +41,8 @@ TaggingScore score_tags(const TagLexicon& lexicon, const std::vector<TaggedSente
     for (size_t i = 0; i < g.tags.size(); ++i) {
       const bool correct = predicted[s][i] == g.tags[i];
       for (Accuracy* a : {&score.overall, lexicon.ambiguous(g.words[i]) ? &score.ambiguous : nullptr,
-                          repeated[i] ? &score.repeated : nullptr}) {
+                          repeated[i] ? &score.repeated : nullptr,
+                          lexicon.seen(g.words[i]) ? nullptr : &score.unseen}) {
         if (a == nullptr) continue;
         ++a->total;
         a->correct += correct;
