@@ -34,9 +34,9 @@ constexpr std::string_view kElisions[] = {"'em", "'im", "'round", "'til", "'tis"
 // so "can't" becomes "ca n't" and "won't" "wo n't", as the treebanks write them.
 constexpr std::string_view kClitics[] = {"n't", "'ll", "'re", "'ve", "'s", "'m", "'d"};
 
-constexpr std::string_view kOpening = "([{";
-constexpr std::string_view kClosers = ")]}";
-constexpr std::string_view kClosing = ")]},;:?!";
+constexpr std::string_view kOpeningBrackets = "([{";
+constexpr std::string_view kClosingBrackets = ")]}";
+constexpr std::string_view kClosingPunctuation = ")]},;:?!";
 // The characters that are tokens by themselves; other symbols ("&", "$", "%") stick together.
 constexpr std::string_view kSplitting = "()[]{},;:?!.\"'`";
 
@@ -67,7 +67,7 @@ bool is_dotted(std::string_view word) {
   return runs >= 2;
 }
 
-// `word` ends with a period that belongs to it.
+// `word` ends with a period: is the period part of it?
 bool is_abbreviation(std::string_view word) {
   // "ex-Mrs.", "Presbyterian-St.": the part after the last hyphen decides.
   if (const size_t hyphen = word.rfind('-'); hyphen != std::string_view::npos) word.remove_prefix(hyphen + 1);
@@ -90,6 +90,7 @@ size_t punctuation_length(std::string_view s) {
   return 1;
 }
 
+// The marks a closing quote moves in front of in Brown style.
 bool ends_clause(const std::string& token) {
   return token.size() == 1 && std::string_view(",.?!;:").find(token[0]) != std::string_view::npos;
 }
@@ -152,10 +153,11 @@ class Tokenizer {
     add_word(word);
     if (style_ == TokenizerStyle::Brown) {
       move_quotes_before_punctuation(trailing);
-      const bool only_closers = std::ranges::all_of(trailing, [](const std::string& t) {
-        return t == "''" || t == "'" || (t.size() == 1 && kClosers.find(t[0]) != std::string_view::npos);
+      const bool nothing_but_closers = std::ranges::all_of(trailing, [](const std::string& t) {
+        return t == "''" || t == "'" ||
+               (t.size() == 1 && kClosingBrackets.find(t[0]) != std::string_view::npos);
       });
-      if (ends_text && word.ends_with('.') && only_closers) trailing.emplace_back(".");
+      if (ends_text && word.ends_with('.') && nothing_but_closers) trailing.emplace_back(".");
     }
     tokens_.insert(tokens_.end(), trailing.begin(), trailing.end());
   }
@@ -173,7 +175,7 @@ class Tokenizer {
       const size_t n = punctuation_length(word);
       if (c == '\'' && n == 1 && keeps_leading_apostrophe(word)) break;
       // A sign or a currency stays on its number: "-5", "$1".
-      if (n == 1 && kOpening.find(c) == std::string_view::npos && c != '\'' && c != '`') break;
+      if (n == 1 && kOpeningBrackets.find(c) == std::string_view::npos && c != '\'' && c != '`') break;
       tokens_.emplace_back(word.substr(0, n));
       word.remove_prefix(n);
     }
@@ -187,7 +189,7 @@ class Tokenizer {
       const char c = word.back();
       if (c == '\'' && !word.ends_with("''") && keeps_trailing_apostrophe(word)) break;
       if (c == '.' && is_abbreviation(word)) break;
-      if (c != '"' && c != '\'' && c != '.' && kClosing.find(c) == std::string_view::npos)
+      if (c != '"' && c != '\'' && c != '.' && kClosingPunctuation.find(c) == std::string_view::npos)
         break;  // a symbol that is part of the word: "50%", "1/4"
       const size_t n = word.ends_with("''") ? 2 : 1;
       reversed.push_back(c == '"' ? double_quote(false) : std::string(word.substr(word.size() - n)));
@@ -202,6 +204,7 @@ class Tokenizer {
     return style_ == TokenizerStyle::Brown && word.ends_with("s'");
   }
 
+  // A word with no punctuation left at its ends; UD style cuts its clitic off.
   void add_word(std::string_view word) {
     if (style_ == TokenizerStyle::UD) {
       const std::string lower = to_lower(word);
@@ -228,9 +231,7 @@ class Tokenizer {
         tokens_.push_back(double_quote(!quote_open_));
       } else {
         if (n == 1 && kSplitting.find(chunk.front()) == std::string_view::npos) {
-          while (n < chunk.size() && kSplitting.find(chunk[n]) == std::string_view::npos &&
-                 punctuation_length(chunk.substr(n)) == 1)
-            ++n;
+          while (n < chunk.size() && kSplitting.find(chunk[n]) == std::string_view::npos) ++n;
         }
         tokens_.emplace_back(chunk.substr(0, n));
       }
