@@ -43,6 +43,7 @@
 
 #include "data/batching.h"
 #include "data/conll.h"
+#include "data/tokenize.h"
 #include "data/vocab.h"
 
 #include "optim/adam.h"

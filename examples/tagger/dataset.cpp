@@ -80,6 +80,11 @@ std::vector<std::string> split_words(const std::string& line) {
   return words;
 }
 
+qkv::data::TokenizerStyle tokenizer_style_for(const Config& config) {
+  if (config.train_file.empty()) return qkv::data::TokenizerStyle::Whitespace;
+  return qkv::data::TokenizerStyle::UD;
+}
+
 Encoded encode(const Vocabs& vocabs, const std::vector<TaggedSentence>& sentences) {
   Encoded out;
   for (size_t i = 0; i < sentences.size(); ++i) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "data/batching.h"
+#include "data/tokenize.h"
 #include "data/vocab.h"
 #include "examples/tagger/corpus.h"
 #include "examples/tagger/model.h"
@@ -36,6 +37,10 @@ bool lowercases_words(const Config& config);
 
 // A line's whitespace-separated words.
 std::vector<std::string> split_words(const std::string& line);
+
+// How `predict` cuts raw text into words: as the run's training corpus was cut. The built-in
+// corpus is split at whitespace; CoNLL files are read as UD English, whose clitics are split.
+qkv::data::TokenizerStyle tokenizer_style_for(const Config& config);
 
 // Sentences as word and tag ids. ValueError naming the first sentence with a tag the vocabulary
 // lacks: the label set is closed.

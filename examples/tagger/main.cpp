@@ -2,7 +2,8 @@
 //
 //   tagger train   [--run DIR] [--train F --dev F --test F] [model and budget options]
 //   tagger eval    [--run DIR] [--test F]
-//   tagger predict [--run DIR] [SENTENCE...]      (no sentence: one per line on stdin)
+//   tagger predict [--run DIR] [SENTENCE...]      (no sentence: one per line on stdin; words cut
+//                                                  as the run's corpus cuts them, data/tokenize.h)
 //   tagger ablate  [--run DIR] [budget options]
 //   tagger bench   [--config tiny|small|base] [--steps N]
 //   tagger data    [--out DIR]                    (the built-in corpus as CoNLL-U files)
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "data/tokenize.h"
 #include "examples/common/args.h"
 #include "examples/tagger/bench.h"
 #include "examples/tagger/options.h"
@@ -37,7 +39,8 @@ const char* const kUsage =
     "commands:\n"
     "  train     train on the built-in corpus (or --train/--dev/--test files), evaluate, draw figures\n"
     "  eval      accuracy overall and per tag, and the confusion matrix, of a trained run\n"
-    "  predict   tag the sentences given as arguments, or one per line on stdin\n"
+    "  predict   tag the sentences given as arguments, or one per line on stdin, cut into words as the "
+    "run's corpus cuts them\n"
     "  ablate    train every position scheme with and without a window, and a BiGRU, with one budget; one "
     "table\n"
     "  bench     time training steps of a reference config on random data (--config tiny|small|base)\n"
@@ -88,11 +91,13 @@ int cmd_eval(const Args& a) {
 int cmd_predict(const Args& a) {
   set_threads(a);
   Run run = load_run(a.str("run"));
+  const qkv::data::TokenizerStyle style = tokenizer_style_for(run.config);
   std::vector<std::vector<std::string>> sentences;
-  for (const std::string& s : a.positional()) sentences.push_back(split_words(s));
+  for (const std::string& s : a.positional()) sentences.push_back(qkv::data::tokenize(s, style));
   if (sentences.empty()) {
     for (std::string line; std::getline(std::cin, line);) {
-      if (!split_words(line).empty()) sentences.push_back(split_words(line));
+      if (auto words = qkv::data::tokenize(line, style); !words.empty())
+        sentences.push_back(std::move(words));
     }
   }
   if (sentences.empty()) throw qkv::ValueError("tagger predict: no sentence given (arguments or stdin)");

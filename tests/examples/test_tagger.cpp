@@ -278,6 +278,17 @@ TEST_CASE("tagger reads CoNLL-U and two-column files and names a malformed line"
                        qkv::FormatError);
 }
 
+TEST_CASE("tagger predict cuts text at whitespace for the built-in corpus and as UD for CoNLL files") {
+  Config builtin;
+  Config files;
+  files.train_file = "train.conllu";
+  const std::string text = "they don't saw.";
+  CHECK(qkv::data::tokenize(text, tokenizer_style_for(builtin)) ==
+        std::vector<std::string>{"they", "don't", "saw."});
+  CHECK(qkv::data::tokenize(text, tokenizer_style_for(files)) ==
+        std::vector<std::string>{"they", "do", "n't", "saw", "."});
+}
+
 TEST_CASE("tagger bench knows the anchor configs and times a step") {
   CHECK(bench_config("small").d == 128);
   CHECK(bench_config("base").T == 128);
