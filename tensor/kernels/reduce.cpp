@@ -84,6 +84,24 @@ void max_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out
   });
 }
 
+void masked_max(int64_t N, int64_t L, int64_t F, const int64_t* lengths, const float* x, float* out,
+                int64_t* index) {
+  // Row by row, so that the inner loop runs over F contiguous features.
+  parallel_for(N, N * L * F, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      float* best = out + n * F;
+      int64_t* arg = index + n * F;
+      std::copy(x + n * L * F, x + (n * L + 1) * F, best);
+      std::fill(arg, arg + F, int64_t{0});
+      for (int64_t l = 1; l < lengths[n]; ++l) {
+        const float* row = x + (n * L + l) * F;
+        for (int64_t f = 0; f < F; ++f)
+          if (!std::isnan(best[f]) && !(row[f] <= best[f])) best[f] = row[f], arg[f] = l;  // larger, or NaN
+      }
+    }
+  });
+}
+
 double sum_abs_pow(int64_t n, const float* x, float p) {
   // Blocks of kBlock values, each summed in double by one thread, then added in block order.
   const int64_t blocks = (n + kBlock - 1) / kBlock;
