@@ -95,8 +95,14 @@ void masked_max(int64_t N, int64_t L, int64_t F, const int64_t* lengths, const f
       std::fill(arg, arg + F, int64_t{0});
       for (int64_t l = 1; l < lengths[n]; ++l) {
         const float* row = x + (n * L + l) * F;
-        for (int64_t f = 0; f < F; ++f)
-          if (!std::isnan(best[f]) && !(row[f] <= best[f])) best[f] = row[f], arg[f] = l;  // larger, or NaN
+        // Branch-free, so that the loop vectorizes: take v when it is larger, or NaN over a number.
+#pragma omp simd
+        for (int64_t f = 0; f < F; ++f) {
+          const float v = row[f], b = best[f];
+          const bool take = v > b || (v != v && b == b);
+          best[f] = take ? v : b;
+          arg[f] = take ? l : arg[f];
+        }
       }
     }
   });
