@@ -4,4 +4,6 @@
 #include "nn/functional/attention.h"
 #include "nn/functional/banded_attention.h"
 #include "nn/functional/basic.h"
+#include "nn/functional/conv.h"
 #include "nn/functional/loss.h"
+#include "nn/functional/pooling.h"

@@ -234,6 +234,15 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 // (B) or (B, Q) with values in [0, K], or undefined for every key. -inf logits are hidden too, and
 // a row with nothing visible is all zeros.
 Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens);
+// Max over the first valid_lens positions of each sequence, the op behind nn::functional::masked_max
+// (nn/functional/pooling.h documents its semantics; use that): x (N, L, F), valid_lens (N) with
+// values in [1, L] → (N, F). The gradient goes to the position picked, the first on ties.
+Tensor masked_max(const Tensor& x, const IndexTensor& valid_lens);
+// im2col for a one-dimensional convolution of channels-last sequences, the op behind
+// nn::functional::conv1d (nn/functional/conv.h; tensor/kernels/unfold.h has the equation):
+// x (N, L, C) → (N, L_out, K·C), row t holding the K taps x[t − padding + j·dilation] (zero outside
+// the sequence) one after the other, L_out = L + 2·padding − dilation·(K − 1).
+Tensor unfold1d(const Tensor& x, int64_t kernel_size, int64_t padding = 0, int64_t dilation = 1);
 // The two products of windowed attention on the band, W = 2·window + 1 offsets per query, the
 // ops behind nn::functional::banded_attention (use that; tensor/kernels/band.h has the equations):
 //   band_scores: q (B, H, T, d), k (B, H, T, d) → (B, H, T, W), scale · q_i·k_{i+o−window}

@@ -143,6 +143,19 @@ Tensor Tensor::norm(float p, std::vector<int64_t> dims, bool keepdim) const {
 
 namespace {
 
+// The gradient of picking one element along a dim: x seen as (outer, n, inner) gave
+// out[o, i] = x[o, index[o, i], i], so dx is g scattered into zeros at `index`; the rest gets none.
+Tensor gradient_of_picked(const Tensor& g, const IndexTensor& index, int64_t outer, int64_t n, int64_t inner,
+                          const Shape& in_shape) {
+  Tensor dx = zeros(in_shape);
+  const Tensor gc = g.contiguous();
+  const int64_t* idx = index.data();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      dx.data()[(o * n + idx[o * inner + i]) * inner + i] = gc.data()[o * inner + i];
+  return dx;
+}
+
 std::pair<Tensor, IndexTensor> extremum_dim(const char* op, const Tensor& x, int64_t dim, bool keepdim,
                                             bool is_max) {
   const autograd::OpScope scope(op);
@@ -157,16 +170,9 @@ std::pair<Tensor, IndexTensor> extremum_dim(const char* op, const Tensor& x, int
   Tensor values = Tensor::empty(out_shape);
   IndexTensor index = IndexTensor::full(out_shape, 0);
   kernels::max_dim(outer, n, inner, in.data(), values.data(), index.data(), is_max);
-  // The gradient goes to the element that was picked: g scattered into zeros at `index`.
   values = autograd::record(op, values, {x}, {},
       [index, outer, n, inner, in_shape = x.shape()](const Tensor& g, const BackwardContext&) -> Grads {
-        Tensor dx = zeros(in_shape);
-        const Tensor gc = g.contiguous();
-        const int64_t* idx = index.data();
-        for (int64_t o = 0; o < outer; ++o)
-          for (int64_t i = 0; i < inner; ++i)
-            dx.data()[(o * n + idx[o * inner + i]) * inner + i] = gc.data()[o * inner + i];
-        return {dx};
+        return {gradient_of_picked(g, index, outer, n, inner, in_shape)};
       });
   return {values, index};
 }
@@ -206,6 +212,32 @@ IndexTensor Tensor::argmax(int64_t dim, bool keepdim) const {
 IndexTensor Tensor::argmin(int64_t dim, bool keepdim) const {
   NoGradGuard no_grad;
   return min(dim, keepdim).second;
+}
+
+// x (N, L, F), valid_lens (N) in [1, L] → (N, F): the max over each sequence's first valid_lens
+// positions. As with max(dim), the gradient goes to the position that was picked (the first, on ties).
+Tensor masked_max(const Tensor& x, const IndexTensor& valid_lens) {
+  const autograd::OpScope scope("masked_max");
+  if (x.dim() != 3)
+    throw ShapeError("masked_max: input must be 3-d (N, L, F), got shape " + shape_str(x.shape()));
+  const int64_t N = x.size(0), L = x.size(1), F = x.size(2);
+  if (valid_lens.shape() != Shape{N})
+    throw ShapeError("masked_max: valid_lens must be (N) = " + shape_str({N}) + " for input " +
+                     shape_str(x.shape()) + ", got " + shape_str(valid_lens.shape()));
+  for (int64_t n = 0; n < N; ++n)
+    if (valid_lens[n] < 1 || valid_lens[n] > L)
+      throw ValueError("masked_max: valid_lens[" + std::to_string(n) + "] is " +
+                       std::to_string(valid_lens[n]) + ", expected a length in [1, " + std::to_string(L) +
+                       "] (the max over no position is undefined)");
+  const Tensor in = x.detach().contiguous();
+  Tensor out = Tensor::empty({N, F});
+  IndexTensor index = IndexTensor::full({N, F}, 0);
+  kernels::masked_max(N, L, F, valid_lens.data(), in.data(), out.data(), index.data());
+  // As in max(dim): out[n, f] = x[n, index[n, f], f], so the gradient goes to the picked position.
+  return autograd::record("masked_max", out, {x}, {},
+      [index, N, L, F](const Tensor& g, const BackwardContext&) -> Grads {
+        return {gradient_of_picked(g, index, N, L, F, {N, L, F})};
+      });
 }
 
 Tensor Tensor::sum_to(const Shape& target) const {

@@ -84,6 +84,30 @@ void max_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out
   });
 }
 
+void masked_max(int64_t N, int64_t L, int64_t F, const int64_t* lengths, const float* x, float* out,
+                int64_t* index) {
+  // Row by row, so that the inner loop runs over F contiguous features.
+  parallel_for(N, N * L * F, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      float* best = out + n * F;
+      int64_t* arg = index + n * F;
+      std::copy(x + n * L * F, x + (n * L + 1) * F, best);
+      std::fill(arg, arg + F, int64_t{0});
+      for (int64_t l = 1; l < lengths[n]; ++l) {
+        const float* row = x + (n * L + l) * F;
+        // Branch-free, so that the loop vectorizes: take v when it is larger, or NaN over a number.
+#pragma omp simd
+        for (int64_t f = 0; f < F; ++f) {
+          const float v = row[f], b = best[f];
+          const bool take = v > b || (v != v && b == b);
+          best[f] = take ? v : b;
+          arg[f] = take ? l : arg[f];
+        }
+      }
+    }
+  });
+}
+
 double sum_abs_pow(int64_t n, const float* x, float p) {
   // Blocks of kBlock values, each summed in double by one thread, then added in block order.
   const int64_t blocks = (n + kBlock - 1) / kBlock;

@@ -17,6 +17,13 @@ void sum_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out
 void max_dim(int64_t outer, int64_t n, int64_t inner, const float* x, float* out, int64_t* index,
              bool is_max);
 
+// The maximum over the first lengths[n] positions of each sequence, with its position:
+//   x is (N, L, F), lengths (N) in [1, L]   out and index are (N, F)
+//   out[n, f] = max_{l < lengths[n]} x[n, l, f],  index[n, f] its l (the first, on ties)
+// Positions at and past lengths[n] are never read. NaN wins, as in max_dim.
+void masked_max(int64_t N, int64_t L, int64_t F, const int64_t* lengths, const float* x, float* out,
+                int64_t* index);
+
 // Sum of |x|^p over n contiguous elements in double (p = 1, 2, or general), for norms: in
 // blocks of fixed size, as above.
 double sum_abs_pow(int64_t n, const float* x, float p);

@@ -1,6 +1,6 @@
 // Gradcheck entries for the fused ops behind layers of nn/ (see tests/gradcheck_registry.h):
-// layer_norm, gru_cell, gru_sequence, masked_softmax and dropout (embedding is reached by the Embedding entry
-// of tests/nn/gradcheck_layers.cpp).
+// layer_norm, gru_cell, gru_sequence, masked_softmax, dropout, unfold1d and masked_max (embedding is
+// reached by the Embedding entry of tests/nn/gradcheck_layers.cpp).
 #include "gradcheck_registry.h"
 #include "tensor/random.h"
 
@@ -39,3 +39,9 @@ QKV_GRADCHECK("dropout", {In::normal({3, 5})}, [](X x) {
   Generator g(7);
   return dropout(x[0], 0.4f, g);
 });
+QKV_GRADCHECK("unfold1d with padding", {In::normal({2, 4, 3})}, [](X x) { return unfold1d(x[0], 3, 1); });
+QKV_GRADCHECK("unfold1d without padding", {In::normal({2, 5, 2})}, [](X x) { return unfold1d(x[0], 2, 0); });
+QKV_GRADCHECK("unfold1d dilated with a kernel wider than the sequence", {In::normal({1, 3, 2})},
+              [](X x) { return unfold1d(x[0], 3, 2, 2); });
+QKV_GRADCHECK("masked_max", {In::normal({3, 4, 5})},
+              [](X x) { return masked_max(x[0], IndexTensor{4, 1, 2}); });

@@ -2,6 +2,8 @@
 // inputs and their parameters.
 #include "gradcheck_registry.h"
 #include "nn/add_norm.h"
+#include "nn/char_encoder.h"
+#include "nn/conv1d.h"
 #include "nn/embedding.h"
 #include "nn/ffn.h"
 #include "nn/gru.h"
@@ -57,3 +59,39 @@ QKV_GRADCHECK_MODULE("GRU bidirectional batch_first",
                      });
 QKV_GRADCHECK_MODULE("RMSNorm", {In::normal({2, 3, 5})}, [] { return std::make_shared<nn::RMSNorm>(5); },
                      [](nn::RMSNorm& m, const Inputs& x) { return m.forward(x[0]); });
+QKV_GRADCHECK_MODULE("Conv1d", {In::normal({2, 5, 3})}, [] { return std::make_shared<nn::Conv1d>(3, 4, 3, 1); },
+                     [](nn::Conv1d& m, const Inputs& x) { return m.forward(x[0]); });
+QKV_GRADCHECK_MODULE("Conv1d dilated without bias", {In::normal({2, 6, 2})},
+                     [] { return std::make_shared<nn::Conv1d>(2, 3, 2, 0, false, 2); },
+                     [](nn::Conv1d& m, const Inputs& x) { return m.forward(x[0]); });
+
+namespace {
+
+// CharEncoder's forward with row 0 of its embedding, the padding vector, held at zero as its
+// contract says (nn/char_encoder.h): the layer gives that row no gradient on purpose, so a
+// finite difference through it must not count.
+Tensor char_encoder_forward(nn::CharEncoder& m, const IndexTensor& chars, const IndexTensor& lengths) {
+  {
+    NoGradGuard no_grad;
+    m.embedding->weight.select(0, 0).zero_();
+  }
+  return m.forward(chars, lengths);
+}
+
+}  // namespace
+
+// Words of lengths 3, 1 and 5 padded to L = 5 with id 0, in a batch of 2 sentences of 2 tokens, the
+// last an empty slot.
+QKV_GRADCHECK_MODULE("CharEncoder", {}, [] { return std::make_shared<nn::CharEncoder>(6, 3, 4); },
+                     [](nn::CharEncoder& m, const Inputs&) {
+                       const IndexTensor chars({1, 2, 3, 0, 0, 5, 0, 0, 0, 0, 4, 4, 1, 2, 5, 0, 0, 0, 0, 0}, {2, 2, 5});
+                       return char_encoder_forward(m, chars, IndexTensor({3, 1, 5, 0}, {2, 2}));
+                     },
+                     // A small step, so that no pre-activation is pushed across relu's kink or the max
+                     // to another position.
+                     GradcheckOptions{.eps = 1e-3f});
+QKV_GRADCHECK_MODULE("CharEncoder tanh with kernel 5", {},
+                     [] { return std::make_shared<nn::CharEncoder>(5, 2, 3, 5, nn::CharEncoder::Nonlinearity::Tanh); },
+                     [](nn::CharEncoder& m, const Inputs&) {
+                       return char_encoder_forward(m, IndexTensor({1, 2, 3, 4, 4, 3, 0, 0}, {2, 4}), IndexTensor{4, 2});
+                     });

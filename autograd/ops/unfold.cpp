@@ -1,0 +1,43 @@
+// unfold1d (im2col) as an op: a kernel forward and a kernel backward (tensor/kernels/unfold.h).
+// It turns a one-dimensional convolution into one matrix product, which runs on the packed GEMM
+// (nn/functional/conv.h); the copy it makes is K times the input, small beside the product.
+#include "tensor/kernels/unfold.h"
+
+#include <string>
+#include <vector>
+
+#include "autograd/function.h"
+#include "autograd/observer.h"
+#include "tensor/error.h"
+
+namespace qkv {
+
+// x (N, L, C) → (N, L_out, K·C), L_out = L + 2·padding − dilation·(K − 1)
+Tensor unfold1d(const Tensor& x, int64_t kernel_size, int64_t padding, int64_t dilation) {
+  const autograd::OpScope scope("unfold1d");
+  if (x.dim() != 3)
+    throw ShapeError("unfold1d: input must be 3-d (N, L, C), got shape " + shape_str(x.shape()));
+  if (kernel_size < 1 || padding < 0 || dilation < 1)
+    throw ValueError("unfold1d: expected kernel_size >= 1, padding >= 0 and dilation >= 1, got " +
+                     std::to_string(kernel_size) + ", " + std::to_string(padding) + " and " +
+                     std::to_string(dilation));
+  const int64_t N = x.size(0), L = x.size(1), C = x.size(2), K = kernel_size;
+  const int64_t L_out = L + 2 * padding - dilation * (K - 1);
+  if (L_out < 1)
+    throw ShapeError("unfold1d: a sequence of length " + std::to_string(L) + " with padding " +
+                     std::to_string(padding) + " is shorter than the kernel's span " +
+                     std::to_string(dilation * (K - 1) + 1));
+  const Tensor xc = x.detach().contiguous();
+  Tensor cols = Tensor::empty({N, L_out, K * C});
+  kernels::unfold1d_forward(N, L, C, K, padding, dilation, xc.data(), cols.data());
+  return autograd::record("unfold1d", cols, {x}, {},
+                          [N, L, C, K, padding, dilation](
+                              const Tensor& g, const autograd::BackwardContext&) -> std::vector<Tensor> {
+                            const Tensor gc = g.contiguous();
+                            Tensor dx = Tensor::empty({N, L, C});
+                            kernels::unfold1d_backward(N, L, C, K, padding, dilation, gc.data(), dx.data());
+                            return {dx};
+                          });
+}
+
+}  // namespace qkv
