@@ -109,13 +109,19 @@ void print_evaluation(std::ostream& out, const Evaluation& e, const Vocab& tags)
       << "; tag-changing repeats " << percent(e.score.repeated.value()) << " of " << e.score.repeated.total
       << "; unseen words " << percent(e.score.unseen.value()) << " of " << e.score.unseen.total
       << "; loss " << e.loss << "\n\n";
-  out << "per tag (gold):\n";
+  // Recall: of the tokens whose gold tag is t, the share tagged t. Precision: of the tokens tagged
+  // t, the share whose gold tag is t.
+  out << "per tag:  recall  precision       F1     gold  predicted\n";
   for (int64_t g = 0; g < C; ++g) {
-    int64_t total = 0;
-    for (int64_t p = 0; p < C; ++p) total += e.confusion[g][p];
-    if (total == 0) continue;
-    out << "  " << std::left << std::setw(6) << tags.token(g) << std::right << std::setw(9)
-        << percent(static_cast<double>(e.confusion[g][g]) / total) << "  of " << total << "\n";
+    int64_t gold = 0, predicted = 0;
+    for (int64_t p = 0; p < C; ++p) gold += e.confusion[g][p], predicted += e.confusion[p][g];
+    if (gold == 0 && predicted == 0) continue;
+    const double hits = static_cast<double>(e.confusion[g][g]);
+    const double recall = gold ? hits / gold : 0, precision = predicted ? hits / predicted : 0;
+    const double f1 = recall + precision > 0 ? 2 * recall * precision / (recall + precision) : 0;
+    out << "  " << std::left << std::setw(6) << tags.token(g) << std::right << std::setw(8) << percent(recall)
+        << std::setw(11) << percent(precision) << std::setw(9) << percent(f1) << std::setw(9) << gold
+        << std::setw(11) << predicted << "\n";
   }
   out << "\nconfusion matrix (rows gold, columns predicted):\n      ";
   for (int64_t p = 0; p < C; ++p) out << std::setw(6) << tags.token(p).substr(0, 5);

@@ -128,38 +128,12 @@ void Config::validate() const {
   if (train_sentences < 1 || dev_sentences < 1 || test_sentences < 1) fail("corpus sizes must be at least 1");
 }
 
-CharEncoder::CharEncoder(int64_t num_chars, int64_t char_dim, int64_t filters, int64_t kernel_size)
-    : kernel_size(kernel_size) {
-  embedding = register_module("embedding", std::make_shared<qkv::nn::Embedding>(num_chars, char_dim, 0));
-  conv = register_module("conv", std::make_shared<qkv::nn::Linear>(kernel_size * char_dim, filters));
-}
-
-Tensor CharEncoder::forward(const IndexTensor& chars, const IndexTensor& lengths) {
-  const int64_t U = chars.size(0), L = chars.size(1), K = kernel_size;
-  std::vector<int64_t> window(static_cast<size_t>(U * L * K), 0);
-  std::vector<float> valid(static_cast<size_t>(U * L), 0.0f);
-  const int64_t* c = chars.data();
-  for (int64_t u = 0; u < U; ++u) {
-    const int64_t len = lengths[u];
-    for (int64_t l = 0; l < L; ++l) {
-      valid[u * L + l] = l < len ? 1.0f : 0.0f;
-      for (int64_t k = 0; k < K; ++k) {
-        const int64_t p = l + k - K / 2;
-        window[(u * L + l) * K + k] = p >= 0 && p < L ? c[u * L + p] : 0;
-      }
-    }
-  }
-  const Tensor e = embedding->forward(IndexTensor(std::move(window), {U, L, K}));
-  const Tensor h = conv->forward(e.reshape({U, L, K * embedding->embedding_dim})).relu();
-  return (h * qkv::tensor(std::move(valid), {U, L, 1})).max(1).first;
-}
-
 TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
     : word_dropout(static_cast<float>(config.word_dropout)) {
   embedding = register_module(
       "embedding", std::make_shared<qkv::nn::Embedding>(vocab_size, config.d_model - config.char_filters));
   if (config.char_filters > 0)
-    chars = register_module("chars", std::make_shared<CharEncoder>(kNumCharIds, config.char_dim, config.char_filters));
+    chars = register_module("chars", std::make_shared<qkv::nn::CharEncoder>(kNumCharIds, config.char_dim, config.char_filters));
   qkv::nn::TransformerEncoderOptions options;
   options.vocab_size = 0;  // the tagger embeds the words itself
   options.num_hiddens = config.d_model;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "io/json.h"
+#include "nn/char_encoder.h"
 #include "nn/embedding.h"
 #include "nn/gru.h"
 #include "nn/linear.h"
@@ -79,16 +80,6 @@ struct ModelInput {
   IndexTensor form_rows;   // (B·T) each token's row of chars; U for padding tokens
 };
 
-// PROTOTYPE until nn/char_encoder.h lands: chars (U, L), lengths (U) -> (U, filters).
-class CharEncoder : public qkv::nn::Module {
- public:
-  CharEncoder(int64_t num_chars, int64_t char_dim, int64_t filters, int64_t kernel_size = 3);
-  Tensor forward(const IndexTensor& chars, const IndexTensor& lengths);
-  int64_t kernel_size;
-  std::shared_ptr<qkv::nn::Embedding> embedding;
-  std::shared_ptr<qkv::nn::Linear> conv;
-};
-
 class TaggerModel : public qkv::nn::Module {
  public:
   // -> logits (B, T, num_tags). Positions at and past a sentence's valid length are padding; their
@@ -119,7 +110,7 @@ class TransformerTagger : public TaggerModel {
   int64_t unk_id = 1;  // the vocabulary's <unk>, for word dropout
   float word_dropout;
   std::shared_ptr<qkv::nn::Embedding> embedding;  // d_model - char_filters wide
-  std::shared_ptr<CharEncoder> chars;             // null without characters
+  std::shared_ptr<qkv::nn::CharEncoder> chars;             // null without characters
   std::shared_ptr<qkv::nn::TransformerEncoder> encoder;
   std::shared_ptr<qkv::nn::Linear> head;
 };

@@ -94,7 +94,7 @@ class Trainer {
   bool record(const EpochMetrics& m);
   void save_checkpoint(const fs::path& path) const;
   void print_summary() const;
-  void print_test_table(const Evaluation& test) const;
+  void print_test_table(const TrainResult& result) const;
   void draw_figures(const Evaluation& test) const;
 
   const Config config_;
@@ -260,14 +260,17 @@ TrainResult Trainer::run() {
 
   // The best checkpoint, on test.
   model_->load_state_dict(qkv::io::read_checkpoint(dir_ / "best.safetensors").model);
+  const auto t0 = std::chrono::steady_clock::now();
   result.test = evaluate(*model_, vocabs_, lexicon_, data_.test, kEvalBatchSize);
-  if (options_.verbose) print_test_table(result.test);
+  result.test_tokens_per_s = result.test.score.overall.total / seconds_since(t0);
+  if (options_.verbose) print_test_table(result);
   if (options_.figures) draw_figures(result.test);
   if (options_.verbose) std::cout << "checkpoint: " << (dir_ / "best.safetensors").string() << "\n";
   return result;
 }
 
-void Trainer::print_test_table(const Evaluation& test) const {
+void Trainer::print_test_table(const TrainResult& result) const {
+  const Evaluation& test = result.test;
   const TaggingScore majority = score_tags(lexicon_, data_.test, majority_tags(lexicon_, data_.test));
   const TaggingScore window = score_tags(lexicon_, data_.test, context_window_tags(data_.train, data_.test));
   std::cout << "\ntest accuracy (" << data_.test.size() << " sentences, " << test.score.overall.total
@@ -277,6 +280,10 @@ void Trainer::print_test_table(const Evaluation& test) const {
   print_score_row(std::cout, "majority tag (unigram)", majority);
   print_score_row(std::cout, "word window (prev, word, next)", window);
   print_score_row(std::cout, config_.model + " (best dev " + percent(best_dev_) + ")", test.score);
+  double seconds = 0;
+  for (const EpochMetrics& m : history_) seconds += m.seconds;
+  std::printf("%s: %lld epochs in %.0f s (training and dev evaluation), tags %.0f tokens/s\n",
+              config_.model.c_str(), static_cast<long long>(history_.size()), seconds, result.test_tokens_per_s);
 }
 
 void Trainer::draw_figures(const Evaluation& test) const {

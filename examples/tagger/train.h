@@ -29,6 +29,7 @@ struct TrainResult {
   double best_dev_acc = 0;
   Evaluation test;                // of the best checkpoint
   double train_tokens_per_s = 0;  // over the whole call
+  double test_tokens_per_s = 0;   // tagging speed on the test split
 };
 
 // A fresh run in options.run_dir (whatever an old run left there is removed first).

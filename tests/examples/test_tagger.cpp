@@ -451,3 +451,93 @@ TEST_CASE("tagger config names the key of a value of the wrong kind and bounds t
   c.heads = 2;
   CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("d_model / heads must be even"), qkv::ValueError);
 }
+
+TEST_CASE("tagger reads a word's characters as bytes between two markers, and long words by their ends") {
+  CHECK(char_ids("Ab") == std::vector<int64_t>{kCharBegin, 'A' + 1, 'b' + 1, kCharEnd});
+  CHECK(char_ids("é") == std::vector<int64_t>{kCharBegin, 0xC3 + 1, 0xA9 + 1, kCharEnd});  // UTF-8 bytes
+  const std::string long_word = "abcdefghijklmnopqrstuvwxyz0123";  // 30 bytes
+  const std::vector<int64_t> ids = char_ids(long_word);
+  REQUIRE(ids.size() == static_cast<size_t>(kMaxWordBytes + 2));
+  CHECK(ids[1] == 'a' + 1);
+  CHECK(ids[kMaxWordBytes / 2] == 'l' + 1);      // the first 12 bytes: a..l
+  CHECK(ids[kMaxWordBytes / 2 + 1] == 's' + 1);  // then the last 12: s..3
+  CHECK(ids[kMaxWordBytes] == '3' + 1);
+}
+
+TEST_CASE("tagger input lists each distinct word form once, and padding tokens point past them") {
+  Data data;
+  data.train = {{{"The", "dog", "barks"}, {"DET", "NOUN", "VERB"}}};
+  Config c = small_config();
+  c.char_filters = 8;
+  const Vocabs vocabs = build_vocabs(data, c);
+  CHECK(vocabs.lowercase);
+  const std::vector<std::string> a{"the", "dog", "the"}, b{"The", "Dog"};
+  const ModelInput in = make_input(vocabs, {&a, &b}, true);
+  CHECK(in.ids.values() == std::vector<int64_t>{vocabs.word_id("the"), vocabs.word_id("dog"),
+                                                vocabs.word_id("the"), vocabs.word_id("the"),
+                                                vocabs.word_id("dog"), 0});
+  CHECK(vocabs.word_id("The") == vocabs.word_id("the"));  // the embedding reads lowercase...
+  CHECK(in.chars.shape() == qkv::Shape{4, 5});            // ...the characters keep the case: 4 forms
+  CHECK(in.form_rows.values() == std::vector<int64_t>{0, 1, 0, 2, 3, 4});  // 4: the padding token
+  CHECK(in.char_lens.values() == std::vector<int64_t>{5, 5, 5, 5});
+}
+
+TEST_CASE("tagger with characters tells unseen words apart by their form; without, they are all <unk>") {
+  Data data;
+  data.train = {{{"a", "b"}, {"X", "Y"}}};
+  Config c = small_config();
+  const std::vector<std::string> s1{"a", "running"}, s2{"a", "Paris"};  // two words never seen
+  for (const int64_t filters : {0, 8}) {
+    INFO("char_filters " << filters);
+    c.char_filters = filters;
+    const Vocabs vocabs = build_vocabs(data, c);
+    qkv::manual_seed(0);
+    const auto model = make_model(c, vocabs.words.size(), 2);
+    model->eval();
+    const bool chars = model->reads_chars();
+    CHECK(chars == (filters > 0));
+    const Tensor x = model->forward(make_input(vocabs, {&s1}, chars));
+    const Tensor y = model->forward(make_input(vocabs, {&s2}, chars));
+    const float gap = (x - y).abs().max().item();
+    if (filters == 0) CHECK(gap == 0.0f);
+    if (filters > 0) CHECK(gap > 1e-3f);
+  }
+  // A character model needs the characters.
+  c.char_filters = 8;
+  const auto model = make_model(c, 10, 2);
+  CHECK_THROWS_AS(model->forward(IndexTensor({1, 2}, {1, 2}), IndexTensor{2}), qkv::ValueError);
+}
+
+TEST_CASE("tagger with characters gives a sentence the same logits whatever it is batched with") {
+  Data data;
+  data.train = {{{"a", "b"}, {"X", "Y"}}};
+  Config c = small_config();
+  c.char_filters = 8;
+  const Vocabs vocabs = build_vocabs(data, c);
+  const auto model = make_model(c, vocabs.words.size(), 2);
+  model->eval();
+  const std::vector<std::string> s{"a", "b", "Paris"}, other{"extraordinarily", "long", "words", "b", "a", "x"};
+  const Tensor alone = model->forward(make_input(vocabs, {&s}, true));
+  const Tensor batched = model->forward(make_input(vocabs, {&other, &s}, true));
+  const Tensor diff = alone.select(0, 0) - batched.select(0, 1).narrow(0, 0, 3);
+  CHECK(diff.abs().max().item() < 1e-5f);
+}
+
+TEST_CASE("tagger word dropout turns words into <unk> in training only, never padding") {
+  Config c = small_config();
+  c.word_dropout = 0.5;
+  auto model = std::dynamic_pointer_cast<TransformerTagger>(make_model(c, 10, 2));
+  REQUIRE(model);
+  std::vector<int64_t> ids(1000, 7);
+  ids.resize(1200, 0);  // padding
+  qkv::manual_seed(3);
+  const std::vector<int64_t> dropped = model->drop_words(IndexTensor(ids)).values();
+  int64_t unk = 0;
+  for (size_t i = 0; i < dropped.size(); ++i) {
+    if (i >= 1000) CHECK(dropped[i] == 0);
+    if (i < 1000) CHECK((dropped[i] == 7 || dropped[i] == model->unk_id));
+    unk += dropped[i] == model->unk_id;
+  }
+  CHECK(unk > 430);
+  CHECK(unk < 570);
+}
