@@ -120,7 +120,6 @@ void Config::validate() const {
   if (!(word_dropout >= 0 && word_dropout < 1)) fail("word_dropout must be in [0, 1)");
   if (char_filters < 0 || char_filters >= d_model || char_dim < 1)
     fail("char_filters must be in [0, d_model) (0: no characters) and char_dim at least 1");
-  if (char_filters > 0 && model != "transformer") fail("characters (char_filters > 0) need the transformer model");
   if (epochs < 1 || batch_size < 1) fail("epochs and batch_size must be at least 1");
   if (!(lr > 0) || !(weight_decay >= 0) || !(clip > 0))
     fail("lr and clip must be positive, weight_decay not negative");
@@ -128,12 +127,46 @@ void Config::validate() const {
   if (train_sentences < 1 || dev_sentences < 1 || test_sentences < 1) fail("corpus sizes must be at least 1");
 }
 
-TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
+TokenVectors::TokenVectors(const Config& config, int64_t vocab_size)
     : word_dropout(static_cast<float>(config.word_dropout)) {
   embedding = register_module(
       "embedding", std::make_shared<qkv::nn::Embedding>(vocab_size, config.d_model - config.char_filters));
-  if (config.char_filters > 0)
-    chars = register_module("chars", std::make_shared<qkv::nn::CharEncoder>(kNumCharIds, config.char_dim, config.char_filters));
+  // d2l scales the embedding by √d so that it is not drowned by the positional encoding, whose
+  // entries are sines of size ~1. With PyTorch's default N(0, 1) embedding that makes each token
+  // vector √d times larger than the encoding instead, and the model finds positions hard to read.
+  // N(0, 1/d) before the scaling gives both the same size (the Transformer paper's convention).
+  qkv::nn::init::normal_(embedding->weight, 0.0f, 1.0f / std::sqrt(static_cast<float>(config.d_model)));
+  if (config.char_filters > 0) {
+    chars = register_module("chars", std::make_shared<qkv::nn::CharEncoder>(kNumCharIds, config.char_dim,
+                                                                           config.char_filters));
+  }
+}
+
+Tensor TokenVectors::forward(const ModelInput& input) const {
+  const IndexTensor& ids = input.ids;
+  const int64_t d = embedding->embedding_dim + (chars ? chars->filters : 0);
+  Tensor X = embedding->forward(is_training() && word_dropout > 0 ? drop_words(ids) : ids) *
+             std::sqrt(static_cast<float>(d));
+  if (!chars) return X;
+  const int64_t B = ids.size(0), T = ids.size(1), F = chars->filters;
+  if (!input.chars.defined() || input.form_rows.numel() != B * T)
+    throw qkv::ValueError("tagger: this model reads characters; its input has none");
+  const Tensor forms = chars->forward(input.chars, input.char_lens);  // (U, F)
+  const Tensor with_padding = qkv::cat({forms, qkv::zeros({1, F})}, 0);  // row U: padding tokens
+  return qkv::cat({X, with_padding.index_select(0, input.form_rows).reshape({B, T, F})}, 2);
+}
+
+IndexTensor TokenVectors::drop_words(const IndexTensor& ids) const {
+  std::vector<int64_t> dropped = ids.values();
+  qkv::Generator& gen = qkv::default_generator();
+  for (int64_t& id : dropped) {
+    if (id != 0 && gen.next_chance(word_dropout)) id = unk_id;
+  }
+  return IndexTensor(std::move(dropped), ids.shape());
+}
+
+TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, int64_t num_tags) {
+  tokens = register_module("tokens", std::make_shared<TokenVectors>(config, vocab_size));
   qkv::nn::TransformerEncoderOptions options;
   options.vocab_size = 0;  // the tagger embeds the words itself
   options.num_hiddens = config.d_model;
@@ -148,42 +181,16 @@ TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, i
   options.norm = config.norm == "pre" ? qkv::nn::NormPlacement::Pre : qkv::nn::NormPlacement::Post;
   options.max_len = kMaxSentenceLength;
   encoder = register_module("encoder", std::make_shared<qkv::nn::TransformerEncoder>(options));
-  // d2l scales the embedding by √d so that it is not drowned by the positional encoding, whose
-  // entries are sines of size ~1. With PyTorch's default N(0, 1) embedding that makes each token
-  // vector √d times larger than the encoding instead, and the model finds positions hard to read.
-  // N(0, 1/d) before the scaling gives both the same size (the Transformer paper's convention).
-  qkv::nn::init::normal_(embedding->weight, 0.0f, 1.0f / std::sqrt(static_cast<float>(config.d_model)));
   head = register_module("head", std::make_shared<qkv::nn::Linear>(config.d_model, num_tags));
 }
 
 Tensor TransformerTagger::forward(const ModelInput& input) {
-  const IndexTensor& ids = input.ids;
-  if (ids.dim() == 2 && ids.size(1) > kMaxSentenceLength) {
-    throw qkv::ValueError("tagger: a sentence of " + std::to_string(ids.size(1)) +
+  if (input.ids.dim() == 2 && input.ids.size(1) > kMaxSentenceLength) {
+    throw qkv::ValueError("tagger: a sentence of " + std::to_string(input.ids.size(1)) +
                           " tokens is longer than the " + std::to_string(kMaxSentenceLength) +
                           " the model's positional encoding covers");
   }
-  const int64_t B = ids.size(0), T = ids.size(1), D = encoder->options.num_hiddens;
-  Tensor X = embedding->forward(is_training() && word_dropout > 0 ? drop_words(ids) : ids) *
-             std::sqrt(static_cast<float>(D));
-  if (chars) {
-    if (!input.chars.defined() || input.form_rows.numel() != B * T)
-      throw qkv::ValueError("TransformerTagger: this model reads characters; its input has none");
-    const Tensor forms = chars->forward(input.chars, input.char_lens);  // (U, F)
-    const int64_t F = forms.size(1);
-    const Tensor padded = qkv::cat({forms, qkv::zeros({1, F})}, 0);   // row U: padding tokens
-    X = qkv::cat({X, padded.index_select(0, input.form_rows).reshape({B, T, F})}, 2);
-  }
-  return head->forward(encoder->forward(X, input.valid_lens));
-}
-
-IndexTensor TransformerTagger::drop_words(const IndexTensor& ids) const {
-  std::vector<int64_t> dropped = ids.values();
-  qkv::Generator& gen = qkv::default_generator();
-  for (int64_t& id : dropped) {
-    if (id != 0 && gen.next_chance(word_dropout)) id = unk_id;
-  }
-  return IndexTensor(std::move(dropped), ids.shape());
+  return head->forward(encoder->forward(tokens->forward(input), input.valid_lens));
 }
 
 Tensor TransformerTagger::positional_table() const {
@@ -197,7 +204,7 @@ Tensor TransformerTagger::positional_table() const {
 
 GRUTagger::GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags)
     : dropout(static_cast<float>(config.dropout)) {
-  embedding = register_module("embedding", std::make_shared<qkv::nn::Embedding>(vocab_size, config.d_model));
+  tokens = register_module("tokens", std::make_shared<TokenVectors>(config, vocab_size));
   qkv::nn::GRUOptions options;
   options.batch_first = true;
   forward_gru = register_module("forward_gru",
@@ -224,7 +231,7 @@ Tensor GRUTagger::forward(const ModelInput& input) {
     for (int64_t t = 0; t < T; ++t) reversed[b * T + t] = b * T + (t < len ? len - 1 - t : t);
   }
   const IndexTensor rev(std::move(reversed));
-  const Tensor x = F::dropout(embedding->forward(ids), dropout, is_training());  // (B, T, d)
+  const Tensor x = F::dropout(tokens->forward(input), dropout, is_training());  // (B, T, d)
   const int64_t d = x.size(2);
   const Tensor x_rev = x.reshape({B * T, d}).index_select(0, rev).reshape({B, T, d});
   const Tensor fwd = forward_gru->forward(x).output;           // (B, T, d/2)

@@ -1,12 +1,16 @@
-// The tagger's models and their configuration: one tag per token, logits (B, T, C) from token ids
-// (B, T) and valid lengths (B).
+// The tagger's models and their configuration: one tag per token, logits (B, T, C) from a batch
+// of sentences (ModelInput: word ids (B, T), valid lengths (B), and the words' characters).
 //
-//   TransformerTagger   d2l's TransformerEncoder (Embedding·√d, a position scheme, blocks of
+//   TokenVectors        each token's input vector: its word's embedding·√d and, when the config
+//                       asks, the encoding of its characters (nn::CharEncoder: a convolution over
+//                       the word's bytes, max-pooled), so that a word never seen in training is
+//                       still read from its form (suffixes, capitals, digits, hyphens).
+//   TransformerTagger   TokenVectors, then d2l's TransformerEncoder (a position scheme, blocks of
 //                       multi-head self-attention masked by valid lengths, AddNorm, FFN) and a
 //                       Linear tag head. Its parts come from the configuration: the position
 //                       scheme (sinusoidal by default; none makes it see a bag of words), a window
 //                       ±w, post- or pre-norm, the FFN.
-//   GRUTagger           Embedding, a bidirectional GRU and a Linear tag head: the pre-attention
+//   GRUTagger           TokenVectors, a bidirectional GRU and a Linear tag head: the pre-attention
 //                       baseline that `ablate` compares against.
 #pragma once
 
@@ -80,6 +84,22 @@ struct ModelInput {
   IndexTensor form_rows;   // (B·T) each token's row of chars; U for padding tokens
 };
 
+// A token's input vector (B, T, d_model): its word's embedding, scaled by √d_model as d2l 11.7.4
+// scales it, beside the encoding of its characters when the config asks for them.
+class TokenVectors : public qkv::nn::Module {
+ public:
+  TokenVectors(const Config& config, int64_t vocab_size);
+  Tensor forward(const ModelInput& input) const;
+  bool reads_chars() const { return chars != nullptr; }
+  // Each word id but <pad>'s becomes <unk>'s with chance word_dropout (the default generator).
+  IndexTensor drop_words(const IndexTensor& ids) const;
+
+  int64_t unk_id = 1;  // the vocabulary's <unk> (data/vocab.h), for word dropout
+  float word_dropout;
+  std::shared_ptr<qkv::nn::Embedding> embedding;  // d_model - char_filters wide
+  std::shared_ptr<qkv::nn::CharEncoder> chars;    // null without characters
+};
+
 class TaggerModel : public qkv::nn::Module {
  public:
   // -> logits (B, T, num_tags). Positions at and past a sentence's valid length are padding; their
@@ -103,14 +123,9 @@ class TransformerTagger : public TaggerModel {
   Tensor forward(const ModelInput& input) override;
   std::vector<Tensor> attention_weights() const override { return encoder->attention_weights(); }
   Tensor positional_table() const override;
-  bool reads_chars() const override { return chars != nullptr; }
-  // Each word id but <pad>'s becomes <unk>'s with chance word_dropout (the default generator).
-  IndexTensor drop_words(const IndexTensor& ids) const;
+  bool reads_chars() const override { return tokens->reads_chars(); }
 
-  int64_t unk_id = 1;  // the vocabulary's <unk>, for word dropout
-  float word_dropout;
-  std::shared_ptr<qkv::nn::Embedding> embedding;  // d_model - char_filters wide
-  std::shared_ptr<qkv::nn::CharEncoder> chars;             // null without characters
+  std::shared_ptr<TokenVectors> tokens;
   std::shared_ptr<qkv::nn::TransformerEncoder> encoder;
   std::shared_ptr<qkv::nn::Linear> head;
 };
@@ -128,8 +143,10 @@ class GRUTagger : public TaggerModel {
   using TaggerModel::forward;
   Tensor forward(const ModelInput& input) override;
 
+  bool reads_chars() const override { return tokens->reads_chars(); }
+
   float dropout;
-  std::shared_ptr<qkv::nn::Embedding> embedding;
+  std::shared_ptr<TokenVectors> tokens;
   std::shared_ptr<qkv::nn::GRU> forward_gru, backward_gru;
   std::shared_ptr<qkv::nn::Linear> head;
 };

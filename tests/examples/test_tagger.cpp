@@ -487,9 +487,10 @@ TEST_CASE("tagger with characters tells unseen words apart by their form; withou
   data.train = {{{"a", "b"}, {"X", "Y"}}};
   Config c = small_config();
   const std::vector<std::string> s1{"a", "running"}, s2{"a", "Paris"};  // two words never seen
-  for (const int64_t filters : {0, 8}) {
+  for (const int64_t filters : {0, 8, 108}) {
     INFO("char_filters " << filters);
-    c.char_filters = filters;
+    c.char_filters = filters % 100;
+    c.model = filters > 100 ? "gru" : "transformer";  // both models read characters
     const Vocabs vocabs = build_vocabs(data, c);
     qkv::manual_seed(0);
     const auto model = make_model(c, vocabs.words.size(), 2);
@@ -501,6 +502,7 @@ TEST_CASE("tagger with characters tells unseen words apart by their form; withou
     const float gap = (x - y).abs().max().item();
     if (filters == 0) CHECK(gap == 0.0f);
     if (filters > 0) CHECK(gap > 1e-3f);
+    c.model = "transformer";
   }
   // A character model needs the characters.
   c.char_filters = 8;
@@ -526,7 +528,7 @@ TEST_CASE("tagger with characters gives a sentence the same logits whatever it i
 TEST_CASE("tagger word dropout turns words into <unk> in training only, never padding") {
   Config c = small_config();
   c.word_dropout = 0.5;
-  auto model = std::dynamic_pointer_cast<TransformerTagger>(make_model(c, 10, 2));
+  auto model = std::dynamic_pointer_cast<TransformerTagger>(make_model(c, 10, 2))->tokens;
   REQUIRE(model);
   std::vector<int64_t> ids(1000, 7);
   ids.resize(1200, 0);  // padding
