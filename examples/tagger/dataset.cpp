@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "data/conll.h"
+#include "examples/tagger/brown.h"
 #include "tensor/error.h"
 
 namespace tagger {
@@ -21,6 +22,14 @@ Data load_data(const Config& config) {
   const std::string &train_path = config.train_file, &dev_path = config.dev_file,
                     &test_path = config.test_file;
   Data data;
+  if (config.corpus == "brown") {
+    qkv::data::BrownCorpus brown = load_brown(config.corpus_cache);
+    data.train = std::move(brown.train);
+    data.dev = std::move(brown.dev);
+    data.test = std::move(brown.test);
+    data.description = "Brown Corpus, universal tags, split by document (" + config.corpus_cache + ")";
+    return data;
+  }
   if (train_path.empty() && dev_path.empty() && test_path.empty()) {
     Corpus corpus =
         generate_corpus(config.seed, {config.train_sentences, config.dev_sentences, config.test_sentences});
