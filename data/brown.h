@@ -1,11 +1,12 @@
 // The Brown Corpus (Francis & Kučera, 1964; revised 1979): 500 documents of American English, each
-// about 2,000 words, every word tagged with one of the corpus's ~80 tags. Read here as sentences
-// tagged with the 12 universal tags of Petrov, Das & McDonald (2012, "A Universal Part-of-Speech
-// Tagset", https://arxiv.org/abs/1104.2086), the original tag kept beside each one.
+// about 2,000 words, every word tagged with one of 81 base tags, marked or combined (472 distinct
+// tags in all, see brown_to_universal). Read here as sentences tagged with the 12 universal tags of
+// Petrov, Das & McDonald (2012, "A Universal Part-of-Speech Tagset",
+// https://arxiv.org/abs/1104.2086), the original tag kept beside each one.
 //
 // A document file (ca01, ca02, ..., cr09: 'c', a genre letter, two digits) holds one sentence per
 // non-blank line, most of them indented by a tab, as whitespace-separated `word/tag` tokens:
-//   	The/at Fulton/np-tl County/nn-tl Grand/jj-tl Jury/nn-tl said/vbd Friday/nr ...
+//   (tab)The/at Fulton/np-tl County/nn-tl Grand/jj-tl Jury/nn-tl said/vbd Friday/nr ...
 // A token is split at its last '/', since words may hold one: "1/2/cd", "and/or/cc", "//in".
 #pragma once
 
