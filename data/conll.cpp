@@ -65,8 +65,8 @@ bool is_blank(std::string_view line) { return line.find_first_not_of(" \t") == s
 // Reads lines, strips a CR left by CRLF line ends, and collects sentences between blank lines.
 // `parse_line` adds one non-blank line to the current sentence, or throws through `fail`.
 template <class ParseLine>
-std::vector<TaggedSentence> read_sentences(std::istream& in, const std::string& op, const std::string& source,
-                                           ParseLine parse_line) {
+std::vector<TaggedSentence> read_sentences(std::istream& in, const std::string& op,
+                                           const std::string& source, ParseLine parse_line) {
   std::vector<TaggedSentence> sentences;
   TaggedSentence current;
   std::string line;
@@ -86,7 +86,8 @@ std::vector<TaggedSentence> read_sentences(std::istream& in, const std::string& 
     else
       parse_line(line, current, fail);
   }
-  if (in.bad()) throw FormatError(op + ": " + source + ": read error after line " + std::to_string(line_no));
+  if (in.bad())
+    throw FormatError(op + ": " + source + ": read error after line " + std::to_string(line_no));
   finish_sentence();
   return sentences;
 }
@@ -184,7 +185,8 @@ std::vector<TaggedSentence> read_conll(std::istream& in, const std::string& sour
       in, "read_conll", source, [](std::string_view line, TaggedSentence& sentence, auto fail) {
         const std::vector<std::string_view> f = split(line, /*on_tabs_only=*/false);
         if (f.size() != 2)
-          fail("expected 2 whitespace-separated columns (word TAG), found " + std::to_string(f.size()));
+          fail("expected 2 whitespace-separated columns (word TAG), found " +
+               std::to_string(f.size()));
         sentence.words.emplace_back(f[0]);
         sentence.tags.emplace_back(f[1]);
       });
