@@ -28,9 +28,9 @@ std::optional<int> run_program(const std::vector<std::string>& argv, const fs::p
   args.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
+  int error = posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());
   pid_t pid = 0;
-  const int error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  if (error == 0) error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (error == ENOENT) return std::nullopt;
   if (error != 0) throw qkv::ValueError("cannot start " + argv[0] + ": " + std::strerror(error));
