@@ -1,5 +1,6 @@
 #include "data/conll.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -114,17 +115,23 @@ void check_writable(const std::string& op, const std::vector<TaggedSentence>& se
     const TaggedSentence& sentence = sentences[s];
     const std::string where = op + ": sentence " + std::to_string(s);
     if (sentence.words.empty()) throw ValueError(where + " is empty");
-    if (sentence.words.size() != sentence.tags.size())
-      throw ValueError(where + " has " + std::to_string(sentence.words.size()) + " words but " +
-                       std::to_string(sentence.tags.size()) + " tags");
+    auto count_mismatch = [&](size_t count, const char* what) {
+      return ValueError(where + " has " + std::to_string(sentence.words.size()) + " words but " +
+                        std::to_string(count) + what);
+    };
+    if (sentence.tags.size() != sentence.words.size()) throw count_mismatch(sentence.tags.size(), " tags");
+    if (!sentence.xpos.empty() && sentence.xpos.size() != sentence.words.size())
+      throw count_mismatch(sentence.xpos.size(), " XPOS tags");
+    auto check_field = [&](const char* what, size_t i, const std::string& field) {
+      if (field.empty()) throw ValueError(where + ": " + what + std::to_string(i) + " is empty");
+      if (field.find_first_of(forbidden) != std::string::npos)
+        throw ValueError(where + ": " + what + std::to_string(i) + " " + in_quotes(field) +
+                         " contains whitespace the format cannot hold");
+    };
     for (size_t i = 0; i < sentence.words.size(); ++i) {
-      for (const std::string* field : {&sentence.words[i], &sentence.tags[i]}) {
-        const char* what = field == &sentence.words[i] ? "word " : "tag ";
-        if (field->empty()) throw ValueError(where + ": " + what + std::to_string(i) + " is empty");
-        if (field->find_first_of(forbidden) != std::string::npos)
-          throw ValueError(where + ": " + what + std::to_string(i) + " " + in_quotes(*field) +
-                           " contains whitespace the format cannot hold");
-      }
+      check_field("word ", i, sentence.words[i]);
+      check_field("tag ", i, sentence.tags[i]);
+      if (!sentence.xpos.empty()) check_field("XPOS tag ", i, sentence.xpos[i]);
     }
   }
 }
@@ -140,7 +147,7 @@ void write_file(const std::string& op, const std::string& path, Write write) {
 }  // namespace
 
 std::vector<TaggedSentence> read_conllu(std::istream& in, const std::string& source) {
-  return read_sentences(
+  std::vector<TaggedSentence> sentences = read_sentences(
       in, "read_conllu", source, [](std::string_view line, TaggedSentence& sentence, auto fail) {
         if (line[0] == '#') return;
         const std::vector<std::string_view> f = split(line, /*on_tabs_only=*/true);
@@ -164,7 +171,13 @@ std::vector<TaggedSentence> read_conllu(std::istream& in, const std::string& sou
           fail("no UPOS tag (" + in_quotes(f[3]) + ") for word " + in_quotes(f[1]));
         sentence.words.emplace_back(f[1]);
         sentence.tags.emplace_back(f[3]);
+        sentence.xpos.emplace_back(f[4]);
       });
+  for (TaggedSentence& s : sentences) {  // "_" in every word: the sentence has no XPOS
+    if (std::all_of(s.xpos.begin(), s.xpos.end(), [](const std::string& x) { return x == "_"; }))
+      s.xpos.clear();
+  }
+  return sentences;
 }
 
 std::vector<TaggedSentence> read_conll(std::istream& in, const std::string& source) {
@@ -197,8 +210,8 @@ void write_conllu(std::ostream& out, const std::vector<TaggedSentence>& sentence
     for (const std::string& word : sentence.words) out << ' ' << word;
     out << '\n';
     for (size_t i = 0; i < sentence.words.size(); ++i)
-      out << i + 1 << '\t' << sentence.words[i] << "\t_\t" << sentence.tags[i]
-          << "\t_\t_\t_\t_\t_\t_\n";
+      out << i + 1 << '\t' << sentence.words[i] << "\t_\t" << sentence.tags[i] << '\t'
+          << (sentence.xpos.empty() ? "_" : sentence.xpos[i]) << "\t_\t_\t_\t_\t_\n";
     out << '\n';
   }
 }

@@ -3,7 +3,8 @@
 // CoNLL-U (https://universaldependencies.org/format.html) has one word per line in ten
 // tab-separated columns
 //   ID  FORM  LEMMA  UPOS  XPOS  FEATS  HEAD  DEPREL  DEPS  MISC
-// of which the reader keeps FORM (the word) and UPOS (its universal part-of-speech tag). Lines
+// of which the reader keeps FORM (the word), UPOS (its universal part-of-speech tag) and XPOS (a
+// language-specific tag, such as the Brown Corpus's, or "_" when there is none). Lines
 // starting with '#' are comments. Multiword-token ranges ("1-2", the surface "don't" above its
 // words "do" "n't") and empty nodes ("8.1") are skipped: neither is a word of the tag sequence.
 // Word IDs must count 1, 2, 3, ... within a sentence. A blank line ends a sentence.
@@ -23,10 +24,12 @@
 
 namespace qkv::data {
 
-// One sentence: words[i] is tagged tags[i].
+// One sentence: words[i] is tagged tags[i]. xpos is empty, or holds words[i]'s language-specific
+// tag at xpos[i] (CoNLL-U's XPOS column; a sentence read without any is left empty).
 struct TaggedSentence {
   std::vector<std::string> words;
   std::vector<std::string> tags;
+  std::vector<std::string> xpos = {};
 
   bool operator==(const TaggedSentence&) const = default;
 };
@@ -41,7 +44,8 @@ std::vector<TaggedSentence> read_conll(std::istream& in, const std::string& sour
 // The writers reject what their reader could not read back (ValueError): an empty sentence,
 // words and tags of different counts, an empty word or tag, a tab or line break inside one, and
 // for two-column CoNLL any whitespace inside one. CoNLL-U output gives each sentence a
-// "# sent_id" (1-based) and a "# text" comment and fills the unused columns with "_".
+// "# sent_id" (1-based) and a "# text" comment, writes XPOS when the sentence has it (checked like
+// the tags) and fills the unused columns with "_". Two-column CoNLL leaves XPOS out.
 void write_conllu(const std::string& path, const std::vector<TaggedSentence>& sentences);
 void write_conllu(std::ostream& out, const std::vector<TaggedSentence>& sentences);
 

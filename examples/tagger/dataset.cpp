@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "data/conll.h"
+#include "examples/tagger/brown.h"
 #include "tensor/error.h"
 
 namespace tagger {
@@ -24,6 +25,14 @@ Data load_data(const Config& config) {
   const std::string &train_path = config.train_file, &dev_path = config.dev_file,
                     &test_path = config.test_file;
   Data data;
+  if (config.corpus == "brown") {
+    qkv::data::BrownCorpus brown = load_brown(config.corpus_cache);
+    data.train = std::move(brown.train);
+    data.dev = std::move(brown.dev);
+    data.test = std::move(brown.test);
+    data.description = "Brown Corpus, universal tags, split by document (" + config.corpus_cache + ")";
+    return data;
+  }
   if (train_path.empty() && dev_path.empty() && test_path.empty()) {
     Corpus corpus =
         generate_corpus(config.seed, {config.train_sentences, config.dev_sentences, config.test_sentences});
@@ -81,6 +90,7 @@ std::vector<std::string> split_words(const std::string& line) {
 }
 
 qkv::data::TokenizerStyle tokenizer_style_for(const Config& config) {
+  if (config.corpus == "brown") return qkv::data::TokenizerStyle::Brown;
   if (config.train_file.empty()) return qkv::data::TokenizerStyle::Whitespace;
   return qkv::data::TokenizerStyle::UD;
 }

@@ -1,5 +1,5 @@
-// The tagger's data: the three splits (the built-in corpus or CoNLL files), the vocabularies, and
-// sentences encoded as ids and batched as tensors for the model.
+// The tagger's data: the three splits (the built-in corpus, the Brown Corpus or CoNLL files), the
+// vocabularies, and sentences encoded as ids and batched as tensors for the model.
 #pragma once
 
 #include <cstdint>
@@ -16,10 +16,11 @@ namespace tagger {
 
 struct Data {
   std::vector<TaggedSentence> train, dev, test;
-  std::string description;  // "built-in corpus (seed 0)" or the file names
+  std::string description;  // "built-in corpus, seed 0", the Brown Corpus or the file names
 };
 
-// The built-in corpus when config's three file names are empty; otherwise all three files.
+// The Brown Corpus for config.corpus "brown" (fetched into config.corpus_cache if missing);
+// otherwise the built-in corpus when config's three file names are empty, else all three files.
 Data load_data(const Config& config);
 // A tagged file: CoNLL-U when the name ends in .conllu, two-column CoNLL otherwise.
 std::vector<TaggedSentence> read_tagged(const std::string& path);

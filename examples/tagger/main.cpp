@@ -1,15 +1,15 @@
 // tagger: a tiny Transformer encoder that tags parts of speech, end to end.
 //
-//   tagger train   [--run DIR] [--train F --dev F --test F] [model and budget options]
+//   tagger train   [--run DIR] [--corpus brown | --train F --dev F --test F] [model and budget options]
 //   tagger eval    [--run DIR] [--test F]
 //   tagger predict [--run DIR] [SENTENCE...]      (no sentence: one per line on stdin; words cut
 //                                                  as the run's corpus cuts them, data/tokenize.h)
 //   tagger ablate  [--run DIR] [budget options]
 //   tagger bench   [--config tiny|small|base] [--steps N]
-//   tagger data    [--out DIR]                    (the built-in corpus as CoNLL-U files)
+//   tagger data    [--out DIR] [--corpus brown]   (the built-in or Brown corpus as CoNLL-U files)
 //
-// Without data files, train uses the built-in corpus (examples/tagger/corpus.h). Threads come
-// from QKV_NUM_THREADS or --threads.
+// Without data files or --corpus brown (examples/tagger/brown.h), train uses the built-in corpus
+// (examples/tagger/corpus.h). Threads come from QKV_NUM_THREADS or --threads.
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -23,6 +23,7 @@
 #include "data/tokenize.h"
 #include "examples/common/args.h"
 #include "examples/tagger/bench.h"
+#include "examples/tagger/brown.h"
 #include "examples/tagger/options.h"
 #include "examples/tagger/train.h"
 #include "nn/position_scheme.h"
@@ -37,14 +38,15 @@ using namespace tagger;
 const char* const kUsage =
     "usage: tagger COMMAND [OPTIONS]\n"
     "commands:\n"
-    "  train     train on the built-in corpus (or --train/--dev/--test files), evaluate, draw figures\n"
+    "  train     train on the built-in corpus (or --corpus brown, or --train/--dev/--test files), evaluate, "
+    "draw figures\n"
     "  eval      accuracy overall and per tag, and the confusion matrix, of a trained run\n"
     "  predict   tag the sentences given as arguments, or one per line on stdin, cut into words as the "
     "run's corpus cuts them\n"
     "  ablate    train every position scheme with and without a window, and a BiGRU, with one budget; one "
     "table\n"
     "  bench     time training steps of a reference config on random data (--config tiny|small|base)\n"
-    "  data      write the built-in corpus as CoNLL-U files (--out DIR)\n"
+    "  data      write the built-in corpus (or --corpus brown) as CoNLL-U files (--out DIR)\n"
     "run `tagger COMMAND --help` for its options\n";
 
 void set_threads(const Args& a) {
@@ -186,7 +188,29 @@ int cmd_ablate(const Args& a) {
   return 0;
 }
 
+// The Brown Corpus's three splits as CoNLL-U files (FORM, universal UPOS, Brown XPOS), and their sizes.
+int write_brown_data(const Args& a) {
+  if (a.given("seed") || a.given("sentences"))
+    throw qkv::ValueError("--seed and --sentences are for the built-in corpus");
+  qkv::data::BrownCorpus brown = load_brown(a.str("cache"));
+  const Corpus corpus{std::move(brown.train), std::move(brown.dev), std::move(brown.test)};
+  write_corpus(corpus, a.str("out"));
+  std::cout << "wrote " << a.str("out") << "/train.conllu, dev.conllu, test.conllu from the Brown Corpus ("
+            << brown.documents << " documents)\n";
+  for (const auto& [name, split] :
+       {std::pair{"train", &corpus.train}, {"dev", &corpus.dev}, {"test", &corpus.test}}) {
+    int64_t tokens = 0;
+    for (const TaggedSentence& s : *split) tokens += static_cast<int64_t>(s.words.size());
+    std::cout << "  " << name << ": " << split->size() << " sentences, " << tokens << " tokens\n";
+  }
+  return 0;
+}
+
 int cmd_data(const Args& a) {
+  if (a.str("corpus") == "brown") return write_brown_data(a);
+  if (a.str("corpus") != "builtin")
+    throw qkv::ValueError("option --corpus must be builtin or brown, not '" + a.str("corpus") + "'");
+  if (a.given("cache")) throw qkv::ValueError("option --cache is for --corpus brown");
   Config c;
   c.seed = static_cast<uint64_t>(a.integer("seed"));
   c.train_sentences = a.integer("sentences");
@@ -232,9 +256,13 @@ int main(int argc, char** argv) {
               {"threads", "0", "threads"}};
       run = cmd == "eval" ? cmd_eval : cmd_predict;
     } else if (cmd == "data") {
-      spec = {{"out", "data", "directory for train.conllu, dev.conllu and test.conllu"},
-              {"seed", std::to_string(Config{}.seed), "the corpus seed"},
-              {"sentences", std::to_string(Config{}.train_sentences), "training sentences"}};
+      spec = {
+          {"out", "data", "directory for train.conllu, dev.conllu and test.conllu"},
+          {"seed", std::to_string(Config{}.seed), "the corpus seed"},
+          {"sentences", std::to_string(Config{}.train_sentences), "training sentences"},
+          {"corpus", Config{}.corpus,
+           "builtin, or brown: the Brown Corpus with universal tags, split by document"},
+          {"cache", kDefaultBrownCache, "--corpus brown: the directory it is fetched into and read from"}};
       run = cmd_data;
     } else if (cmd == "bench") {
       spec = {{"config", "tiny", "tiny, small or base: the configs bench/torch_anchor.py times in PyTorch"},

@@ -47,6 +47,8 @@ void for_each_field(Config& c, Fn&& fn) {
   fn("train_file", c.train_file);
   fn("dev_file", c.dev_file);
   fn("test_file", c.test_file);
+  fn("corpus", c.corpus);
+  fn("corpus_cache", c.corpus_cache);
 }
 
 }  // namespace
@@ -125,6 +127,11 @@ void Config::validate() const {
     fail("lr and clip must be positive, weight_decay not negative");
   if (warmup_steps < 0 || min_freq < 1) fail("warmup_steps must be >= 0 and min_freq >= 1");
   if (train_sentences < 1 || dev_sentences < 1 || test_sentences < 1) fail("corpus sizes must be at least 1");
+  one_of("corpus", corpus, {"builtin", "brown"});
+  if (corpus == "brown" && !(train_file.empty() && dev_file.empty() && test_file.empty()))
+    fail("corpus brown and data files (--train, --dev, --test) exclude each other: give one or the other");
+  if (corpus == "brown" && corpus_cache.empty())
+    fail("corpus brown needs corpus_cache, the directory it is in");
 }
 
 TokenVectors::TokenVectors(const Config& config, int64_t vocab_size)

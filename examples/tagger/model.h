@@ -67,6 +67,11 @@ struct Config {
   int64_t train_sentences = 20000, dev_sentences = 1000, test_sentences = 1000;
   // data: CoNLL files instead (all three, or none for the built-in corpus)
   std::string train_file, dev_file, test_file;
+  // data: or a named corpus: "builtin" (the files above, if given, else the built-in corpus) or
+  // "brown" (the Brown Corpus with universal tags, examples/tagger/brown.h), fetched into and read
+  // from corpus_cache (an absolute path; empty for the built-in corpus)
+  std::string corpus = "builtin";
+  std::string corpus_cache;
 
   qkv::io::Json to_json() const;
   // Unknown keys and values of the wrong kind throw ValueError; missing keys keep their defaults.

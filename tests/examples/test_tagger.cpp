@@ -278,7 +278,7 @@ TEST_CASE("tagger reads CoNLL-U and two-column files and names a malformed line"
                        qkv::FormatError);
 }
 
-TEST_CASE("tagger predict cuts text at whitespace for the built-in corpus and as UD for CoNLL files") {
+TEST_CASE("tagger predict cuts text at whitespace for the built-in corpus, as UD for CoNLL files, as Brown for Brown") {
   Config builtin;
   Config files;
   files.train_file = "train.conllu";
@@ -287,6 +287,10 @@ TEST_CASE("tagger predict cuts text at whitespace for the built-in corpus and as
         std::vector<std::string>{"they", "don't", "saw."});
   CHECK(qkv::data::tokenize(text, tokenizer_style_for(files)) ==
         std::vector<std::string>{"they", "do", "n't", "saw", "."});
+  Config brown;
+  brown.corpus = "brown";
+  CHECK(qkv::data::tokenize(text, tokenizer_style_for(brown)) ==
+        std::vector<std::string>{"they", "don't", "saw", "."});
 }
 
 TEST_CASE("tagger bench knows the anchor configs and times a step") {

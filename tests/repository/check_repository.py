@@ -21,7 +21,7 @@ from function_lengths import functions
 
 LIBRARY = ["tensor", "autograd", "nn", "optim", "io", "data", "plot"]
 CORE = ["tensor", "autograd", "nn", "optim", "io", "data"]
-SKIP_DIRS = {".git", "tests", "runs", "data_cache"}
+SKIP_DIRS = {".git", "tests", "runs", "data_cache", "cache"}
 
 
 def sources(root, folders, exts=(".h", ".cpp")):

