@@ -276,7 +276,7 @@ int main(int argc, char** argv) {
     }
     const Args args(argc - 2, argv + 2, spec, "usage: tagger " + cmd + " [OPTIONS]");
     if (args.help_requested()) {
-      std::cout << args.help();
+      std::cout << args.help() << (cmd == "train" || cmd == "ablate" ? real_text_note() : "");
       return 0;
     }
     return run(args);

@@ -134,6 +134,20 @@ void Config::validate() const {
     fail("corpus brown needs corpus_cache, the directory it is in");
 }
 
+Config real_text_defaults() {
+  Config c;
+  c.d_model = 128;
+  c.ffn_width = 256;
+  c.positions = "relative";
+  c.char_filters = 64;
+  c.word_dropout = 0.25;
+  c.min_freq = 1;
+  c.epochs = 5;
+  return c;
+}
+
+bool reads_real_text(const Config& config) { return config.corpus != "builtin" || !config.train_file.empty(); }
+
 TokenVectors::TokenVectors(const Config& config, int64_t vocab_size)
     : word_dropout(static_cast<float>(config.word_dropout)) {
   embedding = register_module(

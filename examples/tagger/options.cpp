@@ -1,6 +1,8 @@
 #include "examples/tagger/options.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -64,30 +66,63 @@ std::vector<qkv::examples::Args::Option> train_options() {
   };
 }
 
+namespace {
+
+// Sets `field` from option --name when the command line gives it; otherwise the field keeps the
+// default it has.
+template <typename T>
+void take(const qkv::examples::Args& a, const char* name, T& field) {
+  if (!a.given(name)) return;
+  if constexpr (std::is_same_v<T, std::string>) {
+    field = a.str(name);
+  } else if constexpr (std::is_same_v<T, double>) {
+    field = a.number(name);
+  } else {
+    field = static_cast<T>(a.integer(name));
+  }
+}
+
+}  // namespace
+
+std::string real_text_note() {
+  const qkv::io::Json real = real_text_defaults().to_json(), builtin = Config{}.to_json();
+  std::string note;
+  for (const auto& [key, value] : real.as_object()) {
+    if (*builtin.find(key) == value) continue;
+    std::string option = key;
+    std::replace(option.begin(), option.end(), '_', '-');
+    if (option == "warmup-steps") option = "warmup";
+    note += " --" + option + " " + (value.is_string() ? value.as_string() : qkv::io::to_json(value));
+  }
+  return "with --corpus brown or --train/--dev/--test files, the defaults for real text:" + note + "\n";
+}
+
 Config config_from(const qkv::examples::Args& a) {
-  Config c;
-  c.model = a.str("model");
-  c.positions = a.str("positions");
-  c.window = a.integer("window");
-  c.d_model = a.integer("d-model");
-  c.heads = a.integer("heads");
-  c.norm = a.str("norm");
-  c.ffn = a.str("ffn");
-  c.ffn_width = a.integer("ffn-width");
-  c.layers = a.integer("layers");
-  c.dropout = a.number("dropout");
-  c.char_filters = a.integer("char-filters");
-  c.char_dim = a.integer("char-dim");
-  c.word_dropout = a.number("word-dropout");
-  c.epochs = a.integer("epochs");
-  c.batch_size = a.integer("batch-size");
-  c.lr = a.number("lr");
-  c.weight_decay = a.number("weight-decay");
-  c.warmup_steps = a.integer("warmup");
-  c.clip = a.number("clip");
-  c.min_freq = a.integer("min-freq");
-  c.seed = static_cast<uint64_t>(a.integer("seed"));
-  c.train_sentences = a.integer("sentences");
+  // The data first: it decides which defaults the other options start from.
+  const bool real_text = (a.given("corpus") && a.str("corpus") != "builtin") || a.given("train");
+  Config c = real_text ? real_text_defaults() : Config{};
+  take(a, "model", c.model);
+  take(a, "positions", c.positions);
+  take(a, "window", c.window);
+  take(a, "d-model", c.d_model);
+  take(a, "heads", c.heads);
+  take(a, "norm", c.norm);
+  take(a, "ffn", c.ffn);
+  take(a, "ffn-width", c.ffn_width);
+  take(a, "layers", c.layers);
+  take(a, "dropout", c.dropout);
+  take(a, "char-filters", c.char_filters);
+  take(a, "char-dim", c.char_dim);
+  take(a, "word-dropout", c.word_dropout);
+  take(a, "epochs", c.epochs);
+  take(a, "batch-size", c.batch_size);
+  take(a, "lr", c.lr);
+  take(a, "weight-decay", c.weight_decay);
+  take(a, "warmup", c.warmup_steps);
+  take(a, "clip", c.clip);
+  take(a, "min-freq", c.min_freq);
+  take(a, "seed", c.seed);
+  take(a, "sentences", c.train_sentences);
   auto absolute = [](const std::string& p) {
     return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
   };

@@ -13,6 +13,10 @@ namespace tagger {
 
 std::vector<qkv::examples::Args::Option> train_options();
 
+// "with --corpus brown or ... files, the defaults for real text: --d-model 128 ...": the options
+// whose defaults real_text_defaults() changes, for --help.
+std::string real_text_note();
+
 // The Config of parsed train_options(), validated (ValueError for values out of range). Data file
 // names are made absolute, so that eval and --resume find them from any working directory.
 Config config_from(const qkv::examples::Args& args);
