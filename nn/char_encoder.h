@@ -1,7 +1,7 @@
-// CharEncoder: a word represented by its characters, with a convolution over them and max pooling
-// (dos Santos & Zadrozny 2014, "Learning Character-level Representations for Part-of-Speech
-// Tagging"; Kim et al. 2016, "Character-Aware Neural Language Models"; Ma & Hovy 2016, "End-to-end
-// Sequence Labeling via Bi-directional LSTM-CNNs-CRF", use it for tagging):
+// CharEncoder: a word represented by its characters, with a convolution over them and max pooling.
+// dos Santos & Zadrozny 2014 ("Learning Character-level Representations for Part-of-Speech
+// Tagging") and Ma & Hovy 2016 ("End-to-end Sequence Labeling via Bi-directional LSTM-CNNs-CRF")
+// tag with it; Kim et al. 2016 ("Character-Aware Neural Language Models") model language with it:
 //
 //   chars (N, L) ─ Embedding(num_chars, char_dim, padding_idx 0) → (N, L, char_dim)
 //                ─ Conv1d(char_dim, filters, kernel_size, padding kernel_size / 2) → (N, L, filters)
