@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "nn/functional/basic.h"
+#include "nn/functional/conv.h"
 #include "nn/functional/pooling.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
@@ -49,8 +51,23 @@ CharEncoder::CharEncoder(int64_t num_chars, int64_t char_dim, int64_t filters, i
 }
 
 Tensor CharEncoder::encode(const IndexTensor& words, const IndexTensor& lengths) const {
-  const Tensor h = functional::masked_max(conv->forward(embedding->forward(words)), lengths);  // (M, filters)
-  return nonlinearity == Nonlinearity::ReLU ? h.relu() : h.tanh();  // f(max h) = max f(h), see the header
+  const int64_t M = words.size(0), L = words.size(1), K = kernel_size;
+  // valid: the R = Σ lengths valid positions w·L + t; slot: where each position's output is in
+  // [zero row; the R outputs] (padding positions read the zero row, which the max never reads).
+  std::vector<int64_t> valid, slot(static_cast<size_t>(M * L), 0);
+  for (int64_t w = 0; w < M; ++w)
+    for (int64_t t = 0; t < lengths[w]; ++t) {
+      valid.push_back(w * L + t);
+      slot[w * L + t] = static_cast<int64_t>(valid.size());
+    }
+  // conv->forward(x) with the products at the valid positions only (nn/functional/conv.h).
+  const Tensor windows = unfold1d(embedding->forward(words), K, K / 2).reshape({M * L, K * char_dim});
+  const Tensor h =
+      functional::linear(windows.index_select(0, IndexTensor(std::move(valid))),
+                         functional::conv1d_weight_matrix(conv->weight), conv->bias);  // (R, filters)
+  const Tensor all = cat({zeros({1, filters}), h}, 0).index_select(0, IndexTensor(std::move(slot)));
+  const Tensor m = functional::masked_max(all.reshape({M, L, filters}), lengths);  // (M, filters)
+  return nonlinearity == Nonlinearity::ReLU ? m.relu() : m.tanh();  // f(max h) = max f(h), see the header
 }
 
 Tensor CharEncoder::forward(const IndexTensor& chars, const IndexTensor& lengths) const {

@@ -17,11 +17,13 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t
   if (bias.defined() && bias.shape() != Shape{weight.size(0)})
     throw ShapeError("conv1d: bias must be (C_out) = " + shape_str({weight.size(0)}) + ", got " +
                      shape_str(bias.shape()));
-  const int64_t C_out = weight.size(0), K = weight.size(2);
-  // unfold1d orders a window's values tap by tap, (K, C_in); the weight is (C_out, C_in, K), so
-  // it is permuted to (C_out, K, C_in) to match (a copy of C_out·C_in·K values, small).
-  const Tensor w = weight.permute({0, 2, 1}).reshape({C_out, K * weight.size(1)});
-  return linear(qkv::unfold1d(x, K, padding, dilation), w, bias);
+  return linear(qkv::unfold1d(x, weight.size(2), padding, dilation), conv1d_weight_matrix(weight), bias);
+}
+
+Tensor conv1d_weight_matrix(const Tensor& weight) {
+  // unfold1d orders a window's values tap by tap, (K, C_in); the weight is (C_out, C_in, K), so it
+  // is permuted to (C_out, K, C_in) to match (a copy of C_out·C_in·K values, small).
+  return weight.permute({0, 2, 1}).reshape({weight.size(0), weight.size(1) * weight.size(2)});
 }
 
 }  // namespace qkv::nn::functional

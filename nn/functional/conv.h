@@ -20,4 +20,8 @@ namespace qkv::nn::functional {
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), int64_t padding = 0,
               int64_t dilation = 1);
 
+// The weight (C_out, C_in, K) as the (C_out, K·C_in) matrix whose rows multiply unfold1d's rows (its
+// columns ordered tap by tap, as unfold1d orders a window): conv1d is linear(unfold1d(x), this, bias).
+Tensor conv1d_weight_matrix(const Tensor& weight);
+
 }  // namespace qkv::nn::functional
