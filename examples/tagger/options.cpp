@@ -140,10 +140,14 @@ Config config_from(const qkv::examples::Args& a) {
 
 TrainOptions train_options_from(const qkv::examples::Args& a) {
   TrainOptions options;
+  // Real text gets a sentence of the Brown test documents (cg12), with words that change class
+  // ("like", "plays") and one that training never shows ("nihilistic").
+  if (!a.given("example") && reads_real_text(config_from(a)))
+    options.example = "American newspaper reviewers like to call his plays nihilistic .";
   options.run_dir = a.str("run");
   options.figures = !a.flag("no-figures");
   options.profile = a.flag("profile");
-  options.example = a.str("example");
+  if (a.given("example")) options.example = a.str("example");
   return options;
 }
 
