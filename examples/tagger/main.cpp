@@ -128,8 +128,9 @@ struct Variant {
   Config config;
 };
 
-// Every position scheme of --ablate-positions with every window of --ablate-windows, then a
-// bidirectional GRU: the same data, seed and budget for each.
+// Every position scheme of --ablate-positions with every window of --ablate-windows, then (when the
+// base reads characters) the base without them, then a bidirectional GRU reading what the base
+// reads: the same data, seed and budget for each.
 std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
   std::vector<Variant> variants;
   for (const std::string& positions : split_list(a.str("ablate-positions"))) {
@@ -145,9 +146,16 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
       if (!seen) variants.push_back({positions + ", " + window, dir, c});
     }
   }
+  if (base.char_filters > 0) {
+    Config words_only = base;
+    words_only.model = "transformer";
+    words_only.char_filters = 0;
+    words_only.validate();
+    variants.push_back({base.positions + ", no characters", base.positions + "_no_chars", words_only});
+  }
   Config gru = base;
   gru.model = "gru";
-  variants.push_back({"bidirectional GRU", "bigru", gru});
+  variants.push_back({base.char_filters > 0 ? "bidirectional GRU, characters" : "bidirectional GRU", "bigru", gru});
   return variants;
 }
 
