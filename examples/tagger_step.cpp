@@ -166,7 +166,7 @@ int run(int argc, char** argv) {
   config.model = args.str("model");
   config.train_sentences = 2000;
   const tagger::Data data = tagger::load_data(config);
-  const tagger::Vocabs vocabs = tagger::build_vocabs(data, config.min_freq);
+  const tagger::Vocabs vocabs = tagger::build_vocabs(data, config);
   manual_seed(config.seed);
   const auto model = tagger::make_model(config, vocabs.words.size(), vocabs.tags.size());
   model->train();

@@ -179,7 +179,9 @@ ModelInput make_input(const Vocabs& vocabs, const std::vector<const std::vector<
     for (size_t t = 0; t < words.size(); ++t) ids[static_cast<size_t>(b * T) + t] = vocabs.word_id(words[t]);
     lens.push_back(static_cast<int64_t>(words.size()));
   }
-  ModelInput input{IndexTensor(std::move(ids), {B, T}), IndexTensor(std::move(lens))};
+  ModelInput input;
+  input.ids = IndexTensor(std::move(ids), {B, T});
+  input.valid_lens = IndexTensor(std::move(lens));
   if (chars) add_chars(input, sentences);
   return input;
 }

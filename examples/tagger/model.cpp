@@ -186,6 +186,13 @@ IndexTensor TokenVectors::drop_words(const IndexTensor& ids) const {
   return IndexTensor(std::move(dropped), ids.shape());
 }
 
+Tensor TaggerModel::forward(const IndexTensor& ids, const IndexTensor& valid_lens) {
+  ModelInput input;
+  input.ids = ids;
+  input.valid_lens = valid_lens;
+  return forward(input);
+}
+
 TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, int64_t num_tags) {
   tokens = register_module("tokens", std::make_shared<TokenVectors>(config, vocab_size));
   qkv::nn::TransformerEncoderOptions options;

@@ -121,7 +121,7 @@ class TaggerModel : public qkv::nn::Module {
   // sentence gets the same tags whatever it is batched with.
   virtual Tensor forward(const ModelInput& input) = 0;
   // For a model that reads no characters: ids (B, T), valid_lens (B).
-  Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens) { return forward({ids, valid_lens}); }
+  Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens);
   // Each layer's attention weights (B, H, T, T) from the last forward; empty for models without.
   virtual std::vector<Tensor> attention_weights() const { return {}; }
   // The positional-encoding table (max_len, d) the model adds to its embeddings, if any.
