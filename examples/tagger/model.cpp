@@ -119,7 +119,7 @@ void Config::validate() const {
   if (positions == "rotary" && heads >= 1 && (d_model / heads) % 2 != 0)
     fail("rotary positions rotate pairs of features: d_model / heads must be even");
   if (!(dropout >= 0 && dropout < 1)) fail("dropout must be in [0, 1)");
-  if (!(word_dropout >= 0 && word_dropout < 1)) fail("word_dropout must be in [0, 1)");
+  if (!(word_dropout >= 0 && word_dropout <= 1e6)) fail("word_dropout must be in [0, 1e6]");
   if (char_filters < 0 || char_filters >= d_model || char_dim < 1)
     fail("char_filters must be in [0, d_model) (0: no characters) and char_dim at least 1");
   if (epochs < 1 || batch_size < 1) fail("epochs and batch_size must be at least 1");
@@ -140,7 +140,7 @@ Config real_text_defaults() {
   c.ffn_width = 256;
   c.positions = "relative";
   c.char_filters = 64;
-  c.word_dropout = 0.25;
+  c.word_dropout = 1;
   c.min_freq = 1;
   c.epochs = 5;
   return c;
@@ -177,11 +177,18 @@ Tensor TokenVectors::forward(const ModelInput& input) const {
   return qkv::cat({X, with_padding.index_select(0, input.form_rows).reshape({B, T, F})}, 2);
 }
 
+void TokenVectors::set_word_counts(const std::vector<int64_t>& counts) {
+  drop_chance.assign(counts.size(), 0.0);
+  for (size_t id = 0; id < counts.size(); ++id)
+    drop_chance[id] = word_dropout / (word_dropout + static_cast<double>(counts[id]));
+}
+
 IndexTensor TokenVectors::drop_words(const IndexTensor& ids) const {
+  if (drop_chance.empty()) throw qkv::StateError("tagger: word dropout needs set_word_counts first");
   std::vector<int64_t> dropped = ids.values();
   qkv::Generator& gen = qkv::default_generator();
   for (int64_t& id : dropped) {
-    if (id != 0 && gen.next_chance(word_dropout)) id = unk_id;
+    if (id != 0 && id != unk_id && gen.next_chance(drop_chance.at(static_cast<size_t>(id)))) id = unk_id;
   }
   return IndexTensor(std::move(dropped), ids.shape());
 }

@@ -56,7 +56,11 @@ struct Config {
   // the first d_model - char_filters). 0: no characters, the word embedding alone. With
   // characters the word embedding reads lowercased words; the characters keep the case.
   int64_t char_dim = 32, char_filters = 0;
-  double word_dropout = 0.0;  // in training, each word's embedding is <unk>'s with this chance
+  // Word dropout (Kiperwasser & Goldberg 2016): in training, a word seen c times in the training
+  // data is read as <unk> with chance word_dropout / (word_dropout + c): rare words often, so that
+  // the model learns to tag from characters and context the words it will meet unseen; frequent
+  // words almost never. 0: none.
+  double word_dropout = 0.0;
   // training
   int64_t epochs = 20, batch_size = 32;
   double lr = 3e-3, weight_decay = 0.01, clip = 1.0;
@@ -105,11 +109,15 @@ class TokenVectors : public qkv::nn::Module {
   TokenVectors(const Config& config, int64_t vocab_size);
   Tensor forward(const ModelInput& input) const;
   bool reads_chars() const { return chars != nullptr; }
-  // Each word id but <pad>'s becomes <unk>'s with chance word_dropout (the default generator).
+  // The training data's count of each word id, which word dropout reads.
+  void set_word_counts(const std::vector<int64_t>& counts);
+  // Each word id but <pad>'s becomes <unk>'s with its chance (Config::word_dropout; the default
+  // generator).
   IndexTensor drop_words(const IndexTensor& ids) const;
 
   int64_t unk_id = 1;  // the vocabulary's <unk> (data/vocab.h), for word dropout
   float word_dropout;
+  std::vector<double> drop_chance;  // by word id, from set_word_counts
   std::shared_ptr<qkv::nn::Embedding> embedding;  // d_model - char_filters wide
   std::shared_ptr<qkv::nn::CharEncoder> chars;    // null without characters
 };
@@ -127,7 +135,9 @@ class TaggerModel : public qkv::nn::Module {
   // The positional-encoding table (max_len, d) the model adds to its embeddings, if any.
   virtual Tensor positional_table() const { return Tensor(); }
   // Whether forward needs the characters of the input's words.
-  virtual bool reads_chars() const { return false; }
+  bool reads_chars() const { return tokens->reads_chars(); }
+
+  std::shared_ptr<TokenVectors> tokens;  // every model's input
 };
 
 class TransformerTagger : public TaggerModel {
@@ -137,9 +147,6 @@ class TransformerTagger : public TaggerModel {
   Tensor forward(const ModelInput& input) override;
   std::vector<Tensor> attention_weights() const override { return encoder->attention_weights(); }
   Tensor positional_table() const override;
-  bool reads_chars() const override { return tokens->reads_chars(); }
-
-  std::shared_ptr<TokenVectors> tokens;
   std::shared_ptr<qkv::nn::TransformerEncoder> encoder;
   std::shared_ptr<qkv::nn::Linear> head;
 };
@@ -157,10 +164,7 @@ class GRUTagger : public TaggerModel {
   using TaggerModel::forward;
   Tensor forward(const ModelInput& input) override;
 
-  bool reads_chars() const override { return tokens->reads_chars(); }
-
   float dropout;
-  std::shared_ptr<TokenVectors> tokens;
   std::shared_ptr<qkv::nn::GRU> forward_gru, backward_gru;
   std::shared_ptr<qkv::nn::Linear> head;
 };

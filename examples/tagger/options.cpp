@@ -48,7 +48,7 @@ std::vector<qkv::examples::Args::Option> train_options() {
       {"dropout", option_text(d.dropout), "dropout"},
       {"char-filters", std::to_string(d.char_filters), "features of each word's characters (0: none)"},
       {"char-dim", std::to_string(d.char_dim), "width of a character's embedding"},
-      {"word-dropout", option_text(d.word_dropout), "chance that a training word is read as <unk>"},
+      {"word-dropout", option_text(d.word_dropout), "word dropout α: a training word seen c times is read as <unk> with chance α/(α+c)"},
       {"epochs", std::to_string(d.epochs), "epochs"},
       {"batch-size", std::to_string(d.batch_size), "sentences per batch"},
       {"lr", option_text(d.lr), "peak learning rate (AdamW)"},

@@ -135,7 +135,13 @@ Trainer::Trainer(Config config, Vocabs vocabs, const Data& data, const TrainOpti
 
 std::shared_ptr<TaggerModel> Trainer::seeded_model() const {
   qkv::manual_seed(config_.seed);
-  return make_model(config_, vocabs_.words.size(), vocabs_.tags.size());
+  std::shared_ptr<TaggerModel> model = make_model(config_, vocabs_.words.size(), vocabs_.tags.size());
+  std::vector<int64_t> counts(static_cast<size_t>(vocabs_.words.size()), 0);
+  for (const auto& sentence : train_set_.words) {
+    for (int64_t id : sentence) ++counts[static_cast<size_t>(id)];
+  }
+  model->tokens->set_word_counts(counts);
+  return model;
 }
 
 void Trainer::restore(const SavedRun& saved) {

@@ -529,21 +529,27 @@ TEST_CASE("tagger with characters gives a sentence the same logits whatever it i
   CHECK(diff.abs().max().item() < 1e-5f);
 }
 
-TEST_CASE("tagger word dropout turns words into <unk> in training only, never padding") {
+TEST_CASE("tagger word dropout reads rare training words as <unk> often, frequent ones almost never") {
   Config c = small_config();
-  c.word_dropout = 0.5;
-  auto model = std::dynamic_pointer_cast<TransformerTagger>(make_model(c, 10, 2))->tokens;
-  REQUIRE(model);
-  std::vector<int64_t> ids(1000, 7);
-  ids.resize(1200, 0);  // padding
+  c.word_dropout = 1;  // α: a word seen n times is dropped with chance 1 / (1 + n)
+  auto tokens = make_model(c, 10, 2)->tokens;
+  std::vector<int64_t> counts(10, 0);
+  counts[7] = 1, counts[8] = 999;
+  CHECK_THROWS_AS(tokens->drop_words(IndexTensor{7}), qkv::StateError);  // counts first
+  tokens->set_word_counts(counts);
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 1000; ++i) ids.insert(ids.end(), {7, 8, 0});  // rare, frequent, padding
   qkv::manual_seed(3);
-  const std::vector<int64_t> dropped = model->drop_words(IndexTensor(ids)).values();
-  int64_t unk = 0;
-  for (size_t i = 0; i < dropped.size(); ++i) {
-    if (i >= 1000) CHECK(dropped[i] == 0);
-    if (i < 1000) CHECK((dropped[i] == 7 || dropped[i] == model->unk_id));
-    unk += dropped[i] == model->unk_id;
+  const std::vector<int64_t> dropped = tokens->drop_words(IndexTensor(ids)).values();
+  int64_t rare = 0, frequent = 0;
+  for (size_t i = 0; i < dropped.size(); i += 3) {
+    CHECK((dropped[i] == 7 || dropped[i] == tokens->unk_id));
+    CHECK((dropped[i + 1] == 8 || dropped[i + 1] == tokens->unk_id));
+    CHECK(dropped[i + 2] == 0);
+    rare += dropped[i] == tokens->unk_id;
+    frequent += dropped[i + 1] == tokens->unk_id;
   }
-  CHECK(unk > 430);
-  CHECK(unk < 570);
+  CHECK(rare > 430);  // chance 1/2
+  CHECK(rare < 570);
+  CHECK(frequent < 8);  // chance 1/1000
 }
