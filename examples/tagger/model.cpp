@@ -139,10 +139,11 @@ Config real_text_defaults() {
   c.d_model = 128;
   c.ffn_width = 256;
   c.positions = "relative";
-  c.char_filters = 64;
+  c.char_dim = 48;
+  c.char_filters = 96;
   c.word_dropout = 1;
   c.min_freq = 1;
-  c.epochs = 5;
+  c.epochs = 8;
   return c;
 }
 

@@ -97,9 +97,10 @@ struct ModelInput {
 // scales it, beside the encoding of its characters when the config asks for them.
 // The defaults for real text (--corpus brown, or CoNLL files given with --train/--dev/--test):
 // Config's own defaults fit the small built-in corpus; real English has some 40,000 word types and
-// words at test time that training never showed, so its tagger reads characters, is wider, drops
-// words to <unk> in training so that it learns to tag from the characters alone, and uses relative
-// positions. These are the fields that differ; docs/tagger.md measures them.
+// words at test time that training never showed, so its tagger reads characters, is wider, reads
+// rare words as <unk> in training so that it learns to tag them from their characters and context,
+// trains longer, and uses relative positions. These are the fields that differ; docs/tagger.md
+// measures them.
 Config real_text_defaults();
 // Whether config's data is real text rather than the built-in corpus.
 bool reads_real_text(const Config& config);
