@@ -143,7 +143,7 @@ Config real_text_defaults() {
   c.char_filters = 96;
   c.word_dropout = 1;
   c.min_freq = 1;
-  c.epochs = 8;
+  c.epochs = 5;
   return c;
 }
 

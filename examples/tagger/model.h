@@ -99,7 +99,7 @@ struct ModelInput {
 // Config's own defaults fit the small built-in corpus; real English has some 40,000 word types and
 // words at test time that training never showed, so its tagger reads characters, is wider, reads
 // rare words as <unk> in training so that it learns to tag them from their characters and context,
-// trains longer, and uses relative positions. These are the fields that differ; docs/tagger.md
+// and uses relative positions; each epoch is long, so it trains for fewer. These are the fields that differ; docs/tagger.md
 // measures them.
 Config real_text_defaults();
 // Whether config's data is real text rather than the built-in corpus.
