@@ -107,7 +107,7 @@ int cmd_predict(const Args& a) {
   for (size_t i = 0; i < sentences.size(); ++i) {
     for (size_t j = 0; j < sentences[i].size(); ++j) {
       std::cout << (j ? " " : "") << sentences[i][j] << '/' << tags[i][j]
-                << (run.vocabs.words.contains(sentences[i][j]) ? "" : "(unk)");
+                << (run.vocabs.word_id(sentences[i][j]) == run.vocabs.words.unk_id() ? "(unk)" : "");
     }
     std::cout << "\n";
   }

@@ -30,7 +30,7 @@ std::vector<qkv::examples::Args::Option> train_options() {
   const Config d;
   const TrainOptions t;
   return {
-      {"run", t.run_dir, "run directory (checkpoints, config, metrics, figures)"},
+      {"run", t.run_dir, "run directory (checkpoints, config, metrics, figures; runs/brown for --corpus brown)"},
       {"train", d.train_file, "training file (.conllu: CoNLL-U; otherwise two-column CoNLL)"},
       {"dev", d.dev_file, "development file"},
       {"test", d.test_file, "test file"},
@@ -145,6 +145,8 @@ TrainOptions train_options_from(const qkv::examples::Args& a) {
   if (!a.given("example") && reads_real_text(config_from(a)))
     options.example = "American newspaper reviewers like to call his plays nihilistic .";
   options.run_dir = a.str("run");
+  // A Brown run has a directory of its own, so that it never replaces the built-in corpus's run.
+  if (!a.given("run") && a.str("corpus") == "brown") options.run_dir = "runs/brown";
   options.figures = !a.flag("no-figures");
   options.profile = a.flag("profile");
   if (a.given("example")) options.example = a.str("example");

@@ -26,6 +26,13 @@ Config train_config(std::vector<std::string> argv) {
   return config_from(args);
 }
 
+TrainOptions train_options_of(std::vector<std::string> argv) {
+  std::vector<char*> ptrs;
+  for (auto& a : argv) ptrs.push_back(a.data());
+  const qkv::examples::Args args(static_cast<int>(ptrs.size()), ptrs.data(), train_options(), "usage");
+  return train_options_from(args);
+}
+
 std::string error_of(auto&& fn) {
   try {
     fn();
@@ -72,6 +79,22 @@ TEST_CASE("tagger --corpus brown is saved in the config with an absolute cache d
   CHECK(back.corpus_cache == c.corpus_cache);
   CHECK(train_config({}).corpus == "builtin");
   CHECK(train_config({}).corpus_cache.empty());
+}
+
+TEST_CASE("tagger --corpus brown starts from the real-text defaults, in a run directory of its own") {
+  const Config brown = train_config({"--corpus", "brown"});
+  Config expected = real_text_defaults();
+  expected.corpus = "brown";
+  expected.corpus_cache = brown.corpus_cache;
+  CHECK(brown.to_json() == expected.to_json());
+  CHECK(brown.char_filters > 0);
+  CHECK(train_config({"--corpus", "brown", "--epochs", "2", "--char-filters", "0"}).char_filters == 0);
+  CHECK(train_config({"--corpus", "brown", "--epochs", "2"}).epochs == 2);
+  CHECK(train_config({}).to_json() == Config{}.to_json());  // the built-in corpus keeps Config's own
+  CHECK(train_options_of({"--corpus", "brown"}).run_dir == "runs/brown");
+  CHECK(train_options_of({"--corpus", "brown", "--run", "r"}).run_dir == "r");
+  CHECK(train_options_of({}).run_dir == "runs/tagger");
+  CHECK(train_options_of({"--corpus", "brown"}).example.find("nihilistic") != std::string::npos);
 }
 
 TEST_CASE("tagger refuses --corpus brown with data files and an unknown corpus naming the option") {
