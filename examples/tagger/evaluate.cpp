@@ -142,7 +142,7 @@ void print_score_row(std::ostream& out, const std::string& name, const TaggingSc
                      const std::string& extra) {
   out << "  " << pad(name, kNameColumns) << std::right << std::setw(9) << percent(s.overall.value())
       << std::setw(11) << percent(s.ambiguous.value()) << std::setw(11) << percent(s.repeated.value())
-      << std::setw(9) << percent(s.unseen.value()) << extra << "\n";
+      << std::setw(9) << (s.unseen.total > 0 ? percent(s.unseen.value()) : "-") << extra << "\n";
 }
 
 }  // namespace tagger
