@@ -32,6 +32,7 @@ void for_each_field(Config& c, Fn&& fn) {
   fn("dropout", c.dropout);
   fn("char_dim", c.char_dim);
   fn("char_filters", c.char_filters);
+  fn("char_kernel", c.char_kernel);
   fn("word_dropout", c.word_dropout);
   fn("epochs", c.epochs);
   fn("batch_size", c.batch_size);
@@ -122,6 +123,7 @@ void Config::validate() const {
   if (!(word_dropout >= 0 && word_dropout <= 1e6)) fail("word_dropout must be in [0, 1e6]");
   if (char_filters < 0 || char_filters >= d_model || char_dim < 1)
     fail("char_filters must be in [0, d_model) (0: no characters) and char_dim at least 1");
+  if (char_kernel < 1 || char_kernel > 15 || char_kernel % 2 == 0) fail("char_kernel must be odd, 1 to 15");
   if (epochs < 1 || batch_size < 1) fail("epochs and batch_size must be at least 1");
   if (!(lr > 0) || !(weight_decay >= 0) || !(clip > 0))
     fail("lr and clip must be positive, weight_decay not negative");
@@ -160,7 +162,7 @@ TokenVectors::TokenVectors(const Config& config, int64_t vocab_size)
   qkv::nn::init::normal_(embedding->weight, 0.0f, 1.0f / std::sqrt(static_cast<float>(config.d_model)));
   if (config.char_filters > 0) {
     chars = register_module("chars", std::make_shared<qkv::nn::CharEncoder>(kNumCharIds, config.char_dim,
-                                                                           config.char_filters));
+                                                                           config.char_filters, config.char_kernel));
   }
 }
 

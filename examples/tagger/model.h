@@ -55,7 +55,7 @@ struct Config {
   // features, which fill the last char_filters of the d_model input features (the word embedding
   // the first d_model - char_filters). 0: no characters, the word embedding alone. With
   // characters the word embedding reads lowercased words; the characters keep the case.
-  int64_t char_dim = 32, char_filters = 0;
+  int64_t char_dim = 32, char_filters = 0, char_kernel = 3;  // char_kernel: the convolution's width
   // Word dropout (Kiperwasser & Goldberg 2016): in training, a word seen c times in the training
   // data is read as <unk> with chance word_dropout / (word_dropout + c): rare words often, so that
   // the model learns to tag from characters and context the words it will meet unseen; frequent

@@ -48,6 +48,7 @@ std::vector<qkv::examples::Args::Option> train_options() {
       {"dropout", option_text(d.dropout), "dropout"},
       {"char-filters", std::to_string(d.char_filters), "features of each word's characters (0: none)"},
       {"char-dim", std::to_string(d.char_dim), "width of a character's embedding"},
+      {"char-kernel", std::to_string(d.char_kernel), "characters each convolution window reads (odd)"},
       {"word-dropout", option_text(d.word_dropout), "word dropout α: a training word seen c times is read as <unk> with chance α/(α+c)"},
       {"epochs", std::to_string(d.epochs), "epochs"},
       {"batch-size", std::to_string(d.batch_size), "sentences per batch"},
@@ -113,6 +114,7 @@ Config config_from(const qkv::examples::Args& a) {
   take(a, "dropout", c.dropout);
   take(a, "char-filters", c.char_filters);
   take(a, "char-dim", c.char_dim);
+  take(a, "char-kernel", c.char_kernel);
   take(a, "word-dropout", c.word_dropout);
   take(a, "epochs", c.epochs);
   take(a, "batch-size", c.batch_size);
