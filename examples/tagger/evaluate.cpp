@@ -85,7 +85,9 @@ std::vector<std::vector<std::string>> predict(Run& run,
                             std::to_string(s.size()) + " tokens; the tagger takes at most " +
                             std::to_string(kMaxSentenceLength));
     }
-    ids.push_back(run.vocabs.words.encode(s));
+    std::vector<int64_t> sentence_ids;
+    for (const std::string& w : s) sentence_ids.push_back(run.vocabs.word_id(w));
+    ids.push_back(std::move(sentence_ids));
     words.push_back({s, {}});
   }
   std::vector<std::vector<std::string>> out(sentences.size());

@@ -61,7 +61,7 @@ void announce(const TrainOptions& options) {
 int cmd_train(const Args& a) {
   set_threads(a);
   const Config config = config_from(a);
-  const TrainOptions options = train_options_from(a);
+  TrainOptions options = train_options_from(a);
   if (!a.flag("resume")) {
     const Data data = load_data(config);
     announce(options);
@@ -70,6 +70,7 @@ int cmd_train(const Args& a) {
   }
   // The run's own config and data; only --epochs may change, to extend the run, never to shorten it.
   SavedRun saved = load_saved_run(options.run_dir, "last.safetensors");
+  if (!a.given("example") && reads_real_text(saved.config)) options.example = kRealTextExample;
   if (a.given("epochs")) saved.config.epochs = std::max(saved.config.epochs, config.epochs);
   const Data data = load_data(saved.config);
   announce(options);
@@ -151,7 +152,8 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
     words_only.model = "transformer";
     words_only.char_filters = 0;
     words_only.validate();
-    variants.push_back({base.positions + ", no characters", base.positions + "_no_chars", words_only});
+    const std::string window = base.window < 0 ? "full" : "±" + std::to_string(base.window);
+    variants.push_back({base.positions + ", " + window + ", no characters", base.positions + "_no_chars", words_only});
   }
   Config gru = base;
   gru.model = "gru";
@@ -169,7 +171,7 @@ int cmd_ablate(const Args& a) {
   std::vector<std::pair<std::string, TrainResult>> results;
   for (const Variant& v : variants) {
     TrainOptions options;
-    options.run_dir = (std::filesystem::path(a.str("run")) / "ablate" / v.dir).string();
+    options.run_dir = (std::filesystem::path(train_options_from(a).run_dir) / "ablate" / v.dir).string();
     options.verbose = false;
     options.progress = false;
     options.figures = false;

@@ -180,7 +180,8 @@ Tensor TokenVectors::forward(const ModelInput& input) const {
   return qkv::cat({X, with_padding.index_select(0, input.form_rows).reshape({B, T, F})}, 2);
 }
 
-void TokenVectors::set_word_counts(const std::vector<int64_t>& counts) {
+void TokenVectors::set_word_counts(const std::vector<int64_t>& counts, int64_t pad, int64_t unk) {
+  pad_id = pad, unk_id = unk;
   drop_chance.assign(counts.size(), 0.0);
   for (size_t id = 0; id < counts.size(); ++id)
     drop_chance[id] = word_dropout / (word_dropout + static_cast<double>(counts[id]));
@@ -191,7 +192,7 @@ IndexTensor TokenVectors::drop_words(const IndexTensor& ids) const {
   std::vector<int64_t> dropped = ids.values();
   qkv::Generator& gen = qkv::default_generator();
   for (int64_t& id : dropped) {
-    if (id != 0 && id != unk_id && gen.next_chance(drop_chance.at(static_cast<size_t>(id)))) id = unk_id;
+    if (id != pad_id && id != unk_id && gen.next_chance(drop_chance.at(static_cast<size_t>(id)))) id = unk_id;
   }
   return IndexTensor(std::move(dropped), ids.shape());
 }

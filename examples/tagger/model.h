@@ -110,13 +110,14 @@ class TokenVectors : public qkv::nn::Module {
   TokenVectors(const Config& config, int64_t vocab_size);
   Tensor forward(const ModelInput& input) const;
   bool reads_chars() const { return chars != nullptr; }
-  // The training data's count of each word id, which word dropout reads.
-  void set_word_counts(const std::vector<int64_t>& counts);
+  // The training data's count of each word id, which word dropout reads, and the vocabulary's
+  // <pad> (never dropped) and <unk> (what a dropped word becomes).
+  void set_word_counts(const std::vector<int64_t>& counts, int64_t pad_id, int64_t unk_id);
   // Each word id but <pad>'s becomes <unk>'s with its chance (Config::word_dropout; the default
   // generator).
   IndexTensor drop_words(const IndexTensor& ids) const;
 
-  int64_t unk_id = 1;  // the vocabulary's <unk> (data/vocab.h), for word dropout
+  int64_t pad_id = 0, unk_id = 1;  // the vocabulary's (data/vocab.h), for word dropout
   float word_dropout;
   std::vector<double> drop_chance;  // by word id, from set_word_counts
   std::shared_ptr<qkv::nn::Embedding> embedding;  // d_model - char_filters wide

@@ -142,10 +142,7 @@ Config config_from(const qkv::examples::Args& a) {
 
 TrainOptions train_options_from(const qkv::examples::Args& a) {
   TrainOptions options;
-  // Real text gets a sentence of the Brown test documents (cg12), with words that change class
-  // ("like", "plays") and one that training never shows ("nihilistic").
-  if (!a.given("example") && reads_real_text(config_from(a)))
-    options.example = "American newspaper reviewers like to call his plays nihilistic .";
+  if (!a.given("example") && reads_real_text(config_from(a))) options.example = kRealTextExample;
   options.run_dir = a.str("run");
   // A Brown run has a directory of its own, so that it never replaces the built-in corpus's run.
   if (!a.given("run") && a.str("corpus") == "brown") options.run_dir = "runs/brown";

@@ -13,6 +13,11 @@ namespace tagger {
 
 std::vector<qkv::examples::Args::Option> train_options();
 
+// The sentence whose attention a run on real text draws, unless --example says otherwise: from the
+// Brown test documents (cg12), with words that change class ("like", "plays") and one that training
+// never shows ("nihilistic").
+inline constexpr const char* kRealTextExample = "American newspaper reviewers like to call his plays nihilistic .";
+
 // "with --corpus brown or ... files, the defaults for real text: --d-model 128 ...": the options
 // whose defaults real_text_defaults() changes, for --help.
 std::string real_text_note();

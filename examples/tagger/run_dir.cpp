@@ -1,5 +1,6 @@
 #include "examples/tagger/run_dir.h"
 
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
@@ -138,18 +139,39 @@ SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoin
     throw qkv::ValueError("tagger: " + checkpoint_path.string() + " was trained with another config than " +
                           config_path.string() + ": " + diff);
   }
+  Vocabs vocabs = load_vocabs(dir, config);
   return SavedRun{checkpoint_path.string(),
                   std::move(ckpt),
                   std::move(config),
-                  load_vocabs(dir, config),
+                  std::move(vocabs),
                   history_from_json(*state.find("history")),
                   state.find("best_dev_acc")->as_double()};
 }
+
+namespace {
+
+// Runs saved before the models took their input from TokenVectors kept the word embedding under
+// another name: the Transformer's in its encoder (scaled by √d there, as TokenVectors scales it),
+// the GRU's at the top, unscaled — so it is divided by √d here to give the same vectors.
+void rename_old_embedding(qkv::nn::StateDict& state) {
+  if (state.count("tokens.embedding.weight")) return;
+  if (auto it = state.find("encoder.embedding.weight"); it != state.end()) {
+    state.emplace("tokens.embedding.weight", it->second);
+    state.erase(it);
+  } else if (it = state.find("embedding.weight"); it != state.end()) {
+    const float d = static_cast<float>(it->second.size(1));
+    state.emplace("tokens.embedding.weight", it->second * (1.0f / std::sqrt(d)));
+    state.erase(it);
+  }
+}
+
+}  // namespace
 
 Run load_run(const std::string& run_dir) {
   SavedRun saved = load_saved_run(run_dir, "best.safetensors");
   std::shared_ptr<TaggerModel> model =
       make_model(saved.config, saved.vocabs.words.size(), saved.vocabs.tags.size());
+  rename_old_embedding(saved.checkpoint.model);
   model->load_state_dict(saved.checkpoint.model);
   model->eval();
   return Run{std::move(saved.config), std::move(saved.vocabs), std::move(model)};

@@ -140,7 +140,7 @@ std::shared_ptr<TaggerModel> Trainer::seeded_model() const {
   for (const auto& sentence : train_set_.words) {
     for (int64_t id : sentence) ++counts[static_cast<size_t>(id)];
   }
-  model->tokens->set_word_counts(counts);
+  model->tokens->set_word_counts(counts, vocabs_.words.pad_id(), vocabs_.words.unk_id());
   return model;
 }
 

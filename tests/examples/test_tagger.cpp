@@ -536,7 +536,7 @@ TEST_CASE("tagger word dropout reads rare training words as <unk> often, frequen
   std::vector<int64_t> counts(10, 0);
   counts[7] = 1, counts[8] = 999;
   CHECK_THROWS_AS(tokens->drop_words(IndexTensor{7}), qkv::StateError);  // counts first
-  tokens->set_word_counts(counts);
+  tokens->set_word_counts(counts, 0, 1);
   std::vector<int64_t> ids;
   for (int i = 0; i < 1000; ++i) ids.insert(ids.end(), {7, 8, 0});  // rare, frequent, padding
   qkv::manual_seed(3);
