@@ -1,6 +1,6 @@
 // Timing for the benchmarks: the best of `repeats` runs of fn, after one warm-up run. The best
 // rather than the mean, because the machines are shared and other work only ever adds time. The
-// median, for comparing with another framework timed the same way (bench/torch_anchor.py).
+// median, for comparing with another framework timed the same way (bench/char_encoder_torch.py).
 #pragma once
 
 #include <algorithm>

@@ -93,18 +93,18 @@ struct ModelInput {
   IndexTensor form_rows;   // (B·T) each token's row of chars; U for padding tokens
 };
 
-// A token's input vector (B, T, d_model): its word's embedding, scaled by √d_model as d2l 11.7.4
-// scales it, beside the encoding of its characters when the config asks for them.
-// The defaults for real text (--corpus brown, or CoNLL files given with --train/--dev/--test):
-// Config's own defaults fit the small built-in corpus; real English has some 40,000 word types and
-// words at test time that training never showed, so its tagger reads characters, is wider, reads
-// rare words as <unk> in training so that it learns to tag them from their characters and context,
-// and uses relative positions; each epoch is long, so it trains for fewer. These are the fields that differ; docs/tagger.md
-// measures them.
+// The defaults for real text (--corpus brown, or CoNLL files given with --train/--dev/--test).
+// Config's own defaults fit the small built-in corpus. Real English has tens of thousands of word
+// types, and words at test time that training never showed; so its tagger reads characters, is
+// wider, reads rare words as <unk> in training so that it learns to tag them from their characters
+// and context, and uses relative positions. Each epoch is long, so it trains for fewer. These are
+// the fields that differ; docs/tagger.md measures them.
 Config real_text_defaults();
 // Whether config's data is real text rather than the built-in corpus.
 bool reads_real_text(const Config& config);
 
+// A token's input vector (B, T, d_model): its word's embedding, scaled by √d_model as d2l 11.7.4
+// scales it, beside the encoding of its characters when the config asks for them.
 class TokenVectors : public qkv::nn::Module {
  public:
   TokenVectors(const Config& config, int64_t vocab_size);

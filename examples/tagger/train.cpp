@@ -286,7 +286,7 @@ void Trainer::print_test_table(const TrainResult& result) const {
   const double window_seconds = seconds_since(t0);
   std::cout << "\ntest accuracy (" << data_.test.size() << " sentences, " << test.score.overall.total
             << " tokens; " << test.score.ambiguous.total << " ambiguous, " << test.score.repeated.total
-            << " in tag-changing repeats, " << test.score.unseen.total << " of words unseen in training):\n";
+            << " in tag-changing repeats, " << test.score.unseen.total << " tokens of words unseen in training):\n";
   print_score_header(std::cout, "tagger");
   print_score_row(std::cout, "majority tag (unigram)", majority);
   print_score_row(std::cout, "word window (prev, word, next)", window);
