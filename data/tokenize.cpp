@@ -176,6 +176,7 @@ class Tokenizer {
       if (c == '\'' && n == 1 && keeps_leading_apostrophe(word)) break;
       // A sign or a currency stays on its number: "-5", "$1".
       if (n == 1 && kOpeningBrackets.find(c) == std::string_view::npos && c != '\'' && c != '`') break;
+      if (c == '\'' && n == 1) single_quote_open_ = true;
       tokens_.emplace_back(word.substr(0, n));
       word.remove_prefix(n);
     }
@@ -187,10 +188,12 @@ class Tokenizer {
     std::vector<std::string> reversed;
     while (!is_word_byte(word.back())) {
       const char c = word.back();
-      if (c == '\'' && !word.ends_with("''") && keeps_trailing_apostrophe(word)) break;
+      const bool single = c == '\'' && !word.ends_with("''");
+      if (single && !single_quote_open_ && keeps_trailing_apostrophe(word)) break;
       if (c == '.' && is_abbreviation(word)) break;
       if (c != '"' && c != '\'' && c != '.' && kClosingPunctuation.find(c) == std::string_view::npos)
         break;  // a symbol that is part of the word: "50%", "1/4"
+      if (single) single_quote_open_ = false;
       const size_t n = word.ends_with("''") ? 2 : 1;
       reversed.push_back(c == '"' ? double_quote(false) : std::string(word.substr(word.size() - n)));
       word.remove_suffix(n);
@@ -198,7 +201,8 @@ class Tokenizer {
     return {reversed.rbegin(), reversed.rend()};
   }
 
-  // "goin'" keeps its apostrophe; so does "parents'" in Brown, while UD makes it a token.
+  // Outside a single quote, "goin'" keeps its apostrophe; so does "parents'" in Brown, while UD
+  // makes it a token. Inside one, a final apostrophe closes it: 'come in' → ' come in '.
   bool keeps_trailing_apostrophe(std::string_view word) const {
     if (word.ends_with("in'")) return true;
     return style_ == TokenizerStyle::Brown && word.ends_with("s'");
@@ -230,6 +234,7 @@ class Tokenizer {
       if (chunk.front() == '"') {
         tokens_.push_back(double_quote(!quote_open_));
       } else {
+        if (n == 1 && chunk.front() == '\'') single_quote_open_ = !single_quote_open_;
         if (n == 1 && kSplitting.find(chunk.front()) == std::string_view::npos) {
           while (n < chunk.size() && kSplitting.find(chunk[n]) == std::string_view::npos) ++n;
         }
@@ -248,6 +253,7 @@ class Tokenizer {
 
   TokenizerStyle style_;
   bool quote_open_ = false;
+  bool single_quote_open_ = false;
   std::vector<std::string> tokens_;
 };
 

@@ -14,8 +14,9 @@
 //   4. A " is an opening quote at the start of a word and a closing quote at its end; a " standing
 //      alone opens when no quote is open and closes otherwise.
 //   5. An apostrophe at the start of a word opens a single quote (') unless it begins an elision
-//      ('em, 'round, '61); one at the end closes a single quote unless it ends a plural
-//      possessive ("parents'") or a dropped g ("goin'").
+//      ('em, 'round, '61); one at the end closes the open single quote, and with none open it
+//      stays on a plural possessive ("parents'") or a dropped g ("goin'"); a ' standing alone
+//      opens when no single quote is open and closes otherwise.
 //
 // The styles differ where their corpora differ:
 //   Whitespace  split at whitespace only, nothing else (the tagger's built-in corpus).
