@@ -40,6 +40,27 @@ constexpr std::string_view kClosingPunctuation = ")]},;:?!";
 // The characters that are tokens by themselves; other symbols ("&", "$", "%") stick together.
 constexpr std::string_view kSplitting = "()[]{},;:?!.\"'`";
 
+// Typographic punctuation in UTF-8 and the ASCII the corpora write for it. Its bytes are >= 0x80,
+// which would otherwise count as letters and keep “Hello,” or don’t in one piece.
+constexpr std::pair<std::string_view, std::string_view> kTypographic[] = {
+    {"“", "\""}, {"”", "\""}, {"‘", "'"}, {"’", "'"}, {"—", "--"}, {"–", "--"}, {"…", "..."}};
+
+std::string to_ascii_punctuation(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const auto mark = std::ranges::find_if(
+        kTypographic, [&](const auto& m) { return text.substr(i).starts_with(m.first); });
+    if (mark == std::end(kTypographic)) {
+      out += text[i++];
+    } else {
+      out += mark->second;
+      i += mark->first.size();
+    }
+  }
+  return out;
+}
+
 bool is_word_byte(char c) {
   const auto b = static_cast<unsigned char>(c);
   return b >= 0x80 || std::isalnum(b);
@@ -132,9 +153,11 @@ class Tokenizer {
   explicit Tokenizer(TokenizerStyle style) : style_(style) {}
 
   std::vector<std::string> run(std::string_view text) {
-    const std::vector<std::string_view> chunks = split_chunks(text, style_ != TokenizerStyle::Whitespace);
+    const bool whitespace = style_ == TokenizerStyle::Whitespace;
+    const std::string ascii = whitespace ? std::string(text) : to_ascii_punctuation(text);
+    const std::vector<std::string_view> chunks = split_chunks(ascii, !whitespace);
     for (size_t k = 0; k < chunks.size(); ++k) {
-      if (style_ == TokenizerStyle::Whitespace) {
+      if (whitespace) {
         tokens_.emplace_back(chunks[k]);
       } else if (std::ranges::any_of(chunks[k], is_word_byte)) {
         split_chunk(chunks[k], k + 1 == chunks.size());

@@ -1,7 +1,9 @@
 // Raw text → the tokens a tagged corpus would have: a tagger trained on a corpus only knows words
 // cut the way that corpus cuts them, so "I saw a saw." must reach it as "I saw a saw ." and never
-// as "saw." (a word it has not seen). Case is kept; bytes >= 0x80 count as letters, so UTF-8 text
-// passes through intact.
+// as "saw." (a word it has not seen). Case is kept. Except in Whitespace style, typographic
+// punctuation is first written as the ASCII the corpora use: “ and ” as ", ‘ and ’ as ', — and – as
+// --, … as ...; every other byte >= 0x80 counts as a letter, so other UTF-8 text passes through
+// intact.
 //
 // The rules, applied to each whitespace-separated chunk of the text:
 //   1. Punctuation comes off the ends of a word as tokens of its own: ( ) [ ] { } , ; : ? ! and

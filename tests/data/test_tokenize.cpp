@@ -164,6 +164,15 @@ TEST_CASE("tokenize of punctuation alone makes each mark a token and keeps symbo
   CHECK(brown("& ** ,") == "& ** ,");
 }
 
+TEST_CASE("tokenize writes typographic quotes, dashes and ellipses as ASCII and splits them off") {
+  CHECK(brown("“Hello,” she said—twice… ‘Don’t.’") == "`` Hello '' , she said -- twice ... ' Don't . '");
+  CHECK(ud("“Hello,” she said—twice… ‘Don’t.’") == "\" Hello , \" she said -- twice ... ' Do n't . '");
+  CHECK(brown("pages 10–12") == "pages 10 -- 12");
+  // Whitespace style leaves the text as it is.
+  CHECK(tokenize("“Hello,” don’t", TokenizerStyle::Whitespace) ==
+        std::vector<std::string>{"“Hello,”", "don’t"});
+}
+
 TEST_CASE("tokenize passes UTF-8 through as letters") {
   CHECK(brown("Müller's café, naïve.") == "Müller's café , naïve .");
   CHECK(ud("Müller's café, naïve.") == "Müller 's café , naïve .");
