@@ -40,6 +40,27 @@ constexpr std::string_view kClosingPunctuation = ")]},;:?!";
 // The characters that are tokens by themselves; other symbols ("&", "$", "%") stick together.
 constexpr std::string_view kSplitting = "()[]{},;:?!.\"'`";
 
+// Typographic punctuation in UTF-8 and the ASCII the corpora write for it. Its bytes are >= 0x80,
+// which would otherwise count as letters and keep “Hello,” or don’t in one piece.
+constexpr std::pair<std::string_view, std::string_view> kTypographic[] = {
+    {"“", "\""}, {"”", "\""}, {"‘", "'"}, {"’", "'"}, {"—", "--"}, {"–", "--"}, {"…", "..."}};
+
+std::string to_ascii_punctuation(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const auto mark = std::ranges::find_if(
+        kTypographic, [&](const auto& m) { return text.substr(i).starts_with(m.first); });
+    if (mark == std::end(kTypographic)) {
+      out += text[i++];
+    } else {
+      out += mark->second;
+      i += mark->first.size();
+    }
+  }
+  return out;
+}
+
 bool is_word_byte(char c) {
   const auto b = static_cast<unsigned char>(c);
   return b >= 0x80 || std::isalnum(b);
@@ -132,9 +153,11 @@ class Tokenizer {
   explicit Tokenizer(TokenizerStyle style) : style_(style) {}
 
   std::vector<std::string> run(std::string_view text) {
-    const std::vector<std::string_view> chunks = split_chunks(text, style_ != TokenizerStyle::Whitespace);
+    const bool whitespace = style_ == TokenizerStyle::Whitespace;
+    const std::string ascii = whitespace ? std::string(text) : to_ascii_punctuation(text);
+    const std::vector<std::string_view> chunks = split_chunks(ascii, !whitespace);
     for (size_t k = 0; k < chunks.size(); ++k) {
-      if (style_ == TokenizerStyle::Whitespace) {
+      if (whitespace) {
         tokens_.emplace_back(chunks[k]);
       } else if (std::ranges::any_of(chunks[k], is_word_byte)) {
         split_chunk(chunks[k], k + 1 == chunks.size());
@@ -176,6 +199,7 @@ class Tokenizer {
       if (c == '\'' && n == 1 && keeps_leading_apostrophe(word)) break;
       // A sign or a currency stays on its number: "-5", "$1".
       if (n == 1 && kOpeningBrackets.find(c) == std::string_view::npos && c != '\'' && c != '`') break;
+      if (c == '\'' && n == 1) single_quote_open_ = true;
       tokens_.emplace_back(word.substr(0, n));
       word.remove_prefix(n);
     }
@@ -187,10 +211,12 @@ class Tokenizer {
     std::vector<std::string> reversed;
     while (!is_word_byte(word.back())) {
       const char c = word.back();
-      if (c == '\'' && !word.ends_with("''") && keeps_trailing_apostrophe(word)) break;
+      const bool single = c == '\'' && !word.ends_with("''");
+      if (single && !single_quote_open_ && keeps_trailing_apostrophe(word)) break;
       if (c == '.' && is_abbreviation(word)) break;
       if (c != '"' && c != '\'' && c != '.' && kClosingPunctuation.find(c) == std::string_view::npos)
         break;  // a symbol that is part of the word: "50%", "1/4"
+      if (single) single_quote_open_ = false;
       const size_t n = word.ends_with("''") ? 2 : 1;
       reversed.push_back(c == '"' ? double_quote(false) : std::string(word.substr(word.size() - n)));
       word.remove_suffix(n);
@@ -198,7 +224,8 @@ class Tokenizer {
     return {reversed.rbegin(), reversed.rend()};
   }
 
-  // "goin'" keeps its apostrophe; so does "parents'" in Brown, while UD makes it a token.
+  // Outside a single quote, "goin'" keeps its apostrophe; so does "parents'" in Brown, while UD
+  // makes it a token. Inside one, a final apostrophe closes it: 'come in' → ' come in '.
   bool keeps_trailing_apostrophe(std::string_view word) const {
     if (word.ends_with("in'")) return true;
     return style_ == TokenizerStyle::Brown && word.ends_with("s'");
@@ -230,6 +257,7 @@ class Tokenizer {
       if (chunk.front() == '"') {
         tokens_.push_back(double_quote(!quote_open_));
       } else {
+        if (n == 1 && chunk.front() == '\'') single_quote_open_ = !single_quote_open_;
         if (n == 1 && kSplitting.find(chunk.front()) == std::string_view::npos) {
           while (n < chunk.size() && kSplitting.find(chunk[n]) == std::string_view::npos) ++n;
         }
@@ -248,6 +276,7 @@ class Tokenizer {
 
   TokenizerStyle style_;
   bool quote_open_ = false;
+  bool single_quote_open_ = false;
   std::vector<std::string> tokens_;
 };
 

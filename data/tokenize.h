@@ -1,7 +1,9 @@
 // Raw text → the tokens a tagged corpus would have: a tagger trained on a corpus only knows words
 // cut the way that corpus cuts them, so "I saw a saw." must reach it as "I saw a saw ." and never
-// as "saw." (a word it has not seen). Case is kept; bytes >= 0x80 count as letters, so UTF-8 text
-// passes through intact.
+// as "saw." (a word it has not seen). Case is kept. Except in Whitespace style, typographic
+// punctuation is first written as the ASCII the corpora use: “ and ” as ", ‘ and ’ as ', — and – as
+// --, … as ...; every other byte >= 0x80 counts as a letter, so other UTF-8 text passes through
+// intact.
 //
 // The rules, applied to each whitespace-separated chunk of the text:
 //   1. Punctuation comes off the ends of a word as tokens of its own: ( ) [ ] { } , ; : ? ! and
@@ -14,8 +16,9 @@
 //   4. A " is an opening quote at the start of a word and a closing quote at its end; a " standing
 //      alone opens when no quote is open and closes otherwise.
 //   5. An apostrophe at the start of a word opens a single quote (') unless it begins an elision
-//      ('em, 'round, '61); one at the end closes a single quote unless it ends a plural
-//      possessive ("parents'") or a dropped g ("goin'").
+//      ('em, 'round, '61); one at the end closes the open single quote, and with none open it
+//      stays on a plural possessive ("parents'") or a dropped g ("goin'"); a ' standing alone
+//      opens when no single quote is open and closes otherwise.
 //
 // The styles differ where their corpora differ:
 //   Whitespace  split at whitespace only, nothing else (the tagger's built-in corpus).

@@ -91,6 +91,25 @@ TEST_CASE("tokenize in Brown style keeps contractions and possessives whole") {
   CHECK(brown("Get 'em goin' in '61, he said 'now'.") == "Get 'em goin' in '61 , he said ' now ' .");
 }
 
+TEST_CASE("tokenize closes an open single quote at a word ending in s or in") {
+  CHECK(brown("he said 'yes'.") == "he said ' yes ' .");
+  CHECK(brown("'come in' she said") == "' come in ' she said");
+  CHECK(ud("'come in' she said") == "' come in ' she said");
+  CHECK(ud("he said 'yes'.") == "he said ' yes ' .");
+  // With no quote open the apostrophe belongs to the word, and a closed quote does not linger.
+  CHECK(brown("'yes' and the parents' goin' home") == "' yes ' and the parents' goin' home");
+  // A quote standing alone opens, then closes.
+  CHECK(brown("' come in '") == "' come in '");
+}
+
+TEST_CASE("tokenize in Brown style writes single quotes as ' on both sides, as the corpus does") {
+  // Brown Corpus ca06: the corpus has no ` token; opening and closing single quotes are both '.
+  CHECK(brown("His reference to 'discredited carcass' or 'tattered remains' of the president's "
+              "leadership is an insult.") ==
+        "His reference to ' discredited carcass ' or ' tattered remains ' of the president's "
+        "leadership is an insult .");
+}
+
 TEST_CASE("tokenize in Brown style turns double quotes into opening and closing quotes") {
   CHECK(brown("He said \"no\" twice.") == "He said `` no '' twice .");
   // The closing quote moves in front of the punctuation it follows, as the corpus writes it.
@@ -143,6 +162,15 @@ TEST_CASE("tokenize of punctuation alone makes each mark a token and keeps symbo
   CHECK(brown("\"") == "``");
   CHECK(ud("\"") == "\"");
   CHECK(brown("& ** ,") == "& ** ,");
+}
+
+TEST_CASE("tokenize writes typographic quotes, dashes and ellipses as ASCII and splits them off") {
+  CHECK(brown("“Hello,” she said—twice… ‘Don’t.’") == "`` Hello '' , she said -- twice ... ' Don't . '");
+  CHECK(ud("“Hello,” she said—twice… ‘Don’t.’") == "\" Hello , \" she said -- twice ... ' Do n't . '");
+  CHECK(brown("pages 10–12") == "pages 10 -- 12");
+  // Whitespace style leaves the text as it is.
+  CHECK(tokenize("“Hello,” don’t", TokenizerStyle::Whitespace) ==
+        std::vector<std::string>{"“Hello,”", "don’t"});
 }
 
 TEST_CASE("tokenize passes UTF-8 through as letters") {
