@@ -224,7 +224,7 @@ int run(int argc, char** argv) {
                         .out = args.str("out")};
   // One thread by default: the study measures how the work grows, and on a shared machine a
   // parallel region waits for its slowest thread, which adds noise that has nothing to do with n.
-  set_num_threads(static_cast<int>(args.integer("threads")));
+  set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));
   manual_seed(0);
   Layers layers(options.d, options.w);
   const std::vector<Model> models = make_models(layers, options.w);

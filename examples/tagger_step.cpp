@@ -158,7 +158,7 @@ int run(int argc, char** argv) {
     std::printf("%s", args.help().c_str());
     return 0;
   }
-  set_num_threads(static_cast<int>(args.integer("threads")));
+  set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));
   const std::filesystem::path out = args.str("out");
   std::filesystem::create_directories(out);
 

@@ -19,10 +19,11 @@ void apply_environment_once() {
     if (const char* env = std::getenv("QKV_NUM_THREADS")) {
       char* end = nullptr;
       const long n = std::strtol(env, &end, 10);
-      if (end != env && *end == '\0' && n >= 1 && n <= 4096)
+      if (end != env && *end == '\0' && n >= 1 && n <= kMaxThreads)
         omp_set_num_threads(static_cast<int>(n));
       else  // not an error worth stopping a program for, but never silently ignored
-        std::fprintf(stderr, "qkv: ignoring QKV_NUM_THREADS='%s' (expected an integer from 1 to 4096)\n", env);
+        std::fprintf(stderr, "qkv: ignoring QKV_NUM_THREADS='%s' (expected an integer from 1 to %d)\n", env,
+                     kMaxThreads);
     }
     return true;
   }();
@@ -33,7 +34,9 @@ void apply_environment_once() {
 
 void set_num_threads(int n) {
   apply_environment_once();
-  if (n < 1) throw ValueError("set_num_threads: expected n >= 1, got " + std::to_string(n));
+  if (n < 1 || n > kMaxThreads)
+    throw ValueError("set_num_threads: expected 1 to " + std::to_string(kMaxThreads) + " threads, got " +
+                     std::to_string(n));
   omp_set_num_threads(n);
 }
 

@@ -4,8 +4,13 @@
 
 namespace qkv {
 
-// Sets the thread count for subsequent kernels (n >= 1). The environment variable
-// QKV_NUM_THREADS sets the initial value; otherwise OpenMP's default (OMP_NUM_THREADS or the cores).
+// The most threads qkv accepts, from set_num_threads and QKV_NUM_THREADS alike. More threads than
+// the machine has cores only add waiting; tens of thousands exhaust the OpenMP runtime.
+inline constexpr int kMaxThreads = 256;
+
+// Sets the thread count for subsequent kernels: ValueError unless 1 <= n <= kMaxThreads. The
+// environment variable QKV_NUM_THREADS sets the initial value (the same range; another value is
+// ignored with a warning on stderr); otherwise OpenMP's default (OMP_NUM_THREADS or the cores).
 void set_num_threads(int n);
 int get_num_threads();
 

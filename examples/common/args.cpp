@@ -1,5 +1,6 @@
 #include "examples/common/args.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
 
@@ -61,13 +62,25 @@ std::string Args::str(const std::string& name) const {
 
 int64_t parse_integer(const std::string& name, const std::string& s) {
   char* end = nullptr;
+  errno = 0;
   const long long v = std::strtoll(s.c_str(), &end, 10);
   if (s.empty() || *end != '\0')
     throw ValueError("option --" + name + " expects an integer, got '" + s + "'");
+  if (errno == ERANGE)  // strtoll clamps; a clamped value is not what was asked for
+    throw ValueError("option --" + name + ": " + s + " is out of the range of a 64-bit integer");
   return v;
 }
 
 int64_t Args::integer(const std::string& name) const { return parse_integer(name, str(name)); }
+
+int64_t Args::integer_in(const std::string& name, int64_t lo, int64_t hi) const {
+  const int64_t v = integer(name);
+  if (v < lo || v > hi) {
+    throw ValueError("option --" + name + " expects an integer from " + std::to_string(lo) + " to " +
+                     std::to_string(hi) + ", got " + std::to_string(v));
+  }
+  return v;
+}
 
 double Args::number(const std::string& name) const { return parse_number(str(name), name); }
 

@@ -20,6 +20,8 @@ class Args {
 
   std::string str(const std::string& name) const;
   int64_t integer(const std::string& name) const;
+  // An integer in [lo, hi]; ValueError naming the option and the range otherwise.
+  int64_t integer_in(const std::string& name, int64_t lo, int64_t hi) const;
   double number(const std::string& name) const;
   bool flag(const std::string& name) const;
   bool given(const std::string& name) const;  // set on the command line, not by default

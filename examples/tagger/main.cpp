@@ -50,7 +50,9 @@ const char* const kUsage =
     "run `tagger COMMAND --help` for its options\n";
 
 void set_threads(const Args& a) {
-  if (const int64_t n = a.integer("threads"); n > 0) qkv::set_num_threads(static_cast<int>(n));
+  // 0 keeps the default (QKV_NUM_THREADS or the cores); a negative count is an error, not a default.
+  if (const int64_t n = a.integer_in("threads", 0, qkv::kMaxThreads); n > 0)
+    qkv::set_num_threads(static_cast<int>(n));
 }
 
 void announce(const TrainOptions& options) {

@@ -1,6 +1,7 @@
 // The example programs' command-line parser.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "examples/common/args.h"
@@ -42,6 +43,20 @@ TEST_CASE("args rejects unknown options and malformed values") {
   CHECK_THROWS_WITH_AS(parse({"--epochs", "three"}).integer("epochs"),
                        "option --epochs expects an integer, got 'three'", qkv::ValueError);
   CHECK_THROWS_AS(parse({"--lr"}), qkv::ValueError);
+}
+
+TEST_CASE("args refuses integers out of range rather than clamping or wrapping them") {
+  // strtoll clamps 20 nines to 2^63 - 1; that is not the number given.
+  CHECK_THROWS_WITH_AS(parse({"--epochs", "99999999999999999999"}).integer("epochs"),
+                       "option --epochs: 99999999999999999999 is out of the range of a 64-bit integer",
+                       qkv::ValueError);
+  CHECK(parse({"--epochs", "-9223372036854775808"}).integer("epochs") == INT64_MIN);
+  // A range: 2^32 + 1 must not become 1 on its way to an int.
+  CHECK(parse({"--epochs", "256"}).integer_in("epochs", 0, 256) == 256);
+  CHECK_THROWS_WITH_AS(parse({"--epochs", "4294967297"}).integer_in("epochs", 0, 256),
+                       "option --epochs expects an integer from 0 to 256, got 4294967297", qkv::ValueError);
+  CHECK_THROWS_WITH_AS(parse({"--epochs", "-1"}).integer_in("epochs", 0, 256),
+                       "option --epochs expects an integer from 0 to 256, got -1", qkv::ValueError);
 }
 
 TEST_CASE("durations format as minutes and hours") {

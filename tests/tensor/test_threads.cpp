@@ -36,8 +36,15 @@ TEST_CASE("results are bitwise identical with 1 and 2 threads") {
   check_bitwise_identical_with_1_and_2_threads(one_step);
 }
 
-TEST_CASE("set_num_threads rejects zero") {
-  CHECK_THROWS_AS(set_num_threads(0), ValueError);
+TEST_CASE("set_num_threads takes 1 to kMaxThreads and names the range otherwise") {
+  const int saved = get_num_threads();
+  CHECK_THROWS_WITH_AS(set_num_threads(0), "set_num_threads: expected 1 to 256 threads, got 0", ValueError);
+  CHECK_THROWS_AS(set_num_threads(-1), ValueError);
+  CHECK_THROWS_AS(set_num_threads(kMaxThreads + 1), ValueError);
+  CHECK_THROWS_AS(set_num_threads(100000), ValueError);  // used to crash inside the OpenMP runtime
+  set_num_threads(kMaxThreads);
+  CHECK(get_num_threads() == kMaxThreads);
+  set_num_threads(saved);
 }
 
 // A fresh process reads QKV_NUM_THREADS once, at the first use of the thread count.
@@ -51,4 +58,7 @@ TEST_CASE("QKV_NUM_THREADS sets the initial thread count and a bad value is repo
   CHECK(run_child("print threads", {}, {"QKV_NUM_THREADS=3"}).output == "3");
   const std::string fallback = run_child("print threads", {}, {"OMP_NUM_THREADS=2", "QKV_NUM_THREADS=lots"}).output;
   CHECK(fallback == "2");  // OpenMP's own default
+  // One rule for both: the environment variable takes the same range as set_num_threads.
+  CHECK(run_child("print threads", {}, {"OMP_NUM_THREADS=2", "QKV_NUM_THREADS=257"}).output == "2");
+  CHECK(run_child("print threads", {}, {"QKV_NUM_THREADS=256"}).output == "256");
 }
