@@ -127,6 +127,20 @@ void Config::validate() const {
   if (epochs < 1 || batch_size < 1) fail("epochs and batch_size must be at least 1");
   if (!(lr > 0) || !(weight_decay >= 0) || !(clip > 0))
     fail("lr and clip must be positive, weight_decay not negative");
+  if (!std::isfinite(lr) || !std::isfinite(weight_decay) || !std::isfinite(clip))
+    fail("lr, weight_decay and clip must be finite");
+  // Far above any model this tagger trains, and low enough that no product of sizes overflows.
+  auto at_most = [&](const char* name, int64_t value, int64_t limit) {
+    if (value > limit) fail(std::string(name) + " must be at most " + std::to_string(limit) + ", not " + std::to_string(value));
+  };
+  at_most("d_model", d_model, 8192);
+  at_most("ffn_width", ffn_width, 65536);
+  at_most("layers", layers, 64);
+  at_most("char_dim", char_dim, 1024);
+  at_most("epochs", epochs, 100000);
+  at_most("batch_size", batch_size, 65536);
+  at_most("warmup_steps", warmup_steps, 1'000'000'000);
+  at_most("corpus sizes (sentences)", std::max({train_sentences, dev_sentences, test_sentences}), 10'000'000);
   if (warmup_steps < 0 || min_freq < 1) fail("warmup_steps must be >= 0 and min_freq >= 1");
   if (train_sentences < 1 || dev_sentences < 1 || test_sentences < 1) fail("corpus sizes must be at least 1");
   one_of("corpus", corpus, {"builtin", "brown"});

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <optional>
 
 #include "autograd/debug/profiler.h"
@@ -11,6 +12,7 @@
 #include "examples/common/progress.h"
 #include "examples/tagger/figures.h"
 #include "io/checkpoint.h"
+#include "io/json.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"
 #include "optim/clip.h"
@@ -326,13 +328,23 @@ void check_all_lengths(const Data& data) {
 }  // namespace
 
 TrainResult train(Config config, const Data& data, const TrainOptions& options) {
-  // Everything that can be refused is checked before the run directory is touched.
+  // Everything that can be refused is refused before the run directory is touched: the config, the
+  // data, the config as JSON (a file name that is not UTF-8 cannot be written), and the model,
+  // which the trainer builds.
   config.validate();
   check_all_lengths(data);
-  Vocabs vocabs = build_vocabs(data, config);
+  config.to_json();
+  const Vocabs vocabs = build_vocabs(data, config);
+  std::optional<Trainer> trainer;
+  try {
+    trainer.emplace(config, vocabs, data, options);
+  } catch (const std::bad_alloc&) {
+    throw qkv::ValueError("tagger: a model of d_model " + std::to_string(config.d_model) + ", ffn_width " +
+                          std::to_string(config.ffn_width) + " and " + std::to_string(config.layers) +
+                          " layers does not fit in memory");
+  }
   start_run_directory(options.run_dir, config, vocabs);
-  Trainer trainer(std::move(config), std::move(vocabs), data, options);
-  return trainer.run();
+  return trainer->run();
 }
 
 TrainResult resume(SavedRun saved, const Data& data, const TrainOptions& options) {

@@ -559,3 +559,21 @@ TEST_CASE("tagger word dropout reads rare training words as <unk> often, frequen
   CHECK(rare < 570);
   CHECK(frequent < 8);  // chance 1/1000
 }
+
+TEST_CASE("tagger train refuses a bad config before it touches an existing run") {
+  qkv::testing::ScratchDir dir;
+  const Config c = small_config();
+  const Data data = load_data(c);
+  train(c, data, quiet(dir.path()));
+  const std::string best = qkv::testing::read_file(dir.path() / "best.safetensors");
+  const std::string metrics = qkv::testing::read_file(dir.path() / "metrics.csv");
+  Config infinite = c, huge = c, not_utf8 = c;
+  infinite.lr = INFINITY;
+  huge.d_model = 1'000'000'000;
+  not_utf8.train_file = "/tmp/\xff.conllu";  // cannot be written to config.json
+  for (const Config* bad : {&infinite, &huge, &not_utf8}) {
+    CHECK_THROWS_AS(train(*bad, data, quiet(dir.path())), qkv::ValueError);
+    CHECK(qkv::testing::read_file(dir.path() / "best.safetensors") == best);
+    CHECK(qkv::testing::read_file(dir.path() / "metrics.csv") == metrics);
+  }
+}
