@@ -62,7 +62,10 @@ std::vector<Batch> make_batches(const std::vector<std::vector<int64_t>>& inputs,
   if (options.shuffle) shuffle(order, rng);
 
   const int64_t n = static_cast<int64_t>(order.size());
-  const int64_t pool_size = options.batch_size * options.pool_batches;
+  // batch_size · pool_batches sentences per pool, or one pool of all n when that is more (computed
+  // so that it cannot overflow: a huge batch_size once made the product negative and the loop endless).
+  const int64_t pool_size = options.batch_size > n / options.pool_batches ? std::max<int64_t>(n, 1)
+                                                                          : options.batch_size * options.pool_batches;
   std::vector<Batch> batches;
   for (int64_t pool_begin = 0; pool_begin < n; pool_begin += pool_size) {
     const auto first = order.begin() + pool_begin;

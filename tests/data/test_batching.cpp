@@ -1,6 +1,8 @@
 // make_batches: padding, lengths, grouping by length, determinism.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+
 #include <algorithm>
 #include <numeric>
 
@@ -130,4 +132,15 @@ TEST_CASE("make_batches rejects empty sentences and mismatched targets") {
                        "make_batches: batch_size and pool_batches must be at least 1, got 0 and 50",
                        qkv::ValueError);
   CHECK(make_batches({}, {}, {}).empty());
+}
+
+TEST_CASE("make_batches takes a batch size as large as int64 allows: one batch of everything") {
+  // batch_size · pool_batches overflowed int64 and the pool loop never ended.
+  const Data d = make_data({2, 3, 1, 4});
+  for (const int64_t size : {int64_t{5}, INT64_MAX / 2, INT64_MAX}) {
+    const auto batches = make_batches(d.inputs, d.targets, {.batch_size = size, .pool_batches = 50});
+    REQUIRE(batches.size() == 1);
+    CHECK(batches[0].batch_size == 4);
+    CHECK(batches[0].max_len == 4);
+  }
 }
