@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <unordered_map>
 #include <sstream>
+#include <unordered_map>
 
 #include "data/conll.h"
 #include "examples/tagger/brown.h"
@@ -186,16 +186,14 @@ ModelInput make_input(const Vocabs& vocabs, const std::vector<const std::vector<
   return input;
 }
 
-BatchTensors to_tensors(const qkv::data::Batch& b, const Vocabs& vocabs, const std::vector<TaggedSentence>& sentences,
-                        bool chars) {
+BatchTensors to_tensors(const qkv::data::Batch& b, const std::vector<TaggedSentence>& sentences, bool chars) {
   BatchTensors t;
-  if (!chars) {
-    t.input.ids = IndexTensor(b.inputs, {b.batch_size, b.max_len});
-    t.input.valid_lens = IndexTensor(b.valid_lens);
-  } else {
+  t.input.ids = IndexTensor(b.inputs, {b.batch_size, b.max_len});  // already through the vocabulary
+  t.input.valid_lens = IndexTensor(b.valid_lens);
+  if (chars) {
     std::vector<const std::vector<std::string>*> words;
     for (int64_t i : b.indices) words.push_back(&sentences[static_cast<size_t>(i)].words);
-    t.input = make_input(vocabs, words, true);
+    add_chars(t.input, words);
   }
   if (!b.targets.empty()) t.targets = IndexTensor(b.targets, {b.batch_size, b.max_len});
   for (int64_t n : b.valid_lens) t.tokens += n;

@@ -72,7 +72,7 @@ struct BatchTensors {
   int64_t tokens = 0;  // real tokens
 };
 // `sentences` is the split the batch was cut from (its indices point there).
-BatchTensors to_tensors(const qkv::data::Batch& batch, const Vocabs& vocabs,
-                        const std::vector<TaggedSentence>& sentences, bool chars);
+BatchTensors to_tensors(const qkv::data::Batch& batch, const std::vector<TaggedSentence>& sentences,
+                        bool chars);
 
 }  // namespace tagger

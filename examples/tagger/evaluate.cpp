@@ -50,7 +50,7 @@ Evaluation evaluate(TaggerModel& model, const Vocabs& vocabs, const TagLexicon& 
   const auto batches = qkv::data::make_batches(
       enc.words, enc.tags, {.batch_size = batch_size, .shuffle = false, .pad_id = vocabs.words.pad_id()});
   for (const qkv::data::Batch& b : batches) {
-    const BatchTensors t = to_tensors(b, vocabs, sentences, model.reads_chars());
+    const BatchTensors t = to_tensors(b, sentences, model.reads_chars());
     const Tensor logits = model.forward(t.input);
     loss_sum +=
         qkv::nn::functional::sequence_cross_entropy(logits, t.targets, t.input.valid_lens).item() * t.tokens;
@@ -94,7 +94,7 @@ std::vector<std::vector<std::string>> predict(Run& run,
   const auto batches = qkv::data::make_batches(
       ids, {}, {.batch_size = 64, .shuffle = false, .pad_id = run.vocabs.words.pad_id()});
   for (const qkv::data::Batch& b : batches) {
-    const BatchTensors t = to_tensors(b, run.vocabs, words, run.model->reads_chars());
+    const BatchTensors t = to_tensors(b, words, run.model->reads_chars());
     const IndexTensor pred = run.model->forward(t.input).argmax(-1);
     for (int64_t i = 0; i < b.batch_size; ++i) {
       for (int64_t j = 0; j < b.valid_lens[i]; ++j)

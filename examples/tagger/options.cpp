@@ -100,8 +100,10 @@ std::string real_text_note() {
 
 Config config_from(const qkv::examples::Args& a) {
   // The data first: it decides which defaults the other options start from.
-  const bool real_text = (a.given("corpus") && a.str("corpus") != "builtin") || a.given("train");
-  Config c = real_text ? real_text_defaults() : Config{};
+  Config data;
+  take(a, "corpus", data.corpus);
+  take(a, "train", data.train_file);
+  Config c = reads_real_text(data) ? real_text_defaults() : Config{};
   take(a, "model", c.model);
   take(a, "positions", c.positions);
   take(a, "window", c.window);

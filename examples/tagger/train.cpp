@@ -172,7 +172,7 @@ EpochTotals Trainer::train_steps(const std::vector<qkv::data::Batch>& batches,
                                  qkv::examples::Progress* progress, std::vector<double>& step_losses) {
   EpochTotals totals;
   for (size_t i = 0; i < batches.size(); ++i) {
-    const BatchTensors b = to_tensors(batches[i], vocabs_, data_.train, model_->reads_chars());
+    const BatchTensors b = to_tensors(batches[i], data_.train, model_->reads_chars());
     const Tensor logits = model_->forward(b.input);
     const Tensor loss = qkv::nn::functional::sequence_cross_entropy(logits, b.targets, b.input.valid_lens);
     optimizer_.zero_grad();
