@@ -65,13 +65,18 @@ int clamp_start(int start, int length, int lo, int hi) {
   return std::max(lo, std::min(start, hi - length));
 }
 
-// The canvas of a figure, with an error naming the figure if its layout outgrew the largest image.
-Image figure_canvas(const std::string& figure, int width, int height) {
+// An error naming the figure if its layout outgrew the largest image.
+void check_canvas(const std::string& figure, int width, int height) {
   if (width > Image::kMaxSide || height > Image::kMaxSide) {
     throw ValueError(figure + ": the figure would be " + std::to_string(width) + "x" +
                      std::to_string(height) + " pixels, more than " +
                      std::to_string(Image::kMaxSide) + " on a side");
   }
+}
+
+// The canvas of a figure.
+Image figure_canvas(const std::string& figure, int width, int height) {
+  check_canvas(figure, width, height);
   return Image(width, height);
 }
 
@@ -810,6 +815,13 @@ void draw_line_plot_labels(Image& image, const LinePlotSpec& spec, const LinePlo
 }
 
 }  // namespace
+
+ImageSize heatmap_size(const HeatmapSpec& spec) {
+  check_heatmap(spec);
+  const HeatmapLayout layout = layout_heatmap(spec);
+  check_canvas("draw_heatmap", layout.width, layout.height);
+  return {layout.width, layout.height};
+}
 
 Image draw_heatmap(const HeatmapSpec& spec) {
   check_heatmap(spec);

@@ -45,6 +45,13 @@ struct HeatmapSpec {
 // non-finite values, an empty value range or an option out of its bounds.
 Image draw_heatmap(const HeatmapSpec& spec);
 
+// The size draw_heatmap(spec) would give, and every error it would throw, without drawing: a
+// program can check a figure before the long work that fills in its values (give it zeros).
+struct ImageSize {
+  int width = 0, height = 0;
+};
+ImageSize heatmap_size(const HeatmapSpec& spec);
+
 // One line of a line plot: the points (x[i], y[i]) joined in order.
 struct Series {
   std::string name;  // legend entry; unnamed series stay out of the legend
@@ -61,8 +68,8 @@ struct LinePlotSpec {
   bool log_x = false, log_y = false;          // a log axis needs positive values and range
   std::optional<AxisRange> x_range, y_range;  // unset: the data's range plus a small margin
   bool markers = false;                       // also draw a dot at every point
-  int width = 640, height = 400;  // the whole figure, in pixels; grown if the legend needs room
-  int font_scale = 1;             // integer scale of all text and lines, 1..4
+  int width = 640, height = 400;              // the whole figure, in pixels; grown if the legend needs room
+  int font_scale = 1;                         // integer scale of all text and lines, 1..4
 };
 
 // Draws the axes with "nice" ticks (1, 2 or 5 times a power of ten; decades on log axes), grid

@@ -34,11 +34,12 @@ int child_main(const std::string& name, const std::vector<std::string>& args) {
   return it->second(args);
 }
 
-ChildResult run_child(const std::string& name, const std::vector<std::string>& args,
-                      const std::vector<std::string>& env) {
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::vector<std::string> argv_s = {self, "--child", name};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
+namespace {
+
+// Runs argv with `env` ("KEY=value") added to the current environment, its stdout (and its stderr
+// too when `merge_stderr`) going to a file: a pipe would need a reader while we wait.
+ChildResult spawn_and_wait(std::vector<std::string> argv_s, const std::vector<std::string>& env,
+                           bool merge_stderr) {
   std::vector<char*> argv;
   for (std::string& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -54,15 +55,15 @@ ChildResult run_child(const std::string& name, const std::vector<std::string>& a
   for (std::string& s : env_s) envp.push_back(s.data());
   envp.push_back(nullptr);
 
-  // The child's stdout goes to a file: a pipe would need a reader while we wait.
   char out_path[] = "/tmp/qkv-child-XXXXXX";
   const int fd = ::mkstemp(out_path);
   if (fd < 0) throw std::runtime_error("run_child: mkstemp failed");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
+  if (merge_stderr) posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
   pid_t pid;
-  const int rc = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, argv_s[0].c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(fd);
   ChildResult result;
@@ -74,8 +75,24 @@ ChildResult run_child(const std::string& name, const std::vector<std::string>& a
   std::ifstream in(out_path);
   result.output.assign(std::istreambuf_iterator<char>(in), {});
   std::filesystem::remove(out_path);
-  if (rc != 0) throw std::runtime_error("run_child: posix_spawn failed");
+  if (rc != 0) throw std::runtime_error("run_child: cannot start " + argv_s[0]);
   return result;
+}
+
+}  // namespace
+
+ChildResult run_child(const std::string& name, const std::vector<std::string>& args,
+                      const std::vector<std::string>& env) {
+  std::vector<std::string> argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--child", name};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return spawn_and_wait(argv, env, false);
+}
+
+ChildResult run_program(const std::string& program, const std::vector<std::string>& args,
+                        const std::vector<std::string>& env) {
+  std::vector<std::string> argv = {program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return spawn_and_wait(argv, env, true);
 }
 
 }  // namespace qkv::testing

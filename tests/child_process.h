@@ -25,6 +25,16 @@ struct ChildResult {
 ChildResult run_child(const std::string& name, const std::vector<std::string>& args,
                       const std::vector<std::string>& env = {});
 
+// Runs one of the built programs, as a user would from a shell, and returns its exit code and
+// what it wrote to stdout and stderr, interleaved. kTagger and kSeq2seq are their paths:
+//   const ChildResult r = run_program(kTagger, {"train", "--lr", "inf"});
+ChildResult run_program(const std::string& program, const std::vector<std::string>& args,
+                        const std::vector<std::string>& env = {});
+#ifdef QKV_TAGGER_PROGRAM
+inline const std::string kTagger = QKV_TAGGER_PROGRAM;
+inline const std::string kSeq2seq = QKV_SEQ2SEQ_PROGRAM;
+#endif
+
 // Runs the registered child `name`; called by main for `--child`. Returns its exit code (2 for an
 // unknown name).
 int child_main(const std::string& name, const std::vector<std::string>& args);

@@ -26,8 +26,9 @@ Image side_by_side(const Image& a, const Image& b) {
   return out;
 }
 
-qkv::plot::LinePlotSpec curve(const std::vector<EpochMetrics>& history, const std::string& title, const std::string& y_label,
-                            double EpochMetrics::*train, double EpochMetrics::*dev) {
+qkv::plot::LinePlotSpec curve(const std::vector<EpochMetrics>& history, const std::string& title,
+                              const std::string& y_label, double EpochMetrics::*train,
+                              double EpochMetrics::*dev) {
   qkv::plot::Series tr{"train", {}, {}}, dv{"dev", {}, {}};
   for (const EpochMetrics& m : history) {
     tr.x.push_back(static_cast<double>(m.epoch));
@@ -46,11 +47,69 @@ qkv::plot::LinePlotSpec curve(const std::vector<EpochMetrics>& history, const st
   return spec;
 }
 
+// The attention heatmap of `words`, its values zero.
+qkv::plot::HeatmapSpec attention_spec(const std::vector<std::string>& words, const std::string& title) {
+  qkv::plot::HeatmapSpec spec;
+  spec.rows = spec.cols = static_cast<int>(words.size());
+  spec.values.assign(words.size() * words.size(), 0.0f);
+  spec.row_labels = spec.col_labels = words;
+  spec.title = title;
+  spec.x_label = "key (attended token)";
+  spec.y_label = "query token";
+  spec.value_min = 0.0f;
+  spec.value_max = 1.0f;
+  return spec;
+}
+
+// The confusion matrix of `tags`, its counts zero.
+qkv::plot::HeatmapSpec confusion_spec(const qkv::data::Vocab& tags) {
+  const int C = static_cast<int>(tags.size());
+  qkv::plot::HeatmapSpec spec;
+  spec.rows = spec.cols = C;
+  spec.values.assign(static_cast<size_t>(C) * static_cast<size_t>(C), 0.0f);
+  spec.row_labels = spec.col_labels = tags.tokens();
+  spec.title = "Confusion matrix on test (counts)";
+  spec.x_label = "predicted tag";
+  spec.y_label = "gold tag";
+  spec.colormap = qkv::plot::Colormap::Blues;
+  spec.annotate = true;
+  spec.annotate_decimals = 0;
+  spec.value_min = 0.0f;
+  return spec;
+}
+
+// The example sentence must have words, and no more than the tagger reads.
+void check_example(const std::vector<std::string>& words) {
+  if (words.empty()) throw qkv::ValueError("--example: the sentence whose attention is drawn is empty");
+  if (words.size() > static_cast<size_t>(kMaxSentenceLength)) {
+    throw qkv::ValueError("--example: the sentence has " + std::to_string(words.size()) +
+                          " words; the tagger takes at most " + std::to_string(kMaxSentenceLength));
+  }
+}
+
 }  // namespace
+
+void check_figures(const Config& config, const Vocabs& vocabs, const std::string& example) {
+  const std::vector<std::string> words = split_words(example);
+  check_example(words);
+  try {
+    if (config.model == "transformer")
+      qkv::plot::heatmap_size(attention_spec(words, "Attention, layer 1 head 1"));
+  } catch (const qkv::Error& e) {
+    throw qkv::ValueError(std::string("--example: its attention figure cannot be drawn: ") + e.what());
+  }
+  try {
+    qkv::plot::heatmap_size(confusion_spec(vocabs.tags));
+  } catch (const qkv::Error& e) {
+    throw qkv::ValueError("the confusion matrix of " + std::to_string(vocabs.tags.size()) +
+                          " tags cannot be drawn (" + e.what() + "); train with --no-figures");
+  }
+}
 
 std::string draw_curves(const std::vector<EpochMetrics>& history, const std::string& dir) {
   if (history.empty()) throw qkv::ValueError("draw_curves: no epochs to draw");
-  auto loss = curve(history, "Loss (cross-entropy per token)", "loss", &EpochMetrics::train_loss, &EpochMetrics::dev_loss);
+  auto loss = curve(history, "Loss (cross-entropy per token)", "loss", &EpochMetrics::train_loss,
+                    &EpochMetrics::dev_loss);
   loss.log_y = true;
   auto acc = curve(history, "Token accuracy", "accuracy", &EpochMetrics::train_acc, &EpochMetrics::dev_acc);
   const std::string path = (fs::path(dir) / "loss_accuracy.png").string();
@@ -58,9 +117,9 @@ std::string draw_curves(const std::vector<EpochMetrics>& history, const std::str
   return path;
 }
 
-std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs, const std::vector<std::string>& words,
-                                        const std::string& dir) {
-  if (words.empty()) throw qkv::ValueError("draw_attention: an empty sentence");
+std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs,
+                                        const std::vector<std::string>& words, const std::string& dir) {
+  check_example(words);
   const bool was_training = model.is_training();
   model.eval();
   {
@@ -73,17 +132,11 @@ std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs
   for (size_t l = 0; l < layers.size(); ++l) {
     const Tensor& w = layers[l];  // (1, H, T, T)
     for (int64_t h = 0; h < w.size(1); ++h) {
-      qkv::plot::HeatmapSpec spec;
-      spec.rows = spec.cols = static_cast<int>(words.size());
+      const std::string name = "layer" + std::to_string(l + 1) + "_head" + std::to_string(h + 1);
+      qkv::plot::HeatmapSpec spec = attention_spec(
+          words, "Attention, layer " + std::to_string(l + 1) + " head " + std::to_string(h + 1));
       spec.values = w.select(0, 0).select(0, h).contiguous().to_vector();
-      spec.row_labels = spec.col_labels = words;
-      spec.title = "Attention, layer " + std::to_string(l + 1) + " head " + std::to_string(h + 1);
-      spec.x_label = "key (attended token)";
-      spec.y_label = "query token";
-      spec.value_min = 0.0f;
-      spec.value_max = 1.0f;
-      const std::string path =
-          (fs::path(dir) / ("attention_layer" + std::to_string(l + 1) + "_head" + std::to_string(h + 1) + ".png")).string();
+      const std::string path = (fs::path(dir) / ("attention_" + name + ".png")).string();
       qkv::plot::draw_heatmap(spec).write_png(path);
       paths.push_back(path);
     }
@@ -110,20 +163,11 @@ std::string draw_positional_encoding(const Tensor& P, int64_t positions, const s
 
 std::string draw_confusion(const std::vector<std::vector<int64_t>>& confusion, const qkv::data::Vocab& tags,
                            const std::string& dir) {
-  const int C = static_cast<int>(tags.size());
-  qkv::plot::HeatmapSpec spec;
-  spec.rows = spec.cols = C;
+  qkv::plot::HeatmapSpec spec = confusion_spec(tags);
+  spec.values.clear();
   for (const auto& row : confusion) {
     for (int64_t v : row) spec.values.push_back(static_cast<float>(v));
   }
-  spec.row_labels = spec.col_labels = tags.tokens();
-  spec.title = "Confusion matrix on test (counts)";
-  spec.x_label = "predicted tag";
-  spec.y_label = "gold tag";
-  spec.colormap = qkv::plot::Colormap::Blues;
-  spec.annotate = true;
-  spec.annotate_decimals = 0;
-  spec.value_min = 0.0f;
   const std::string path = (fs::path(dir) / "confusion.png").string();
   qkv::plot::draw_heatmap(spec).write_png(path);
   return path;

@@ -329,12 +329,13 @@ void check_all_lengths(const Data& data) {
 
 TrainResult train(Config config, const Data& data, const TrainOptions& options) {
   // Everything that can be refused is refused before the run directory is touched: the config, the
-  // data, the config as JSON (a file name that is not UTF-8 cannot be written), and the model,
-  // which the trainer builds.
+  // data, the config as JSON (a file name that is not UTF-8 cannot be written), what the figures
+  // need, and the model, which the trainer builds.
   config.validate();
   check_all_lengths(data);
   config.to_json();
   const Vocabs vocabs = build_vocabs(data, config);
+  if (options.figures) check_figures(config, vocabs, options.example);
   std::optional<Trainer> trainer;
   try {
     trainer.emplace(config, vocabs, data, options);
@@ -349,6 +350,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
 
 TrainResult resume(SavedRun saved, const Data& data, const TrainOptions& options) {
   check_all_lengths(data);
+  if (options.figures) check_figures(saved.config, saved.vocabs, options.example);
   Trainer trainer(saved.config, saved.vocabs, data, options);
   trainer.restore(saved);
   return trainer.run();

@@ -207,8 +207,7 @@ TEST_CASE("heatmap png has a valid header with the image size") {
   spec.y_label = "query";
   const Image image = qkv::plot::draw_heatmap(spec);
   image.write_png(dir.file("heatmap.png"));
-  const auto header =
-      qkv::testing::read_png_header(qkv::testing::read_bytes(dir.file("heatmap.png")));
+  const auto header = qkv::testing::read_png_header(qkv::testing::read_bytes(dir.file("heatmap.png")));
   REQUIRE(header.valid);
   CHECK(header.width == static_cast<std::uint32_t>(image.width()));
   CHECK(header.height == static_cast<std::uint32_t>(image.height()));
@@ -319,8 +318,7 @@ TEST_CASE("line plot draws each series in its palette colour") {
   for (int i = 0; i < 2; ++i) {
     int count = 0;
     for (int y = 0; y < image.height(); ++y) {
-      for (int x = 0; x < image.width(); ++x)
-        count += image.pixel(x, y) == qkv::plot::series_color(i);
+      for (int x = 0; x < image.width(); ++x) count += image.pixel(x, y) == qkv::plot::series_color(i);
     }
     // A 2-pixel-wide diagonal across a plot some 300 pixels tall has hundreds of fully covered
     // pixels; the legend sample alone has about 24.
@@ -330,15 +328,13 @@ TEST_CASE("line plot draws each series in its palette colour") {
 
 TEST_CASE("line plot on log axes and with one point draws without error") {
   LinePlotSpec spec;
-  spec.series = {{"quadratic", {16, 64, 256, 1024}, {0.01, 0.16, 2.56, 40.96}},
-                 {"one point", {100}, {1}}};
+  spec.series = {{"quadratic", {16, 64, 256, 1024}, {0.01, 0.16, 2.56, 40.96}}, {"one point", {100}, {1}}};
   spec.log_x = spec.log_y = true;
   spec.markers = true;
   const qkv::testing::TempDir dir("line_plot_png");
   const Image image = qkv::plot::draw_line_plot(spec);
   image.write_png(dir.file("scaling.png"));
-  const auto header =
-      qkv::testing::read_png_header(qkv::testing::read_bytes(dir.file("scaling.png")));
+  const auto header = qkv::testing::read_png_header(qkv::testing::read_bytes(dir.file("scaling.png")));
   REQUIRE(header.valid);
   CHECK(header.width == static_cast<std::uint32_t>(image.width()));
   CHECK(header.height == static_cast<std::uint32_t>(image.height()));
@@ -435,12 +431,26 @@ TEST_CASE("figures too large for an image are a ValueError naming the figure") {
   HeatmapSpec spec = counting_heatmap(1, 100, 256);  // 25600 pixels of cells
   CHECK(error_of<qkv::ValueError>([&] { qkv::plot::draw_heatmap(spec); }).find("draw_heatmap") !=
         std::string::npos);
-  CHECK_THROWS_AS(qkv::plot::draw_heatmap(counting_heatmap(1, Image::kMaxSide + 1, 0)),
-                  qkv::ValueError);
+  CHECK_THROWS_AS(qkv::plot::draw_heatmap(counting_heatmap(1, Image::kMaxSide + 1, 0)), qkv::ValueError);
   LinePlotSpec plot;
   plot.series = {{"", {0, 1}, {0, 1}}};
   plot.width = Image::kMaxSide + 1;
   CHECK_THROWS_AS(qkv::plot::draw_line_plot(plot), qkv::ValueError);
+}
+
+TEST_CASE("heatmap_size gives draw_heatmap's size and its errors without drawing") {
+  HeatmapSpec spec = counting_heatmap(3, 5, 20);
+  spec.row_labels = {"a", "bb", "ccc"};
+  spec.title = "title";
+  const Image image = qkv::plot::draw_heatmap(spec);
+  const qkv::plot::ImageSize size = qkv::plot::heatmap_size(spec);
+  CHECK(size.width == image.width());
+  CHECK(size.height == image.height());
+  const HeatmapSpec too_large = counting_heatmap(1, 100, 256);
+  CHECK(error_of<qkv::ValueError>([&] { qkv::plot::heatmap_size(too_large); }) ==
+        error_of<qkv::ValueError>([&] { qkv::plot::draw_heatmap(too_large); }));
+  spec.values.pop_back();
+  CHECK_THROWS_AS(qkv::plot::heatmap_size(spec), qkv::ShapeError);
 }
 
 TEST_CASE("heatmap annotations never show a negative zero") {
