@@ -293,7 +293,9 @@ int main(int argc, char** argv) {
     }
     return run(args);
   } catch (const std::exception& e) {
-    std::cerr << "tagger: " << e.what() << "\n";
+    // The tagger's own messages start with "tagger"; the library's with the function's name.
+    const std::string what = e.what();
+    std::cerr << (what.starts_with("tagger") ? "" : "tagger: ") << what << "\n";
     return 1;
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "nn/ffn.h"
 #include "nn/functional/basic.h"
@@ -99,55 +100,86 @@ Config Config::from_json(const Json& json) {
   return c;
 }
 
+namespace {
+
+// "d_model (--d-model)": a config key and the option that sets it, for messages about either.
+std::string key_and_option(const std::string& key) {
+  if (key == "dev_sentences" || key == "test_sentences") return key;  // config.json only
+  std::string option = key == "warmup_steps" ? "warmup" : key == "train_sentences" ? "sentences" : key;
+  std::replace(option.begin(), option.end(), '_', '-');
+  return key + " (--" + option + ")";
+}
+
+[[noreturn]] void refuse(const std::string& what) { throw qkv::ValueError("tagger config: " + what); }
+
+// An integer in [lo, hi]. The upper limits are far above any model this tagger trains, and low
+// enough that no product of sizes overflows.
+void check_range(const std::string& key, int64_t value, int64_t lo, int64_t hi) {
+  if (value < lo || value > hi) {
+    refuse(key_and_option(key) + " is " + std::to_string(value) + "; expected " + std::to_string(lo) +
+           " to " + std::to_string(hi));
+  }
+}
+
+// A number for which `ok` holds (false for NaN, by how the callers compare), else `expected`.
+void check_number(const std::string& key, double value, bool ok, const std::string& expected) {
+  if (ok) return;
+  std::ostringstream shown;
+  shown << value;
+  refuse(key_and_option(key) + " is " + shown.str() + "; expected " + expected);
+}
+
+void check_one_of(const std::string& key, const std::string& value, const std::vector<std::string>& names,
+                  const std::string& hint = "") {
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  if (std::find(names.begin(), names.end(), value) == names.end())
+    refuse(key_and_option(key) + " is '" + value + "'; expected one of " + list + hint);
+}
+
+}  // namespace
+
 void Config::validate() const {
-  auto fail = [](const std::string& what) { throw qkv::ValueError("tagger config: " + what); };
-  if (model != "transformer" && model != "gru") fail("model must be transformer or gru, not " + model);
-  auto one_of = [&](const char* what, const std::string& value, const std::vector<std::string>& names,
-                    const std::string& hint = "") {
-    std::string list;
-    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-    if (std::find(names.begin(), names.end(), value) == names.end())
-      fail(std::string(what) + " must be one of " + list + ", not '" + value + "'" + hint);
-  };
-  one_of("positions", positions, qkv::nn::position_scheme_names());
-  one_of("norm", norm, {"post", "pre"});
-  one_of("ffn", ffn, qkv::nn::feed_forward_names(), " (its hidden width is ffn_width, --ffn-width)");
-  if (d_model < 2 || d_model % 2 != 0) fail("d_model must be even and at least 2");
-  if (heads < 1 || d_model % heads != 0) fail("d_model must be divisible by heads");
-  if (ffn_width < 1 || layers < 1) fail("ffn_width and layers must be at least 1");
-  if (window < -1 || window >= kMaxSentenceLength)
-    fail("window must be -1 (everywhere) or in [0, " + std::to_string(kMaxSentenceLength) + ")");
-  if (positions == "rotary" && heads >= 1 && (d_model / heads) % 2 != 0)
-    fail("rotary positions rotate pairs of features: d_model / heads must be even");
-  if (!(dropout >= 0 && dropout < 1)) fail("dropout must be in [0, 1)");
-  if (!(word_dropout >= 0 && word_dropout <= 1e6)) fail("word_dropout must be in [0, 1e6]");
-  if (char_filters < 0 || char_filters >= d_model || char_dim < 1)
-    fail("char_filters must be in [0, d_model) (0: no characters) and char_dim at least 1");
-  if (char_kernel < 1 || char_kernel > 15 || char_kernel % 2 == 0) fail("char_kernel must be odd, 1 to 15");
-  if (epochs < 1 || batch_size < 1) fail("epochs and batch_size must be at least 1");
-  if (!(lr > 0) || !(weight_decay >= 0) || !(clip > 0))
-    fail("lr and clip must be positive, weight_decay not negative");
-  if (!std::isfinite(lr) || !std::isfinite(weight_decay) || !std::isfinite(clip))
-    fail("lr, weight_decay and clip must be finite");
-  // Far above any model this tagger trains, and low enough that no product of sizes overflows.
-  auto at_most = [&](const char* name, int64_t value, int64_t limit) {
-    if (value > limit) fail(std::string(name) + " must be at most " + std::to_string(limit) + ", not " + std::to_string(value));
-  };
-  at_most("d_model", d_model, 8192);
-  at_most("ffn_width", ffn_width, 65536);
-  at_most("layers", layers, 64);
-  at_most("char_dim", char_dim, 1024);
-  at_most("epochs", epochs, 100000);
-  at_most("batch_size", batch_size, 65536);
-  at_most("warmup_steps", warmup_steps, 1'000'000'000);
-  at_most("corpus sizes (sentences)", std::max({train_sentences, dev_sentences, test_sentences}), 10'000'000);
-  if (warmup_steps < 0 || min_freq < 1) fail("warmup_steps must be >= 0 and min_freq >= 1");
-  if (train_sentences < 1 || dev_sentences < 1 || test_sentences < 1) fail("corpus sizes must be at least 1");
-  one_of("corpus", corpus, {"builtin", "brown"});
+  check_one_of("model", model, {"transformer", "gru"});
+  check_one_of("positions", positions, qkv::nn::position_scheme_names());
+  check_one_of("norm", norm, {"post", "pre"});
+  check_one_of("ffn", ffn, qkv::nn::feed_forward_names(), " (its hidden width is ffn_width, --ffn-width)");
+  check_range("d_model", d_model, 2, 8192);
+  if (d_model % 2 != 0)
+    refuse(key_and_option("d_model") + " is " + std::to_string(d_model) + "; expected an even number");
+  check_range("heads", heads, 1, d_model);
+  if (d_model % heads != 0)
+    refuse("d_model " + std::to_string(d_model) + " is not divisible by heads (--heads) " +
+           std::to_string(heads));
+  if (positions == "rotary" && (d_model / heads) % 2 != 0)
+    refuse("rotary positions rotate pairs of features: d_model / heads must be even");
+  check_range("ffn_width", ffn_width, 1, 65536);
+  check_range("layers", layers, 1, 64);
+  check_range("window", window, -1, kMaxSentenceLength - 1);  // -1: everywhere
+  check_number("dropout", dropout, dropout >= 0 && dropout < 1, "a number from 0 up to, not including, 1");
+  check_number("word_dropout", word_dropout, word_dropout >= 0 && word_dropout <= 1e6,
+               "a number from 0 to 1e6");
+  check_range("char_filters", char_filters, 0, d_model - 1);  // 0: no characters
+  check_range("char_dim", char_dim, 1, 1024);
+  check_range("char_kernel", char_kernel, 1, 15);
+  if (char_kernel % 2 == 0)
+    refuse(key_and_option("char_kernel") + " is " + std::to_string(char_kernel) + "; expected an odd number");
+  check_range("epochs", epochs, 1, 100000);
+  check_range("batch_size", batch_size, 1, 65536);
+  check_number("lr", lr, lr > 0 && std::isfinite(lr), "a finite number above 0");
+  check_number("weight_decay", weight_decay, weight_decay >= 0 && std::isfinite(weight_decay),
+               "a finite number, 0 or above");
+  check_number("clip", clip, clip > 0 && std::isfinite(clip), "a finite number above 0");
+  check_range("warmup_steps", warmup_steps, 0, 1'000'000'000);
+  check_range("min_freq", min_freq, 1, 1'000'000'000);
+  check_range("train_sentences", train_sentences, 1, 10'000'000);
+  check_range("dev_sentences", dev_sentences, 1, 10'000'000);
+  check_range("test_sentences", test_sentences, 1, 10'000'000);
+  check_one_of("corpus", corpus, {"builtin", "brown"});
   if (corpus == "brown" && !(train_file.empty() && dev_file.empty() && test_file.empty()))
-    fail("corpus brown and data files (--train, --dev, --test) exclude each other: give one or the other");
+    refuse("corpus brown and data files (--train, --dev, --test) exclude each other: give one or the other");
   if (corpus == "brown" && corpus_cache.empty())
-    fail("corpus brown needs corpus_cache, the directory it is in");
+    refuse("corpus brown needs corpus_cache, the directory it is in");
 }
 
 Config real_text_defaults() {

@@ -444,7 +444,7 @@ TEST_CASE("tagger refuses a checkpoint made with another position scheme naming 
                        qkv::ValueError);
   Config bad = small_config();
   bad.positions = "fourier";
-  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("positions must be one of alibi, clipped"),
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("positions (--positions) is 'fourier'; expected one of alibi, clipped"),
                        qkv::ValueError);
 }
 
@@ -454,7 +454,8 @@ TEST_CASE("tagger config names the key of a value of the wrong kind and bounds t
                        doctest::Contains("tagger config: key \"ffn\""), qkv::ValueError);
   Config c;
   c.window = 1000000000;
-  CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("window must be -1"), qkv::ValueError);
+  CHECK_THROWS_WITH_AS(c.validate(), "tagger config: window (--window) is 1000000000; expected -1 to 1023",
+                       qkv::ValueError);
   c = Config();
   c.positions = "rotary";
   c.d_model = 6;

@@ -105,7 +105,7 @@ TEST_CASE("tagger refuses --corpus brown with data files and an unknown corpus n
         "the other");
   CHECK(error_of([] {
           train_config({"--corpus", "penn"});
-        }) == "tagger config: corpus must be one of builtin, brown, not 'penn'");
+        }) == "tagger config: corpus (--corpus) is 'penn'; expected one of builtin, brown");
   CHECK(error_of([] { train_config({"--cache", "x"}); }) == "option --cache is for --corpus brown");
 }
 

@@ -56,3 +56,14 @@ TEST_CASE("tagger train refuses thousands of tags when it is to draw their confu
   CHECK(r.output.find("--no-figures") != std::string::npos);
   CHECK_FALSE(fs::exists(run));
 }
+
+TEST_CASE("tagger train names the option and the range of a value out of range once") {
+  const auto r = run_program(kTagger, {"train", "--run", "/nonexistent/run", "--epochs", "0"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.output == "tagger config: epochs (--epochs) is 0; expected 1 to 100000\n");
+  const auto lr = run_program(kTagger, {"train", "--run", "/nonexistent/run", "--lr", "nan"});
+  CHECK(lr.output == "tagger config: lr (--lr) is nan; expected a finite number above 0\n");
+  const auto heads =
+      run_program(kTagger, {"train", "--run", "/nonexistent/run", "--d-model", "30", "--heads", "4"});
+  CHECK(heads.output == "tagger config: d_model 30 is not divisible by heads (--heads) 4\n");
+}
