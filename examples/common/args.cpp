@@ -1,8 +1,12 @@
 #include "examples/common/args.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 
 #include "tensor/error.h"
 
@@ -84,6 +88,15 @@ int64_t Args::integer_in(const std::string& name, int64_t lo, int64_t hi) const 
 
 double Args::number(const std::string& name) const { return parse_number(str(name), name); }
 
+double Args::number_in(const std::string& name, double lo, double hi) const {
+  const double v = number(name);
+  if (!(v >= lo && v <= hi)) {  // false for NaN
+    throw ValueError("option --" + name + " expects a number from " + option_text(lo) + " to " +
+                     option_text(hi) + ", got " + str(name));
+  }
+  return v;
+}
+
 bool Args::flag(const std::string& name) const {
   const std::string s = str(name);
   if (s == "true" || s == "1") return true;
@@ -110,6 +123,22 @@ std::string Args::help() const {
 std::string option_text(double value) {
   char buf[32];  // a double's shortest form takes at most 24 characters
   return std::string(buf, std::to_chars(buf, buf + sizeof buf, value).ptr);
+}
+
+void make_output_directory(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw ValueError("option --" + option + " is empty; expected a directory");
+  const std::string what = "option --" + option + ": cannot write into '" + path + "': ";
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) throw ValueError(what + ec.message());
+  if (!fs::is_directory(path, ec)) throw ValueError(what + "it is not a directory");
+  // Permission bits do not bind root, and a read-only mount shows none: only a write tells.
+  std::string probe = (fs::path(path) / ".qkv-probe-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) throw ValueError(what + std::strerror(errno));
+  ::close(fd);
+  fs::remove(probe, ec);
 }
 
 }  // namespace qkv::examples

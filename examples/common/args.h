@@ -23,6 +23,8 @@ class Args {
   // An integer in [lo, hi]; ValueError naming the option and the range otherwise.
   int64_t integer_in(const std::string& name, int64_t lo, int64_t hi) const;
   double number(const std::string& name) const;
+  // A finite number in [lo, hi]; ValueError naming the option and the range otherwise.
+  double number_in(const std::string& name, double lo, double hi) const;
   bool flag(const std::string& name) const;
   bool given(const std::string& name) const;  // set on the command line, not by default
   const std::vector<std::string>& positional() const { return positional_; }
@@ -41,6 +43,11 @@ class Args {
 // A number as an option's text: the shortest decimal that reads back as the same double, so that a
 // default taken from a struct's initializer shows as written there ("0.003", "1").
 std::string option_text(double value);
+
+// Makes the output directory `path` (and its parents) if missing and proves it writable by creating
+// and removing a file, so that a program refuses a bad --out before its work rather than after.
+// ValueError naming the option, the path and the reason.
+void make_output_directory(const std::string& option, const std::string& path);
 
 // The integer `text` given to option --name; ValueError naming the option otherwise.
 int64_t parse_integer(const std::string& name, const std::string& text);

@@ -28,6 +28,7 @@ namespace {
 
 using namespace seq2seq;
 using qkv::examples::Args;
+using qkv::examples::make_output_directory;
 using qkv::examples::format_duration;
 using qkv::examples::Progress;
 
@@ -170,26 +171,36 @@ int train(int argc, char** argv) {
     std::cout << args.help();
     return 0;
   }
-  const Schedule schedule{.seed = static_cast<uint64_t>(args.integer("seed")),
-                          .epochs = args.integer("epochs"),
-                          .batch_size = args.integer("batch"),
-                          .time_limit = args.number("time-limit"),
-                          .clip = args.number("clip"),
-                          .target = args.number("target")};
+  // Every option is range-checked, and the output directory made and checked, before any work: a
+  // typo should not cost a training run.
+  const int64_t kMaxPairs = 1'000'000;
+  const Schedule schedule{.seed = static_cast<uint64_t>(args.integer_in("seed", 0, INT64_MAX)),
+                          .epochs = args.integer_in("epochs", 1, 100'000),
+                          .batch_size = args.integer_in("batch", 1, 65'536),
+                          .time_limit = args.number_in("time-limit", 0, 1e9),
+                          .clip = args.number_in("clip", 1e-6, 1e30),
+                          .target = args.number_in("target", 0, 1)};
+  const DataSizes sizes{.train = args.integer_in("train-size", 1, kMaxPairs),
+                        .dev = args.integer_in("dev-size", 1, kMaxPairs),
+                        .test = args.integer_in("test-size", 1, kMaxPairs)};
+  const ModelConfig shape{.embed_size = args.integer_in("embed", 1, 4096),
+                          .num_hiddens = args.integer_in("hidden", 1, 8192),
+                          .num_layers = args.integer_in("layers", 1, 16),
+                          .dropout = static_cast<float>(args.number_in("dropout", 0, 0.99))};
+  const double lr = args.number_in("lr", 1e-12, 1e3);
+  const int64_t heatmaps = args.integer_in("heatmaps", 0, 1000);
+  make_output_directory("out", args.str("out"));
+
   qkv::manual_seed(schedule.seed);
-  const DateData data = generate_data(schedule.seed, {.train = args.integer("train-size"),
-                                                      .dev = args.integer("dev-size"),
-                                                      .test = args.integer("test-size")});
+  const DateData data = generate_data(schedule.seed, sizes);
   const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
   const std::vector<Example> train_examples = encode_pairs(data.train, src_vocab, tgt_vocab);
 
-  Seq2Seq model({.source_vocab = src_vocab.size(),
-                 .target_vocab = tgt_vocab.size(),
-                 .embed_size = args.integer("embed"),
-                 .num_hiddens = args.integer("hidden"),
-                 .num_layers = args.integer("layers"),
-                 .dropout = static_cast<float>(args.number("dropout"))});
-  qkv::optim::Adam optimizer(model.parameters(), {.lr = args.number("lr")});
+  ModelConfig config = shape;
+  config.source_vocab = src_vocab.size();
+  config.target_vocab = tgt_vocab.size();
+  Seq2Seq model(config);
+  qkv::optim::Adam optimizer(model.parameters(), {.lr = lr});
   std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters, %d thread(s)\n",
               data.train.size(), data.dev.size(), data.test.size(),
               static_cast<long long>(model.num_parameters()), qkv::get_num_threads());
@@ -199,7 +210,7 @@ int train(int argc, char** argv) {
   const TrainingState state = train_until_done(model, optimizer, train_examples, data.dev, schedule);
   const Evaluation test = evaluate(model, data.test);
   print_test(test, data.test, state, start);
-  write_outputs(args.str("out"), model, optimizer, state.step, data.test, test, args.integer("heatmaps"));
+  write_outputs(args.str("out"), model, optimizer, state.step, data.test, test, heatmaps);
   return 0;
 }
 

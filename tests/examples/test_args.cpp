@@ -2,10 +2,12 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
+#include "io/scratch_dir.h"
 #include "tensor/error.h"
 
 using qkv::examples::Args;
@@ -57,6 +59,31 @@ TEST_CASE("args refuses integers out of range rather than clamping or wrapping t
                        "option --epochs expects an integer from 0 to 256, got 4294967297", qkv::ValueError);
   CHECK_THROWS_WITH_AS(parse({"--epochs", "-1"}).integer_in("epochs", 0, 256),
                        "option --epochs expects an integer from 0 to 256, got -1", qkv::ValueError);
+}
+
+TEST_CASE("args number_in refuses NaN infinity and numbers outside its range") {
+  CHECK(parse({"--lr", "0.5"}).number_in("lr", 0, 1) == 0.5);
+  CHECK(parse({"--lr", "1"}).number_in("lr", 0, 1) == 1);
+  for (const char* bad : {"nan", "inf", "-inf", "1.5", "-0.1"}) {
+    CHECK_THROWS_WITH_AS(parse({"--lr", bad}).number_in("lr", 0, 1),
+                         ("option --lr expects a number from 0 to 1, got " + std::string(bad)).c_str(),
+                         qkv::ValueError);
+  }
+}
+
+TEST_CASE("make_output_directory makes the directory and refuses one it cannot write into") {
+  qkv::testing::ScratchDir dir;
+  const std::string out = (dir / "a" / "b").string();
+  qkv::examples::make_output_directory("out", out);
+  CHECK(std::filesystem::is_directory(out));
+  CHECK(std::filesystem::is_empty(out));  // the probe file is gone
+  qkv::testing::write_file(dir / "file", "x");
+  CHECK_THROWS_WITH_AS(qkv::examples::make_output_directory("out", (dir / "file").string()),
+                       doctest::Contains("option --out: cannot write into"), qkv::ValueError);
+  CHECK_THROWS_WITH_AS(qkv::examples::make_output_directory("out", "/proc/qkv-out"),
+                       doctest::Contains("option --out: cannot write into '/proc/qkv-out'"), qkv::ValueError);
+  CHECK_THROWS_WITH_AS(qkv::examples::make_output_directory("out", ""),
+                       "option --out is empty; expected a directory", qkv::ValueError);
 }
 
 TEST_CASE("durations format as minutes and hours") {
