@@ -217,11 +217,12 @@ int run(int argc, char** argv) {
     std::printf("%s", args.help().c_str());
     return 0;
   }
-  const Options options{.d = args.integer("width"),
-                        .w = args.integer("window"),
-                        .max_len = args.integer("max-len"),
-                        .repeats = static_cast<int>(args.integer("repeats")),
+  const Options options{.d = args.integer_in("width", 2, 4096),
+                        .w = args.integer_in("window", 0, 4096),
+                        .max_len = args.integer_in("max-len", 16, 65536),
+                        .repeats = static_cast<int>(args.integer_in("repeats", 1, 1000)),
                         .out = args.str("out")};
+  examples::make_output_directory("out", options.out);
   // One thread by default: the study measures how the work grows, and on a shared machine a
   // parallel region waits for its slowest thread, which adds noise that has nothing to do with n.
   set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));

@@ -160,7 +160,7 @@ int run(int argc, char** argv) {
   }
   set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));
   const std::filesystem::path out = args.str("out");
-  std::filesystem::create_directories(out);
+  examples::make_output_directory("out", out);
 
   tagger::Config config;  // the tagger's defaults: d = 64, 4 heads, FFN 128, 2 layers
   config.model = args.str("model");

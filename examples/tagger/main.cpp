@@ -204,6 +204,7 @@ int cmd_ablate(const Args& a) {
 int write_brown_data(const Args& a) {
   if (a.given("seed") || a.given("sentences"))
     throw qkv::ValueError("--seed and --sentences are for the built-in corpus");
+  qkv::examples::make_output_directory("out", a.str("out"));
   qkv::data::BrownCorpus brown = load_brown(a.str("cache"));
   const Corpus corpus{std::move(brown.train), std::move(brown.dev), std::move(brown.test)};
   write_corpus(corpus, a.str("out"));
@@ -227,6 +228,7 @@ int cmd_data(const Args& a) {
   c.seed = static_cast<uint64_t>(a.integer("seed"));
   c.train_sentences = a.integer("sentences");
   c.validate();
+  qkv::examples::make_output_directory("out", a.str("out"));
   const Corpus corpus = generate_corpus(c.seed, {c.train_sentences, c.dev_sentences, c.test_sentences});
   write_corpus(corpus, a.str("out"));
   std::cout << "wrote " << a.str("out") << "/train.conllu, dev.conllu, test.conllu\n";
