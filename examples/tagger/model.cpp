@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <sstream>
 
+#include "io/json.h"
 #include "nn/ffn.h"
 #include "nn/functional/basic.h"
 #include "nn/init.h"
@@ -105,7 +107,11 @@ namespace {
 // "d_model (--d-model)": a config key and the option that sets it, for messages about either.
 std::string key_and_option(const std::string& key) {
   if (key == "dev_sentences" || key == "test_sentences") return key;  // config.json only
-  std::string option = key == "warmup_steps" ? "warmup" : key == "train_sentences" ? "sentences" : key;
+  const std::map<std::string, std::string> renamed = {
+      {"warmup_steps", "warmup"}, {"train_sentences", "sentences"},
+      {"train_file", "train"},    {"dev_file", "dev"},
+      {"test_file", "test"},      {"corpus_cache", "cache"}};
+  std::string option = renamed.contains(key) ? renamed.at(key) : key;
   std::replace(option.begin(), option.end(), '_', '-');
   return key + " (--" + option + ")";
 }
@@ -176,6 +182,13 @@ void Config::validate() const {
   check_range("dev_sentences", dev_sentences, 1, 10'000'000);
   check_range("test_sentences", test_sentences, 1, 10'000'000);
   check_one_of("corpus", corpus, {"builtin", "brown"});
+  for (const auto& [key, path] : {std::pair<const char*, const std::string&>{"train_file", train_file},
+                                  {"dev_file", dev_file},
+                                  {"test_file", test_file},
+                                  {"corpus_cache", corpus_cache}}) {
+    if (!qkv::io::is_valid_utf8(path))
+      refuse(key_and_option(key) + " is not UTF-8 text, which config.json must hold: rename '" + path + "'");
+  }
   if (corpus == "brown" && !(train_file.empty() && dev_file.empty() && test_file.empty()))
     refuse("corpus brown and data files (--train, --dev, --test) exclude each other: give one or the other");
   if (corpus == "brown" && corpus_cache.empty())

@@ -4,7 +4,9 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "child_process.h"
 #include "io/scratch_dir.h"
@@ -22,7 +24,59 @@ std::string words(int n) {
   return s;
 }
 
+// A finished run of one epoch on 40 built-in sentences, in well under a second.
+const std::vector<std::string> kTinyRun = {"--sentences", "40", "--epochs",    "1",  "--d-model", "16",
+                                           "--heads",     "2",  "--ffn-width", "16", "--layers",  "1",
+                                           "--threads",   "1",  "--no-figures"};
+
+std::vector<std::string> train_args(const std::string& run, std::vector<std::string> extra) {
+  std::vector<std::string> argv = {"train", "--run", run};
+  argv.insert(argv.end(), kTinyRun.begin(), kTinyRun.end());
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+// Every file of a run directory and its bytes.
+std::map<std::string, std::string> files_of(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[e.path().string()] = qkv::testing::read_file(e.path());
+  return files;
+}
+
 }  // namespace
+
+TEST_CASE("tagger train leaves a finished run byte for byte when it refuses its arguments") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string();
+  REQUIRE(run_program(kTagger, train_args(run, {})).exit_code == 0);
+  const auto before = files_of(run);
+  REQUIRE(before.size() == 6);  // config, vocabularies, two checkpoints, metrics
+  // A data file whose name is not UTF-8 cannot be recorded in config.json.
+  const std::string not_utf8 = (dir / "\xff.conllu").string();
+  qkv::testing::write_file(not_utf8,
+                           "1\tThe\t_\tDET\t_\t_\t_\t_\t_\t_\n2\tdog\t_\tNOUN\t_\t_\t_\t_\t_\t_\n\n");
+  const std::vector<std::vector<std::string>> bad = {
+      {"--lr", "inf"},
+      {"--clip", "inf"},
+      {"--weight-decay", "inf"},
+      {"--d-model", "1000000000"},
+      {"--threads", "100000"},
+      {"--threads", "-1"},
+      {"--threads", "4294967297"},
+      {"--batch-size", "9223372036854775807"},
+      {"--epochs", "9223372036854775807"},
+      {"--seed", "99999999999999999999"},
+      {"--train", not_utf8, "--dev", not_utf8, "--test", not_utf8, "--char-filters", "0"}};
+  for (const auto& extra : bad) {
+    const auto r = run_program(kTagger, train_args(run, extra));
+    CAPTURE(extra[0]);
+    CAPTURE(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK(r.output.find(extra[0]) != std::string::npos);  // the message names the option
+    CHECK(files_of(run) == before);
+  }
+}
 
 TEST_CASE("tagger train refuses an example sentence its figures cannot show before it trains") {
   qkv::testing::ScratchDir dir;
