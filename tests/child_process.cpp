@@ -36,8 +36,33 @@ int child_main(const std::string& name, const std::vector<std::string>& args) {
 
 ChildResult run_child(const std::string& name, const std::vector<std::string>& args,
                       const std::vector<std::string>& env) {
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::vector<std::string> argv_s = {self, "--child", name};
+  std::vector<std::string> child_args = {"--child", name};
+  child_args.insert(child_args.end(), args.begin(), args.end());
+  return run_program(std::filesystem::read_symlink("/proc/self/exe").string(), child_args, env);
+}
+
+namespace {
+
+// A new file for one of the child's output streams, opened for writing.
+int output_file(std::string& path) {
+  path = "/tmp/qkv-child-XXXXXX";
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) throw std::runtime_error("run_program: mkstemp failed");
+  return fd;
+}
+
+std::string take_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  std::filesystem::remove(path);
+  return text;
+}
+
+}  // namespace
+
+ChildResult run_program(const std::string& path, const std::vector<std::string>& args,
+                        const std::vector<std::string>& env) {
+  std::vector<std::string> argv_s = {path};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& s : argv_s) argv.push_back(s.data());
@@ -54,27 +79,27 @@ ChildResult run_child(const std::string& name, const std::vector<std::string>& a
   for (std::string& s : env_s) envp.push_back(s.data());
   envp.push_back(nullptr);
 
-  // The child's stdout goes to a file: a pipe would need a reader while we wait.
-  char out_path[] = "/tmp/qkv-child-XXXXXX";
-  const int fd = ::mkstemp(out_path);
-  if (fd < 0) throw std::runtime_error("run_child: mkstemp failed");
+  // The child's output goes to files: a pipe would need a reader while we wait.
+  std::string out_path, err_path;
+  const int out = output_file(out_path), err = output_file(err_path);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
   pid_t pid;
-  const int rc = posix_spawn(&pid, self.c_str(), &actions, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
-  ::close(fd);
+  ::close(out);
+  ::close(err);
   ChildResult result;
   if (rc == 0) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  std::ifstream in(out_path);
-  result.output.assign(std::istreambuf_iterator<char>(in), {});
-  std::filesystem::remove(out_path);
-  if (rc != 0) throw std::runtime_error("run_child: posix_spawn failed");
+  result.output = take_file(out_path);
+  result.errors = take_file(err_path);
+  if (rc != 0) throw std::runtime_error("run_program: posix_spawn failed for " + path);
   return result;
 }
 

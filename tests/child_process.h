@@ -18,12 +18,17 @@ using ChildMain = std::function<int(const std::vector<std::string>& args)>;
 struct ChildResult {
   int exit_code = -1;  // -1 when the child did not exit normally (a signal)
   std::string output;  // what it wrote to stdout
+  std::string errors;  // what it wrote to stderr
 };
 
 // Starts this executable as `--child name args...` with `env` ("KEY=value") added to the current
 // environment, waits for it, and returns its exit code and standard output.
 ChildResult run_child(const std::string& name, const std::vector<std::string>& args,
                       const std::vector<std::string>& env = {});
+
+// Runs the program at `path` (one the build made, such as the tagger) with `args` and `env` as above.
+ChildResult run_program(const std::string& path, const std::vector<std::string>& args,
+                        const std::vector<std::string>& env = {});
 
 // Runs the registered child `name`; called by main for `--child`. Returns its exit code (2 for an
 // unknown name).

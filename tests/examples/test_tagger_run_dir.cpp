@@ -1,0 +1,72 @@
+// The tagger program's run directory, through the program itself: what it refuses before it writes
+// anything, what it refuses at load, what a diverged or killed run leaves behind, and checkpoints
+// that are the same bytes whatever the thread count.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "examples/tagger/run_dir.h"
+#include "io/checkpoint.h"
+#include "io/scratch_dir.h"
+
+namespace fs = std::filesystem;
+using qkv::testing::ChildResult;
+using qkv::testing::read_file;
+using qkv::testing::ScratchDir;
+
+namespace {
+
+// A tiny run: 40 sentences of the built-in corpus, one block of width 16, 10 steps an epoch.
+std::vector<std::string> tiny_run(const fs::path& dir, std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"train", "--run",        dir.string(), "--d-model", "16", "--heads",
+                                   "2",     "--ffn-width",  "32",         "--layers",  "1",  "--sentences",
+                                   "40",    "--batch-size", "4",          "--warmup",  "19", "--no-figures"};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+ChildResult run_tagger(const std::vector<std::string>& args, int threads = 1) {
+  return qkv::testing::run_program(QKV_TAGGER_PROGRAM, args, {"QKV_NUM_THREADS=" + std::to_string(threads)});
+}
+
+// Every file of a run directory, name → bytes.
+std::map<std::string, std::string> files_of(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[fs::relative(e.path(), dir).string()] = read_file(e.path());
+  return files;
+}
+
+}  // namespace
+
+TEST_CASE("tagger train stops at the first non-finite loss and keeps the last good epoch") {
+  ScratchDir dir;
+  // --lr 1e30: the second step's loss is already NaN. Nothing was saved, and the message says
+  // where it happened and what to change.
+  const ChildResult fresh = run_tagger(tiny_run(dir.path(), {"--epochs", "2", "--lr", "1e30"}));
+  CHECK(fresh.exit_code == 1);
+  CHECK_MESSAGE(
+      fresh.errors.find("training diverged in epoch 1 at step 3 of 10 (step 3 of the run): the loss "
+                        "is nan. Lower --lr (now 1e+30) or --clip (now 1)") != std::string::npos,
+      fresh.errors);
+  CHECK_FALSE(fs::exists(dir.path() / "last.safetensors"));
+  CHECK_FALSE(fs::exists(dir.path() / "metrics.csv"));
+
+  // --lr 1000 (measured) survives the first epoch and diverges in the second: the checkpoints and
+  // metrics of epoch 1 stay as they were, and they load.
+  const ChildResult later = run_tagger(tiny_run(dir.path(), {"--epochs", "2", "--lr", "1000"}));
+  CHECK(later.exit_code == 1);
+  CHECK_MESSAGE(later.errors.find("training diverged in epoch 2") != std::string::npos, later.errors);
+  CHECK_MESSAGE(later.errors.find("holds the run as of epoch 1") != std::string::npos, later.errors);
+  const tagger::SavedRun last = tagger::load_saved_run(dir.path().string(), "last.safetensors");
+  CHECK(last.history.size() == 1);
+  CHECK(qkv::io::read_checkpoint(dir.path() / "best.safetensors").step == 10);
+  const std::string metrics = read_file(dir.path() / "metrics.csv");
+  CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 2);  // the header and epoch 1
+  CHECK(metrics.find("nan") == std::string::npos);
+}
