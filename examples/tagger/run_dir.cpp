@@ -36,26 +36,51 @@ Json checkpoint_state(const fs::path& path, const qkv::io::Checkpoint& ckpt) {
   return state;
 }
 
+// The history without its timings (tokens_per_s, seconds), which differ from one run to the next:
+// two runs with the same seed write the same checkpoint bytes. metrics.csv keeps the timings.
 Json history_json(const std::vector<EpochMetrics>& history) {
   Json::Array rows;
   for (const EpochMetrics& m : history) {
     rows.push_back(Json(Json::Array{Json(m.epoch), Json(m.train_loss), Json(m.train_acc), Json(m.dev_loss),
-                                    Json(m.dev_acc), Json(m.lr), Json(m.tokens_per_s), Json(m.seconds)}));
+                                    Json(m.dev_acc), Json(m.lr)}));
   }
   return Json(std::move(rows));
 }
 
+// Rows of 6 values; checkpoints written before timings were left out have 8, the last two timings.
 std::vector<EpochMetrics> history_from_json(const Json& json) {
   std::vector<EpochMetrics> history;
   for (const Json& row : json.as_array()) {
     const Json::Array& r = row.as_array();
-    if (r.size() != 8)
+    if (r.size() != 6 && r.size() != 8)
       throw qkv::FormatError("tagger: a checkpoint's epoch history row has " + std::to_string(r.size()) +
-                             " values, expected 8");
+                             " values, expected 6");
     history.push_back({r[0].as_int(), r[1].as_double(), r[2].as_double(), r[3].as_double(), r[4].as_double(),
-                       r[5].as_double(), r[6].as_double(), r[7].as_double()});
+                       r[5].as_double()});
   }
   return history;
+}
+
+// The timings of the epochs in `history` from the run's metrics.csv, whose rows start "epoch,"
+// and end ",tokens_per_s,seconds". A row that is missing or does not read stays at 0: timings are
+// for people, nothing is computed from them.
+void restore_timings(const fs::path& metrics_csv, std::vector<EpochMetrics>& history) {
+  std::ifstream in(metrics_csv);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream row(line);
+    std::vector<std::string> cells;
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    if (cells.size() != 8) continue;
+    try {
+      const int64_t epoch = std::stoll(cells[0]);
+      if (epoch < 1 || epoch > static_cast<int64_t>(history.size())) continue;
+      EpochMetrics& m = history[static_cast<size_t>(epoch - 1)];
+      if (m.epoch != epoch) continue;
+      m.tokens_per_s = std::stod(cells[6]);
+      m.seconds = std::stod(cells[7]);
+    } catch (const std::exception&) {  // the header, or a row edited by hand
+    }
+  }
 }
 
 std::string read_text(const fs::path& path) {
@@ -140,12 +165,10 @@ SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoin
                           config_path.string() + ": " + diff);
   }
   Vocabs vocabs = load_vocabs(dir, config);
-  return SavedRun{checkpoint_path.string(),
-                  std::move(ckpt),
-                  std::move(config),
-                  std::move(vocabs),
-                  history_from_json(*state.find("history")),
-                  state.find("best_dev_acc")->as_double()};
+  std::vector<EpochMetrics> history = history_from_json(*state.find("history"));
+  restore_timings(dir / "metrics.csv", history);
+  return SavedRun{checkpoint_path.string(), std::move(ckpt),    std::move(config),
+                  std::move(vocabs),        std::move(history), state.find("best_dev_acc")->as_double()};
 }
 
 namespace {

@@ -5,7 +5,10 @@
 //   last.safetensors     the checkpoint after the last finished epoch, for --resume
 //   metrics.csv          one row per epoch
 //   figures/*.png        curves, attention heatmaps, the positional encoding, the confusion matrix
-// A checkpoint's config text holds the Config, the epoch history and the best dev accuracy.
+// A checkpoint's config text holds the Config, the epoch history and the best dev accuracy. The
+// history there leaves out the timings (tokens_per_s, seconds), so that two runs with the same seed
+// write checkpoints of the same bytes, whatever the thread count; metrics.csv keeps them, and
+// load_saved_run takes them back from it (0 for an epoch metrics.csv lacks).
 #pragma once
 
 #include <cstdint>

@@ -70,3 +70,27 @@ TEST_CASE("tagger train stops at the first non-finite loss and keeps the last go
   CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 2);  // the header and epoch 1
   CHECK(metrics.find("nan") == std::string::npos);
 }
+
+TEST_CASE("tagger checkpoints are the same bytes with 1 and 2 threads and resume keeps the timings") {
+  ScratchDir one, two;
+  REQUIRE(run_tagger(tiny_run(one.path(), {"--epochs", "2", "--lr", "0.01", "--threads", "1"})).exit_code ==
+          0);
+  REQUIRE(run_tagger(tiny_run(two.path(), {"--epochs", "2", "--lr", "0.01", "--threads", "2"})).exit_code ==
+          0);
+  for (const char* name : {"best.safetensors", "last.safetensors"}) {
+    CAPTURE(name);
+    const std::string bytes = read_file(one.path() / name);
+    CHECK(bytes.size() > 10000);
+    CHECK(bytes == read_file(two.path() / name));
+  }
+
+  // Resuming takes the finished epochs' timings from metrics.csv, so its rows stay as they were.
+  ScratchDir resumed;
+  REQUIRE(run_tagger(tiny_run(resumed.path(), {"--epochs", "1"})).exit_code == 0);
+  const std::string first = read_file(resumed.path() / "metrics.csv");
+  const ChildResult r = run_tagger({"train", "--run", resumed.path().string(), "--resume", "--epochs", "2"});
+  CHECK_MESSAGE(r.exit_code == 0, r.errors);
+  const std::string both = read_file(resumed.path() / "metrics.csv");
+  CHECK(both.substr(0, first.size()) == first);
+  CHECK(both.size() > first.size());
+}
