@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
+#include "io/digest.h"
 #include "io/safetensors.h"
 #include "tensor/error.h"
 
@@ -20,27 +21,6 @@ namespace {
 constexpr const char* kFormat = "qkv.checkpoint";
 constexpr const char* kVersion = "1";
 const std::string kModel = "model.", kOptim = "optim.";
-
-// FNV-1a, 64 bits (Fowler, Noll, Vo): every byte changes the state through a bijection, so a
-// single corrupted byte always changes the result.
-class Fnv1a {
- public:
-  void add(std::span<const std::byte> bytes) {
-    for (std::byte b : bytes) hash_ = (hash_ ^ static_cast<uint64_t>(b)) * 1099511628211ULL;
-  }
-  void add(std::string_view s) {  // the string and a terminating 0, so "ab"+"c" differs from "a"+"bc"
-    add(std::as_bytes(std::span(s.data(), s.size())));
-    add(std::as_bytes(std::span("", 1)));
-  }
-  std::string hex() const {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash_));
-    return buf;
-  }
-
- private:
-  uint64_t hash_ = 14695981039346656037ULL;
-};
 
 // The checksum of a checkpoint's tensors and of its metadata other than "checksum" itself.
 std::string checksum(const std::vector<TensorRecord>& tensors,

@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "io/digest.h"
 #include "io/file.h"
 #include "io/json.h"
 #include "tensor/error.h"
@@ -91,6 +92,38 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
+// The digest of a vocabulary: its tokens in id order. Two vocabularies of the same words in another
+// order differ, as the meaning of the model's ids does.
+std::string vocab_digest(const Vocab& vocab) {
+  qkv::io::Fnv1a h;
+  for (const std::string& token : vocab.tokens()) h.add(token);
+  return h.hex();
+}
+
+Json vocab_digests(const Vocabs& vocabs) {
+  return Json(Json::Object{{"words.txt", Json(vocab_digest(vocabs.words))},
+                           {"tags.txt", Json(vocab_digest(vocabs.tags))}});
+}
+
+// The vocabularies in `dir` must be those the checkpoint was trained with: a reordered or edited
+// line would silently change what the model's ids mean. Checkpoints saved before the digests were
+// recorded have none; for them only the sizes are checked, by the shapes of the word embedding and
+// of the output layer when the weights are loaded.
+void check_vocab_digests(const Json& state, const fs::path& checkpoint_path, const fs::path& dir,
+                         const Vocabs& vocabs) {
+  const Json* recorded = state.find("vocabularies");
+  if (recorded == nullptr) return;
+  for (const auto& [file, vocab] : {std::pair{"words.txt", &vocabs.words}, {"tags.txt", &vocabs.tags}}) {
+    const Json* digest = recorded->find(file);
+    if (digest == nullptr || !digest->is_string() || digest->as_string() != vocab_digest(*vocab)) {
+      throw qkv::ValueError("tagger: " + (dir / file).string() + " is not the vocabulary " +
+                            checkpoint_path.string() +
+                            " was trained with (its digest differs): an edited or reordered line changes "
+                            "what the model's ids mean");
+    }
+  }
+}
+
 Vocabs load_vocabs(const fs::path& dir, const Config& config) {
   return Vocabs{Vocab::load((dir / "words.txt").string()), Vocab::load((dir / "tags.txt").string()),
                 lowercases_words(config)};
@@ -110,9 +143,12 @@ void start_run_directory(const fs::path& dir, const Config& config, const Vocabs
 
 void save_run_checkpoint(const fs::path& path, const TaggerModel& model,
                          const qkv::optim::Optimizer& optimizer, int64_t step, const Config& config,
-                         const std::vector<EpochMetrics>& history, double best_dev_acc) {
-  Json::Object state{
-      {"config", config.to_json()}, {"history", history_json(history)}, {"best_dev_acc", Json(best_dev_acc)}};
+                         const Vocabs& vocabs, const std::vector<EpochMetrics>& history,
+                         double best_dev_acc) {
+  Json::Object state{{"config", config.to_json()},
+                     {"vocabularies", vocab_digests(vocabs)},
+                     {"history", history_json(history)},
+                     {"best_dev_acc", Json(best_dev_acc)}};
   qkv::io::save_checkpoint(path, model, optimizer, step, qkv::io::to_json(Json(std::move(state))));
 }
 
@@ -165,6 +201,7 @@ SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoin
                           config_path.string() + ": " + diff);
   }
   Vocabs vocabs = load_vocabs(dir, config);
+  check_vocab_digests(state, checkpoint_path, dir, vocabs);
   std::vector<EpochMetrics> history = history_from_json(*state.find("history"));
   restore_timings(dir / "metrics.csv", history);
   return SavedRun{checkpoint_path.string(), std::move(ckpt),    std::move(config),

@@ -274,7 +274,7 @@ bool Trainer::record(const EpochMetrics& m) {
 }
 
 void Trainer::save_checkpoint(const fs::path& path) const {
-  save_run_checkpoint(path, *model_, optimizer_, step_, config_, history_, best_dev_);
+  save_run_checkpoint(path, *model_, optimizer_, step_, config_, vocabs_, history_, best_dev_);
 }
 
 TrainResult Trainer::run() {

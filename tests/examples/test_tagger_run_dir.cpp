@@ -6,13 +6,17 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "child_process.h"
+#include "examples/tagger/evaluate.h"
 #include "examples/tagger/run_dir.h"
 #include "io/checkpoint.h"
+#include "io/json.h"
 #include "io/scratch_dir.h"
+#include "optim/adam.h"
 
 namespace fs = std::filesystem;
 using qkv::testing::ChildResult;
@@ -93,4 +97,86 @@ TEST_CASE("tagger checkpoints are the same bytes with 1 and 2 threads and resume
   const std::string both = read_file(resumed.path() / "metrics.csv");
   CHECK(both.substr(0, first.size()) == first);
   CHECK(both.size() > first.size());
+}
+
+namespace {
+
+// Swaps lines `a` and `b` (0-based) of a text file.
+void swap_lines(const fs::path& path, size_t a, size_t b) {
+  std::vector<std::string> lines;
+  std::istringstream in(read_file(path));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  REQUIRE(std::max(a, b) < lines.size());
+  std::swap(lines[a], lines[b]);
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  qkv::testing::write_file(path, text);
+}
+
+}  // namespace
+
+TEST_CASE("tagger eval predict and resume refuse a vocabulary the checkpoint was not trained with") {
+  ScratchDir dir;
+  REQUIRE(run_tagger(tiny_run(dir.path(), {"--epochs", "1"})).exit_code == 0);
+  const std::vector<std::vector<std::string>> commands = {
+      {"eval", "--run", dir.path().string()},
+      {"predict", "--run", dir.path().string(), "the saw"},
+      {"train", "--run", dir.path().string(), "--resume", "--epochs", "2"}};
+  for (const char* file : {"tags.txt", "words.txt"}) {
+    CAPTURE(file);
+    const std::string original = read_file(dir.path() / file);
+    swap_lines(dir.path() / file, 2, 3);  // two tags, or two words, after <pad> and <unk>
+    const auto before = files_of(dir.path());
+    for (const auto& command : commands) {
+      CAPTURE(command[0]);
+      const ChildResult r = run_tagger(command);
+      CHECK(r.exit_code == 1);
+      CHECK_MESSAGE(r.errors.find((dir.path() / file).string() + " is not the vocabulary " +
+                                  (dir.path() / "").string()) != std::string::npos,
+                    r.errors);
+      CHECK(files_of(dir.path()) == before);
+    }
+    qkv::testing::write_file(dir.path() / file, original);
+  }
+  CHECK(run_tagger(commands[0]).exit_code == 0);
+}
+
+TEST_CASE("tagger still loads a checkpoint saved before vocabulary digests and without timings") {
+  ScratchDir dir;
+  REQUIRE(run_tagger(tiny_run(dir.path(), {"--epochs", "1"})).exit_code == 0);
+  tagger::Run run = tagger::load_run(dir.path().string());
+  const std::vector<std::vector<std::string>> sentences = {{"they", "saw", "the", "saw"}};
+  const auto tags = tagger::predict(run, sentences);
+
+  // best.safetensors written again as an older qkv wrote it: no "vocabularies", and history rows
+  // of 8 values, the last two the timings.
+  const fs::path best = dir.path() / "best.safetensors";
+  const qkv::io::Checkpoint ckpt = qkv::io::read_checkpoint(best);
+  const qkv::io::Json state = qkv::io::parse_json(ckpt.config);
+  qkv::io::Json::Object old;
+  for (const auto& [key, value] : state.as_object()) {
+    if (key == "vocabularies") continue;
+    if (key != "history") {
+      old.emplace_back(key, value);
+      continue;
+    }
+    qkv::io::Json::Array rows;
+    for (const qkv::io::Json& row : value.as_array()) {
+      qkv::io::Json::Array r = row.as_array();
+      r.push_back(qkv::io::Json(1234.5));
+      r.push_back(qkv::io::Json(6.5));
+      rows.push_back(qkv::io::Json(std::move(r)));
+    }
+    old.emplace_back(key, qkv::io::Json(std::move(rows)));
+  }
+  REQUIRE(old.size() == state.as_object().size() - 1);
+  qkv::optim::AdamW optimizer(run.model->parameters(), {});
+  qkv::io::save_checkpoint(best, *run.model, optimizer, ckpt.step, qkv::io::to_json(qkv::io::Json(old)));
+
+  tagger::Run reloaded = tagger::load_run(dir.path().string());
+  CHECK(tagger::predict(reloaded, sentences) == tags);
+  const tagger::SavedRun saved = tagger::load_saved_run(dir.path().string(), "best.safetensors");
+  REQUIRE(saved.history.size() == 1);
+  CHECK(saved.history[0].seconds > 0);  // from metrics.csv, not the 6.5 of the checkpoint
+  CHECK(saved.history[0].seconds != 6.5);
 }
