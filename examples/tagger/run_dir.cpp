@@ -131,8 +131,14 @@ Vocabs load_vocabs(const fs::path& dir, const Config& config) {
 
 }  // namespace
 
+void prepare_run_directory(const fs::path& dir) {
+  qkv::io::check_writable(dir, "tagger");
+  qkv::io::remove_temp_files(dir);
+}
+
 void start_run_directory(const fs::path& dir, const Config& config, const Vocabs& vocabs) {
   fs::create_directories(dir);
+  prepare_run_directory(dir);
   for (const char* stale : {"best.safetensors", "last.safetensors", "metrics.csv", "profile.csv"})
     fs::remove(dir / stale);
   fs::remove_all(dir / "figures");

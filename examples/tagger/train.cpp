@@ -376,6 +376,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
 
 TrainResult resume(SavedRun saved, const Data& data, const TrainOptions& options) {
   check_all_lengths(data);
+  prepare_run_directory(options.run_dir);
   Trainer trainer(saved.config, saved.vocabs, data, options);
   trainer.restore(saved);
   return trainer.run();

@@ -2,6 +2,7 @@
 // anything, what it refuses at load, what a diverged or killed run leaves behind, and checkpoints
 // that are the same bytes whatever the thread count.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -179,4 +180,57 @@ TEST_CASE("tagger still loads a checkpoint saved before vocabulary digests and w
   REQUIRE(saved.history.size() == 1);
   CHECK(saved.history[0].seconds > 0);  // from metrics.csv, not the 6.5 of the checkpoint
   CHECK(saved.history[0].seconds != 6.5);
+}
+
+TEST_CASE("tagger train and resume remove the temporary files a killed run left and nothing else") {
+  ScratchDir dir;
+  REQUIRE(run_tagger(tiny_run(dir.path(), {"--epochs", "1"})).exit_code == 0);
+  // What a run killed while writing last.safetensors and metrics.csv leaves, and look-alikes.
+  const std::vector<std::string> leftovers = {".last.safetensors.tmp-4242-0", ".metrics.csv.tmp-17-3"};
+  const std::vector<std::string> kept = {".last.safetensors.tmp-notes", "notes.tmp-1-2", ".tmp-1-2"};
+  for (const auto& names : {leftovers, kept})
+    for (const std::string& name : names) qkv::testing::write_file(dir.path() / name, "partial");
+  const ChildResult r = run_tagger({"train", "--run", dir.path().string(), "--resume", "--epochs", "2"});
+  CHECK_MESSAGE(r.exit_code == 0, r.errors);
+  for (const std::string& name : leftovers) CHECK_FALSE(fs::exists(dir.path() / name));
+  for (const std::string& name : kept) CHECK(fs::exists(dir.path() / name));
+  CHECK(tagger::load_saved_run(dir.path().string(), "last.safetensors").history.size() == 2);
+
+  qkv::testing::write_file(dir.path() / leftovers[0], "partial");
+  REQUIRE(run_tagger(tiny_run(dir.path(), {"--epochs", "1"})).exit_code == 0);
+  CHECK_FALSE(fs::exists(dir.path() / leftovers[0]));
+}
+
+TEST_CASE("tagger refuses a run directory it cannot write to before it trains") {
+  // chmod does not stop root: as root the program runs as nobody (setpriv, from util-linux).
+  const bool root = ::geteuid() == 0;
+  if (root && !fs::exists("/usr/bin/setpriv")) {
+    MESSAGE("skipped: running as root without /usr/bin/setpriv");
+    return;
+  }
+  ScratchDir scratch;
+  const fs::path dir = scratch.path() / "run";
+  REQUIRE(run_tagger(tiny_run(dir, {"--epochs", "1"})).exit_code == 0);
+  const auto read_only = fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                         fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec;
+  fs::permissions(scratch.path(), read_only);
+  fs::permissions(dir, read_only);
+  const auto before = files_of(dir);
+  auto run_read_only = [&](std::vector<std::string> args) {
+    if (!root) return run_tagger(args);
+    args.insert(args.begin(), {"--reuid=65534", "--regid=65534", "--clear-groups", QKV_TAGGER_PROGRAM});
+    return qkv::testing::run_program("/usr/bin/setpriv", args, {"QKV_NUM_THREADS=1"});
+  };
+  for (const auto& args :
+       {std::vector<std::string>{"train", "--run", dir.string(), "--resume", "--epochs", "2"},
+        tiny_run(dir, {"--epochs", "1"})}) {
+    const ChildResult r = run_read_only(args);
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(r.errors.find("cannot write in the directory '" + dir.string() + "'") != std::string::npos,
+                  r.errors);
+    CHECK_MESSAGE(r.errors.find("epoch") == std::string::npos, r.errors);  // refused before training
+    CHECK(files_of(dir) == before);
+  }
+  fs::permissions(dir, fs::perms::owner_all);
+  fs::permissions(scratch.path(), fs::perms::owner_all);
 }
