@@ -145,7 +145,8 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
       c.validate();
       const std::string window = c.window < 0 ? "full" : "±" + std::to_string(c.window);
       const std::string dir = positions + "_" + (c.window < 0 ? "full" : "w" + std::to_string(c.window));
-      const bool seen = std::any_of(variants.begin(), variants.end(), [&](const Variant& v) { return v.dir == dir; });
+      const bool seen =
+          std::any_of(variants.begin(), variants.end(), [&](const Variant& v) { return v.dir == dir; });
       if (!seen) variants.push_back({positions + ", " + window, dir, c});
     }
   }
@@ -155,11 +156,13 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
     words_only.char_filters = 0;
     words_only.validate();
     const std::string window = base.window < 0 ? "full" : "±" + std::to_string(base.window);
-    variants.push_back({base.positions + ", " + window + ", no characters", base.positions + "_no_chars", words_only});
+    variants.push_back(
+        {base.positions + ", " + window + ", no characters", base.positions + "_no_chars", words_only});
   }
   Config gru = base;
   gru.model = "gru";
-  variants.push_back({base.char_filters > 0 ? "bidirectional GRU, characters" : "bidirectional GRU", "bigru", gru});
+  variants.push_back(
+      {base.char_filters > 0 ? "bidirectional GRU, characters" : "bidirectional GRU", "bigru", gru});
   return variants;
 }
 
@@ -293,7 +296,9 @@ int main(int argc, char** argv) {
     }
     return run(args);
   } catch (const std::exception& e) {
-    std::cerr << "tagger: " << e.what() << "\n";
+    // The library's messages about the tagger's own files start with "tagger: " already.
+    const std::string message = e.what();
+    std::cerr << (message.rfind("tagger: ", 0) == 0 ? "" : "tagger: ") << message << "\n";
     return 1;
   }
 }

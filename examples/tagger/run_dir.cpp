@@ -1,5 +1,6 @@
 #include "examples/tagger/run_dir.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -199,9 +200,11 @@ SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoin
   qkv::io::Checkpoint ckpt = qkv::io::read_checkpoint(checkpoint_path);
   const Json state = checkpoint_state(checkpoint_path, ckpt);
   Config config = Config::from_json(*state.find("config"));
-  // config.json holds the run's first config; --epochs may have extended the run since, nothing else.
+  // config.json holds the run's first config; --epochs may have extended the run since, never
+  // shortened it, and nothing else may differ: a checkpoint of another run is refused here, before
+  // --resume writes anything.
   Config expected = first;
-  expected.epochs = config.epochs;
+  expected.epochs = std::max(first.epochs, config.epochs);
   if (const std::string diff = config_differences(config, expected); !diff.empty()) {
     throw qkv::ValueError("tagger: " + checkpoint_path.string() + " was trained with another config than " +
                           config_path.string() + ": " + diff);

@@ -234,3 +234,29 @@ TEST_CASE("tagger refuses a run directory it cannot write to before it trains") 
   fs::permissions(dir, fs::perms::owner_all);
   fs::permissions(scratch.path(), fs::perms::owner_all);
 }
+
+TEST_CASE("tagger resume refuses another run's checkpoint naming both files and the key before writing") {
+  ScratchDir run, other_seed, fewer_epochs;
+  REQUIRE(run_tagger(tiny_run(run.path(), {"--epochs", "2"})).exit_code == 0);
+  REQUIRE(run_tagger(tiny_run(other_seed.path(), {"--epochs", "2", "--seed", "7"})).exit_code == 0);
+  REQUIRE(run_tagger(tiny_run(fewer_epochs.path(), {"--epochs", "1"})).exit_code == 0);
+  const std::string last = (run.path() / "last.safetensors").string();
+  const std::string config = (run.path() / "config.json").string();
+  const struct {
+    const ScratchDir& from;
+    std::string difference;
+  } cases[] = {{other_seed, "seed: 7 in the checkpoint, 0 in config.json"},
+               {fewer_epochs, "epochs: 1 in the checkpoint, 2 in config.json"}};
+  for (const auto& c : cases) {
+    CAPTURE(c.difference);
+    fs::copy_file(c.from.path() / "last.safetensors", last, fs::copy_options::overwrite_existing);
+    const auto before = files_of(run.path());
+    const ChildResult r = run_tagger({"train", "--run", run.path().string(), "--resume", "--epochs", "3"});
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(r.errors.find("tagger: " + last + " was trained with another config than " + config + ": " +
+                                c.difference) != std::string::npos,
+                  r.errors);
+    CHECK(r.errors.find("tagger: tagger:") == std::string::npos);
+    CHECK(files_of(run.path()) == before);
+  }
+}
