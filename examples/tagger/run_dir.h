@@ -6,10 +6,11 @@
 //   metrics.csv          one row per epoch
 //   figures/*.png        curves, attention heatmaps, the positional encoding, the confusion matrix
 // A checkpoint's config text holds the Config, a digest of each vocabulary, the epoch history and
-// the best dev accuracy. The
-// history there leaves out the timings (tokens_per_s, seconds), so that two runs with the same seed
-// write checkpoints of the same bytes, whatever the thread count; metrics.csv keeps them, and
-// load_saved_run takes them back from it (0 for an epoch metrics.csv lacks).
+// the best dev accuracy. The history there leaves out the timings (tokens_per_s, seconds), so that
+// two runs with the same seed write checkpoints of the same bytes, whatever the thread count;
+// metrics.csv keeps them, and load_saved_run takes them back from it (0 for an epoch it lacks).
+// Every file is written atomically (io/file.h); a diverged run saves nothing (train.h). What this
+// adds up to, for a user, is in docs/tagger.md, "What a run directory guarantees".
 #pragma once
 
 #include <cstdint>
