@@ -213,8 +213,12 @@ SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoin
   check_vocab_digests(state, checkpoint_path, dir, vocabs);
   std::vector<EpochMetrics> history = history_from_json(*state.find("history"));
   restore_timings(dir / "metrics.csv", history);
-  return SavedRun{checkpoint_path.string(), std::move(ckpt),    std::move(config),
-                  std::move(vocabs),        std::move(history), state.find("best_dev_acc")->as_double()};
+  return SavedRun{.checkpoint_path = checkpoint_path.string(),
+                  .checkpoint = std::move(ckpt),
+                  .config = std::move(config),
+                  .vocabs = std::move(vocabs),
+                  .history = std::move(history),
+                  .best_dev_acc = state.find("best_dev_acc")->as_double()};
 }
 
 namespace {
