@@ -23,6 +23,11 @@
 // ValueError listing every missing, unexpected and mis-shaped key. Either way the file is read and
 // checked completely before anything is written, so the model, the optimizer and the generator
 // are left exactly as they were.
+//
+// Non-finite values. A NaN or an infinity in a weight or an optimizer moment is the mark of a run
+// that diverged, never a state to continue from: save_checkpoint refuses to write one (so a good
+// checkpoint is never replaced by a diverged one) and reading refuses one, with a ValueError naming
+// the file and the first such tensor, unless allow_non_finite is set (to inspect the wreck).
 #pragma once
 
 #include <cstdint>
@@ -47,18 +52,19 @@ struct Checkpoint {
 
 // Writes the model's state_dict, the optimizer's state, the step, the default generator's state
 // and `config` atomically: on any error the file at `path` is left as it was.
-void save_checkpoint(const std::filesystem::path& path, const nn::Module& model, const optim::Optimizer& optimizer,
-                     int64_t step, const std::string& config = "");
+// ValueError, and nothing written, when a tensor holds a NaN or an infinity.
+void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, int64_t step, const std::string& config = "");
 
 // Reads and checks a checkpoint without applying it: to look at it, or to load only the weights
 // (model.load_state_dict(read_checkpoint(path).model, false)) when fine-tuning.
-Checkpoint read_checkpoint(const std::filesystem::path& path);
+Checkpoint read_checkpoint(const std::filesystem::path& path, bool allow_non_finite = false);
 
 // Restores a checkpoint into the model, the optimizer and the default generator, and returns what
 // it held (with the tensors now in the model and optimizer) for the step and the config. With
 // strict = false, the model may have keys the file lacks and the other way round; shapes must
 // always match, and the optimizer's state must always fit exactly.
 Checkpoint load_checkpoint(const std::filesystem::path& path, nn::Module& model, optim::Optimizer& optimizer,
-                           bool strict = true);
+                           bool strict = true, bool allow_non_finite = false);
 
 }  // namespace qkv::io

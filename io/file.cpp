@@ -14,9 +14,7 @@ namespace qkv::io {
 
 namespace {
 
-std::string quote_path(const std::filesystem::path& p) {
-  return std::string("'") + p.string() + "'";
-}
+std::string quote_path(const std::filesystem::path& p) { return std::string("'") + p.string() + "'"; }
 
 std::string os_error() { return std::strerror(errno); }
 
@@ -26,6 +24,18 @@ std::filesystem::path temp_name(const std::filesystem::path& target) {
   static std::atomic<unsigned> counter{0};
   return target.parent_path() / (std::string(".") + target.filename().string() + ".tmp-" +
                                  std::to_string(::getpid()) + "-" + std::to_string(counter++));
+}
+
+// True for the names temp_name gives: "." TARGET ".tmp-" digits "-" digits.
+bool is_temp_name(const std::string& name) {
+  const size_t tmp = name.rfind(".tmp-");
+  if (name.size() < 2 || name[0] != '.' || tmp == std::string::npos || tmp < 2) return false;
+  const std::string numbers = name.substr(tmp + 5);
+  const size_t dash = numbers.find('-');
+  auto digits = [](const std::string& s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  return dash != std::string::npos && digits(numbers.substr(0, dash)) && digits(numbers.substr(dash + 1));
 }
 
 }  // namespace
@@ -39,8 +49,7 @@ AtomicFileWriter::AtomicFileWriter(std::string op, std::filesystem::path target)
     temp_ = temp_name(target_);
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0 && (errno != EEXIST || attempt == 100))
-      fail("cannot create " + quote_path(temp_) + " to write " + quote_path(target_) + ": " +
-           os_error());
+      fail("cannot create " + quote_path(temp_) + " to write " + quote_path(target_) + ": " + os_error());
   }
 }
 
@@ -78,8 +87,7 @@ void AtomicFileWriter::commit() {
     const bool synced = ::fsync(dir_fd) == 0 || errno == EINVAL;
     const std::string reason = synced ? "" : os_error();
     ::close(dir_fd);
-    if (!synced)
-      fail("wrote " + quote_path(target_) + " but cannot flush its directory: " + reason);
+    if (!synced) fail("wrote " + quote_path(target_) + " but cannot flush its directory: " + reason);
   }
 }
 
@@ -114,6 +122,26 @@ void FileReader::read_at(uint64_t offset, std::span<std::byte> out) const {
                         std::to_string(out.size()) + " bytes short (was it truncated?)");
     offset += static_cast<uint64_t>(n);
     out = out.subspan(static_cast<std::size_t>(n));
+  }
+}
+
+std::vector<std::string> remove_temp_files(const std::filesystem::path& dir) {
+  std::vector<std::string> removed;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && is_temp_name(name)) {
+      std::filesystem::remove(entry.path());
+      removed.push_back(name);
+    }
+  }
+  return removed;
+}
+
+void check_writable(const std::filesystem::path& dir, const std::string& op) {
+  try {
+    AtomicFileWriter probe("writing a probe file", dir / "probe");  // never committed: removed at once
+  } catch (const Error& e) {
+    throw Error(op + ": cannot write in the directory " + quote_path(dir) + " (" + e.what() + ")");
   }
 }
 

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace qkv::io {
 
@@ -36,6 +37,17 @@ class AtomicFileWriter {
   int fd_ = -1;
   bool committed_ = false;
 };
+
+// The temporary files of AtomicFileWriters whose process was killed before commit() or the
+// destructor ran (names ".TARGET.tmp-PID-N" in `dir`), removed; returns their names. Every such
+// file is removed, whatever became of its process: call it only where one writer works at a time
+// (a training run's directory), never where another process may be in the middle of a write.
+std::vector<std::string> remove_temp_files(const std::filesystem::path& dir);
+
+// Throws Error naming `dir` when an AtomicFileWriter cannot write there (read-only, missing, full):
+// creates and removes a temporary file as the writer would. A long job checks this before it
+// starts, not at its first save.
+void check_writable(const std::filesystem::path& dir, const std::string& op);
 
 // Writes `text` to `path` through an AtomicFileWriter: the one way qkv writes a text file (configs,
 // vocabularies, CSV and JSON reports, CoNLL-U). `op` names the caller in error messages.

@@ -8,7 +8,7 @@
 
 #include "child_process.h"
 
-using qkv::testing::kSeq2seq;
+using qkv::testing::kSeq2SeqProgram;
 using qkv::testing::run_program;
 
 TEST_CASE("seq2seq train refuses sizes and rates out of range before it trains naming the option") {
@@ -23,8 +23,8 @@ TEST_CASE("seq2seq train refuses sizes and rates out of range before it trains n
   for (const auto& [args, message] : cases) {
     std::vector<std::string> argv = {"train", "--epochs", "1", "--train-size", "8"};
     argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = run_program(kSeq2seq, argv);
+    const auto r = run_program(kSeq2SeqProgram, argv);
     CHECK(r.exit_code == 1);
-    CHECK(r.output == "seq2seq train: " + message + "\n");  // nothing else: no data, no epoch
+    CHECK(r.errors == "seq2seq train: " + message + "\n");  // nothing else: no data, no epoch
   }
 }
