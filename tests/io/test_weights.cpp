@@ -139,3 +139,30 @@ TEST_CASE("a checkpoint saved without an optimizer holds the weights and the ste
                    "alone)") != std::string::npos,
       message);
 }
+
+TEST_CASE(
+    "a checkpoint another program writes by the documented layout and checksum loads and qkv writes its "
+    "bytes") {
+  // tests/io/torch_checkpoint.py wrote it from a PyTorch Sequential(Linear(6, 16), Tanh, Linear(16, 4)).
+  const std::string fixtures = std::string(QKV_SOURCE_DIR) + "/tests/io/fixtures/";
+  const io::Checkpoint ckpt = io::read_checkpoint(fixtures + "torch_checkpoint.safetensors");
+  CHECK(ckpt.step == 42);
+  CHECK(ckpt.rng.seed == 7);
+  CHECK(ckpt.rng.offset == 0);
+  CHECK(ckpt.optimizer_name.empty());
+  CHECK(ckpt.config == "written by tests/io/torch_checkpoint.py");
+
+  auto model = mlp(6, 16, 4);
+  model->load_state_dict(ckpt.model);
+  const nn::StateDict golden = io::read_safetensors(fixtures + "torch_checkpoint.golden.safetensors");
+  const V y = values(model->forward(golden.at("x"))), expected = values(golden.at("y"));
+  REQUIRE(y.size() == expected.size());
+  for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(expected[i]).epsilon(1e-6));
+
+  // The same weights, step, generator and config, saved by qkv: the same bytes.
+  ScratchDir dir;
+  manual_seed(7);
+  io::save_checkpoint(dir / "c.safetensors", *model, 42, ckpt.config);
+  CHECK(testing::read_file(dir / "c.safetensors") ==
+        testing::read_file(fixtures + "torch_checkpoint.safetensors"));
+}
