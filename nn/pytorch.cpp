@@ -87,6 +87,7 @@ void pack_attention(StateDict& state, const std::string& p, const MultiHeadAtten
 // Parents before children: a block's renames put its attention's entries under qkv's prefix
 // before the attention unpacks them.
 void from_torch(const Module& m, const std::string& prefix, StateDict& state) {
+  if (dynamic_cast<const TransformerEncoder*>(&m)) rename(state, prefix, "layers.", "blocks.");
   if (const auto* block = dynamic_cast<const TransformerEncoderBlock*>(&m))
     for (const auto& [torch_name, qkv_name] : encoder_layer_names(*block))
       rename(state, prefix, torch_name, qkv_name);
@@ -101,6 +102,7 @@ void to_torch(const Module& m, const std::string& prefix, StateDict& state) {
   if (const auto* block = dynamic_cast<const TransformerEncoderBlock*>(&m))
     for (const auto& [torch_name, qkv_name] : encoder_layer_names(*block))
       rename(state, prefix, qkv_name, torch_name);
+  if (dynamic_cast<const TransformerEncoder*>(&m)) rename(state, prefix, "blocks.", "layers.");
 }
 
 }  // namespace

@@ -131,10 +131,18 @@ def encoder_layer(norm_first):
     return make
 
 
+def encoder():
+    layer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True, norm_first=True)
+    m = torch.nn.TransformerEncoder(layer, num_layers=2, norm=torch.nn.LayerNorm(8), enable_nested_tensor=False)
+    m.train()  # as for encoder_layer
+    inputs = {"x": torch.randn(2, 5, 8), "valid_lens": torch.tensor([5, 3])}
+    return m, inputs, lambda m, i: {"y": m(i["x"], src_key_padding_mask=padding_mask(i["valid_lens"], 5))}
+
+
 CASES = {
     "linear": linear, "embedding": embedding, "layer_norm": layer_norm, "gru": gru, "conv1d": conv1d,
     "attention": attention(), "cross_attention": attention(kdim=6, vdim=5),
-    "encoder_layer": encoder_layer(False), "encoder_layer_norm_first": encoder_layer(True),
+    "encoder_layer": encoder_layer(False), "encoder_layer_norm_first": encoder_layer(True), "encoder": encoder,
 }
 
 

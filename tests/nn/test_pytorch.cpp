@@ -108,6 +108,22 @@ const std::vector<Case>& cases() {
        run_attention},
       {"encoder_layer", [] { return encoder_block(nn::NormPlacement::Post); }, run_block},
       {"encoder_layer_norm_first", [] { return encoder_block(nn::NormPlacement::Pre); }, run_block},
+      // nn.TransformerEncoder of two norm_first layers and a final LayerNorm, on token vectors.
+      {"encoder",
+       [] {
+         return std::make_shared<nn::TransformerEncoder>(
+             nn::TransformerEncoderOptions{.num_hiddens = 8,
+                                           .ffn_num_hiddens = 16,
+                                           .num_heads = 2,
+                                           .num_layers = 2,
+                                           .dropout = 0.0f,
+                                           .use_bias = true,
+                                           .positions = nn::position_scheme("none"),
+                                           .norm = nn::NormPlacement::Pre});
+       },
+       [](nn::Module& m, const Golden& g) {
+         return Outputs{{"y", as<nn::TransformerEncoder>(m).forward(g.f32("x"), g.i64("valid_lens"))}};
+       }},
   };
   return all;
 }
