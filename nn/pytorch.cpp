@@ -36,51 +36,52 @@ void rename(StateDict& state, const std::string& prefix, const std::string& from
   for (auto& [name, t] : moved) state.insert_or_assign(std::move(name), std::move(t));
 }
 
-// The names of the three projections, PyTorch's (separate, as used when kdim or vdim differ from
-// the embedding size) beside qkv's.
-const NamePairs kProjections = {
-    {"q_proj_weight", "W_q.weight"}, {"k_proj_weight", "W_k.weight"}, {"v_proj_weight", "W_v.weight"}};
-const char* const kQkvBiases[] = {"W_q.bias", "W_k.bias", "W_v.bias"};
+// The three projections, in the order PyTorch packs their rows, and PyTorch's names for their
+// weights when it keeps them apart (kdim or vdim other than the embedding size).
+const char* const kProjections[] = {"W_q.", "W_k.", "W_v."};
+const char* const kSeparateWeights[] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
 
-// in_proj_weight (3D, in) → W_q, W_k, W_v (D, in) each; in_proj_bias (3D) likewise.
-void unpack_attention(StateDict& state, const std::string& p) {
-  auto split_three = [&](const std::string& packed, auto&& name_of) {
-    auto it = state.find(p + packed);
+// packed (3D, ...) → W_q, W_k, W_v + suffix, (D, ...) each: rows [0, D), [D, 2D), [2D, 3D).
+void unpack(StateDict& state, const std::string& p, const std::string& packed, const std::string& suffix) {
+  auto it = state.find(p + packed);
+  if (it == state.end()) return;
+  const Tensor t = it->second;
+  if (t.dim() == 0 || t.size(0) % 3 != 0)
+    throw ValueError("from_torch_state_dict: " + p + packed + " has shape " + shape_str(t.shape()) +
+                     ", expected a first dimension of 3·D (query, key and value rows)");
+  const int64_t D = t.size(0) / 3;
+  state.erase(it);
+  for (int i = 0; i < 3; ++i) state.insert_or_assign(p + kProjections[i] + suffix, t.narrow(0, i * D, D));
+}
+
+// The reverse: the three stacked along the first dim, when all three are there.
+void pack(StateDict& state, const std::string& p, const std::string& packed, const std::string& suffix) {
+  std::vector<Tensor> parts;
+  for (const char* projection : kProjections) {
+    auto it = state.find(p + projection + suffix);
     if (it == state.end()) return;
-    const Tensor t = it->second;
-    if (t.dim() == 0 || t.size(0) % 3 != 0)
-      throw ValueError("from_torch_state_dict: " + p + packed + " has shape " + shape_str(t.shape()) +
-                       ", expected a first dimension of 3·D (query, key and value rows)");
-    const int64_t D = t.size(0) / 3;
-    state.erase(it);
-    for (int i = 0; i < 3; ++i) state.insert_or_assign(p + name_of(i), t.narrow(0, i * D, D));
-  };
-  split_three("in_proj_weight", [](int i) { return kProjections[i].second; });
-  split_three("in_proj_bias", [](int i) { return std::string(kQkvBiases[i]); });
-  for (const auto& [torch_name, qkv_name] : kProjections) rename(state, p, torch_name, qkv_name);
+    parts.push_back(it->second);
+  }
+  for (const char* projection : kProjections) state.erase(p + projection + suffix);
+  state.insert_or_assign(p + packed, cat(parts, 0));
+}
+
+void from_torch_attention(StateDict& state, const std::string& p) {
+  unpack(state, p, "in_proj_weight", "weight");
+  unpack(state, p, "in_proj_bias", "bias");
+  for (int i = 0; i < 3; ++i) rename(state, p, kSeparateWeights[i], std::string(kProjections[i]) + "weight");
   rename(state, p, "out_proj.", "W_o.");
 }
 
-// The reverse: packed when all three projections read inputs of the same width, as PyTorch does.
-void pack_attention(StateDict& state, const std::string& p, const MultiHeadAttention& mha) {
-  const bool same_width = mha.W_k->in_features == mha.W_q->in_features &&
-                          mha.W_v->in_features == mha.W_q->in_features &&
-                          mha.W_q->in_features == mha.W_q->out_features;
-  auto pack = [&](const std::string& packed, auto&& name_of) {
-    std::vector<Tensor> parts;
-    for (int i = 0; i < 3; ++i) {
-      auto it = state.find(p + name_of(i));
-      if (it == state.end()) return;
-      parts.push_back(it->second);
-    }
-    for (int i = 0; i < 3; ++i) state.erase(p + name_of(i));
-    state.insert_or_assign(p + packed, cat(parts, 0));
-  };
-  if (same_width)
-    pack("in_proj_weight", [](int i) { return kProjections[i].second; });
+// PyTorch packs the weights when the keys and values have the queries' width, the embedding size.
+void to_torch_attention(StateDict& state, const std::string& p, const MultiHeadAttention& mha) {
+  const int64_t D = mha.W_q->out_features;
+  if (mha.W_q->in_features == D && mha.W_k->in_features == D && mha.W_v->in_features == D)
+    pack(state, p, "in_proj_weight", "weight");
   else
-    for (const auto& [torch_name, qkv_name] : kProjections) rename(state, p, qkv_name, torch_name);
-  pack("in_proj_bias", [](int i) { return std::string(kQkvBiases[i]); });
+    for (int i = 0; i < 3; ++i)
+      rename(state, p, std::string(kProjections[i]) + "weight", kSeparateWeights[i]);
+  pack(state, p, "in_proj_bias", "bias");
   rename(state, p, "W_o.", "out_proj.");
 }
 
@@ -91,14 +92,14 @@ void from_torch(const Module& m, const std::string& prefix, StateDict& state) {
   if (const auto* block = dynamic_cast<const TransformerEncoderBlock*>(&m))
     for (const auto& [torch_name, qkv_name] : encoder_layer_names(*block))
       rename(state, prefix, torch_name, qkv_name);
-  if (dynamic_cast<const MultiHeadAttention*>(&m)) unpack_attention(state, prefix);
+  if (dynamic_cast<const MultiHeadAttention*>(&m)) from_torch_attention(state, prefix);
   for (const auto& [name, child] : m.named_children()) from_torch(*child, prefix + name + ".", state);
 }
 
 // Children before parents, the reverse order.
 void to_torch(const Module& m, const std::string& prefix, StateDict& state) {
   for (const auto& [name, child] : m.named_children()) to_torch(*child, prefix + name + ".", state);
-  if (const auto* mha = dynamic_cast<const MultiHeadAttention*>(&m)) pack_attention(state, prefix, *mha);
+  if (const auto* mha = dynamic_cast<const MultiHeadAttention*>(&m)) to_torch_attention(state, prefix, *mha);
   if (const auto* block = dynamic_cast<const TransformerEncoderBlock*>(&m))
     for (const auto& [torch_name, qkv_name] : encoder_layer_names(*block))
       rename(state, prefix, qkv_name, torch_name);
