@@ -13,6 +13,7 @@
 #include "autograd/grad_mode.h"
 #include "io/digest.h"
 #include "io/safetensors.h"
+#include "io/weights.h"
 #include "tensor/error.h"
 
 namespace qkv::io {
@@ -58,47 +59,33 @@ bool parse(const std::string& s, T& out) {
   return !s.empty() && ec == std::errc() && ptr == end;
 }
 
-TensorRecord record(const std::string& name, const Tensor& t) {
-  return {name, DType::F32, t.shape(), std::as_bytes(std::span(t.data(), static_cast<size_t>(t.numel())))};
-}
-
-// "holds nan at element 3" for the first value of `t` that is not finite, or "" when all are.
-std::string non_finite_value(const Tensor& t) {
-  const float* data = t.data();
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (!std::isfinite(data[i]))
-      return "holds " + (std::isnan(data[i]) ? std::string("nan") : std::to_string(data[i])) +
-             " at element " + std::to_string(i);
+// "holds nan at element 3" for the first value of an F32 record that is not finite, or "" when all
+// are.
+std::string non_finite_value(const TensorRecord& r) {
+  const size_t n = r.data.size() / sizeof(float);
+  for (size_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, r.data.data() + i * sizeof(float), sizeof v);
+    if (!std::isfinite(v))
+      return "holds " + (std::isnan(v) ? std::string("nan") : std::to_string(v)) + " at element " + std::to_string(i);
   }
   return "";
 }
 
-void append_problems(std::string& message, const char* what, const std::vector<std::string>& items) {
-  if (items.empty()) return;
-  message += std::string("\n  ") + what;
-  for (const std::string& item : items) message += " " + item + ";";
-}
-
-}  // namespace
-
-void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
-                     const optim::Optimizer& optimizer, int64_t step, const std::string& config) {
+// optimizer is null for a checkpoint of the weights alone.
+void save(const std::filesystem::path& path, const nn::Module& model, const optim::Optimizer* optimizer,
+          int64_t step, const std::string& config) {
   if (step < 0)
-    throw ValueError("save_checkpoint: '" + path.string() + "': step must be >= 0, got " +
-                     std::to_string(step));
+    throw ValueError("save_checkpoint: '" + path.string() + "': step must be >= 0, got " + std::to_string(step));
   NoGradGuard no_grad;
-  // Contiguous tensors, kept alive until written: records only borrow their bytes.
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const auto& [name, t] : model.state_dict())
-    tensors.emplace_back(kModel + name, t.detach().contiguous());
-  const optim::OptimizerState state = optimizer.state_dict();
-  for (const auto& [key, t] : state.tensors) tensors.emplace_back(kOptim + key, t.detach().contiguous());
-  std::vector<TensorRecord> records;
-  for (const auto& [name, t] : tensors) {
-    if (const std::string bad = non_finite_value(t); !bad.empty())
-      throw ValueError("save_checkpoint: '" + path.string() + "': tensor " + in_quotes(name) + " " + bad +
+  TensorRecords records;
+  for (const auto& [name, t] : model.state_dict()) records.add(kModel + name, t);
+  const optim::OptimizerState state = optimizer ? optimizer->state_dict() : optim::OptimizerState{};
+  for (const auto& [key, t] : state.tensors) records.add(kOptim + key, t);
+  for (const TensorRecord& r : records.records()) {
+    if (const std::string bad = non_finite_value(r); !bad.empty())
+      throw ValueError("save_checkpoint: '" + path.string() + "': tensor " + in_quotes(r.name) + " " + bad +
                        ": a diverged state is not written (the file is left as it was)");
-    records.push_back(record(name, t));
   }
 
   const GeneratorState rng = default_generator().state();
@@ -108,12 +95,24 @@ void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
       {"step", std::to_string(step)},
       {"rng.seed", std::to_string(rng.seed)},
       {"rng.offset", std::to_string(rng.offset)},
-      {"optimizer", optimizer.name()},
+      {"optimizer", optimizer ? optimizer->name() : ""},
       {"config", config},
   };
   for (const auto& [key, value] : state.scalars) metadata[kOptim + key] = exact(value);
-  metadata["checksum"] = checksum(records, metadata);
-  save_safetensors(path, records, metadata);
+  metadata["checksum"] = checksum(records.records(), metadata);
+  save_safetensors(path, records.records(), metadata);
+}
+
+}  // namespace
+
+void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, int64_t step, const std::string& config) {
+  save(path, model, &optimizer, step, config);
+}
+
+void save_checkpoint(const std::filesystem::path& path, const nn::Module& model, int64_t step,
+                     const std::string& config) {
+  save(path, model, nullptr, step, config);
 }
 
 Checkpoint read_checkpoint(const std::filesystem::path& path, bool allow_non_finite) {
@@ -157,12 +156,8 @@ Checkpoint read_checkpoint(const std::filesystem::path& path, bool allow_non_fin
   for (const TensorRecord& r : file.tensors) {
     const bool is_model = r.name.rfind(kModel, 0) == 0, is_optim = r.name.rfind(kOptim, 0) == 0;
     if (!is_model && !is_optim) reject("tensor " + in_quotes(r.name) + " is neither 'model.*' nor 'optim.*'");
-    if (r.dtype != DType::F32)
-      reject("tensor " + in_quotes(r.name) + " has dtype " + std::string(dtype_name(r.dtype)) +
-             ", expected F32");
-    Tensor t = Tensor::empty(r.shape);
-    if (!r.data.empty()) std::memcpy(t.data(), r.data.data(), r.data.size());
-    if (const std::string bad = allow_non_finite ? "" : non_finite_value(t); !bad.empty())
+    const Tensor t = to_tensor(r, context);
+    if (const std::string bad = allow_non_finite ? "" : non_finite_value(r); !bad.empty())
       throw ValueError(context + "tensor " + in_quotes(r.name) + " " + bad +
                        ": the run that saved it had diverged (allow_non_finite reads it anyway)");
     if (is_model)
@@ -177,27 +172,14 @@ Checkpoint load_checkpoint(const std::filesystem::path& path, nn::Module& model,
                            bool strict, bool allow_non_finite) {
   const Checkpoint ckpt = read_checkpoint(path, allow_non_finite);
   // Every problem, of the model and of the optimizer, before anything is written.
-  std::vector<std::string> missing, unexpected, mismatched;
-  const nn::StateDict own = model.state_dict();
-  for (const auto& [name, t] : own) {
-    auto it = ckpt.model.find(name);
-    if (it == ckpt.model.end())
-      missing.push_back(name);
-    else if (it->second.shape() != t.shape())
-      mismatched.push_back(name + " (expected " + shape_str(t.shape()) + ", got " +
-                           shape_str(it->second.shape()) + ")");
-  }
-  for (const auto& [name, t] : ckpt.model)
-    if (!own.count(name)) unexpected.push_back(name);
   std::string problems;
-  if (strict) {
-    append_problems(problems, "model missing keys:", missing);
-    append_problems(problems, "model unexpected keys:", unexpected);
-  }
-  append_problems(problems, "model shape mismatches:", mismatched);
-  if (ckpt.optimizer_name != optimizer.name())
-    problems += "\n  optimizer: the checkpoint holds the state of " + in_quotes(ckpt.optimizer_name) +
-                ", not of " + optimizer.name();
+  for (const std::string& line : model.check_state_dict(ckpt.model, strict)) problems += "\n  model " + line;
+  if (ckpt.optimizer_name.empty())
+    problems +=
+        "\n  optimizer: the checkpoint holds no optimizer state (it was saved with the weights alone)";
+  else if (ckpt.optimizer_name != optimizer.name())
+    problems += "\n  optimizer: the checkpoint holds the state of " + in_quotes(ckpt.optimizer_name) + ", not of " +
+                optimizer.name();
   else
     for (const std::string& line : optimizer.check_state_dict(ckpt.optimizer))
       problems += "\n  optimizer " + line;
