@@ -1,7 +1,6 @@
 #include "examples/tagger/run_dir.h"
 
 #include <cmath>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 
@@ -58,13 +57,7 @@ std::vector<EpochMetrics> history_from_json(const Json& json) {
   return history;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw qkv::ValueError("tagger: cannot open " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_text(const fs::path& path) { return qkv::io::read_text_file(path, "tagger"); }
 
 Vocabs load_vocabs(const fs::path& dir, const Config& config) {
   return Vocabs{Vocab::load((dir / "words.txt").string()), Vocab::load((dir / "tags.txt").string()),
