@@ -1,4 +1,6 @@
-// Running part of a test in a fresh process: the suite's executable started again with
+// Running part of a test in a fresh process, or one of the built programs.
+//
+// A fresh process: the suite's executable started again with
 // `--child NAME ARGS...` (tests/main.cpp) runs the function registered under NAME instead of the
 // tests. A test uses it for what only a new process shows: resuming from a checkpoint with nothing
 // carried over in memory, or the environment read at startup (QKV_NUM_THREADS).
@@ -18,12 +20,22 @@ using ChildMain = std::function<int(const std::vector<std::string>& args)>;
 struct ChildResult {
   int exit_code = -1;  // -1 when the child did not exit normally (a signal)
   std::string output;  // what it wrote to stdout
+  std::string errors;  // what it wrote to stderr
 };
 
 // Starts this executable as `--child name args...` with `env` ("KEY=value") added to the current
 // environment, waits for it, and returns its exit code and standard output.
 ChildResult run_child(const std::string& name, const std::vector<std::string>& args,
                       const std::vector<std::string>& env = {});
+
+// Runs a built program (kTaggerProgram, kSeq2SeqProgram) with `args` and stdin from /dev/null,
+// waits for it, and returns its exit code, stdout and stderr: the command-line cases run the
+// programs users run.
+ChildResult run_program(const std::string& program, const std::vector<std::string>& args);
+#ifdef QKV_TAGGER_PROGRAM
+inline const std::string kTaggerProgram = QKV_TAGGER_PROGRAM;
+inline const std::string kSeq2SeqProgram = QKV_SEQ2SEQ_PROGRAM;
+#endif
 
 // Runs the registered child `name`; called by main for `--child`. Returns its exit code (2 for an
 // unknown name).

@@ -176,19 +176,21 @@ int train(int argc, char** argv) {
                           .time_limit = args.number("time-limit"),
                           .clip = args.number("clip"),
                           .target = args.number("target")};
+  const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+  const ModelConfig config{.source_vocab = src_vocab.size(),
+                           .target_vocab = tgt_vocab.size(),
+                           .embed_size = args.integer("embed"),
+                           .num_hiddens = args.integer("hidden"),
+                           .num_layers = args.integer("layers"),
+                           .dropout = static_cast<float>(args.number("dropout"))};
+  check_model_config(config, "the model options");  // before any work: 10^8 layers never finish building
   qkv::manual_seed(schedule.seed);
   const DateData data = generate_data(schedule.seed, {.train = args.integer("train-size"),
                                                       .dev = args.integer("dev-size"),
                                                       .test = args.integer("test-size")});
-  const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
   const std::vector<Example> train_examples = encode_pairs(data.train, src_vocab, tgt_vocab);
 
-  Seq2Seq model({.source_vocab = src_vocab.size(),
-                 .target_vocab = tgt_vocab.size(),
-                 .embed_size = args.integer("embed"),
-                 .num_hiddens = args.integer("hidden"),
-                 .num_layers = args.integer("layers"),
-                 .dropout = static_cast<float>(args.number("dropout"))});
+  Seq2Seq model(config);
   qkv::optim::Adam optimizer(model.parameters(), {.lr = args.number("lr")});
   std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters, %d thread(s)\n",
               data.train.size(), data.dev.size(), data.test.size(),
