@@ -57,7 +57,16 @@ std::vector<EpochMetrics> history_from_json(const Json& json) {
   return history;
 }
 
-std::string read_text(const fs::path& path) { return qkv::io::read_text_file(path, "tagger"); }
+// A JSON file of the run: read whole (a regular file of bounded size, io/file.h) and parsed, its
+// errors prefixed with the path.
+Json parse_json_file(const fs::path& path) {
+  const std::string text = qkv::io::read_text_file(path, "tagger");
+  try {
+    return qkv::io::parse_json(text);
+  } catch (const qkv::FormatError& e) {
+    throw qkv::FormatError(path.string() + ": " + e.what());
+  }
+}
 
 Vocabs load_vocabs(const fs::path& dir, const Config& config) {
   return Vocabs{Vocab::load((dir / "words.txt").string()), Vocab::load((dir / "tags.txt").string()),
@@ -117,14 +126,15 @@ SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoin
     throw qkv::ValueError("tagger: " + config_path.string() + " not found: is " + dir.string() +
                           " a run directory?");
   }
-  const Config first = Config::from_json(qkv::io::parse_json(read_text(config_path)));
+  const Config first = Config::from_json(parse_json_file(config_path), config_path.string());
   if (!fs::exists(checkpoint_path)) {
     throw qkv::ValueError("tagger: " + checkpoint_path.string() +
                           " not found: the run has not finished an epoch");
   }
   qkv::io::Checkpoint ckpt = qkv::io::read_checkpoint(checkpoint_path);
   const Json state = checkpoint_state(checkpoint_path, ckpt);
-  Config config = Config::from_json(*state.find("config"));
+  Config config = Config::from_json(*state.find("config"), checkpoint_path.string() + ": \"config\"");
+  check_config_fits_tensors(config, ckpt.model, checkpoint_path.string());
   // config.json holds the run's first config; --epochs may have extended the run since, nothing else.
   Config expected = first;
   expected.epochs = config.epochs;
