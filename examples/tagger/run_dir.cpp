@@ -60,7 +60,7 @@ std::vector<EpochMetrics> history_from_json(const Json& json) {
 // A JSON file of the run: read whole (a regular file of bounded size, io/file.h) and parsed, its
 // errors prefixed with the path.
 Json parse_json_file(const fs::path& path) {
-  const std::string text = qkv::io::read_text_file(path, "tagger");
+  const std::string text = qkv::io::read_text_file(path, "run directory");
   try {
     return qkv::io::parse_json(text);
   } catch (const qkv::FormatError& e) {

@@ -614,7 +614,7 @@ TEST_CASE(
   qkv::testing::ChildResult r =
       qkv::testing::run_program(qkv::testing::kTaggerProgram, {"eval", "--run", dir.path().string()});
   CHECK(r.exit_code == 1);
-  CHECK(r.errors == "tagger: tagger: '" + (dir / "config.json").string() +
+  CHECK(r.errors == "tagger: run directory: '" + (dir / "config.json").string() +
                         "': is a character device, not a regular file\n");
   fs::remove(dir / "config.json");
   qkv::testing::write_file(dir / "config.json", R"({"d_model": "wide"})");
@@ -680,4 +680,16 @@ TEST_CASE("tagger eval with --test needs only the run directory, not the trainin
       r.errors.find(
           "eval reads the run's data for its test split and its training words (read_conllu: no such file '" +
           c.train_file + "'); --test FILE scores a file with the run directory alone") != std::string::npos);
+}
+
+TEST_CASE("tagger train given a directory as its training file says it is a directory") {
+  qkv::testing::ScratchDir dir;
+  fs::create_directories(dir / "corpus");
+  const std::string corpus = (dir / "corpus").string();
+  const qkv::testing::ChildResult r = qkv::testing::run_program(
+      qkv::testing::kTaggerProgram,
+      {"train", "--train", corpus, "--dev", corpus, "--test", corpus, "--run", (dir / "run").string()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors == "tagger: read_conll: '" + corpus + "': is a directory, not a regular file\n");
+  CHECK_FALSE(fs::exists(dir / "run"));
 }
