@@ -38,6 +38,21 @@ bool is_temp_name(const std::string& name) {
   return dash != std::string::npos && digits(numbers.substr(0, dash)) && digits(numbers.substr(dash + 1));
 }
 
+// "a directory", "a character device", ...: what a path that is not a regular file is.
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+void check_regular(const struct stat& st, const std::string& context) {
+  if (!S_ISREG(st.st_mode))
+    throw ValueError(context + "is " + file_kind(st.st_mode) + ", not a regular file");
+}
+
 }  // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::string op, std::filesystem::path target)
@@ -93,7 +108,8 @@ void AtomicFileWriter::commit() {
 
 FileReader::FileReader(std::string op, const std::filesystem::path& path)
     : context_(std::move(op) + ": " + quote_path(path) + ": ") {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) throw Error(context_ + "cannot open: " + os_error());
   struct stat st;
   if (::fstat(fd_, &st) != 0) {
@@ -101,9 +117,11 @@ FileReader::FileReader(std::string op, const std::filesystem::path& path)
     ::close(fd_);
     throw Error(context_ + "cannot stat: " + reason);
   }
-  if (!S_ISREG(st.st_mode)) {
+  try {
+    check_regular(st, context_);
+  } catch (...) {
     ::close(fd_);
-    throw Error(context_ + "not a regular file");
+    throw;
   }
   size_ = static_cast<uint64_t>(st.st_size);
 }
@@ -143,6 +161,23 @@ void check_writable(const std::filesystem::path& dir, const std::string& op) {
   } catch (const Error& e) {
     throw Error(op + ": cannot write in the directory " + quote_path(dir) + " (" + e.what() + ")");
   }
+}
+
+std::string read_text_file(const std::filesystem::path& path, const std::string& op, uint64_t max_bytes) {
+  const FileReader file(op, path);
+  if (file.size() > max_bytes)
+    throw ValueError(file.context() + "is " + std::to_string(file.size()) + " bytes, over the " +
+                     std::to_string(max_bytes) + " a text file read whole may hold");
+  std::string text(static_cast<std::size_t>(file.size()), '\0');
+  file.read_at(0, std::as_writable_bytes(std::span(text.data(), text.size())));
+  return text;
+}
+
+void require_regular_file(const std::filesystem::path& path, const std::string& op) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(op + ": " + quote_path(path) + ": cannot open: " + os_error());
+  check_regular(st, op + ": " + quote_path(path) + ": ");
 }
 
 void write_text_file(const std::filesystem::path& path, std::string_view text, const std::string& op) {

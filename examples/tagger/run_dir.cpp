@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 
@@ -67,7 +66,9 @@ std::vector<EpochMetrics> history_from_json(const Json& json) {
 // and end ",tokens_per_s,seconds". A row that is missing or does not read stays at 0: timings are
 // for people, nothing is computed from them.
 void restore_timings(const fs::path& metrics_csv, std::vector<EpochMetrics>& history) {
-  std::ifstream in(metrics_csv);
+  std::error_code ec;
+  if (!fs::is_regular_file(metrics_csv, ec)) return;
+  std::istringstream in(qkv::io::read_text_file(metrics_csv, "run directory"));
   for (std::string line; std::getline(in, line);) {
     std::istringstream row(line);
     std::vector<std::string> cells;
@@ -85,12 +86,15 @@ void restore_timings(const fs::path& metrics_csv, std::vector<EpochMetrics>& his
   }
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw qkv::ValueError("tagger: cannot open " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+// A JSON file of the run: read whole (a regular file of bounded size, io/file.h) and parsed, its
+// errors prefixed with the path.
+Json parse_json_file(const fs::path& path) {
+  const std::string text = qkv::io::read_text_file(path, "run directory");
+  try {
+    return qkv::io::parse_json(text);
+  } catch (const qkv::FormatError& e) {
+    throw qkv::FormatError(path.string() + ": " + e.what());
+  }
 }
 
 // The digest of a vocabulary: its tokens in id order. Two vocabularies of the same words in another
@@ -192,14 +196,15 @@ SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoin
     throw qkv::ValueError("tagger: " + config_path.string() + " not found: is " + dir.string() +
                           " a run directory?");
   }
-  const Config first = Config::from_json(qkv::io::parse_json(read_text(config_path)));
+  const Config first = Config::from_json(parse_json_file(config_path), config_path.string());
   if (!fs::exists(checkpoint_path)) {
     throw qkv::ValueError("tagger: " + checkpoint_path.string() +
                           " not found: the run has not finished an epoch");
   }
   qkv::io::Checkpoint ckpt = qkv::io::read_checkpoint(checkpoint_path);
   const Json state = checkpoint_state(checkpoint_path, ckpt);
-  Config config = Config::from_json(*state.find("config"));
+  Config config = Config::from_json(*state.find("config"), checkpoint_path.string() + ": \"config\"");
+  check_config_fits_tensors(config, ckpt.model, checkpoint_path.string());
   // config.json holds the run's first config; --epochs may have extended the run since, never
   // shortened it, and nothing else may differ: a checkpoint of another run is refused here, before
   // --resume writes anything.
