@@ -179,3 +179,16 @@ TEST_CASE("tagger train refuses a model far larger than the machine's memory bef
   CHECK(r.errors.find("lower --d-model, --ffn-width, --layers or --batch-size") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "run" / "config.json"));
 }
+
+TEST_CASE("tagger data writes its three files or none") {
+  qkv::testing::ScratchDir dir;
+  const std::string out = (dir / "data").string();
+  REQUIRE(run_program(kTaggerProgram, {"data", "--out", out, "--sentences", "20"}).exit_code == 0);
+  fs::remove(fs::path(out) / "test.conllu");
+  fs::create_directories(fs::path(out) / "test.conllu");
+  const auto before = files_of(out);
+  const auto r = run_program(kTaggerProgram, {"data", "--out", out, "--sentences", "30", "--seed", "1"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors == "tagger: write_corpus: " + out + "/test.conllu is not a file: move it away\n");
+  CHECK(files_of(out) == before);
+}
