@@ -49,15 +49,18 @@ void finish_scores(const AttentionSizes& n, int64_t b, int64_t h, ScoresView mas
   const float root_d = std::sqrt(static_cast<float>(n.d));
   const float* bias_bh = bias.data ? bias.data + b * bias.batch + h * bias.head : nullptr;
   const float* mask_bh = mask.data ? mask.data + b * mask.batch + h * mask.head : nullptr;
-  for (int64_t i = 0; i < n.Tq; ++i) {
+  // One simple loop per step, so that each vectorizes.
+  for (int64_t i = 0; i < n.Tq * n.Tk; ++i) s[i] /= root_d;
+  for (int64_t i = 0; bias_bh && i < n.Tq; ++i) {
+    const float* bias_row = bias_bh + i * bias.row;
     float* row = s + i * n.Tk;
-    for (int64_t j = 0; j < n.Tk; ++j) {
-      float x = row[j] / root_d;
-      if (bias_bh) x += bias_bh[i * bias.row + j * bias.col];
-      if (mask_bh && mask_bh[i * mask.row + j * mask.col] == 0.0f)
-        x = -std::numeric_limits<float>::infinity();
-      row[j] = x;
-    }
+    for (int64_t j = 0; j < n.Tk; ++j) row[j] += bias_row[j * bias.col];
+  }
+  for (int64_t i = 0; mask_bh && i < n.Tq; ++i) {
+    const float* mask_row = mask_bh + i * mask.row;
+    float* row = s + i * n.Tk;
+    for (int64_t j = 0; j < n.Tk; ++j)
+      if (mask_row[j * mask.col] == 0.0f) row[j] = -std::numeric_limits<float>::infinity();
   }
 }
 
