@@ -7,7 +7,9 @@
 // The dropout mask is drawn exactly as the composed path draws it: one bernoulli_scale call over
 // the (B, H, Q, K) weights, from the same generator, so a seeded run gives the same mask either
 // way. Here the draw is made on an array of ones, which leaves the multipliers (0 or 1/(1-p))
-// themselves; the kernel multiplies them in, and backward uses them again.
+// themselves; the kernel multiplies them in, and backward uses them again. In training that keeps
+// one float per weight until backward, as many as the weights P themselves (the dropout op keeps
+// nothing and draws its mask again).
 #include <string>
 #include <vector>
 
