@@ -100,7 +100,8 @@ class AdditiveAttention : public Module {
 // forward's own mask and bias compose with these (dense attention only).
 //
 // Dense attention runs as one fused op (functional::fused_attention: the heads read in place, no
-// per-head copies, one kernel forward and one backward) when `fused` is true, the default; with
+// per-head copies, one kernel forward and one backward; rotary's rotated heads are read as they
+// come from transform_qk) when `fused` is true, the default; with
 // fused = false it runs the composed computation above, DotProductAttention on the heads, which
 // gives the same values to float32 rounding and draws the same dropout mask. The band of a window
 // always takes its own path.
