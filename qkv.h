@@ -34,6 +34,7 @@
 #include "nn/positional_encoding.h"
 #include "nn/position_scheme.h"
 #include "nn/positional_encoding_2d.h"
+#include "nn/pytorch.h"
 #include "nn/relative_position.h"
 #include "nn/rms_norm.h"
 #include "nn/rotary.h"
@@ -41,6 +42,7 @@
 #include "nn/transformer.h"
 
 #include "io/checkpoint.h"
+#include "io/weights.h"
 #include "io/tensor_npy.h"
 
 #include "data/batching.h"

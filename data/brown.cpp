@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <istream>
 #include <iterator>
 #include <sstream>
 #include <unordered_map>
 
+#include "io/file.h"
 #include "tensor/error.h"
 
 namespace qkv::data {
@@ -140,8 +140,7 @@ std::vector<TaggedSentence> read_brown_document(std::istream& in, const std::str
 }
 
 std::vector<TaggedSentence> read_brown_document(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ValueError("read_brown: cannot open " + in_quotes(path) + " for reading");
+  std::istringstream in(io::read_text_file(path, "read_brown"));
   return read_brown_document(in, path);
 }
 

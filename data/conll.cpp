@@ -62,11 +62,18 @@ std::vector<std::string_view> split(std::string_view line, bool on_tabs_only) {
 
 bool is_blank(std::string_view line) { return line.find_first_not_of(" \t") == std::string::npos; }
 
-// Reads lines, strips a CR left by CRLF line ends, and collects sentences between blank lines.
-// `parse_line` adds one non-blank line to the current sentence, or throws through `fail`.
+// The UTF-8 encoding of U+FEFF, which some editors (Windows Notepad) write at the start of a file.
+// In UTF-8 it marks nothing (the Unicode Standard, section 2.6, neither requires nor recommends
+// it); read as part of the first field it would make "1" a bad ID, so the readers drop it there.
+constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
+
+// Reads lines, strips a byte-order mark at the start and a CR left by CRLF line ends, and collects
+// sentences between empty lines. `parse_line` adds one other line to the current sentence, or
+// throws through `fail`. A line of only spaces or tabs is neither: refused at its own line, not
+// taken for a sentence break that would blame the next line for whatever went wrong.
 template <class ParseLine>
-std::vector<TaggedSentence> read_sentences(std::istream& in, const std::string& op,
-                                           const std::string& source, ParseLine parse_line) {
+std::vector<TaggedSentence> read_sentences(std::istream& in, const std::string& op, const std::string& source,
+                                           ParseLine parse_line) {
   std::vector<TaggedSentence> sentences;
   TaggedSentence current;
   std::string line;
@@ -80,20 +87,25 @@ std::vector<TaggedSentence> read_sentences(std::istream& in, const std::string& 
   };
   while (std::getline(in, line)) {
     ++line_no;
+    if (line_no == 1 && line.starts_with(kUtf8ByteOrderMark)) line.erase(0, kUtf8ByteOrderMark.size());
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (is_blank(line))
+    if (line.empty())
       finish_sentence();
+    else if (is_blank(line))
+      fail(
+          "the line is blank but not empty (only spaces or tabs): a sentence break is an empty line, and a "
+          "word line needs its fields");
     else
       parse_line(line, current, fail);
   }
-  if (in.bad())
-    throw FormatError(op + ": " + source + ": read error after line " + std::to_string(line_no));
+  if (in.bad()) throw FormatError(op + ": " + source + ": read error after line " + std::to_string(line_no));
   finish_sentence();
   return sentences;
 }
 
 std::ifstream open_for_reading(const std::string& op, const std::string& path) {
   if (!std::filesystem::exists(path)) throw ValueError(op + ": no such file '" + path + "'");
+  io::require_regular_file(path, op);  // a directory, a FIFO or a device is refused, not read
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ValueError(op + ": cannot open '" + path + "' for reading");
   return in;
@@ -185,8 +197,7 @@ std::vector<TaggedSentence> read_conll(std::istream& in, const std::string& sour
       in, "read_conll", source, [](std::string_view line, TaggedSentence& sentence, auto fail) {
         const std::vector<std::string_view> f = split(line, /*on_tabs_only=*/false);
         if (f.size() != 2)
-          fail("expected 2 whitespace-separated columns (word TAG), found " +
-               std::to_string(f.size()));
+          fail("expected 2 whitespace-separated columns (word TAG), found " + std::to_string(f.size()));
         sentence.words.emplace_back(f[0]);
         sentence.tags.emplace_back(f[1]);
       });

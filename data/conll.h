@@ -12,10 +12,13 @@
 // Two-column CoNLL has "word TAG" on each line, separated by spaces or tabs, and a blank line
 // between sentences.
 //
-// Both readers accept CRLF line ends and a missing final blank line. A line that does not fit
+// Both readers accept CRLF line ends, a missing final blank line and a UTF-8 byte-order mark at
+// the start of the file (which some editors write; it means nothing in UTF-8). A sentence break is
+// an empty line: a line of only spaces or tabs is refused at its own line number. A line that does not fit
 // rejects the whole input with a FormatError naming the source, the 1-based line and the fault:
 //   read_conllu: train.conllu:17: expected 10 tab-separated columns, found 9
-// A path that cannot be opened throws ValueError.
+// A path that is missing, or is not a regular file once links are followed (a directory, a FIFO, a
+// device), throws ValueError naming it and what it is; the file is streamed, of any size.
 #pragma once
 
 #include <iosfwd>

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <istream>
 #include <ostream>
 #include <sstream>
@@ -21,15 +20,12 @@ std::string in_quotes(const std::string& s) {
   return q;
 }
 
-bool has_line_break(const std::string& token) {
-  return token.find_first_of("\r\n") != std::string::npos;
-}
+bool has_line_break(const std::string& token) { return token.find_first_of("\r\n") != std::string::npos; }
 
 // The reserved tokens, then the counted ones in id order (see vocab.h), after checking them.
-std::vector<std::string> ordered_tokens(const std::map<std::string, int64_t>& counts,
-                                        int64_t min_freq, std::vector<std::string> reserved) {
-  if (min_freq < 1)
-    throw ValueError("Vocab: min_freq must be at least 1, got " + std::to_string(min_freq));
+std::vector<std::string> ordered_tokens(const std::map<std::string, int64_t>& counts, int64_t min_freq,
+                                        std::vector<std::string> reserved) {
+  if (min_freq < 1) throw ValueError("Vocab: min_freq must be at least 1, got " + std::to_string(min_freq));
   for (size_t i = 0; i < reserved.size(); ++i) {
     if (reserved[i].empty() || has_line_break(reserved[i]))
       throw ValueError("Vocab: reserved token " + std::to_string(i) + " " + in_quotes(reserved[i]) +
@@ -39,11 +35,9 @@ std::vector<std::string> ordered_tokens(const std::map<std::string, int64_t>& co
   }
   std::vector<std::pair<std::string, int64_t>> kept;
   for (const auto& [token, count] : counts) {
-    if (count < min_freq || std::find(reserved.begin(), reserved.end(), token) != reserved.end())
-      continue;
+    if (count < min_freq || std::find(reserved.begin(), reserved.end(), token) != reserved.end()) continue;
     if (token.empty() || has_line_break(token))
-      throw ValueError("Vocab: counted token " + in_quotes(token) +
-                       " is empty or holds a line break");
+      throw ValueError("Vocab: counted token " + in_quotes(token) + " is empty or holds a line break");
     kept.emplace_back(token, count);
   }
   // Most frequent first. std::map lists equal counts in byte order and stable_sort keeps that.
@@ -75,8 +69,7 @@ int64_t Vocab::id(const std::string& token) const {
   const auto it = ids_.find(token);
   if (it != ids_.end()) return it->second;
   if (!has_unk())
-    throw ValueError("Vocab::id: unknown token " + in_quotes(token) +
-                     " and the vocabulary has no " + kUnk);
+    throw ValueError("Vocab::id: unknown token " + in_quotes(token) + " and the vocabulary has no " + kUnk);
   return unk_id();
 }
 
@@ -133,13 +126,11 @@ Vocab Vocab::load(std::istream& in, const std::string& source) {
     if (line.empty()) throw FormatError(where + "empty token (every line holds one token)");
     const auto [it, inserted] = first_line.emplace(line, line_no);
     if (!inserted)
-      throw FormatError(where + "token " + in_quotes(line) + " repeats line " +
-                        std::to_string(it->second));
+      throw FormatError(where + "token " + in_quotes(line) + " repeats line " + std::to_string(it->second));
     tokens.push_back(line);
   }
   if (in.bad())
-    throw FormatError("Vocab::load: " + source + ": read error after line " +
-                      std::to_string(line_no));
+    throw FormatError("Vocab::load: " + source + ": read error after line " + std::to_string(line_no));
   if (tokens.empty()) throw FormatError("Vocab::load: " + source + ": no tokens");
   Vocab vocab;
   vocab.tokens_ = std::move(tokens);
@@ -149,8 +140,7 @@ Vocab Vocab::load(std::istream& in, const std::string& source) {
 
 Vocab Vocab::load(const std::string& path) {
   if (!std::filesystem::exists(path)) throw ValueError("Vocab::load: no such file '" + path + "'");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ValueError("Vocab::load: cannot open '" + path + "' for reading");
+  std::istringstream in(io::read_text_file(path, "Vocab::load"));
   return load(in, path);
 }
 

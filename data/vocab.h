@@ -57,7 +57,8 @@ class Vocab {
   void save(const std::string& path) const;
   void save(std::ostream& out) const;
   // Throws FormatError naming the source and line of an empty or repeated token, or for an empty
-  // file; ValueError when the path cannot be opened.
+  // file; ValueError when the path is missing or is not a regular file, or the file is over
+  // io::kMaxTextFileBytes (io/file.h).
   static Vocab load(const std::string& path);
   static Vocab load(std::istream& in, const std::string& source);
 

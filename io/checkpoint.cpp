@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -10,7 +11,9 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
+#include "io/digest.h"
 #include "io/safetensors.h"
+#include "io/weights.h"
 #include "tensor/error.h"
 
 namespace qkv::io {
@@ -20,29 +23,9 @@ constexpr const char* kFormat = "qkv.checkpoint";
 constexpr const char* kVersion = "1";
 const std::string kModel = "model.", kOptim = "optim.";
 
-// FNV-1a, 64 bits (Fowler, Noll, Vo): every byte changes the state through a bijection, so a
-// single corrupted byte always changes the result.
-class Fnv1a {
- public:
-  void add(std::span<const std::byte> bytes) {
-    for (std::byte b : bytes) hash_ = (hash_ ^ static_cast<uint64_t>(b)) * 1099511628211ULL;
-  }
-  void add(std::string_view s) {  // the string and a terminating 0, so "ab"+"c" differs from "a"+"bc"
-    add(std::as_bytes(std::span(s.data(), s.size())));
-    add(std::as_bytes(std::span("", 1)));
-  }
-  std::string hex() const {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(hash_));
-    return buf;
-  }
-
- private:
-  uint64_t hash_ = 14695981039346656037ULL;
-};
-
 // The checksum of a checkpoint's tensors and of its metadata other than "checksum" itself.
-std::string checksum(const std::vector<TensorRecord>& tensors, const std::map<std::string, std::string>& metadata) {
+std::string checksum(const std::vector<TensorRecord>& tensors,
+                     const std::map<std::string, std::string>& metadata) {
   std::vector<const TensorRecord*> by_name;
   for (const TensorRecord& t : tensors) by_name.push_back(&t);
   std::sort(by_name.begin(), by_name.end(), [](auto* a, auto* b) { return a->name < b->name; });
@@ -76,30 +59,34 @@ bool parse(const std::string& s, T& out) {
   return !s.empty() && ec == std::errc() && ptr == end;
 }
 
-TensorRecord record(const std::string& name, const Tensor& t) {
-  return {name, DType::F32, t.shape(), std::as_bytes(std::span(t.data(), static_cast<size_t>(t.numel())))};
+// "holds nan at element 3" for the first value of an F32 record that is not finite, or "" when all
+// are.
+std::string non_finite_value(const TensorRecord& r) {
+  const size_t n = r.data.size() / sizeof(float);
+  for (size_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, r.data.data() + i * sizeof(float), sizeof v);
+    if (!std::isfinite(v))
+      return "holds " + (std::isnan(v) ? std::string("nan") : std::to_string(v)) + " at element " + std::to_string(i);
+  }
+  return "";
 }
 
-void append_problems(std::string& message, const char* what, const std::vector<std::string>& items) {
-  if (items.empty()) return;
-  message += std::string("\n  ") + what;
-  for (const std::string& item : items) message += " " + item + ";";
-}
-
-}  // namespace
-
-void save_checkpoint(const std::filesystem::path& path, const nn::Module& model, const optim::Optimizer& optimizer,
-                     int64_t step, const std::string& config) {
+// optimizer is null for a checkpoint of the weights alone.
+void save(const std::filesystem::path& path, const nn::Module& model, const optim::Optimizer* optimizer,
+          int64_t step, const std::string& config) {
   if (step < 0)
     throw ValueError("save_checkpoint: '" + path.string() + "': step must be >= 0, got " + std::to_string(step));
   NoGradGuard no_grad;
-  // Contiguous tensors, kept alive until written: records only borrow their bytes.
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const auto& [name, t] : model.state_dict()) tensors.emplace_back(kModel + name, t.detach().contiguous());
-  const optim::OptimizerState state = optimizer.state_dict();
-  for (const auto& [key, t] : state.tensors) tensors.emplace_back(kOptim + key, t.detach().contiguous());
-  std::vector<TensorRecord> records;
-  for (const auto& [name, t] : tensors) records.push_back(record(name, t));
+  TensorRecords records;
+  for (const auto& [name, t] : model.state_dict()) records.add(kModel + name, t);
+  const optim::OptimizerState state = optimizer ? optimizer->state_dict() : optim::OptimizerState{};
+  for (const auto& [key, t] : state.tensors) records.add(kOptim + key, t);
+  for (const TensorRecord& r : records.records()) {
+    if (const std::string bad = non_finite_value(r); !bad.empty())
+      throw ValueError("save_checkpoint: '" + path.string() + "': tensor " + in_quotes(r.name) + " " + bad +
+                       ": a diverged state is not written (the file is left as it was)");
+  }
 
   const GeneratorState rng = default_generator().state();
   std::map<std::string, std::string> metadata = {
@@ -108,15 +95,27 @@ void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
       {"step", std::to_string(step)},
       {"rng.seed", std::to_string(rng.seed)},
       {"rng.offset", std::to_string(rng.offset)},
-      {"optimizer", optimizer.name()},
+      {"optimizer", optimizer ? optimizer->name() : ""},
       {"config", config},
   };
   for (const auto& [key, value] : state.scalars) metadata[kOptim + key] = exact(value);
-  metadata["checksum"] = checksum(records, metadata);
-  save_safetensors(path, records, metadata);
+  metadata["checksum"] = checksum(records.records(), metadata);
+  save_safetensors(path, records.records(), metadata);
 }
 
-Checkpoint read_checkpoint(const std::filesystem::path& path) {
+}  // namespace
+
+void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
+                     const optim::Optimizer& optimizer, int64_t step, const std::string& config) {
+  save(path, model, &optimizer, step, config);
+}
+
+void save_checkpoint(const std::filesystem::path& path, const nn::Module& model, int64_t step,
+                     const std::string& config) {
+  save(path, model, nullptr, step, config);
+}
+
+Checkpoint read_checkpoint(const std::filesystem::path& path, bool allow_non_finite) {
   const std::string context = "load_checkpoint: '" + path.string() + "': ";
   auto reject = [&context](const std::string& problem) { throw FormatError(context + problem); };
   const LoadedTensors file = load_safetensors(path);
@@ -126,22 +125,27 @@ Checkpoint read_checkpoint(const std::filesystem::path& path) {
     return it->second;
   };
   if (meta("format") != kFormat)
-    reject("metadata 'format' is " + in_quotes(meta("format")) + ", not '" + kFormat + "': not a qkv checkpoint");
+    reject("metadata 'format' is " + in_quotes(meta("format")) + ", not '" + kFormat +
+           "': not a qkv checkpoint");
   if (meta("version") != kVersion)
-    reject("checkpoint version " + in_quotes(meta("version")) + " is not supported (this build reads " + kVersion + ")");
+    reject("checkpoint version " + in_quotes(meta("version")) + " is not supported (this build reads " +
+           kVersion + ")");
   const std::string computed = checksum(file.tensors, file.metadata);
   if (meta("checksum") != computed)
     reject("checksum mismatch (stored " + in_quotes(meta("checksum")) + ", computed '" + computed +
            "'): the file is corrupted");
 
   Checkpoint ckpt;
-  if (!parse(meta("step"), ckpt.step) || ckpt.step < 0) reject("metadata 'step' is not a step number: " + in_quotes(meta("step")));
-  if (!parse(meta("rng.seed"), ckpt.rng.seed)) reject("metadata 'rng.seed' is not a number: " + in_quotes(meta("rng.seed")));
+  if (!parse(meta("step"), ckpt.step) || ckpt.step < 0)
+    reject("metadata 'step' is not a step number: " + in_quotes(meta("step")));
+  if (!parse(meta("rng.seed"), ckpt.rng.seed))
+    reject("metadata 'rng.seed' is not a number: " + in_quotes(meta("rng.seed")));
   if (!parse(meta("rng.offset"), ckpt.rng.offset))
     reject("metadata 'rng.offset' is not a number: " + in_quotes(meta("rng.offset")));
   ckpt.optimizer_name = meta("optimizer");
   ckpt.config = meta("config");
-  const std::set<std::string> known = {"format", "version", "step", "rng.seed", "rng.offset", "optimizer", "config", "checksum"};
+  const std::set<std::string> known = {"format",     "version",   "step",   "rng.seed",
+                                       "rng.offset", "optimizer", "config", "checksum"};
   for (const auto& [key, value] : file.metadata) {
     if (known.count(key)) continue;
     if (key.rfind(kOptim, 0) != 0) reject("unexpected metadata " + in_quotes(key));
@@ -152,10 +156,10 @@ Checkpoint read_checkpoint(const std::filesystem::path& path) {
   for (const TensorRecord& r : file.tensors) {
     const bool is_model = r.name.rfind(kModel, 0) == 0, is_optim = r.name.rfind(kOptim, 0) == 0;
     if (!is_model && !is_optim) reject("tensor " + in_quotes(r.name) + " is neither 'model.*' nor 'optim.*'");
-    if (r.dtype != DType::F32)
-      reject("tensor " + in_quotes(r.name) + " has dtype " + std::string(dtype_name(r.dtype)) + ", expected F32");
-    Tensor t = Tensor::empty(r.shape);
-    if (!r.data.empty()) std::memcpy(t.data(), r.data.data(), r.data.size());
+    const Tensor t = to_tensor(r, context);
+    if (const std::string bad = allow_non_finite ? "" : non_finite_value(r); !bad.empty())
+      throw ValueError(context + "tensor " + in_quotes(r.name) + " " + bad +
+                       ": the run that saved it had diverged (allow_non_finite reads it anyway)");
     if (is_model)
       ckpt.model[r.name.substr(kModel.size())] = t;
     else
@@ -165,33 +169,23 @@ Checkpoint read_checkpoint(const std::filesystem::path& path) {
 }
 
 Checkpoint load_checkpoint(const std::filesystem::path& path, nn::Module& model, optim::Optimizer& optimizer,
-                           bool strict) {
-  const Checkpoint ckpt = read_checkpoint(path);
+                           bool strict, bool allow_non_finite) {
+  const Checkpoint ckpt = read_checkpoint(path, allow_non_finite);
   // Every problem, of the model and of the optimizer, before anything is written.
-  std::vector<std::string> missing, unexpected, mismatched;
-  const nn::StateDict own = model.state_dict();
-  for (const auto& [name, t] : own) {
-    auto it = ckpt.model.find(name);
-    if (it == ckpt.model.end())
-      missing.push_back(name);
-    else if (it->second.shape() != t.shape())
-      mismatched.push_back(name + " (expected " + shape_str(t.shape()) + ", got " + shape_str(it->second.shape()) + ")");
-  }
-  for (const auto& [name, t] : ckpt.model)
-    if (!own.count(name)) unexpected.push_back(name);
   std::string problems;
-  if (strict) {
-    append_problems(problems, "model missing keys:", missing);
-    append_problems(problems, "model unexpected keys:", unexpected);
-  }
-  append_problems(problems, "model shape mismatches:", mismatched);
-  if (ckpt.optimizer_name != optimizer.name())
+  for (const std::string& line : model.check_state_dict(ckpt.model, strict)) problems += "\n  model " + line;
+  if (ckpt.optimizer_name.empty())
+    problems +=
+        "\n  optimizer: the checkpoint holds no optimizer state (it was saved with the weights alone)";
+  else if (ckpt.optimizer_name != optimizer.name())
     problems += "\n  optimizer: the checkpoint holds the state of " + in_quotes(ckpt.optimizer_name) + ", not of " +
                 optimizer.name();
   else
-    for (const std::string& line : optimizer.check_state_dict(ckpt.optimizer)) problems += "\n  optimizer " + line;
+    for (const std::string& line : optimizer.check_state_dict(ckpt.optimizer))
+      problems += "\n  optimizer " + line;
   if (!problems.empty())
-    throw ValueError("load_checkpoint: '" + path.string() + "' does not fit (nothing was changed):" + problems);
+    throw ValueError("load_checkpoint: '" + path.string() +
+                     "' does not fit (nothing was changed):" + problems);
 
   model.load_state_dict(ckpt.model, strict);
   optimizer.load_state_dict(ckpt.optimizer);

@@ -14,9 +14,7 @@ namespace qkv::io {
 
 namespace {
 
-std::string quote_path(const std::filesystem::path& p) {
-  return std::string("'") + p.string() + "'";
-}
+std::string quote_path(const std::filesystem::path& p) { return std::string("'") + p.string() + "'"; }
 
 std::string os_error() { return std::strerror(errno); }
 
@@ -26,6 +24,33 @@ std::filesystem::path temp_name(const std::filesystem::path& target) {
   static std::atomic<unsigned> counter{0};
   return target.parent_path() / (std::string(".") + target.filename().string() + ".tmp-" +
                                  std::to_string(::getpid()) + "-" + std::to_string(counter++));
+}
+
+// True for the names temp_name gives: "." TARGET ".tmp-" digits "-" digits.
+bool is_temp_name(const std::string& name) {
+  const size_t tmp = name.rfind(".tmp-");
+  if (name.size() < 2 || name[0] != '.' || tmp == std::string::npos || tmp < 2) return false;
+  const std::string numbers = name.substr(tmp + 5);
+  const size_t dash = numbers.find('-');
+  auto digits = [](const std::string& s) {
+    return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  return dash != std::string::npos && digits(numbers.substr(0, dash)) && digits(numbers.substr(dash + 1));
+}
+
+// "a directory", "a character device", ...: what a path that is not a regular file is.
+std::string file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+void check_regular(const struct stat& st, const std::string& context) {
+  if (!S_ISREG(st.st_mode))
+    throw ValueError(context + "is " + file_kind(st.st_mode) + ", not a regular file");
 }
 
 }  // namespace
@@ -39,8 +64,7 @@ AtomicFileWriter::AtomicFileWriter(std::string op, std::filesystem::path target)
     temp_ = temp_name(target_);
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0 && (errno != EEXIST || attempt == 100))
-      fail("cannot create " + quote_path(temp_) + " to write " + quote_path(target_) + ": " +
-           os_error());
+      fail("cannot create " + quote_path(temp_) + " to write " + quote_path(target_) + ": " + os_error());
   }
 }
 
@@ -78,14 +102,14 @@ void AtomicFileWriter::commit() {
     const bool synced = ::fsync(dir_fd) == 0 || errno == EINVAL;
     const std::string reason = synced ? "" : os_error();
     ::close(dir_fd);
-    if (!synced)
-      fail("wrote " + quote_path(target_) + " but cannot flush its directory: " + reason);
+    if (!synced) fail("wrote " + quote_path(target_) + " but cannot flush its directory: " + reason);
   }
 }
 
 FileReader::FileReader(std::string op, const std::filesystem::path& path)
     : context_(std::move(op) + ": " + quote_path(path) + ": ") {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) throw Error(context_ + "cannot open: " + os_error());
   struct stat st;
   if (::fstat(fd_, &st) != 0) {
@@ -93,9 +117,11 @@ FileReader::FileReader(std::string op, const std::filesystem::path& path)
     ::close(fd_);
     throw Error(context_ + "cannot stat: " + reason);
   }
-  if (!S_ISREG(st.st_mode)) {
+  try {
+    check_regular(st, context_);
+  } catch (...) {
     ::close(fd_);
-    throw Error(context_ + "not a regular file");
+    throw;
   }
   size_ = static_cast<uint64_t>(st.st_size);
 }
@@ -115,6 +141,43 @@ void FileReader::read_at(uint64_t offset, std::span<std::byte> out) const {
     offset += static_cast<uint64_t>(n);
     out = out.subspan(static_cast<std::size_t>(n));
   }
+}
+
+std::vector<std::string> remove_temp_files(const std::filesystem::path& dir) {
+  std::vector<std::string> removed;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && is_temp_name(name)) {
+      std::filesystem::remove(entry.path());
+      removed.push_back(name);
+    }
+  }
+  return removed;
+}
+
+void check_writable(const std::filesystem::path& dir, const std::string& op) {
+  try {
+    AtomicFileWriter probe("writing a probe file", dir / "probe");  // never committed: removed at once
+  } catch (const Error& e) {
+    throw Error(op + ": cannot write in the directory " + quote_path(dir) + " (" + e.what() + ")");
+  }
+}
+
+std::string read_text_file(const std::filesystem::path& path, const std::string& op, uint64_t max_bytes) {
+  const FileReader file(op, path);
+  if (file.size() > max_bytes)
+    throw ValueError(file.context() + "is " + std::to_string(file.size()) + " bytes, over the " +
+                     std::to_string(max_bytes) + " a text file read whole may hold");
+  std::string text(static_cast<std::size_t>(file.size()), '\0');
+  file.read_at(0, std::as_writable_bytes(std::span(text.data(), text.size())));
+  return text;
+}
+
+void require_regular_file(const std::filesystem::path& path, const std::string& op) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(op + ": " + quote_path(path) + ": cannot open: " + os_error());
+  check_regular(st, op + ": " + quote_path(path) + ": ");
 }
 
 void write_text_file(const std::filesystem::path& path, std::string_view text, const std::string& op) {

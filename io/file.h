@@ -1,5 +1,6 @@
-// The two file operations the formats share: writing a file so that a crash never leaves half of
-// it, and reading exact byte ranges of a file whose size is known before anything is allocated.
+// The file operations the formats share: writing a file so that a crash never leaves half of it,
+// reading exact byte ranges of a file whose size is known before anything is allocated, and
+// reading a whole text file of bounded size.
 // Errors name the op and the file: "save_npy: cannot create 'out/x.npy': No such file or
 // directory". Failures of the system (missing file, full disk) throw qkv::Error; a file that ends
 // before the bytes asked for throws FormatError.
@@ -11,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace qkv::io {
 
@@ -37,9 +39,37 @@ class AtomicFileWriter {
   bool committed_ = false;
 };
 
+// The temporary files of AtomicFileWriters whose process was killed before commit() or the
+// destructor ran (names ".TARGET.tmp-PID-N" in `dir`), removed; returns their names. Every such
+// file is removed, whatever became of its process: call it only where one writer works at a time
+// (a training run's directory), never where another process may be in the middle of a write.
+std::vector<std::string> remove_temp_files(const std::filesystem::path& dir);
+
+// Throws Error naming `dir` when an AtomicFileWriter cannot write there (read-only, missing, full):
+// creates and removes a temporary file as the writer would. A long job checks this before it
+// starts, not at its first save.
+void check_writable(const std::filesystem::path& dir, const std::string& op);
+
 // Writes `text` to `path` through an AtomicFileWriter: the one way qkv writes a text file (configs,
 // vocabularies, CSV and JSON reports, CoNLL-U). `op` names the caller in error messages.
 void write_text_file(const std::filesystem::path& path, std::string_view text, const std::string& op);
+
+// What qkv reads a whole text file into memory from (configs, vocabularies): 64 MiB, a thousand
+// times the largest it writes, so that a hostile file cannot exhaust memory.
+inline constexpr std::uint64_t kMaxTextFileBytes = std::uint64_t{64} << 20;
+
+// The whole of the text file at `path`: the one way qkv reads a file into a string. It must be a
+// regular file once links are followed: a directory, a device such as /dev/zero, a FIFO or a
+// socket is refused with ValueError naming the path and what it is ("tagger: 'run/config.json'
+// is a character device, not a regular file"), as is a file over max_bytes. Missing or unreadable
+// files throw qkv::Error with the system's reason. `op` names the caller in messages.
+std::string read_text_file(const std::filesystem::path& path, const std::string& op,
+                           std::uint64_t max_bytes = kMaxTextFileBytes);
+
+// Throws as read_text_file does unless `path` is a regular file after following links: for
+// readers that stream a file of any size (CoNLL corpora) but must not wait on a FIFO or read a
+// directory.
+void require_regular_file(const std::filesystem::path& path, const std::string& op);
 
 class FileReader {
  public:

@@ -13,8 +13,7 @@ namespace qkv::io {
 namespace {
 
 // Kind names, indexed like Json's variant alternatives.
-constexpr std::string_view kKindNames[] = {"null",   "bool",  "integer", "number",
-                                           "string", "array", "object"};
+constexpr std::string_view kKindNames[] = {"null", "bool", "integer", "number", "string", "array", "object"};
 
 // Length of the UTF-8 sequence starting at s[i], or 0 if it is malformed: truncated, a bad
 // continuation byte, an overlong form, a UTF-16 surrogate or beyond U+10FFFF (RFC 3629 §4).
@@ -98,8 +97,7 @@ class Parser {
   char peek() const { return at_end() ? '\0' : text_[pos_]; }
 
   void skip_whitespace() {
-    while (!at_end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r'))
-      ++pos_;
+    while (!at_end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r')) ++pos_;
   }
 
   void expect(char c, std::string_view expected) {
@@ -110,15 +108,20 @@ class Parser {
   Json parse_value(std::size_t depth) {
     skip_whitespace();
     if (++values_ > limits_.max_values)
-      fail_here("more than " + std::to_string(limits_.max_values) +
-                " values (JsonLimits::max_values)");
+      fail_here("more than " + std::to_string(limits_.max_values) + " values (JsonLimits::max_values)");
     switch (peek()) {
-      case '{': return parse_object(depth + 1);
-      case '[': return parse_array(depth + 1);
-      case '"': return Json(parse_string());
-      case 't': return parse_literal("true", Json(true));
-      case 'f': return parse_literal("false", Json(false));
-      case 'n': return parse_literal("null", Json());
+      case '{':
+        return parse_object(depth + 1);
+      case '[':
+        return parse_array(depth + 1);
+      case '"':
+        return Json(parse_string());
+      case 't':
+        return parse_literal("true", Json(true));
+      case 'f':
+        return parse_literal("false", Json(false));
+      case 'n':
+        return parse_literal("null", Json());
       default:
         if (peek() == '-' || (peek() >= '0' && peek() <= '9')) return parse_number();
         fail("expected a value");
@@ -189,13 +192,11 @@ class Parser {
 
   // Sorting the keys finds a duplicate in O(n log n): a hostile header with a million keys must
   // not take a million squared comparisons.
-  void reject_duplicate_keys(const Json::Object& members,
-                             const std::vector<std::size_t>& key_offsets) {
+  void reject_duplicate_keys(const Json::Object& members, const std::vector<std::size_t>& key_offsets) {
     std::vector<std::size_t> order(members.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return members[a].first < members[b].first;
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return members[a].first < members[b].first; });
     for (std::size_t i = 1; i < order.size(); ++i) {
       if (members[order[i]].first == members[order[i - 1]].first) {
         pos_ = key_offsets[order[i]];
@@ -253,14 +254,30 @@ class Parser {
   void parse_escape(std::string& out) {
     const char c = peek();
     switch (c) {
-      case '"': out += '"'; break;
-      case '\\': out += '\\'; break;
-      case '/': out += '/'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
+      case '"':
+        out += '"';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '/':
+        out += '/';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
       case 'u': {
         ++pos_;
         const std::size_t start = pos_ - 2;
@@ -271,8 +288,7 @@ class Parser {
           fail("expected a high surrogate (\\uD800-\\uDBFF) before a low one");
         }
         if (cp >= 0xD800 && cp <= 0xDBFF) {
-          if (text_.substr(pos_, 2) != "\\u")
-            fail("expected \\u and a low surrogate after a high one");
+          if (text_.substr(pos_, 2) != "\\u") fail("expected \\u and a low surrogate after a high one");
           pos_ += 2;
           const uint32_t low = parse_hex4();
           if (low < 0xDC00 || low > 0xDFFF) {
@@ -284,7 +300,8 @@ class Parser {
         append_utf8(out, cp);
         return;
       }
-      default: fail("expected an escape: one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX");
+      default:
+        fail("expected an escape: one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX");
     }
     ++pos_;
   }
@@ -360,13 +377,27 @@ void write_string(std::string& out, const std::string& s) {
       continue;
     }
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char escape[8];
@@ -437,26 +468,31 @@ std::string_view Json::kind_name() const { return kKindNames[value_.index()]; }
 
 namespace {
 template <typename T>
-const T& get_as(const auto& v, std::string_view wanted, std::string_view found) {
+const T& get_as(const auto& v, std::string_view wanted, const Json& value) {
   if (const T* p = std::get_if<T>(&v)) return *p;
-  throw ValueError("Json: expected " + std::string(wanted) + ", found " + std::string(found));
+  throw ValueError("Json: " + kind_mismatch(wanted, value));
 }
 }  // namespace
 
-bool Json::as_bool() const { return get_as<bool>(value_, "bool", kind_name()); }
-int64_t Json::as_int() const { return get_as<int64_t>(value_, "integer", kind_name()); }
+std::string kind_mismatch(std::string_view wanted, const Json& found) {
+  auto with_article = [](std::string_view kind) {
+    if (kind == "null") return std::string(kind);
+    return std::string(kind == "integer" || kind == "array" || kind == "object" ? "an " : "a ") +
+           std::string(kind);
+  };
+  return "expected " + with_article(wanted) + ", found " + with_article(found.kind_name());
+}
+
+bool Json::as_bool() const { return get_as<bool>(value_, "bool", *this); }
+int64_t Json::as_int() const { return get_as<int64_t>(value_, "integer", *this); }
 double Json::as_double() const {
   if (is_int()) return static_cast<double>(std::get<int64_t>(value_));
-  return get_as<double>(value_, "number", kind_name());
+  return get_as<double>(value_, "number", *this);
 }
-const std::string& Json::as_string() const {
-  return get_as<std::string>(value_, "string", kind_name());
-}
-const Json::Array& Json::as_array() const { return get_as<Array>(value_, "array", kind_name()); }
+const std::string& Json::as_string() const { return get_as<std::string>(value_, "string", *this); }
+const Json::Array& Json::as_array() const { return get_as<Array>(value_, "array", *this); }
 Json::Array& Json::as_array() { return const_cast<Array&>(std::as_const(*this).as_array()); }
-const Json::Object& Json::as_object() const {
-  return get_as<Object>(value_, "object", kind_name());
-}
+const Json::Object& Json::as_object() const { return get_as<Object>(value_, "object", *this); }
 Json::Object& Json::as_object() { return const_cast<Object&>(std::as_const(*this).as_object()); }
 
 const Json* Json::find(std::string_view key) const {

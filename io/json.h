@@ -72,6 +72,10 @@ struct JsonLimits {
   std::size_t max_values = 1'000'000;   // each costs ~40 bytes in memory: bounds it at ~40 MB
 };
 
+// "expected an integer, found a string": what the accessors say, without their "Json: " prefix,
+// for a reader that names the file and the key itself. `wanted` is a kind_name().
+std::string kind_mismatch(std::string_view wanted, const Json& found);
+
 // Parses one JSON value (surrounded by optional whitespace). Throws FormatError naming the byte
 // offset, what was expected and what was found: for {"key"} that is "JSON: at byte 6: expected
 // ':' after an object key, found '}'". Strings must be valid UTF-8; \uXXXX escapes (surrogate pairs

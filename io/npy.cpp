@@ -2,8 +2,11 @@
 
 #include <array>
 #include <bit>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "io/file.h"
 #include "tensor/error.h"
@@ -34,8 +37,8 @@ std::string header_dict(DType dtype, std::span<const int64_t> shape) {
     tuple += std::to_string(shape[i]);
   }
   tuple += shape.size() == 1 ? ",)" : ")";
-  std::string dict = "{'descr': '" + std::string(descr(dtype)) +
-                     "', 'fortran_order': False, 'shape': " + tuple + ", }";
+  std::string dict =
+      "{'descr': '" + std::string(descr(dtype)) + "', 'fortran_order': False, 'shape': " + tuple + ", }";
   if (!shape.empty()) dict.append(kGrowthAxisMaxDigits - std::to_string(shape[0]).size(), ' ');
   return dict;
 }
@@ -107,8 +110,7 @@ class HeaderParser {
     std::string found = "end of header";
     if (pos_ < text_.size()) {
       const unsigned char c = static_cast<unsigned char>(text_[pos_]);
-      found =
-          c >= 0x20 && c < 0x7F ? "'" + std::string(1, char(c)) + "'" : "byte " + std::to_string(c);
+      found = c >= 0x20 && c < 0x7F ? "'" + std::string(1, char(c)) + "'" : "byte " + std::to_string(c);
     }
     throw FormatError(context_ + "header at byte " + std::to_string(file_offset_ + pos_) + ": " +
                       std::string(expected) + ", found " + found);
@@ -199,9 +201,36 @@ DType dtype_of(const std::string& descr, const std::string& context) {
   if (descr == "<i8") return DType::I64;
   const std::string supported = " (supported: '<f4' float32, '<i8' int64)";
   if (!descr.empty() && descr[0] == '>')
-    throw FormatError(context + "big-endian dtype " + in_quotes(descr) + " is not supported" +
-                      supported + "; save arr.astype('<" + descr.substr(1) + "') instead");
+    throw FormatError(context + "big-endian dtype " + in_quotes(descr) + " is not supported" + supported +
+                      "; save arr.astype('<" + descr.substr(1) + "') instead");
   throw FormatError(context + "dtype " + in_quotes(descr) + " is not supported" + supported);
+}
+
+// Fortran order stores the first index fastest: element (i0, ..., i[n-1]) sits at item
+// i0 + d0·(i1 + d1·(i2 + ...)). np.save(W.T) writes a C-order W's bytes so, with the shape of W.T.
+// Walks the C-order positions with an odometer over the indices, moving the Fortran offset along.
+std::shared_ptr<std::byte[]> to_c_order(const std::shared_ptr<std::byte[]>& fortran,
+                                        const std::vector<int64_t>& shape, std::size_t item) {
+  const int64_t n = *checked_numel(shape);
+  auto c = allocate_storage(static_cast<std::size_t>(n) * item);
+  const std::size_t rank = shape.size();
+  std::vector<int64_t> index(rank, 0), stride(rank);  // stride: Fortran strides, in items
+  int64_t s = 1;
+  for (std::size_t k = 0; k < rank; ++k) {
+    stride[k] = s;
+    s *= shape[k];
+  }
+  int64_t from = 0;
+  for (int64_t to = 0; to < n; ++to) {
+    std::memcpy(c.get() + to * item, fortran.get() + from * item, item);
+    for (std::size_t k = rank; k-- > 0;) {  // the last index moves fastest in C order
+      from += stride[k];
+      if (++index[k] < shape[k]) break;
+      from -= stride[k] * shape[k];
+      index[k] = 0;
+    }
+  }
+  return c;
 }
 
 }  // namespace
@@ -215,8 +244,8 @@ void save_npy(const std::filesystem::path& path, DType dtype, std::span<const in
                      " has a negative dimension or more elements than int64 can count");
   if (data.size() != static_cast<uint64_t>(*nbytes))
     throw ValueError(context + "dtype " + std::string(dtype_name(dtype)) + " and shape " +
-                     shape_string(shape) + " need " + std::to_string(*nbytes) +
-                     " bytes of data, got " + std::to_string(data.size()));
+                     shape_string(shape) + " need " + std::to_string(*nbytes) + " bytes of data, got " +
+                     std::to_string(data.size()));
 
   // numpy.lib.format._wrap_header: version 1.0 unless the header needs more than a u16 can
   // count; pad = 64 - (prefix + len + 1) % 64 spaces, then '\n'. Note that the pad is 64, not 0,
@@ -268,8 +297,8 @@ NpyArray load_npy(const std::filesystem::path& path) {
   uint64_t header_len = 0;
   for (uint64_t i = length_bytes; i-- > 0;) header_len = (header_len << 8) | byte(8 + i);
   if (header_len > kMaxHeaderBytes)
-    reject("header length " + std::to_string(header_len) + " is over the " +
-           std::to_string(kMaxHeaderBytes) + "-byte limit");
+    reject("header length " + std::to_string(header_len) + " is over the " + std::to_string(kMaxHeaderBytes) +
+           "-byte limit");
   if (header_len > file.size() - prefix)
     reject("header length " + std::to_string(header_len) + " runs past the end of the file (" +
            std::to_string(file.size()) + " bytes; is it truncated?)");
@@ -278,23 +307,21 @@ NpyArray load_npy(const std::filesystem::path& path) {
   file.read_at(prefix, std::as_writable_bytes(std::span(text)));
   const Header h = HeaderParser(text, prefix, context).parse();
   const DType dtype = dtype_of(h.descr, context);
-  if (h.fortran_order)
-    reject("Fortran-order arrays are not supported; save np.ascontiguousarray(arr) instead");
   const std::optional<int64_t> nbytes = checked_nbytes(dtype, h.shape);
   if (!nbytes) reject("shape " + shape_string(h.shape) + " has more elements than int64 can count");
   const uint64_t data_start = prefix + header_len;
   const uint64_t available = file.size() - data_start;
   const uint64_t needed = static_cast<uint64_t>(*nbytes);
   if (needed > available)
-    reject("dtype " + h.descr + " and shape " + shape_string(h.shape) + " need " +
-           std::to_string(needed) + " bytes of data but the file has " + std::to_string(available) +
-           " (is it truncated?)");
+    reject("dtype " + h.descr + " and shape " + shape_string(h.shape) + " need " + std::to_string(needed) +
+           " bytes of data but the file has " + std::to_string(available) + " (is it truncated?)");
   if (needed < available)
-    reject(std::to_string(available - needed) + " trailing bytes after the " +
-           std::to_string(needed) + " bytes of data");
+    reject(std::to_string(available - needed) + " trailing bytes after the " + std::to_string(needed) +
+           " bytes of data");
 
   NpyArray array{dtype, h.shape, allocate_storage(needed), {}};
   file.read_at(data_start, std::span(array.storage.get(), needed));
+  if (h.fortran_order) array.storage = to_c_order(array.storage, h.shape, itemsize(dtype));
   array.data = std::span<const std::byte>(array.storage.get(), needed);
   return array;
 }

@@ -11,9 +11,11 @@
 //
 // qkv supports the dtypes '<f4' (F32) and '<i8' (I64). It writes version 1.0 (2.0 if the header
 // needs more than 65535 bytes) byte for byte as numpy.save does, and reads 1.0, 2.0 and 3.0.
+// It reads 'fortran_order': True too (np.save(W.T) writes a transposed view so, with W's bytes):
+// such data is reordered on load, so a loaded array is always in C order.
 // Reading throws FormatError naming the file and the problem for a truncated file, a bad magic
 // string or version, a header that is not such a dict, another dtype (big-endian included),
-// fortran_order True, a shape that is not a tuple of non-negative integers, and a data size that
+// a shape that is not a tuple of non-negative integers, and a data size that
 // differs from numel · itemsize.
 #pragma once
 

@@ -86,6 +86,8 @@ class AdditiveAttention : public Module {
 // Differences from PyTorch's nn.MultiheadAttention: that one packs W_q, W_k, W_v into one
 // in_proj_weight (3D, D), initializes it xavier-uniform, has biases by default, and returns weights
 // averaged over the heads; qkv follows d2l (separate Linears, PyTorch's Linear initialization).
+// So its state_dict differs from PyTorch's: nn::from_torch_state_dict and to_torch_state_dict
+// (nn/pytorch.h) split and pack in_proj_weight and rename out_proj to W_o.
 //
 // Two parts make it open to the variants of the attention chapters, without a subclass:
 //  - positions (nn/position_scheme.h), if set, acts inside attention: its transform_qk on the

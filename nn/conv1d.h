@@ -1,8 +1,9 @@
 // Conv1d: a one-dimensional convolution (d2l §7.2, cross-correlation) over channels-last sequences.
 //
 //   x: (N, L, in_channels)  →  y: (N, L_out, out_channels),  L_out = L + 2·padding − dilation·(K − 1)
-//   weight: (out_channels, in_channels, K), PyTorch's layout, so weights exported from PyTorch load
-//   one to one; bias: (out_channels), optional.
+//   weight: (out_channels, in_channels, K), PyTorch's layout; bias: (out_channels), optional. The
+//   state_dict is torch.nn.Conv1d's, names and shapes, so its weights load as they are; the input
+//   layout is not (below).
 //
 // The semantics are torch.nn.Conv1d's with stride 1 and zero padding; the layout of the input is
 // not. PyTorch's Conv1d takes (N, C, L); sequence models in qkv hold (N, L, C) (tokens in rows,

@@ -1,6 +1,6 @@
 // Gated recurrent units (Cho et al. 2014; d2l 10.2), with PyTorch's exact equations and weight
-// layout (torch.nn.GRUCell, torch.nn.GRU), so that weights exported from PyTorch load one to one
-// with load_state_dict.
+// layout (torch.nn.GRUCell, torch.nn.GRU): the state_dict has PyTorch's names and shapes, so a
+// PyTorch GRU's weights load with load_state_dict as they are (docs/pytorch.md).
 //
 // One step, from input x_t and previous state h (σ the logistic sigmoid, ⊙ elementwise):
 //   r = σ(W_ir x_t + b_ir + W_hr h + b_hr)           reset gate

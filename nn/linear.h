@@ -1,8 +1,8 @@
 // Linear: y = x·Wᵀ + b.
 //
 //   x: (..., in_features)  →  y: (..., out_features)
-//   weight: (out_features, in_features), PyTorch's layout, so weights exported from PyTorch load
-//   one to one; bias: (out_features), optional.
+//   weight: (out_features, in_features), PyTorch's layout; bias: (out_features), optional. The
+//   state_dict is torch.nn.Linear's, names and shapes (docs/pytorch.md): its weights load as they are.
 // Initialization as PyTorch: weight kaiming_uniform(a = √5), i.e. U(-1/√in, 1/√in), and bias
 // U(-1/√in, 1/√in).
 #pragma once

@@ -165,7 +165,7 @@ StateDict Module::state_dict() const {
   return state;
 }
 
-void Module::load_state_dict(const StateDict& state, bool strict) {
+std::vector<std::string> Module::check_state_dict(const StateDict& state, bool strict) const {
   const StateDict own = state_dict();
   std::vector<std::string> missing, unexpected, mismatched;
   for (const auto& [name, t] : own) {
@@ -179,21 +179,29 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
   for (const auto& [name, t] : state)
     if (!own.count(name)) unexpected.push_back(name);
 
-  std::string problems;
+  std::vector<std::string> problems;
   auto report = [&problems](const char* what, const std::vector<std::string>& names) {
     if (names.empty()) return;
-    problems += std::string("\n  ") + what + ":";
-    for (const std::string& n : names) problems += " " + n + ";";
+    std::string line = what + std::string(":");
+    for (const std::string& n : names) line += " " + n + ";";
+    problems.push_back(line);
   };
   if (strict) {
     report("missing keys", missing);
     report("unexpected keys", unexpected);
   }
   report("shape mismatches", mismatched);
+  return problems;
+}
+
+void Module::load_state_dict(const StateDict& state, bool strict) {
+  std::string problems;
+  for (const std::string& line : check_state_dict(state, strict)) problems += "\n  " + line;
   if (!problems.empty())
     throw ShapeError("load_state_dict: cannot load into " + type_name() +
                      " (nothing was changed):" + problems);
 
+  const StateDict own = state_dict();
   NoGradGuard no_grad;
   for (auto& [name, t] : own) {
     auto it = state.find(name);

@@ -71,6 +71,9 @@ class Module {
   // and reported in one Error: with strict, missing and unexpected keys; always, shape mismatches.
   // So a failed load leaves the module exactly as it was.
   void load_state_dict(const StateDict& state, bool strict = true);
+  // The problems load_state_dict would report, one line each ("missing keys: fc.bias;",
+  // "shape mismatches: fc.weight (expected (3,4), got (4,3));"); empty when the state fits.
+  std::vector<std::string> check_state_dict(const StateDict& state, bool strict = true) const;
 
   // A tree of the modules with their parameter counts, like printing a PyTorch model.
   std::string summary() const;

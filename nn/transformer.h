@@ -16,7 +16,8 @@
 // norm2, dropout (pre-norm). d2l's names, so the parameters read attention.W_q.weight, addnorm1.ln.weight...
 // Differences from PyTorch's nn.TransformerEncoderLayer, which this block otherwise matches (relu,
 // norm_first for pre-norm): PyTorch also drops out after the FFN's relu, and its attention has
-// biased, packed projections (see MultiHeadAttention in nn/attention.h).
+// biased, packed projections (see MultiHeadAttention in nn/attention.h). With use_bias, a PyTorch
+// layer's state_dict loads through nn::from_torch_state_dict (nn/pytorch.h), which renames its parts.
 //
 // TransformerEncoder: token ids to contextual vectors (d2l 11.7.4),
 //   X = dropout(positions.encode_input(Embedding(ids) · √D))

@@ -1,6 +1,7 @@
 #include "tensor/factories.h"
 
 #include <cmath>
+#include <sstream>
 #include <string>
 
 #include "tensor/error.h"
@@ -34,9 +35,18 @@ Tensor full_like(const Tensor& t, float value) { return full(t.shape(), value); 
 Tensor arange(float end) { return arange(0.0f, end, 1.0f); }
 
 Tensor arange(float start, float end, float step) {
+  auto refuse = [&](const std::string& why, double count = 0) {
+    std::ostringstream what;
+    what << "arange: start " << start << ", end " << end << ", step " << step << ": " << why;
+    if (count != 0) what << " (" << count << ")";
+    throw ValueError(what.str());
+  };
   if (step == 0.0f || !std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
-    throw ValueError("arange: expected finite start, end and a nonzero step");
+    refuse("expected finite start, end and a nonzero step");
+  // The count in double, checked before it becomes an integer: converting a double beyond int64's
+  // range is undefined behaviour (1e30 came out as a "negative size").
   const double count = std::ceil((static_cast<double>(end) - start) / step);
+  if (!(count < 0x1p62)) refuse("expected at most 2^62 elements", count);
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   Tensor t = Tensor::empty({n});
   for (int64_t i = 0; i < n; ++i) t.data()[i] = static_cast<float>(start + i * static_cast<double>(step));
@@ -62,9 +72,8 @@ Tensor eye(int64_t n, int64_t m) {
 
 Tensor tensor(std::vector<float> values, const Shape& shape, bool requires_grad) {
   if (static_cast<int64_t>(values.size()) != numel(shape))
-    throw ShapeError("tensor: " + std::to_string(values.size()) +
-                     " values do not fill shape " + shape_str(shape) + " (" +
-                     std::to_string(numel(shape)) + " elements)");
+    throw ShapeError("tensor: " + std::to_string(values.size()) + " values do not fill shape " +
+                     shape_str(shape) + " (" + std::to_string(numel(shape)) + " elements)");
   Tensor t = Tensor::empty(shape);
   std::copy(values.begin(), values.end(), t.data());
   return leaf(t, requires_grad);
@@ -80,8 +89,8 @@ Tensor tensor(std::initializer_list<std::initializer_list<float>> rows, bool req
   std::vector<float> values;
   for (const auto& row : rows) {
     if (static_cast<int64_t>(row.size()) != c)
-      throw ShapeError("tensor: ragged nested list: rows of length " + std::to_string(c) +
-                       " and " + std::to_string(row.size()));
+      throw ShapeError("tensor: ragged nested list: rows of length " + std::to_string(c) + " and " +
+                       std::to_string(row.size()));
     values.insert(values.end(), row.begin(), row.end());
   }
   return tensor(std::move(values), {r, c}, requires_grad);
@@ -94,14 +103,13 @@ Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<
   for (const auto& block : blocks) {
     Tensor b = tensor(block);
     if (!inner.empty() && b.shape() != inner)
-      throw ShapeError("tensor: ragged nested list: blocks of shape " + shape_str(inner) +
-                       " and " + shape_str(b.shape()));
+      throw ShapeError("tensor: ragged nested list: blocks of shape " + shape_str(inner) + " and " +
+                       shape_str(b.shape()));
     inner = b.shape();
     values.insert(values.end(), b.data(), b.data() + b.numel());
   }
   if (inner.empty()) inner = {0, 0};
-  return tensor(std::move(values), {static_cast<int64_t>(blocks.size()), inner[0], inner[1]},
-                requires_grad);
+  return tensor(std::move(values), {static_cast<int64_t>(blocks.size()), inner[0], inner[1]}, requires_grad);
 }
 
 Tensor scalar_tensor(float value, bool requires_grad) { return filled({}, value, requires_grad); }
@@ -137,13 +145,15 @@ Tensor normal(const Shape& shape, float mean, float std, bool requires_grad, Gen
 
 IndexTensor randint(int64_t lo, int64_t hi, const Shape& shape, Generator* gen) {
   if (lo >= hi)
-    throw ValueError("randint: expected lo < hi, got [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + ")");
+    throw ValueError("randint: expected lo < hi, got [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     ")");
   Generator& g = gen ? *gen : default_generator();
   IndexTensor out = IndexTensor::full(shape, 0);
   int64_t* p = out.data();
+  // In unsigned arithmetic, which wraps: hi - lo overflows int64 for a range wider than 2^63.
+  const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
   for (int64_t i = 0, n = out.numel(); i < n; ++i)
-    p[i] = lo + static_cast<int64_t>(g.next_below(static_cast<uint64_t>(hi - lo)));
+    p[i] = static_cast<int64_t>(static_cast<uint64_t>(lo) + g.next_below(range));
   return out;
 }
 
@@ -151,8 +161,7 @@ IndexTensor randperm(int64_t n, Generator* gen) {
   Generator& g = gen ? *gen : default_generator();
   IndexTensor out = IndexTensor::arange(n);
   int64_t* p = out.data();
-  for (int64_t i = n - 1; i > 0; --i)
-    std::swap(p[i], p[g.next_below(static_cast<uint64_t>(i + 1))]);
+  for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[g.next_below(static_cast<uint64_t>(i + 1))]);
   return out;
 }
 

@@ -1,5 +1,8 @@
 // Making tensors: constants, ranges, data from C++ containers and random values.
 // Every factory returns a contiguous leaf; pass requires_grad = true to make it a parameter-like leaf.
+// A shape with a negative size, or whose element count overflows int64, throws ShapeError; a tensor
+// the system has not the memory for throws qkv::Error naming its bytes and shape (Tensor::empty,
+// where all tensor storage is allocated), never std::bad_alloc.
 #pragma once
 
 #include <initializer_list>
@@ -17,7 +20,9 @@ Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor full_like(const Tensor& t, float value);
 
-// start, start+step, ... below end (1-d).
+// start, start+step, ... below end (1-d). ValueError naming start, end and step for a value that
+// is not finite, a zero step, or more than 2^62 elements (the count is checked as a double, before
+// it is converted to an integer).
 Tensor arange(float end);
 Tensor arange(float start, float end, float step = 1.0f);
 // `steps` values evenly spaced from start to end inclusive (1-d).

@@ -7,8 +7,7 @@
 
 namespace qkv {
 
-IndexTensor::IndexTensor(std::initializer_list<int64_t> values)
-    : IndexTensor(std::vector<int64_t>(values)) {}
+IndexTensor::IndexTensor(std::initializer_list<int64_t> values) : IndexTensor(std::vector<int64_t>(values)) {}
 
 IndexTensor::IndexTensor(std::vector<int64_t> values)
     : data_(std::make_shared<std::vector<int64_t>>(std::move(values))),
@@ -19,22 +18,36 @@ IndexTensor::IndexTensor(std::vector<int64_t> values, Shape shape) {
   data_ = std::make_shared<std::vector<int64_t>>(std::move(values));
 }
 
+namespace {
+
+// numel(shape) copies of `value`; a qkv::Error naming `op` and the shape when memory runs out.
+std::vector<int64_t> integers(const char* op, const Shape& shape, int64_t value) {
+  const int64_t n = qkv::numel(shape);
+  try {
+    return std::vector<int64_t>(static_cast<size_t>(n), value);
+  } catch (const std::exception&) {  // std::bad_alloc, or std::length_error past max_size()
+    throw Error(std::string(op) + ": cannot allocate " + std::to_string(n) +
+                " integers of 8 bytes for shape " + shape_str(shape));
+  }
+}
+
+}  // namespace
+
 IndexTensor IndexTensor::full(Shape shape, int64_t value) {
   const int64_t n = qkv::numel(shape);
   if (n < 0) throw ShapeError("IndexTensor::full: negative size in shape " + shape_str(shape));
-  return IndexTensor(std::vector<int64_t>(static_cast<size_t>(n), value), std::move(shape));
+  std::vector<int64_t> values = integers("IndexTensor::full", shape, value);  // before shape is moved
+  return IndexTensor(std::move(values), std::move(shape));
 }
 
 IndexTensor IndexTensor::arange(int64_t n) {
   if (n < 0) throw ValueError("IndexTensor::arange: n must be >= 0, got " + std::to_string(n));
-  std::vector<int64_t> v(static_cast<size_t>(n));
+  std::vector<int64_t> v = integers("IndexTensor::arange", {n}, 0);
   for (int64_t i = 0; i < n; ++i) v[i] = i;
   return IndexTensor(std::move(v));
 }
 
-int64_t IndexTensor::size(int64_t d) const {
-  return shape_[normalize_dim(d, dim(), "IndexTensor::size")];
-}
+int64_t IndexTensor::size(int64_t d) const { return shape_[normalize_dim(d, dim(), "IndexTensor::size")]; }
 
 const int64_t* IndexTensor::data() const { return values().data(); }
 
@@ -57,8 +70,8 @@ int64_t IndexTensor::operator[](int64_t i) const {
 
 int64_t IndexTensor::at(std::initializer_list<int64_t> index) const {
   if (static_cast<int64_t>(index.size()) != dim())
-    throw IndexError("IndexTensor::at: " + std::to_string(index.size()) +
-                     " indices for a tensor of shape " + shape_str(shape_));
+    throw IndexError("IndexTensor::at: " + std::to_string(index.size()) + " indices for a tensor of shape " +
+                     shape_str(shape_));
   int64_t flat = 0, k = 0;
   for (int64_t i : index) {
     if (i < 0 || i >= shape_[k])

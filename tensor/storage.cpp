@@ -121,6 +121,9 @@ BlockCache& block_cache() {
 }  // namespace
 
 Storage::Storage(int64_t numel) : numel_(numel) {
+  // Past this, the byte count or its size class would overflow: no system has that much memory.
+  constexpr int64_t kMaxNumel = (int64_t{1} << 60) / static_cast<int64_t>(sizeof(float));
+  if (numel > kMaxNumel) throw std::bad_alloc();
   const size_t bytes = static_cast<size_t>(numel > 0 ? numel : 1) * sizeof(float);
   if (kCaching) {
     const SizeClass c = size_class(bytes);
@@ -128,7 +131,8 @@ Storage::Storage(int64_t numel) : numel_(numel) {
     if (!data_) data_ = static_cast<float*>(std::aligned_alloc(kAlignment, c.bytes));
   } else {
     // aligned_alloc wants a size that is a multiple of the alignment, and at least one block.
-    data_ = static_cast<float*>(std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment));
+    data_ = static_cast<float*>(
+        std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment));
   }
   if (!data_) throw std::bad_alloc();
   note_allocation(numel_ * static_cast<int64_t>(sizeof(float)));

@@ -9,7 +9,8 @@ namespace qkv {
 
 class Storage {
  public:
-  // `numel` floats, uninitialized: every producer writes all of them.
+  // `numel` floats, uninitialized: every producer writes all of them. std::bad_alloc when the
+  // system has not that much memory; Tensor::empty turns it into a qkv::Error naming the shape.
   explicit Storage(int64_t numel);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -32,10 +33,10 @@ class Storage {
 
 // Live allocations of tensor storage, for finding leaks and measuring peak memory.
 struct MemoryStats {
-  int64_t live_storages = 0;  // buffers currently allocated
-  int64_t live_bytes = 0;     // their bytes (as requested)
-  int64_t peak_bytes = 0;     // the most live_bytes has been since the last reset
-  int64_t cached_bytes = 0;   // freed buffers kept by the caching allocator for reuse
+  int64_t live_storages = 0;    // buffers currently allocated
+  int64_t live_bytes = 0;       // their bytes (as requested)
+  int64_t peak_bytes = 0;       // the most live_bytes has been since the last reset
+  int64_t cached_bytes = 0;     // freed buffers kept by the caching allocator for reuse
   int64_t allocated_bytes = 0;  // every buffer ever allocated, freed or not (only grows)
 };
 

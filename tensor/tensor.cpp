@@ -3,7 +3,6 @@
 // autograd/tensor.cpp and the differentiable methods in autograd/ops/.
 #include "tensor/tensor.h"
 
-
 #include "tensor/error.h"
 #include "tensor/kernels/elementwise.h"
 
@@ -19,14 +18,23 @@ Tensor Tensor::empty(const Shape& shape) {
       throw ShapeError("empty: shape " + shape_str(shape) + " is too large to address with 64-bit strides");
   }
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(qkv::numel(shape));
+  const int64_t n = qkv::numel(shape);
+  try {
+    impl->storage = std::make_shared<Storage>(n);
+  } catch (const std::bad_alloc&) {  // the one place tensor storage is allocated: say what was asked
+    int64_t bytes = 0;
+    const std::string size =
+        __builtin_mul_overflow(n, int64_t{sizeof(float)}, &bytes)
+            ? std::to_string(n) + " floats of " + std::to_string(sizeof(float)) + " bytes"
+            : std::to_string(bytes) + " bytes";
+    throw Error("empty: cannot allocate " + size + " for a tensor of shape " + shape_str(shape));
+  }
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::view_of(std::shared_ptr<Storage> storage, Shape shape, Shape strides,
-                       int64_t offset) {
+Tensor Tensor::view_of(std::shared_ptr<Storage> storage, Shape shape, Shape strides, int64_t offset) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::move(storage);
   impl->shape = std::move(shape);
@@ -81,8 +89,8 @@ float Tensor::at(std::initializer_list<int64_t> index) const {
   int64_t off = 0, k = 0;
   for (int64_t i : index) {
     if (i < 0 || i >= shape()[k])
-      throw IndexError("at: index " + std::to_string(i) + " is out of range for dim " +
-                       std::to_string(k) + " of shape " + shape_str(shape()));
+      throw IndexError("at: index " + std::to_string(i) + " is out of range for dim " + std::to_string(k) +
+                       " of shape " + shape_str(shape()));
     off += i * strides()[k++];
   }
   return data()[off];

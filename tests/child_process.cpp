@@ -1,5 +1,6 @@
 #include "child_process.h"
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,12 +35,36 @@ int child_main(const std::string& name, const std::vector<std::string>& args) {
   return it->second(args);
 }
 
+ChildResult run_child(const std::string& name, const std::vector<std::string>& args,
+                      const std::vector<std::string>& env) {
+  std::vector<std::string> child_args = {"--child", name};
+  child_args.insert(child_args.end(), args.begin(), args.end());
+  return run_program(std::filesystem::read_symlink("/proc/self/exe").string(), child_args, env);
+}
+
 namespace {
 
-// Runs argv with `env` ("KEY=value") added to the current environment, its stdout (and its stderr
-// too when `merge_stderr`) going to a file: a pipe would need a reader while we wait.
-ChildResult spawn_and_wait(std::vector<std::string> argv_s, const std::vector<std::string>& env,
-                           bool merge_stderr) {
+// A new file for one of the child's output streams, opened for writing.
+int output_file(std::string& path) {
+  path = "/tmp/qkv-child-XXXXXX";
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) throw std::runtime_error("run_program: mkstemp failed");
+  return fd;
+}
+
+std::string take_file(const std::string& path) {
+  std::ifstream in(path);
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  std::filesystem::remove(path);
+  return text;
+}
+
+}  // namespace
+
+ChildResult run_program(const std::string& path, const std::vector<std::string>& args,
+                        const std::vector<std::string>& env) {
+  std::vector<std::string> argv_s = {path};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -55,44 +80,29 @@ ChildResult spawn_and_wait(std::vector<std::string> argv_s, const std::vector<st
   for (std::string& s : env_s) envp.push_back(s.data());
   envp.push_back(nullptr);
 
-  char out_path[] = "/tmp/qkv-child-XXXXXX";
-  const int fd = ::mkstemp(out_path);
-  if (fd < 0) throw std::runtime_error("run_child: mkstemp failed");
+  // The child's output goes to files: a pipe would need a reader while we wait.
+  std::string out_path, err_path;
+  const int out = output_file(out_path), err = output_file(err_path);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
-  if (merge_stderr) posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   pid_t pid;
-  const int rc = posix_spawn(&pid, argv_s[0].c_str(), &actions, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
-  ::close(fd);
+  ::close(out);
+  ::close(err);
   ChildResult result;
   if (rc == 0) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
-  std::ifstream in(out_path);
-  result.output.assign(std::istreambuf_iterator<char>(in), {});
-  std::filesystem::remove(out_path);
-  if (rc != 0) throw std::runtime_error("run_child: cannot start " + argv_s[0]);
+  result.output = take_file(out_path);
+  result.errors = take_file(err_path);
+  if (rc != 0) throw std::runtime_error("run_program: posix_spawn failed for " + path);
   return result;
-}
-
-}  // namespace
-
-ChildResult run_child(const std::string& name, const std::vector<std::string>& args,
-                      const std::vector<std::string>& env) {
-  std::vector<std::string> argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--child", name};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return spawn_and_wait(argv, env, false);
-}
-
-ChildResult run_program(const std::string& program, const std::vector<std::string>& args,
-                        const std::vector<std::string>& env) {
-  std::vector<std::string> argv = {program};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return spawn_and_wait(argv, env, true);
 }
 
 }  // namespace qkv::testing

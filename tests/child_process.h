@@ -18,6 +18,7 @@ using ChildMain = std::function<int(const std::vector<std::string>& args)>;
 struct ChildResult {
   int exit_code = -1;  // -1 when the child did not exit normally (a signal)
   std::string output;  // what it wrote to stdout
+  std::string errors;  // what it wrote to stderr
 };
 
 // Starts this executable as `--child name args...` with `env` ("KEY=value") added to the current
@@ -25,14 +26,14 @@ struct ChildResult {
 ChildResult run_child(const std::string& name, const std::vector<std::string>& args,
                       const std::vector<std::string>& env = {});
 
-// Runs one of the built programs, as a user would from a shell, and returns its exit code and
-// what it wrote to stdout and stderr, interleaved. kTagger and kSeq2seq are their paths:
-//   const ChildResult r = run_program(kTagger, {"train", "--lr", "inf"});
-ChildResult run_program(const std::string& program, const std::vector<std::string>& args,
+// Runs the program at `path` (one the build made, such as the tagger) with `args` and `env` as
+// above, and stdin from /dev/null: the command-line tests run the programs users run.
+//   const ChildResult r = run_program(kTaggerProgram, {"train", "--lr", "inf"});
+ChildResult run_program(const std::string& path, const std::vector<std::string>& args,
                         const std::vector<std::string>& env = {});
 #ifdef QKV_TAGGER_PROGRAM
-inline const std::string kTagger = QKV_TAGGER_PROGRAM;
-inline const std::string kSeq2seq = QKV_SEQ2SEQ_PROGRAM;
+inline const std::string kTaggerProgram = QKV_TAGGER_PROGRAM;
+inline const std::string kSeq2SeqProgram = QKV_SEQ2SEQ_PROGRAM;
 #endif
 
 // Runs the registered child `name`; called by main for `--child`. Returns its exit code (2 for an

@@ -184,7 +184,7 @@ int train(int argc, char** argv) {
                         .dev = args.integer_in("dev-size", 1, kMaxPairs),
                         .test = args.integer_in("test-size", 1, kMaxPairs)};
   const ModelConfig shape{.embed_size = args.integer_in("embed", 1, 4096),
-                          .num_hiddens = args.integer_in("hidden", 1, 8192),
+                          .num_hiddens = args.integer_in("hidden", 1, 4096),
                           .num_layers = args.integer_in("layers", 1, 16),
                           .dropout = static_cast<float>(args.number_in("dropout", 0, 0.99))};
   const double lr = args.number_in("lr", 1e-12, 1e3);

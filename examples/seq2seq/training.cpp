@@ -7,10 +7,10 @@
 
 #include "examples/seq2seq/bleu.h"
 #include "io/checkpoint.h"
-#include "tensor/random.h"
 #include "nn/functional/loss.h"
 #include "optim/clip.h"
 #include "tensor/error.h"
+#include "tensor/random.h"
 
 namespace seq2seq {
 
@@ -183,9 +183,67 @@ ModelConfig parse_config(const std::string& text) {
   return c;
 }
 
+void check_model_config(const ModelConfig& c, const std::string& where) {
+  auto fail = [&](const std::string& what) { throw qkv::ValueError(where + ": " + what); };
+  auto in_range = [&](const char* name, int64_t value, int64_t limit) {
+    if (value < 1 || value > limit)
+      fail(std::string(name) + " must be from 1 to " + std::to_string(limit) + ", not " +
+           std::to_string(value));
+  };
+  in_range("embed_size (--embed)", c.embed_size, kMaxEmbedSize);
+  in_range("num_hiddens (--hidden)", c.num_hiddens, kMaxHiddens);
+  in_range("num_layers (--layers)", c.num_layers, kMaxLayers);
+  if (!(c.dropout >= 0 && c.dropout < 1))
+    fail("dropout (--dropout) must be in [0, 1), not " + std::to_string(c.dropout));
+  const int64_t source = source_vocab().size(), target = target_vocab().size();
+  if (c.source_vocab != source || c.target_vocab != target)
+    fail("the vocabularies must have this program's sizes, " + std::to_string(source) + " and " +
+         std::to_string(target) + ", not " + std::to_string(c.source_vocab) + " and " +
+         std::to_string(c.target_vocab));
+}
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + ")";
+}
+
+// The sizes the config gives must be those of the tensors the checkpoint holds: the layers their
+// names count, the widths their shapes show. Checked before a model is built, so that a config
+// edited to 10^8 layers is refused at once rather than built, and only then found not to fit.
+void check_config_fits_tensors(const ModelConfig& c, const qkv::nn::StateDict& state,
+                               const std::string& where) {
+  int64_t layers = 0;
+  while (state.count("encoder.rnn.weight_ih_l" + std::to_string(layers))) ++layers;
+  if (layers != c.num_layers)
+    throw qkv::FormatError(where + ": its config says num_layers=" + std::to_string(c.num_layers) +
+                           " but its tensors hold " + std::to_string(layers) +
+                           " encoder GRU layers (encoder.rnn.weight_ih_l0, _l1, ...)");
+  const std::pair<const char*, std::vector<int64_t>> expected[] = {
+      {"encoder.embedding.weight", {c.source_vocab, c.embed_size}},
+      {"decoder.embedding.weight", {c.target_vocab, c.embed_size}},
+      {"encoder.rnn.weight_hh_l0", {3 * c.num_hiddens, c.num_hiddens}}};
+  for (const auto& [name, shape] : expected) {
+    const auto it = state.find(name);
+    if (it == state.end()) throw qkv::FormatError(where + ": no tensor '" + std::string(name) + "'");
+    if (it->second.shape() != shape)
+      throw qkv::FormatError(where + ": its config (embed_size=" + std::to_string(c.embed_size) +
+                             ", num_hiddens=" + std::to_string(c.num_hiddens) + ") makes '" + name + "' " +
+                             shape_text(shape) + " but the tensor is " + shape_text(it->second.shape()));
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Seq2Seq> load_model(const std::filesystem::path& path) {
   const qkv::io::Checkpoint ckpt = qkv::io::read_checkpoint(path);
-  auto model = std::make_unique<Seq2Seq>(parse_config(ckpt.config));
+  const std::string where = "seq2seq checkpoint '" + path.string() + "'";
+  const ModelConfig config = parse_config(ckpt.config);
+  check_model_config(config, where);
+  check_config_fits_tensors(config, ckpt.model, where);
+  auto model = std::make_unique<Seq2Seq>(config);
   model->load_state_dict(ckpt.model);
   return model;
 }

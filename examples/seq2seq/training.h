@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "data/vocab.h"
 #include "examples/seq2seq/dates.h"
 #include "examples/seq2seq/model.h"
-#include "data/vocab.h"
 #include "optim/optimizer.h"
 
 namespace seq2seq {
@@ -67,8 +67,17 @@ std::string config_text(const ModelConfig& config);
 // Throws qkv::FormatError for a missing or malformed key, or alphabets other than this program's.
 ModelConfig parse_config(const std::string& text);
 
+// The largest sizes a model may have, far above what the dates need (E 32, H 64, L 2): a config
+// beyond them is a mistake or hostile, and would take the memory or the time of the machine.
+inline constexpr int64_t kMaxEmbedSize = 4096, kMaxHiddens = 4096, kMaxLayers = 16;
+// ValueError, prefixed with `where`, naming the first size out of its range (1 to the limit above),
+// a dropout outside [0, 1), or vocabulary sizes other than this program's.
+void check_model_config(const ModelConfig& config, const std::string& where);
+
 // A model rebuilt from a checkpoint written by save_checkpoint with config_text(model.config).
-// Throws what io::read_checkpoint throws, and FormatError from parse_config.
+// Throws what io::read_checkpoint throws, FormatError from parse_config, ValueError from
+// check_model_config, and FormatError when the config's sizes are not those of the tensors (the
+// layers their names count, the widths their shapes show): all before a model is built.
 std::unique_ptr<Seq2Seq> load_model(const std::filesystem::path& path);
 
 }  // namespace seq2seq

@@ -104,13 +104,18 @@ std::vector<std::vector<std::string>> predict(Run& run,
   return out;
 }
 
-void print_evaluation(std::ostream& out, const Evaluation& e, const Vocab& tags) {
+void print_evaluation(std::ostream& out, const Evaluation& e, const Vocab& tags,
+                      const std::string& no_lexicon) {
   const int64_t C = tags.size();
-  out << "accuracy " << percent(e.score.overall.value()) << " of " << e.score.overall.total
-      << " tokens; ambiguous " << percent(e.score.ambiguous.value()) << " of " << e.score.ambiguous.total
-      << "; tag-changing repeats " << percent(e.score.repeated.value()) << " of " << e.score.repeated.total
-      << "; unseen words " << percent(e.score.unseen.value()) << " of " << e.score.unseen.total
-      << "; loss " << e.loss << "\n\n";
+  out << "accuracy " << percent(e.score.overall.value()) << " of " << e.score.overall.total << " tokens; ";
+  if (no_lexicon.empty())
+    out << "ambiguous " << percent(e.score.ambiguous.value()) << " of " << e.score.ambiguous.total << "; ";
+  out << "tag-changing repeats " << percent(e.score.repeated.value()) << " of " << e.score.repeated.total;
+  if (no_lexicon.empty())
+    out << "; unseen words " << percent(e.score.unseen.value()) << " of " << e.score.unseen.total;
+  out << "; loss " << e.loss << "\n";
+  if (!no_lexicon.empty()) out << "(ambiguous and unseen words not measured: " << no_lexicon << ")\n";
+  out << "\n";
   // Recall: of the tokens whose gold tag is t, the share tagged t. Precision: of the tokens tagged
   // t, the share whose gold tag is t.
   out << "per tag:  recall  precision       F1     gold  predicted\n";

@@ -30,7 +30,10 @@ std::vector<std::vector<std::string>> predict(Run& run,
                                               const std::vector<std::vector<std::string>>& sentences);
 
 // The eval subcommand's report: overall and per-tag accuracy and the confusion matrix as text.
-void print_evaluation(std::ostream& out, const Evaluation& evaluation, const qkv::data::Vocab& tags);
+// A non-empty `no_lexicon` says why the evaluation had no training data to tell ambiguous and
+// unseen words by: those two figures are left out, with the reason.
+void print_evaluation(std::ostream& out, const Evaluation& evaluation, const qkv::data::Vocab& tags,
+                      const std::string& no_lexicon = "");
 
 // The accuracy tables of `train` and `ablate`: a header and one row per tagger, columns overall,
 // ambiguous and repeated; `extra` is appended to the line (ablate's tokens/s).

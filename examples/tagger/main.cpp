@@ -80,16 +80,51 @@ int cmd_train(const Args& a) {
   return 0;
 }
 
+// What eval --test knows of the run's training sentences, which alone decide which words are
+// ambiguous or unseen: the built-in corpus is regenerated; a --train file is read if it is still
+// there. Otherwise (a file moved away, the Brown Corpus, which eval never fetches) none, and `why_not`
+// says why: the model and the vocabularies in the run directory are all eval needs to score.
+std::vector<TaggedSentence> training_sentences_at_hand(const Config& config, std::string& why_not) {
+  if (config.corpus == "brown") {
+    why_not =
+        "they are defined by the run's training data, the Brown Corpus, which eval --test does not read";
+  } else if (config.train_file.empty()) {
+    return load_data(config).train;
+  } else if (!std::filesystem::exists(config.train_file)) {
+    why_not =
+        "they are defined by the run's training file " + config.train_file + " (its --train), which is gone";
+  } else {
+    return read_tagged(config.train_file);
+  }
+  return {};
+}
+
 int cmd_eval(const Args& a) {
   set_threads(a);
   Run run = load_run(a.str("run"));
-  // The run's own data (the built-in corpus regenerated, or its files) decides which words are
-  // ambiguous; --test scores another file instead of the run's test split.
-  const Data data = load_data(run.config);
-  const std::vector<TaggedSentence> test = a.given("test") ? read_tagged(a.str("test")) : data.test;
-  const TagLexicon lexicon(data.train);
-  const Evaluation e = evaluate(*run.model, run.vocabs, lexicon, test, 64);
-  print_evaluation(std::cout, e, run.vocabs.tags);
+  std::vector<TaggedSentence> train, test;
+  std::string no_lexicon;
+  if (a.given("test")) {  // another file instead of the run's test split: the run's data is not needed
+    test = read_tagged(a.str("test"));
+    train = training_sentences_at_hand(run.config, no_lexicon);
+  } else {
+    Data data;
+    try {
+      data = load_data(run.config);
+    } catch (const qkv::Error& e) {
+      throw qkv::ValueError(
+          std::string("eval reads the run's data for its test split and its training words (") + e.what() +
+          "); --test FILE scores a file with the run directory alone");
+    }
+    train = std::move(data.train);
+    test = std::move(data.test);
+  }
+  // Without the training sentences the test sentences' own lexicon stands in, and the two figures
+  // only the training data decides are dropped rather than reported wrong.
+  const TagLexicon lexicon(no_lexicon.empty() ? train : test);
+  Evaluation e = evaluate(*run.model, run.vocabs, lexicon, test, 64);
+  if (!no_lexicon.empty()) e.score.ambiguous = e.score.unseen = {};
+  print_evaluation(std::cout, e, run.vocabs.tags, no_lexicon);
   return 0;
 }
 
@@ -145,7 +180,8 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
       c.validate();
       const std::string window = c.window < 0 ? "full" : "±" + std::to_string(c.window);
       const std::string dir = positions + "_" + (c.window < 0 ? "full" : "w" + std::to_string(c.window));
-      const bool seen = std::any_of(variants.begin(), variants.end(), [&](const Variant& v) { return v.dir == dir; });
+      const bool seen =
+          std::any_of(variants.begin(), variants.end(), [&](const Variant& v) { return v.dir == dir; });
       if (!seen) variants.push_back({positions + ", " + window, dir, c});
     }
   }
@@ -155,11 +191,13 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
     words_only.char_filters = 0;
     words_only.validate();
     const std::string window = base.window < 0 ? "full" : "±" + std::to_string(base.window);
-    variants.push_back({base.positions + ", " + window + ", no characters", base.positions + "_no_chars", words_only});
+    variants.push_back(
+        {base.positions + ", " + window + ", no characters", base.positions + "_no_chars", words_only});
   }
   Config gru = base;
   gru.model = "gru";
-  variants.push_back({base.char_filters > 0 ? "bidirectional GRU, characters" : "bidirectional GRU", "bigru", gru});
+  variants.push_back(
+      {base.char_filters > 0 ? "bidirectional GRU, characters" : "bidirectional GRU", "bigru", gru});
   return variants;
 }
 

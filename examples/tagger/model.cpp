@@ -76,7 +76,9 @@ Json Config::to_json() const {
   return qkv::io::parse_json(text + "}");
 }
 
-Config Config::from_json(const Json& json) {
+Config Config::from_json(const Json& json, const std::string& source) {
+  auto fail = [&](const std::string& what) { throw qkv::ValueError(source + ": " + what); };
+  if (!json.is_object()) fail("expected an object of settings, found " + std::string(json.kind_name()));
   Config c;
   for (const auto& [key, value] : json.as_object()) {
     bool known = false;
@@ -84,22 +86,50 @@ Config Config::from_json(const Json& json) {
       if (key != name) return;
       known = true;
       using V = std::decay_t<decltype(field)>;
-      try {
-        if constexpr (std::is_same_v<V, std::string>) {
-          field = value.as_string();
-        } else if constexpr (std::is_same_v<V, double>) {
-          field = value.as_double();
-        } else {
-          field = static_cast<V>(value.as_int());
-        }
-      } catch (const qkv::Error& e) {  // e.g. a run made before "ffn" named the FFN (its width is ffn_width)
-        throw qkv::ValueError("tagger config: key \"" + key + "\": " + e.what());
+      // A wrong kind is, for instance, a run made before "ffn" named the FFN (its width is ffn_width).
+      auto wrong_kind = [&](const char* wanted) {
+        fail("key '" + key + "': " + qkv::io::kind_mismatch(wanted, value));
+      };
+      if constexpr (std::is_same_v<V, std::string>) {
+        if (!value.is_string()) wrong_kind("string");
+        field = value.as_string();
+      } else if constexpr (std::is_same_v<V, double>) {
+        if (!value.is_int() && !value.is_double()) wrong_kind("number");
+        field = value.as_double();
+      } else {
+        if (!value.is_int()) wrong_kind("integer");
+        if (std::is_unsigned_v<V> && value.as_int() < 0)
+          fail("key '" + key + "': expected an integer of at least 0, found " +
+               std::to_string(value.as_int()));
+        field = static_cast<V>(value.as_int());
       }
     });
-    if (!known) throw qkv::ValueError("tagger config: unknown key \"" + key + "\"");
+    if (!known) fail("unknown key '" + key + "'");
   }
-  c.validate();
+  try {
+    c.validate();
+  } catch (const qkv::ValueError& e) {
+    fail(e.what());
+  }
   return c;
+}
+
+void check_config_fits_tensors(const Config& config, const qkv::nn::StateDict& state,
+                               const std::string& where) {
+  auto fail = [&](const std::string& what) { throw qkv::FormatError(where + ": " + what); };
+  const auto head = state.find("head.weight");  // (tags, d_model) in both models
+  if (head == state.end() || head->second.dim() != 2) fail("no tensor 'head.weight' of two dimensions");
+  if (head->second.size(1) != config.d_model)
+    fail("its config says d_model=" + std::to_string(config.d_model) + " but 'head.weight' has " +
+         std::to_string(head->second.size(1)) + " columns");
+  if (config.model != "transformer") return;  // the GRU tagger has one layer whatever the config says
+  int64_t layers = 0;
+  while (state.lower_bound("encoder.blocks." + std::to_string(layers) + ".") !=
+         state.lower_bound("encoder.blocks." + std::to_string(layers) + "/"))  // '/' follows '.'
+    ++layers;
+  if (layers != config.layers)
+    fail("its config says layers=" + std::to_string(config.layers) + " but its tensors hold " +
+         std::to_string(layers) + " Transformer blocks (encoder.blocks.0, encoder.blocks.1, ...)");
 }
 
 namespace {
@@ -208,7 +238,9 @@ Config real_text_defaults() {
   return c;
 }
 
-bool reads_real_text(const Config& config) { return config.corpus != "builtin" || !config.train_file.empty(); }
+bool reads_real_text(const Config& config) {
+  return config.corpus != "builtin" || !config.train_file.empty();
+}
 
 TokenVectors::TokenVectors(const Config& config, int64_t vocab_size)
     : word_dropout(static_cast<float>(config.word_dropout)) {
@@ -220,8 +252,9 @@ TokenVectors::TokenVectors(const Config& config, int64_t vocab_size)
   // N(0, 1/d) before the scaling gives both the same size (the Transformer paper's convention).
   qkv::nn::init::normal_(embedding->weight, 0.0f, 1.0f / std::sqrt(static_cast<float>(config.d_model)));
   if (config.char_filters > 0) {
-    chars = register_module("chars", std::make_shared<qkv::nn::CharEncoder>(kNumCharIds, config.char_dim,
-                                                                           config.char_filters, config.char_kernel));
+    chars =
+        register_module("chars", std::make_shared<qkv::nn::CharEncoder>(
+                                     kNumCharIds, config.char_dim, config.char_filters, config.char_kernel));
   }
 }
 
@@ -234,7 +267,7 @@ Tensor TokenVectors::forward(const ModelInput& input) const {
   const int64_t B = ids.size(0), T = ids.size(1), F = chars->filters;
   if (!input.chars.defined() || input.form_rows.numel() != B * T)
     throw qkv::ValueError("tagger: this model reads characters; its input has none");
-  const Tensor forms = chars->forward(input.chars, input.char_lens);  // (U, F)
+  const Tensor forms = chars->forward(input.chars, input.char_lens);     // (U, F)
   const Tensor with_padding = qkv::cat({forms, qkv::zeros({1, F})}, 0);  // row U: padding tokens
   return qkv::cat({X, with_padding.index_select(0, input.form_rows).reshape({B, T, F})}, 2);
 }

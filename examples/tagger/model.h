@@ -44,7 +44,7 @@ constexpr int64_t kCharBegin = 257, kCharEnd = 258, kNumCharIds = 259;
 // directory and in every checkpoint, so `eval`, `predict` and `--resume` rebuild the same model.
 struct Config {
   // model
-  std::string model = "transformer";    // transformer | gru
+  std::string model = "transformer";     // transformer | gru
   std::string positions = "sinusoidal";  // a position scheme's name (nn::position_scheme_names())
   int64_t window = -1;                   // attend within ±window tokens; -1: the whole sentence
   std::string norm = "post";             // post | pre: where each block's LayerNorms sit
@@ -78,19 +78,28 @@ struct Config {
   std::string corpus_cache;
 
   qkv::io::Json to_json() const;
-  // Unknown keys and values of the wrong kind throw ValueError; missing keys keep their defaults.
-  static Config from_json(const qkv::io::Json& json);
+  // Unknown keys, values of the wrong kind and values validate() refuses throw ValueError naming
+  // `source` (the file) and the key: "run/config.json: key 'd_model': expected an integer, found a
+  // string". Missing keys keep their defaults.
+  static Config from_json(const qkv::io::Json& json, const std::string& source = "tagger config");
   void validate() const;  // ValueError for values out of range (d_model not divisible by heads...)
 };
+
+// The config's sizes must be those of a checkpoint's tensors: d_model the columns of the tag
+// head, layers the Transformer blocks their names count. FormatError naming `where` and the
+// difference. Checked before a model is built, so that an edited config cannot make one of
+// 64 layers of width 8192 out of a checkpoint of two small ones.
+void check_config_fits_tensors(const Config& config, const qkv::nn::StateDict& state,
+                               const std::string& where);
 
 // What the model reads of B sentences padded to T tokens (dataset.h's make_input builds it).
 struct ModelInput {
   IndexTensor ids;         // (B, T) word ids, <pad> past each sentence's end
   IndexTensor valid_lens;  // (B)
   // The batch's distinct word forms as characters, for a model that reads them (empty otherwise):
-  IndexTensor chars;       // (U, L) byte ids (dataset.h's char_ids), 0 past each form's end
-  IndexTensor char_lens;   // (U)
-  IndexTensor form_rows;   // (B·T) each token's row of chars; U for padding tokens
+  IndexTensor chars;      // (U, L) byte ids (dataset.h's char_ids), 0 past each form's end
+  IndexTensor char_lens;  // (U)
+  IndexTensor form_rows;  // (B·T) each token's row of chars; U for padding tokens
 };
 
 // The defaults for real text (--corpus brown, or CoNLL files given with --train/--dev/--test).
@@ -119,7 +128,7 @@ class TokenVectors : public qkv::nn::Module {
 
   int64_t pad_id = 0, unk_id = 1;  // the vocabulary's (data/vocab.h), for word dropout
   float word_dropout;
-  std::vector<double> drop_chance;  // by word id, from set_word_counts
+  std::vector<double> drop_chance;                // by word id, from set_word_counts
   std::shared_ptr<qkv::nn::Embedding> embedding;  // d_model - char_filters wide
   std::shared_ptr<qkv::nn::CharEncoder> chars;    // null without characters
 };

@@ -1,10 +1,11 @@
 #include "examples/tagger/run_dir.h"
 
+#include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 
+#include "io/digest.h"
 #include "io/file.h"
 #include "io/json.h"
 #include "tensor/error.h"
@@ -36,34 +37,96 @@ Json checkpoint_state(const fs::path& path, const qkv::io::Checkpoint& ckpt) {
   return state;
 }
 
+// The history without its timings (tokens_per_s, seconds), which differ from one run to the next:
+// two runs with the same seed write the same checkpoint bytes. metrics.csv keeps the timings.
 Json history_json(const std::vector<EpochMetrics>& history) {
   Json::Array rows;
   for (const EpochMetrics& m : history) {
     rows.push_back(Json(Json::Array{Json(m.epoch), Json(m.train_loss), Json(m.train_acc), Json(m.dev_loss),
-                                    Json(m.dev_acc), Json(m.lr), Json(m.tokens_per_s), Json(m.seconds)}));
+                                    Json(m.dev_acc), Json(m.lr)}));
   }
   return Json(std::move(rows));
 }
 
+// Rows of 6 values; checkpoints written before timings were left out have 8, the last two timings.
 std::vector<EpochMetrics> history_from_json(const Json& json) {
   std::vector<EpochMetrics> history;
   for (const Json& row : json.as_array()) {
     const Json::Array& r = row.as_array();
-    if (r.size() != 8)
+    if (r.size() != 6 && r.size() != 8)
       throw qkv::FormatError("tagger: a checkpoint's epoch history row has " + std::to_string(r.size()) +
-                             " values, expected 8");
+                             " values, expected 6");
     history.push_back({r[0].as_int(), r[1].as_double(), r[2].as_double(), r[3].as_double(), r[4].as_double(),
-                       r[5].as_double(), r[6].as_double(), r[7].as_double()});
+                       r[5].as_double()});
   }
   return history;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw qkv::ValueError("tagger: cannot open " + path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+// The timings of the epochs in `history` from the run's metrics.csv, whose rows start "epoch,"
+// and end ",tokens_per_s,seconds". A row that is missing or does not read stays at 0: timings are
+// for people, nothing is computed from them.
+void restore_timings(const fs::path& metrics_csv, std::vector<EpochMetrics>& history) {
+  std::error_code ec;
+  if (!fs::is_regular_file(metrics_csv, ec)) return;
+  std::istringstream in(qkv::io::read_text_file(metrics_csv, "run directory"));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream row(line);
+    std::vector<std::string> cells;
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+    if (cells.size() != 8) continue;
+    try {
+      const int64_t epoch = std::stoll(cells[0]);
+      if (epoch < 1 || epoch > static_cast<int64_t>(history.size())) continue;
+      EpochMetrics& m = history[static_cast<size_t>(epoch - 1)];
+      if (m.epoch != epoch) continue;
+      m.tokens_per_s = std::stod(cells[6]);
+      m.seconds = std::stod(cells[7]);
+    } catch (const std::exception&) {  // the header, or a row edited by hand
+    }
+  }
+}
+
+// A JSON file of the run: read whole (a regular file of bounded size, io/file.h) and parsed, its
+// errors prefixed with the path.
+Json parse_json_file(const fs::path& path) {
+  const std::string text = qkv::io::read_text_file(path, "run directory");
+  try {
+    return qkv::io::parse_json(text);
+  } catch (const qkv::FormatError& e) {
+    throw qkv::FormatError(path.string() + ": " + e.what());
+  }
+}
+
+// The digest of a vocabulary: its tokens in id order. Two vocabularies of the same words in another
+// order differ, as the meaning of the model's ids does.
+std::string vocab_digest(const Vocab& vocab) {
+  qkv::io::Fnv1a h;
+  for (const std::string& token : vocab.tokens()) h.add(token);
+  return h.hex();
+}
+
+Json vocab_digests(const Vocabs& vocabs) {
+  return Json(Json::Object{{"words.txt", Json(vocab_digest(vocabs.words))},
+                           {"tags.txt", Json(vocab_digest(vocabs.tags))}});
+}
+
+// The vocabularies in `dir` must be those the checkpoint was trained with: a reordered or edited
+// line would silently change what the model's ids mean. Checkpoints saved before the digests were
+// recorded have none; for them only the sizes are checked, by the shapes of the word embedding and
+// of the output layer when the weights are loaded.
+void check_vocab_digests(const Json& state, const fs::path& checkpoint_path, const fs::path& dir,
+                         const Vocabs& vocabs) {
+  const Json* recorded = state.find("vocabularies");
+  if (recorded == nullptr) return;
+  for (const auto& [file, vocab] : {std::pair{"words.txt", &vocabs.words}, {"tags.txt", &vocabs.tags}}) {
+    const Json* digest = recorded->find(file);
+    if (digest == nullptr || !digest->is_string() || digest->as_string() != vocab_digest(*vocab)) {
+      throw qkv::ValueError("tagger: " + (dir / file).string() + " is not the vocabulary " +
+                            checkpoint_path.string() +
+                            " was trained with (its digest differs): an edited or reordered line changes "
+                            "what the model's ids mean");
+    }
+  }
 }
 
 Vocabs load_vocabs(const fs::path& dir, const Config& config) {
@@ -73,8 +136,14 @@ Vocabs load_vocabs(const fs::path& dir, const Config& config) {
 
 }  // namespace
 
+void prepare_run_directory(const fs::path& dir) {
+  qkv::io::check_writable(dir, "tagger");
+  qkv::io::remove_temp_files(dir);
+}
+
 void start_run_directory(const fs::path& dir, const Config& config, const Vocabs& vocabs) {
   fs::create_directories(dir);
+  prepare_run_directory(dir);
   for (const char* stale : {"best.safetensors", "last.safetensors", "metrics.csv", "profile.csv"})
     fs::remove(dir / stale);
   fs::remove_all(dir / "figures");
@@ -85,9 +154,12 @@ void start_run_directory(const fs::path& dir, const Config& config, const Vocabs
 
 void save_run_checkpoint(const fs::path& path, const TaggerModel& model,
                          const qkv::optim::Optimizer& optimizer, int64_t step, const Config& config,
-                         const std::vector<EpochMetrics>& history, double best_dev_acc) {
-  Json::Object state{
-      {"config", config.to_json()}, {"history", history_json(history)}, {"best_dev_acc", Json(best_dev_acc)}};
+                         const Vocabs& vocabs, const std::vector<EpochMetrics>& history,
+                         double best_dev_acc) {
+  Json::Object state{{"config", config.to_json()},
+                     {"vocabularies", vocab_digests(vocabs)},
+                     {"history", history_json(history)},
+                     {"best_dev_acc", Json(best_dev_acc)}};
   qkv::io::save_checkpoint(path, model, optimizer, step, qkv::io::to_json(Json(std::move(state))));
 }
 
@@ -124,28 +196,34 @@ SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoin
     throw qkv::ValueError("tagger: " + config_path.string() + " not found: is " + dir.string() +
                           " a run directory?");
   }
-  const Config first = Config::from_json(qkv::io::parse_json(read_text(config_path)));
+  const Config first = Config::from_json(parse_json_file(config_path), config_path.string());
   if (!fs::exists(checkpoint_path)) {
     throw qkv::ValueError("tagger: " + checkpoint_path.string() +
                           " not found: the run has not finished an epoch");
   }
   qkv::io::Checkpoint ckpt = qkv::io::read_checkpoint(checkpoint_path);
   const Json state = checkpoint_state(checkpoint_path, ckpt);
-  Config config = Config::from_json(*state.find("config"));
-  // config.json holds the run's first config; --epochs may have extended the run since, nothing else.
+  Config config = Config::from_json(*state.find("config"), checkpoint_path.string() + ": \"config\"");
+  check_config_fits_tensors(config, ckpt.model, checkpoint_path.string());
+  // config.json holds the run's first config; --epochs may have extended the run since, never
+  // shortened it, and nothing else may differ: a checkpoint of another run is refused here, before
+  // --resume writes anything.
   Config expected = first;
-  expected.epochs = config.epochs;
+  expected.epochs = std::max(first.epochs, config.epochs);
   if (const std::string diff = config_differences(config, expected); !diff.empty()) {
     throw qkv::ValueError("tagger: " + checkpoint_path.string() + " was trained with another config than " +
                           config_path.string() + ": " + diff);
   }
   Vocabs vocabs = load_vocabs(dir, config);
-  return SavedRun{checkpoint_path.string(),
-                  std::move(ckpt),
-                  std::move(config),
-                  std::move(vocabs),
-                  history_from_json(*state.find("history")),
-                  state.find("best_dev_acc")->as_double()};
+  check_vocab_digests(state, checkpoint_path, dir, vocabs);
+  std::vector<EpochMetrics> history = history_from_json(*state.find("history"));
+  restore_timings(dir / "metrics.csv", history);
+  return SavedRun{.checkpoint_path = checkpoint_path.string(),
+                  .checkpoint = std::move(ckpt),
+                  .config = std::move(config),
+                  .vocabs = std::move(vocabs),
+                  .history = std::move(history),
+                  .best_dev_acc = state.find("best_dev_acc")->as_double()};
 }
 
 namespace {

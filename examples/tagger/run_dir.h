@@ -5,7 +5,12 @@
 //   last.safetensors     the checkpoint after the last finished epoch, for --resume
 //   metrics.csv          one row per epoch
 //   figures/*.png        curves, attention heatmaps, the positional encoding, the confusion matrix
-// A checkpoint's config text holds the Config, the epoch history and the best dev accuracy.
+// A checkpoint's config text holds the Config, a digest of each vocabulary, the epoch history and
+// the best dev accuracy. The history there leaves out the timings (tokens_per_s, seconds), so that
+// two runs with the same seed write checkpoints of the same bytes, whatever the thread count;
+// metrics.csv keeps them, and load_saved_run takes them back from it (0 for an epoch it lacks).
+// Every file is written atomically (io/file.h); a diverged run saves nothing (train.h). What this
+// adds up to, for a user, is in docs/tagger.md, "What a run directory guarantees".
 #pragma once
 
 #include <cstdint>
@@ -29,15 +34,21 @@ struct EpochMetrics {
   double seconds = 0;       // the epoch's wall time, training and dev evaluation
 };
 
-// A fresh run: removes what an old run left in `dir` (checkpoints, metrics, figures), so that
-// nothing of it may be mistaken for this one's, and writes config.json and the vocabularies.
+// Before a run writes in `dir`: refuses a directory it cannot write to (so that --resume does not
+// train a whole epoch to fail at its first save), and removes the temporary files that a run killed
+// in the middle of writing a file left (io::remove_temp_files: a run directory has one writer).
+void prepare_run_directory(const std::filesystem::path& dir);
+
+// A fresh run: prepares `dir`, removes what an old run left there (checkpoints, metrics, figures),
+// so that nothing of it may be mistaken for this one's, and writes config.json and the vocabularies.
 void start_run_directory(const std::filesystem::path& dir, const Config& config, const Vocabs& vocabs);
 
-// Writes the model and optimizer at `step` to `path`, with the config, the epoch history and the
-// best dev accuracy in the checkpoint's config text (what load_saved_run reads back).
+// Writes the model and optimizer at `step` to `path`, with the config, a digest of each vocabulary,
+// the epoch history and the best dev accuracy in the checkpoint's config text (what load_saved_run
+// reads back).
 void save_run_checkpoint(const std::filesystem::path& path, const TaggerModel& model,
                          const qkv::optim::Optimizer& optimizer, int64_t step, const Config& config,
-                         const std::vector<EpochMetrics>& history, double best_dev_acc);
+                         const Vocabs& vocabs, const std::vector<EpochMetrics>& history, double best_dev_acc);
 
 void write_metrics_csv(const std::filesystem::path& path, const std::vector<EpochMetrics>& history);
 
@@ -45,7 +56,8 @@ void write_metrics_csv(const std::filesystem::path& path, const std::vector<Epoc
 // vocabularies and epoch history as of one of its checkpoints ("best.safetensors" or
 // "last.safetensors"). config.json must agree with the config the checkpoint was saved with but
 // for the epochs, which --epochs may have extended since; the checkpoint's config is the one
-// returned. ValueError when a file is missing or the two configs disagree.
+// returned. words.txt and tags.txt must be the vocabularies it was trained with, token for token
+// (their digests are in the checkpoint). ValueError when a file is missing or disagrees.
 struct SavedRun {
   std::string checkpoint_path;
   qkv::io::Checkpoint checkpoint;  // read and checked, not applied

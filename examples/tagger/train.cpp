@@ -1,11 +1,13 @@
 #include "examples/tagger/train.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <new>
 #include <optional>
+#include <sstream>
 
 #include "autograd/debug/profiler.h"
 #include "data/batching.h"
@@ -32,7 +34,8 @@ int64_t count_correct(const Tensor& logits, const BatchTensors& batch) {
   const int64_t B = batch.input.ids.size(0), T = batch.input.ids.size(1);
   int64_t correct = 0;
   for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = 0; t < batch.input.valid_lens[b]; ++t) correct += pred[b * T + t] == batch.targets[b * T + t];
+    for (int64_t t = 0; t < batch.input.valid_lens[b]; ++t)
+      correct += pred[b * T + t] == batch.targets[b * T + t];
   }
   return correct;
 }
@@ -90,8 +93,10 @@ class Trainer {
 
  private:
   std::shared_ptr<TaggerModel> seeded_model() const;
-  EpochTotals train_steps(const std::vector<qkv::data::Batch>& batches, qkv::examples::Progress* progress,
-                          std::vector<double>& step_losses);
+  EpochTotals train_steps(int64_t epoch, const std::vector<qkv::data::Batch>& batches,
+                          qkv::examples::Progress* progress, std::vector<double>& step_losses);
+  [[noreturn]] void diverged(const std::string& what, double value, int64_t epoch, size_t batch,
+                             size_t batches) const;
   void run_epoch(int64_t epoch, bool profile, std::vector<double>& step_losses);
   bool record(const EpochMetrics& m);
   void save_checkpoint(const fs::path& path) const;
@@ -167,22 +172,25 @@ void Trainer::print_summary() const {
 }
 
 // The training loop: forward, masked cross-entropy, backward, clipping, an AdamW step and the
-// schedule's, batch after batch.
-EpochTotals Trainer::train_steps(const std::vector<qkv::data::Batch>& batches,
+// schedule's, batch after batch. A non-finite loss or gradient norm stops it before the step that
+// would write NaN into every weight (clipping cannot save a NaN: it scales the gradients by it).
+EpochTotals Trainer::train_steps(int64_t epoch, const std::vector<qkv::data::Batch>& batches,
                                  qkv::examples::Progress* progress, std::vector<double>& step_losses) {
   EpochTotals totals;
   for (size_t i = 0; i < batches.size(); ++i) {
     const BatchTensors b = to_tensors(batches[i], data_.train, model_->reads_chars());
     const Tensor logits = model_->forward(b.input);
     const Tensor loss = qkv::nn::functional::sequence_cross_entropy(logits, b.targets, b.input.valid_lens);
+    const double l = loss.item();
+    if (!std::isfinite(l)) diverged("the loss", l, epoch, i, batches.size());
     optimizer_.zero_grad();
     loss.backward();
-    qkv::optim::clip_grad_norm_(model_->parameters(), config_.clip);
+    const double norm = qkv::optim::clip_grad_norm_(model_->parameters(), config_.clip);
+    if (!std::isfinite(norm)) diverged("the gradient norm", norm, epoch, i, batches.size());
     optimizer_.step();
     totals.lr = optimizer_.lr();
     schedule_.step();
     ++step_;
-    const double l = loss.item();
     step_losses.push_back(l);
     totals.loss_sum += l * b.tokens;
     totals.tokens += b.tokens;
@@ -190,6 +198,23 @@ EpochTotals Trainer::train_steps(const std::vector<qkv::data::Batch>& batches,
     if (progress) show_progress(*progress, static_cast<int64_t>(i) + 1, totals);
   }
   return totals;
+}
+
+// Training has diverged: nothing of this epoch is saved, so the run directory keeps the checkpoints
+// and metrics of the last finished epoch.
+void Trainer::diverged(const std::string& what, double value, int64_t epoch, size_t batch,
+                       size_t batches) const {
+  std::ostringstream message;
+  message << "training diverged in epoch " << epoch + 1 << " at step " << batch + 1 << " of " << batches
+          << " (step " << step_ + 1 << " of the run): " << what << " is "
+          << (std::isnan(value) ? "nan" : std::to_string(value)) << ". Lower --lr (now " << config_.lr
+          << ") or --clip (now " << config_.clip << "). ";
+  if (history_.empty())
+    message << "No epoch has finished: " << dir_.string() << " holds no checkpoint.";
+  else
+    message << "Nothing of this epoch was saved: " << dir_.string() << " holds the run as of epoch "
+            << history_.size() << ".";
+  throw qkv::Error(message.str());
 }
 
 // One epoch: the training steps over the shuffled training set, then the dev set, the metrics and
@@ -209,7 +234,7 @@ void Trainer::run_epoch(int64_t epoch, bool profile, std::vector<double>& step_l
   }
   std::optional<qkv::Profiler> profiler;
   if (profile) profiler.emplace();
-  const EpochTotals totals = train_steps(batches, progress ? &*progress : nullptr, step_losses);
+  const EpochTotals totals = train_steps(epoch, batches, progress ? &*progress : nullptr, step_losses);
   if (profiler) profiler->stop();
   const double train_secs = seconds_since(t0);
   train_seconds_ += train_secs;
@@ -249,7 +274,7 @@ bool Trainer::record(const EpochMetrics& m) {
 }
 
 void Trainer::save_checkpoint(const fs::path& path) const {
-  save_run_checkpoint(path, *model_, optimizer_, step_, config_, history_, best_dev_);
+  save_run_checkpoint(path, *model_, optimizer_, step_, config_, vocabs_, history_, best_dev_);
 }
 
 TrainResult Trainer::run() {
@@ -288,17 +313,19 @@ void Trainer::print_test_table(const TrainResult& result) const {
   const double window_seconds = seconds_since(t0);
   std::cout << "\ntest accuracy (" << data_.test.size() << " sentences, " << test.score.overall.total
             << " tokens; " << test.score.ambiguous.total << " ambiguous, " << test.score.repeated.total
-            << " in tag-changing repeats, " << test.score.unseen.total << " tokens of words unseen in training):\n";
+            << " in tag-changing repeats, " << test.score.unseen.total
+            << " tokens of words unseen in training):\n";
   print_score_header(std::cout, "tagger");
   print_score_row(std::cout, "majority tag (unigram)", majority);
   print_score_row(std::cout, "word window (prev, word, next)", window);
   print_score_row(std::cout, config_.model + " (best dev " + percent(best_dev_) + ")", test.score);
   double seconds = 0;
   for (const EpochMetrics& m : history_) seconds += m.seconds;
-  std::printf("time: %s %lld epochs in %.0f s (training and dev evaluation), tags %.0f tokens/s; "
-              "majority tag and word window count and tag in %.1f s and %.1f s\n",
-              config_.model.c_str(), static_cast<long long>(history_.size()), seconds, result.test_tokens_per_s,
-              majority_seconds, window_seconds);
+  std::printf(
+      "time: %s %lld epochs in %.0f s (training and dev evaluation), tags %.0f tokens/s; "
+      "majority tag and word window count and tag in %.1f s and %.1f s\n",
+      config_.model.c_str(), static_cast<long long>(history_.size()), seconds, result.test_tokens_per_s,
+      majority_seconds, window_seconds);
 }
 
 void Trainer::draw_figures(const Evaluation& test) const {
@@ -351,6 +378,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
 TrainResult resume(SavedRun saved, const Data& data, const TrainOptions& options) {
   check_all_lengths(data);
   if (options.figures) check_figures(saved.config, saved.vocabs, options.example);
+  prepare_run_directory(options.run_dir);
   Trainer trainer(saved.config, saved.vocabs, data, options);
   trainer.restore(saved);
   return trainer.run();

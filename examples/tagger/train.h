@@ -32,6 +32,10 @@ struct TrainResult {
   double test_tokens_per_s = 0;   // tagging speed on the test split
 };
 
+// Both stop at the first step whose loss or gradient norm is not finite, throwing qkv::Error with
+// the epoch, the step and a hint: nothing of that epoch is saved, so the run directory keeps the
+// checkpoints and metrics of the last finished epoch.
+
 // A fresh run in options.run_dir (whatever an old run left there is removed first).
 TrainResult train(Config config, const Data& data, const TrainOptions& options);
 

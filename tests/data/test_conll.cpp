@@ -29,8 +29,7 @@ std::string word_line(const std::string& id, const std::string& form, const std:
 
 // A file name no other test process uses.
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("qkv_test_" + std::to_string(getpid()) + "_" + name))
+  return (std::filesystem::temp_directory_path() / ("qkv_test_" + std::to_string(getpid()) + "_" + name))
       .string();
 }
 
@@ -58,8 +57,8 @@ TEST_CASE("read_conllu keeps FORM and UPOS and skips comments ranges and empty n
 }
 
 TEST_CASE("read_conllu accepts CRLF line ends and a missing final blank line") {
-  std::string text = word_line("1", "dogs", "NOUN") + word_line("2", "bark", "VERB") + "\n" +
-                     word_line("1", "run", "VERB");
+  std::string text =
+      word_line("1", "dogs", "NOUN") + word_line("2", "bark", "VERB") + "\n" + word_line("1", "run", "VERB");
   std::string crlf;
   for (char c : text) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
   for (const std::string& input : {text, crlf}) {
@@ -73,8 +72,7 @@ TEST_CASE("read_conllu accepts CRLF line ends and a missing final blank line") {
 }
 
 TEST_CASE("read_conllu treats several blank lines as one sentence break") {
-  const std::string text =
-      "\n\n" + word_line("1", "a", "DET") + "\n\n\n" + word_line("1", "b", "X");
+  const std::string text = "\n\n" + word_line("1", "a", "DET") + "\n\n\n" + word_line("1", "b", "X");
   CHECK(conllu(text).size() == 2);
   CHECK(conllu("").empty());
   CHECK(conllu("# only a comment\n\n").empty());
@@ -130,21 +128,17 @@ TEST_CASE("read_conllu names file and line of a malformed line") {
              "read_conllu: train.conllu:3: expected 10 tab-separated columns (ID FORM LEMMA UPOS "
              "XPOS FEATS HEAD DEPREL DEPS MISC), found 1");
   fails_with(word_line("2", "", "VERB"), "read_conllu: train.conllu:3: empty FORM in word 2");
-  fails_with(word_line("2", "bark", ""),
-             "read_conllu: train.conllu:3: no UPOS tag ('') for word 'bark'");
-  fails_with(word_line("2", "bark", "_"),
-             "read_conllu: train.conllu:3: no UPOS tag ('_') for word 'bark'");
-  fails_with(
-      word_line("two", "bark", "VERB"),
-      "read_conllu: train.conllu:3: bad ID 'two': expected a word number like 3, a range like "
-      "3-4 or an empty node like 3.1");
+  fails_with(word_line("2", "bark", ""), "read_conllu: train.conllu:3: no UPOS tag ('') for word 'bark'");
+  fails_with(word_line("2", "bark", "_"), "read_conllu: train.conllu:3: no UPOS tag ('_') for word 'bark'");
+  fails_with(word_line("two", "bark", "VERB"),
+             "read_conllu: train.conllu:3: bad ID 'two': expected a word number like 3, a range like "
+             "3-4 or an empty node like 3.1");
   fails_with(word_line("0", "bark", "VERB"),
              "read_conllu: train.conllu:3: bad ID '0': expected a word number like 3, a range like "
              "3-4 or an empty node like 3.1");
-  fails_with(
-      word_line("1-", "bark", "VERB"),
-      "read_conllu: train.conllu:3: bad ID '1-': expected a word number like 3, a range like "
-      "3-4 or an empty node like 3.1");
+  fails_with(word_line("1-", "bark", "VERB"),
+             "read_conllu: train.conllu:3: bad ID '1-': expected a word number like 3, a range like "
+             "3-4 or an empty node like 3.1");
   // A missing blank line between sentences shows as an ID that starts again at 1.
   fails_with(word_line("1", "bark", "VERB"),
              "read_conllu: train.conllu:3: word ID 1 where 2 was expected (is a blank line missing "
@@ -164,10 +158,10 @@ TEST_CASE("read_conll names file and line of a line without two columns") {
 
 TEST_CASE("conll readers report a missing file by its path") {
   const std::string path = temp_path("does_not_exist.conllu");
-  CHECK_THROWS_WITH_AS(qkv::data::read_conllu(path),
-                       ("read_conllu: no such file '" + path + "'").c_str(), qkv::ValueError);
-  CHECK_THROWS_WITH_AS(qkv::data::read_conll(path),
-                       ("read_conll: no such file '" + path + "'").c_str(), qkv::ValueError);
+  CHECK_THROWS_WITH_AS(qkv::data::read_conllu(path), ("read_conllu: no such file '" + path + "'").c_str(),
+                       qkv::ValueError);
+  CHECK_THROWS_WITH_AS(qkv::data::read_conll(path), ("read_conll: no such file '" + path + "'").c_str(),
+                       qkv::ValueError);
 }
 
 TEST_CASE("conll writers reject sentences their readers could not read back") {
@@ -199,4 +193,43 @@ TEST_CASE("write_conllu to a file writes nothing when a sentence is bad") {
   const std::string path = temp_path("bad.conllu");
   CHECK_THROWS_AS(qkv::data::write_conllu(path, {kSentences[0], TaggedSentence{}}), qkv::ValueError);
   CHECK_FALSE(std::filesystem::exists(path));
+}
+
+TEST_CASE("conll readers skip a UTF-8 byte-order mark at the start of the file") {
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::vector<TaggedSentence> u = conllu(bom + word_line("1", "dogs", "NOUN"));
+  REQUIRE(u.size() == 1);
+  CHECK(u[0].words == std::vector<std::string>{"dogs"});
+  const std::vector<TaggedSentence> c = conll(bom + "dogs NOUN\n");
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].words == std::vector<std::string>{"dogs"});
+  // Only at the start: elsewhere the bytes are part of a field, as any other bytes.
+  CHECK_THROWS_WITH_AS(conllu(word_line("1", "a", "DET") + "\n" + bom + word_line("1", "b", "X")),
+                       doctest::Contains("train.conllu:3: bad ID '\xEF\xBB\xBF"
+                                         "1'"),
+                       qkv::FormatError);
+}
+
+TEST_CASE("conll readers refuse a line of only spaces or tabs at its own line number") {
+  const std::string message =
+      ": the line is blank but not empty (only spaces or tabs): a sentence break is an empty line, "
+      "and a word line needs its fields";
+  CHECK_THROWS_WITH_AS(conllu(word_line("1", "a", "DET") + "\t\t\n" + word_line("1", "b", "X")),
+                       ("read_conllu: train.conllu:2" + message).c_str(), qkv::FormatError);
+  CHECK_THROWS_WITH_AS(conllu(word_line("1", "a", "DET") + "\t\t\t\t\t\t\t\t\t\r\n"),
+                       ("read_conllu: train.conllu:2" + message).c_str(), qkv::FormatError);
+  CHECK_THROWS_WITH_AS(conll("the DET\n\ncan NOUN\n   \nfish VERB\n"),
+                       ("read_conll: train.txt:4" + message).c_str(), qkv::FormatError);
+}
+
+TEST_CASE("conll readers say a directory is a directory") {
+  const std::string dir = temp_path("corpus_dir");
+  std::filesystem::create_directories(dir);
+  CHECK_THROWS_WITH_AS(qkv::data::read_conllu(dir),
+                       ("read_conllu: '" + dir + "': is a directory, not a regular file").c_str(),
+                       qkv::ValueError);
+  CHECK_THROWS_WITH_AS(qkv::data::read_conll(dir),
+                       ("read_conll: '" + dir + "': is a directory, not a regular file").c_str(),
+                       qkv::ValueError);
+  std::filesystem::remove(dir);
 }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "autograd/grad_mode.h"
+#include "child_process.h"
 #include "examples/seq2seq/bleu.h"
 #include "examples/seq2seq/dates.h"
 #include "examples/seq2seq/model.h"
@@ -325,4 +326,66 @@ TEST_CASE("seq2seq a checkpoint gives back the same translations") {
   CHECK_THROWS_AS(parse_config(other), qkv::FormatError);
   std::filesystem::remove(path);
   std::filesystem::remove(junk);
+}
+
+namespace {
+
+// A checkpoint of an untrained small model whose config text has `from` replaced by `to`.
+std::filesystem::path edited_checkpoint(const std::string& name, const std::string& from,
+                                        const std::string& to) {
+  Seq2Seq model(small_config());
+  qkv::optim::Adam optimizer(model.parameters(), {.lr = 5e-3});
+  std::string config = config_text(model.config);
+  config.replace(config.find(from), from.size(), to);
+  const std::filesystem::path path = temp_path(name);
+  qkv::io::save_checkpoint(path, model, optimizer, 0, config);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("seq2seq predict refuses a checkpoint whose config asks for 10^8 layers or 10^9 hidden units") {
+  // Before: 10^8 layers hung while the model was built, 10^9 hidden units threw std::bad_alloc.
+  const auto layers = edited_checkpoint("layers.safetensors", "num_layers=2", "num_layers=100000000");
+  const qkv::testing::ChildResult r = qkv::testing::run_program(
+      qkv::testing::kSeq2SeqProgram, {"predict", "--checkpoint", layers.string(), "one"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors == "seq2seq predict: seq2seq checkpoint '" + layers.string() +
+                        "': num_layers (--layers) must be from 1 to 16, not 100000000\n");
+  const auto hidden = edited_checkpoint("hidden.safetensors", "num_hiddens=32", "num_hiddens=1000000000");
+  CHECK_THROWS_WITH_AS(load_model(hidden),
+                       doctest::Contains("num_hiddens (--hidden) must be from 1 to 4096, not 1000000000"),
+                       qkv::ValueError);
+  std::filesystem::remove(layers);
+  std::filesystem::remove(hidden);
+}
+
+TEST_CASE("seq2seq load_model checks the config's sizes against the checkpoint's tensors before building") {
+  const auto layers = edited_checkpoint("layers3.safetensors", "num_layers=2", "num_layers=3");
+  CHECK_THROWS_WITH_AS(load_model(layers),
+                       ("seq2seq checkpoint '" + layers.string() +
+                        "': its config says num_layers=3 but its tensors hold 2 encoder GRU layers "
+                        "(encoder.rnn.weight_ih_l0, _l1, ...)")
+                           .c_str(),
+                       qkv::FormatError);
+  const auto hidden = edited_checkpoint("hidden64.safetensors", "num_hiddens=32", "num_hiddens=64");
+  CHECK_THROWS_WITH_AS(load_model(hidden),
+                       doctest::Contains("its config (embed_size=16, num_hiddens=64) makes "
+                                         "'encoder.rnn.weight_hh_l0' (192, 64) but the tensor is (96, 32)"),
+                       qkv::FormatError);
+  const auto embed = edited_checkpoint("embed8.safetensors", "embed_size=16", "embed_size=8");
+  CHECK_THROWS_WITH_AS(load_model(embed), doctest::Contains("makes 'encoder.embedding.weight' ("),
+                       qkv::FormatError);
+  for (const auto& p : {layers, hidden, embed}) std::filesystem::remove(p);
+}
+
+TEST_CASE("seq2seq train refuses sizes out of range before it does any work") {
+  const qkv::testing::ChildResult r =
+      qkv::testing::run_program(qkv::testing::kSeq2SeqProgram,
+                                {"train", "--layers", "100000000", "--out", temp_path("never").string()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors ==
+        "seq2seq train: option --layers expects an integer from 1 to 16, got 100000000\n");
+  CHECK(r.output.empty());
+  CHECK_FALSE(std::filesystem::exists(temp_path("never")));
 }

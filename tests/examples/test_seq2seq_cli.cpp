@@ -8,12 +8,12 @@
 
 #include "child_process.h"
 
-using qkv::testing::kSeq2seq;
+using qkv::testing::kSeq2SeqProgram;
 using qkv::testing::run_program;
 
 TEST_CASE("seq2seq train refuses sizes and rates out of range before it trains naming the option") {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--hidden", "1000000000"}, "option --hidden expects an integer from 1 to 8192, got 1000000000"},
+      {{"--hidden", "1000000000"}, "option --hidden expects an integer from 1 to 4096, got 1000000000"},
       {{"--layers", "100000000"}, "option --layers expects an integer from 1 to 16, got 100000000"},
       {{"--lr", "inf"}, "option --lr expects a number from 1e-12 to 1000, got inf"},
       {{"--dropout", "nan"}, "option --dropout expects a number from 0 to 0.99, got nan"},
@@ -23,8 +23,8 @@ TEST_CASE("seq2seq train refuses sizes and rates out of range before it trains n
   for (const auto& [args, message] : cases) {
     std::vector<std::string> argv = {"train", "--epochs", "1", "--train-size", "8"};
     argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = run_program(kSeq2seq, argv);
+    const auto r = run_program(kSeq2SeqProgram, argv);
     CHECK(r.exit_code == 1);
-    CHECK(r.output == "seq2seq train: " + message + "\n");  // nothing else: no data, no epoch
+    CHECK(r.errors == "seq2seq train: " + message + "\n");  // nothing else: no data, no epoch
   }
 }

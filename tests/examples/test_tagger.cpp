@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "child_process.h"
+#include "data/conll.h"
 #include "examples/tagger/bench.h"
 #include "examples/tagger/options.h"
 #include "examples/tagger/train.h"
@@ -284,7 +286,9 @@ TEST_CASE("tagger reads CoNLL-U and two-column files and names a malformed line"
                        qkv::FormatError);
 }
 
-TEST_CASE("tagger predict cuts text at whitespace for the built-in corpus, as UD for CoNLL files, as Brown for Brown") {
+TEST_CASE(
+    "tagger predict cuts text at whitespace for the built-in corpus, as UD for CoNLL files, as Brown for "
+    "Brown") {
   Config builtin;
   Config files;
   files.train_file = "train.conllu";
@@ -451,7 +455,7 @@ TEST_CASE("tagger refuses a checkpoint made with another position scheme naming 
 TEST_CASE("tagger config names the key of a value of the wrong kind and bounds the window") {
   // A run made before "ffn" named the FFN kind stored its width there.
   CHECK_THROWS_WITH_AS(Config::from_json(qkv::io::parse_json("{\"ffn\": 128}")),
-                       doctest::Contains("tagger config: key \"ffn\""), qkv::ValueError);
+                       "tagger config: key 'ffn': expected a string, found an integer", qkv::ValueError);
   Config c;
   c.window = 1000000000;
   CHECK_THROWS_WITH_AS(c.validate(), "tagger config: window (--window) is 1000000000; expected -1 to 1023",
@@ -466,7 +470,7 @@ TEST_CASE("tagger config names the key of a value of the wrong kind and bounds t
 TEST_CASE("tagger reads a word's characters as bytes between two markers, and long words by their ends") {
   CHECK(char_ids("Ab") == std::vector<int64_t>{kCharBegin, 'A' + 1, 'b' + 1, kCharEnd});
   CHECK(char_ids("é") == std::vector<int64_t>{kCharBegin, 0xC3 + 1, 0xA9 + 1, kCharEnd});  // UTF-8 bytes
-  const std::string long_word = "abcdefghijklmnopqrstuvwxyz0123";  // 30 bytes
+  const std::string long_word = "abcdefghijklmnopqrstuvwxyz0123";                          // 30 bytes
   const std::vector<int64_t> ids = char_ids(long_word);
   REQUIRE(ids.size() == static_cast<size_t>(kMaxWordBytes + 2));
   CHECK(ids[1] == 'a' + 1);
@@ -498,7 +502,8 @@ TEST_CASE("tagger with characters tells unseen words apart by their form; withou
   data.train = {{{"a", "b"}, {"X", "Y"}}};
   Config c = small_config();
   const std::vector<std::string> s1{"a", "running"}, s2{"a", "Paris"};  // two words never seen
-  const std::vector<std::pair<const char*, int64_t>> models{{"transformer", 0}, {"transformer", 8}, {"gru", 8}};
+  const std::vector<std::pair<const char*, int64_t>> models{
+      {"transformer", 0}, {"transformer", 8}, {"gru", 8}};
   for (const auto& [kind, filters] : models) {
     INFO(kind << ", char_filters " << filters);
     c.char_filters = filters;
@@ -529,7 +534,8 @@ TEST_CASE("tagger with characters gives a sentence the same logits whatever it i
   const Vocabs vocabs = build_vocabs(data, c);
   const auto model = make_model(c, vocabs.words.size(), 2);
   model->eval();
-  const std::vector<std::string> s{"a", "b", "Paris"}, other{"extraordinarily", "long", "words", "b", "a", "x"};
+  const std::vector<std::string> s{"a", "b", "Paris"},
+      other{"extraordinarily", "long", "words", "b", "a", "x"};
   const Tensor alone = model->forward(make_input(vocabs, {&s}, true));
   const Tensor batched = model->forward(make_input(vocabs, {&other, &s}, true));
   const Tensor diff = alone.select(0, 0) - batched.select(0, 1).narrow(0, 0, 3);
@@ -577,4 +583,114 @@ TEST_CASE("tagger train refuses a bad config before it touches an existing run")
     CHECK(qkv::testing::read_file(dir.path() / "best.safetensors") == best);
     CHECK(qkv::testing::read_file(dir.path() / "metrics.csv") == metrics);
   }
+}
+
+TEST_CASE("tagger config errors name the file and the key and say what was expected") {
+  const auto from = [](const std::string& text) {
+    return Config::from_json(qkv::io::parse_json(text), "run/config.json");
+  };
+  CHECK_THROWS_WITH_AS(from(R"({"d_model": "64"})"),
+                       "run/config.json: key 'd_model': expected an integer, found a string",
+                       qkv::ValueError);
+  CHECK_THROWS_WITH_AS(from(R"({"lr": "fast"})"),
+                       "run/config.json: key 'lr': expected a number, found a string", qkv::ValueError);
+  CHECK_THROWS_WITH_AS(from(R"({"model": null})"),
+                       "run/config.json: key 'model': expected a string, found null", qkv::ValueError);
+  CHECK_THROWS_WITH_AS(from(R"({"seed": -1})"),
+                       "run/config.json: key 'seed': expected an integer of at least 0, found -1",
+                       qkv::ValueError);
+  CHECK_THROWS_WITH_AS(from(R"({"d_modle": 64})"), "run/config.json: unknown key 'd_modle'", qkv::ValueError);
+  CHECK_THROWS_WITH_AS(from("[1]"), "run/config.json: expected an object of settings, found array",
+                       qkv::ValueError);
+  CHECK_THROWS_WITH_AS(from(R"({"layers": 1000})"),
+                       "run/config.json: tagger config: layers (--layers) is 1000; expected 1 to 64",
+                       qkv::ValueError);
+}
+
+TEST_CASE(
+    "tagger eval refuses a config.json that is a link to /dev/zero and names a bad key, from the command "
+    "line") {
+  qkv::testing::ScratchDir dir;
+  fs::create_symlink("/dev/zero", dir / "config.json");
+  qkv::testing::ChildResult r =
+      qkv::testing::run_program(qkv::testing::kTaggerProgram, {"eval", "--run", dir.path().string()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors == "tagger: run directory: '" + (dir / "config.json").string() +
+                        "': is a character device, not a regular file\n");
+  fs::remove(dir / "config.json");
+  qkv::testing::write_file(dir / "config.json", R"({"d_model": "wide"})");
+  r = qkv::testing::run_program(qkv::testing::kTaggerProgram,
+                                {"predict", "--run", dir.path().string(), "a b"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors == "tagger: " + (dir / "config.json").string() +
+                        ": key 'd_model': expected an integer, found a string\n");
+  qkv::testing::write_file(dir / "config.json", "{\"d_model\": 64,}");
+  r = qkv::testing::run_program(qkv::testing::kTaggerProgram, {"eval", "--run", dir.path().string()});
+  CHECK(r.errors.starts_with("tagger: " + (dir / "config.json").string() + ": JSON: at byte 15: "));
+}
+
+TEST_CASE("tagger refuses a checkpoint whose config's sizes are not those of its tensors") {
+  Config c = small_config();
+  const std::shared_ptr<TaggerModel> model = make_model(c, 20, 5);
+  const qkv::nn::StateDict state = model->state_dict();
+  CHECK_NOTHROW(check_config_fits_tensors(c, state, "best.safetensors"));
+  c.layers = 64;
+  CHECK_THROWS_WITH_AS(
+      check_config_fits_tensors(c, state, "best.safetensors"),
+      "best.safetensors: its config says layers=64 but its tensors hold 1 Transformer blocks "
+      "(encoder.blocks.0, encoder.blocks.1, ...)",
+      qkv::FormatError);
+  c = small_config();
+  c.d_model = 8192;
+  CHECK_THROWS_WITH_AS(check_config_fits_tensors(c, state, "best.safetensors"),
+                       "best.safetensors: its config says d_model=8192 but 'head.weight' has 32 columns",
+                       qkv::FormatError);
+}
+
+TEST_CASE("tagger eval with --test needs only the run directory, not the training files") {
+  qkv::testing::ScratchDir dir;
+  Config c = small_config();
+  c.epochs = 1;
+  c.train_sentences = 60;
+  const Data builtin = load_data(c);
+  for (const auto& [name, split] : {std::pair{"train.conllu", &builtin.train},
+                                    {"dev.conllu", &builtin.dev},
+                                    {"test.conllu", &builtin.test}})
+    qkv::data::write_conllu((dir / name).string(), *split);
+  c.train_file = (dir / "train.conllu").string();
+  c.dev_file = (dir / "dev.conllu").string();
+  c.test_file = (dir / "test.conllu").string();
+  train(c, load_data(c), quiet(dir / "run"));
+  fs::rename(dir / "test.conllu", dir / "other.conllu");
+  fs::remove(dir / "train.conllu");
+  fs::remove(dir / "dev.conllu");
+
+  qkv::testing::ChildResult r = qkv::testing::run_program(
+      qkv::testing::kTaggerProgram,
+      {"eval", "--run", (dir / "run").string(), "--test", (dir / "other.conllu").string()});
+  INFO(r.errors);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("accuracy ") == 0);
+  CHECK(
+      r.output.find("(ambiguous and unseen words not measured: they are defined by the run's training file " +
+                    c.train_file + " (its --train), which is gone)") != std::string::npos);
+  // Without --test, eval scores the run's own test split, which is gone: it says so and what to do.
+  r = qkv::testing::run_program(qkv::testing::kTaggerProgram, {"eval", "--run", (dir / "run").string()});
+  CHECK(r.exit_code == 1);
+  CHECK(
+      r.errors.find(
+          "eval reads the run's data for its test split and its training words (read_conllu: no such file '" +
+          c.train_file + "'); --test FILE scores a file with the run directory alone") != std::string::npos);
+}
+
+TEST_CASE("tagger train given a directory as its training file says it is a directory") {
+  qkv::testing::ScratchDir dir;
+  fs::create_directories(dir / "corpus");
+  const std::string corpus = (dir / "corpus").string();
+  const qkv::testing::ChildResult r = qkv::testing::run_program(
+      qkv::testing::kTaggerProgram,
+      {"train", "--train", corpus, "--dev", corpus, "--test", corpus, "--run", (dir / "run").string()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors == "tagger: read_conll: '" + corpus + "': is a directory, not a regular file\n");
+  CHECK_FALSE(fs::exists(dir / "run"));
 }

@@ -12,7 +12,7 @@
 #include "io/scratch_dir.h"
 
 namespace fs = std::filesystem;
-using qkv::testing::kTagger;
+using qkv::testing::kTaggerProgram;
 using qkv::testing::run_program;
 
 namespace {
@@ -49,7 +49,7 @@ std::map<std::string, std::string> files_of(const fs::path& dir) {
 TEST_CASE("tagger train leaves a finished run byte for byte when it refuses its arguments") {
   qkv::testing::ScratchDir dir;
   const std::string run = (dir / "run").string();
-  REQUIRE(run_program(kTagger, train_args(run, {})).exit_code == 0);
+  REQUIRE(run_program(kTaggerProgram, train_args(run, {})).exit_code == 0);
   const auto before = files_of(run);
   REQUIRE(before.size() == 6);  // config, vocabularies, two checkpoints, metrics
   // A data file whose name is not UTF-8 cannot be recorded in config.json.
@@ -69,11 +69,11 @@ TEST_CASE("tagger train leaves a finished run byte for byte when it refuses its 
       {"--seed", "99999999999999999999"},
       {"--train", not_utf8, "--dev", not_utf8, "--test", not_utf8, "--char-filters", "0"}};
   for (const auto& extra : bad) {
-    const auto r = run_program(kTagger, train_args(run, extra));
+    const auto r = run_program(kTaggerProgram, train_args(run, extra));
     CAPTURE(extra[0]);
-    CAPTURE(r.output);
+    CAPTURE(r.errors);
     CHECK(r.exit_code == 1);
-    CHECK(r.output.find(extra[0]) != std::string::npos);  // the message names the option
+    CHECK(r.errors.find(extra[0]) != std::string::npos);  // the message names the option
     CHECK(files_of(run) == before);
   }
 }
@@ -82,10 +82,11 @@ TEST_CASE("tagger train refuses an example sentence its figures cannot show befo
   qkv::testing::ScratchDir dir;
   const std::string run = (dir / "run").string();
   for (const std::string& example : {std::string(), std::string("   "), words(1025)}) {
-    const auto r = run_program(kTagger, {"train", "--run", run, "--epochs", "1", "--example", example});
+    const auto r =
+        run_program(kTaggerProgram, {"train", "--run", run, "--epochs", "1", "--example", example});
     CHECK(r.exit_code == 1);
-    CHECK(r.output.find("--example") != std::string::npos);
-    CHECK(r.output.find("epoch") == std::string::npos);  // no training step ran
+    CHECK(r.errors.find("--example") != std::string::npos);
+    CHECK((r.output + r.errors).find("epoch") == std::string::npos);  // no training step ran
     CHECK_FALSE(fs::exists(run));
   }
 }
@@ -104,20 +105,20 @@ TEST_CASE("tagger train refuses thousands of tags when it is to draw their confu
   qkv::testing::write_file(file, conllu);
   const std::string run = (dir / "run").string();
   const auto r =
-      run_program(kTagger, {"train", "--run", run, "--train", file, "--dev", file, "--test", file});
+      run_program(kTaggerProgram, {"train", "--run", run, "--train", file, "--dev", file, "--test", file});
   CHECK(r.exit_code == 1);
-  CHECK(r.output.find("confusion matrix of 3000 tags") != std::string::npos);
-  CHECK(r.output.find("--no-figures") != std::string::npos);
+  CHECK(r.errors.find("confusion matrix of 3000 tags") != std::string::npos);
+  CHECK(r.errors.find("--no-figures") != std::string::npos);
   CHECK_FALSE(fs::exists(run));
 }
 
 TEST_CASE("tagger train names the option and the range of a value out of range once") {
-  const auto r = run_program(kTagger, {"train", "--run", "/nonexistent/run", "--epochs", "0"});
+  const auto r = run_program(kTaggerProgram, {"train", "--run", "/nonexistent/run", "--epochs", "0"});
   CHECK(r.exit_code == 1);
-  CHECK(r.output == "tagger config: epochs (--epochs) is 0; expected 1 to 100000\n");
-  const auto lr = run_program(kTagger, {"train", "--run", "/nonexistent/run", "--lr", "nan"});
-  CHECK(lr.output == "tagger config: lr (--lr) is nan; expected a finite number above 0\n");
+  CHECK(r.errors == "tagger config: epochs (--epochs) is 0; expected 1 to 100000\n");
+  const auto lr = run_program(kTaggerProgram, {"train", "--run", "/nonexistent/run", "--lr", "nan"});
+  CHECK(lr.errors == "tagger config: lr (--lr) is nan; expected a finite number above 0\n");
   const auto heads =
-      run_program(kTagger, {"train", "--run", "/nonexistent/run", "--d-model", "30", "--heads", "4"});
-  CHECK(heads.output == "tagger config: d_model 30 is not divisible by heads (--heads) 4\n");
+      run_program(kTaggerProgram, {"train", "--run", "/nonexistent/run", "--d-model", "30", "--heads", "4"});
+  CHECK(heads.errors == "tagger config: d_model 30 is not divisible by heads (--heads) 4\n");
 }

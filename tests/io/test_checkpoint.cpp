@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -67,7 +68,8 @@ V flat(const std::vector<Tensor>& tensors) {
 }
 
 bool bitwise_equal(const V& a, const V& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Everything a failed load must leave alone.
@@ -129,7 +131,8 @@ TEST_CASE("training k steps then resuming from the checkpoint in a new process c
   io::save_checkpoint(dir / "k.safetensors", *first.model, *first.optimizer, first.schedule->last_step(),
                       "{\"lr\": 0.02}");
   const testing::ChildResult child = testing::run_child(
-      "resume checkpoint", {(dir / "k.safetensors").string(), std::to_string(N), (dir / "n.safetensors").string()});
+      "resume checkpoint",
+      {(dir / "k.safetensors").string(), std::to_string(N), (dir / "n.safetensors").string()});
   REQUIRE(child.exit_code == 0);
 
   const io::Checkpoint resumed = io::read_checkpoint(dir / "n.safetensors");
@@ -139,7 +142,8 @@ TEST_CASE("training k steps then resuming from the checkpoint in a new process c
     CHECK_MESSAGE(bitwise_equal(resumed.model.at(name).to_vector(), t.to_vector()), name);
   for (const auto& [key, t] : full.optimizer->state_dict().tensors)
     CHECK_MESSAGE(bitwise_equal(resumed.optimizer.tensors.at(key).to_vector(), t.to_vector()), key);
-  CHECK(resumed.optimizer.scalars == full.optimizer->state_dict().scalars);  // lr of the schedule, step counts
+  CHECK(resumed.optimizer.scalars ==
+        full.optimizer->state_dict().scalars);   // lr of the schedule, step counts
   CHECK(resumed.rng.offset == full_rng.offset);  // dropout drew the same numbers
 }
 
@@ -215,7 +219,8 @@ namespace {
 // test can forge files that pass the checksum and reach the checks behind it: each tensor's name,
 // dtype, shape ("(16,6)") and bytes in name order, then each metadata key and value but
 // "checksum"; every string is followed by one 0 byte.
-std::string documented_checksum(std::vector<io::TensorRecord> tensors, const std::map<std::string, std::string>& meta) {
+std::string documented_checksum(std::vector<io::TensorRecord> tensors,
+                                const std::map<std::string, std::string>& meta) {
   uint64_t h = 14695981039346656037ULL;
   auto bytes = [&h](std::span<const std::byte> b) {
     for (std::byte x : b) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ULL;
@@ -256,7 +261,8 @@ TEST_CASE("a forged checkpoint with a valid checksum is still checked whole and 
   // A copy of the good file changed by `edit`, with the checksum recomputed.
   const int64_t one = 1;
   int forged = 0;
-  auto forge = [&](const std::function<void(std::vector<io::TensorRecord>&, std::map<std::string, std::string>&)>& edit) {
+  auto forge = [&](const std::function<void(std::vector<io::TensorRecord>&,
+                                            std::map<std::string, std::string>&)>& edit) {
     std::vector<io::TensorRecord> tensors = file.tensors;
     std::map<std::string, std::string> meta = file.metadata;
     edit(tensors, meta);
@@ -278,9 +284,11 @@ TEST_CASE("a forged checkpoint with a valid checksum is still checked whole and 
          t.push_back({"model.extra", io::DType::I64, {1}, std::as_bytes(std::span(&one, 1))});
        }),
        "tensor 'model.extra' has dtype I64, expected F32"},
-      {forge([](auto& t, auto&) { t[0].name = "weights.0"; }), "tensor 'weights.0' is neither 'model.*' nor 'optim.*'"},
+      {forge([](auto& t, auto&) { t[0].name = "weights.0"; }),
+       "tensor 'weights.0' is neither 'model.*' nor 'optim.*'"},
       {forge([](auto&, auto& m) { m["step"] = "-3"; }), "metadata 'step' is not a step number: '-3'"},
-      {forge([](auto&, auto& m) { m["rng.offset"] = "lots"; }), "metadata 'rng.offset' is not a number: 'lots'"},
+      {forge([](auto&, auto& m) { m["rng.offset"] = "lots"; }),
+       "metadata 'rng.offset' is not a number: 'lots'"},
       {forge([](auto&, auto& m) { m["owner"] = "me"; }), "unexpected metadata 'owner'"},
       {forge([](auto&, auto& m) { m["optim.param_groups.0.lr"] = "fast"; }),
        "metadata 'optim.param_groups.0.lr' is not a number: 'fast'"},
@@ -300,7 +308,59 @@ TEST_CASE("a forged checkpoint with a valid checksum is still checked whole and 
   }
 }
 
-TEST_CASE("a checkpoint that does not fit lists every missing unexpected and mis-shaped key and changes nothing") {
+TEST_CASE("a checkpoint holding nan or inf is neither written nor read unless allowed") {
+  ScratchDir dir;
+  manual_seed(4);
+  Run run;
+  run.step();
+  const auto good = dir / "good.safetensors";
+  io::save_checkpoint(good, *run.model, *run.optimizer, 1);
+  const std::string good_bytes = read_file(good);
+
+  // A diverged weight is not written over a good checkpoint.
+  float* weight = run.model->parameters()[0].data();
+  const float kept = weight[5];
+  weight[5] = NAN;
+  CHECK_THROWS_WITH_AS(io::save_checkpoint(good, *run.model, *run.optimizer, 2),
+                       doctest::Contains("'model.0.weight' holds nan at element 5"), ValueError);
+  CHECK(read_file(good) == good_bytes);
+  CHECK(dir.entries() == std::vector<std::string>{"good.safetensors"});
+  weight[5] = -INFINITY;
+  CHECK_THROWS_WITH_AS(io::save_checkpoint(good, *run.model, *run.optimizer, 2),
+                       doctest::Contains("'model.0.weight' holds -inf at element 5"), ValueError);
+  weight[5] = kept;
+
+  // A file holding one, with a valid checksum (another writer's, or an older qkv's), is refused
+  // naming the file and the tensor, and changes nothing; allow_non_finite reads it.
+  const io::LoadedTensors file = io::load_safetensors(good);
+  std::vector<io::TensorRecord> tensors = file.tensors;
+  auto moment = std::find_if(tensors.begin(), tensors.end(),
+                             [](const auto& t) { return t.name.rfind("optim.", 0) == 0; });
+  REQUIRE(moment != tensors.end());
+  std::vector<float> values(moment->data.size() / sizeof(float));
+  std::memcpy(values.data(), moment->data.data(), moment->data.size());
+  values.at(2) = INFINITY;
+  moment->data = std::as_bytes(std::span(values));
+  std::map<std::string, std::string> meta = file.metadata;
+  meta["checksum"] = documented_checksum(tensors, meta);
+  const auto diverged = dir / "diverged.safetensors";
+  io::save_safetensors(diverged, tensors, meta);
+  run.step();
+  const Snapshot before(*run.model, *run.optimizer);
+  const std::string message = error_of([&] { io::load_checkpoint(diverged, *run.model, *run.optimizer); });
+  CHECK_MESSAGE(message.find("diverged.safetensors") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("tensor '" + moment->name + "' holds inf at element 2") != std::string::npos,
+                message);
+  CHECK_THROWS_AS(io::read_checkpoint(diverged), ValueError);
+  CHECK(Snapshot(*run.model, *run.optimizer) == before);
+  const io::Checkpoint wreck = io::read_checkpoint(diverged, /*allow_non_finite=*/true);
+  CHECK(std::isinf(wreck.optimizer.tensors.at(moment->name.substr(6)).data()[2]));
+  io::load_checkpoint(diverged, *run.model, *run.optimizer, /*strict=*/true, /*allow_non_finite=*/true);
+  CHECK_FALSE(Snapshot(*run.model, *run.optimizer) == before);
+}
+
+TEST_CASE(
+    "a checkpoint that does not fit lists every missing unexpected and mis-shaped key and changes nothing") {
   ScratchDir dir;
   manual_seed(4);
   auto saved = std::make_shared<nn::Sequential>();  // keys 0.*, 2.*, 4.*
@@ -317,23 +377,28 @@ TEST_CASE("a checkpoint that does not fit lists every missing unexpected and mis
   other->push_back(std::make_shared<nn::Linear>(16, 3));
   optim::Adam other_opt(other->parameters());
   const Snapshot before(*other, other_opt);
-  const std::string message = error_of([&] { io::load_checkpoint(dir / "c.safetensors", *other, other_opt); });
+  const std::string message =
+      error_of([&] { io::load_checkpoint(dir / "c.safetensors", *other, other_opt); });
   CHECK_MESSAGE(message.find("' does not fit (nothing was changed):") != std::string::npos, message);
   CHECK_MESSAGE(message.find("\n  model missing keys: 1.bias; 1.weight;") != std::string::npos, message);
   CHECK_MESSAGE(message.find("\n  model unexpected keys: 4.bias; 4.weight;") != std::string::npos, message);
-  CHECK_MESSAGE(message.find("\n  model shape mismatches: 2.bias (expected (3), got (4)); 2.weight (expected (3,16), "
-                             "got (4,16));") != std::string::npos,
-                message);
+  CHECK_MESSAGE(
+      message.find("\n  model shape mismatches: 2.bias (expected (3), got (4)); 2.weight (expected (3,16), "
+                   "got (4,16));") != std::string::npos,
+      message);
   CHECK_MESSAGE(message.find("\n  optimizer invalid values: ") != std::string::npos, message);
-  CHECK_MESSAGE(message.find("state.2.exp_avg (expected shape (16,16), got (4,16))") != std::string::npos, message);
+  CHECK_MESSAGE(message.find("state.2.exp_avg (expected shape (16,16), got (4,16))") != std::string::npos,
+                message);
   CHECK(Snapshot(*other, other_opt) == before);
 
   // Another optimizer type.
   optim::SGD sgd(saved->parameters(), {.lr = 0.1, .momentum = 0.9});
-  const std::string wrong_type = "load_checkpoint: '" + (dir / "c.safetensors").string() +
-                                 "' does not fit (nothing was changed):\n  optimizer: the checkpoint holds the state "
-                                 "of 'Adam', not of SGD";
-  CHECK_THROWS_WITH_AS(io::load_checkpoint(dir / "c.safetensors", *saved, sgd), wrong_type.c_str(), ValueError);
+  const std::string wrong_type =
+      "load_checkpoint: '" + (dir / "c.safetensors").string() +
+      "' does not fit (nothing was changed):\n  optimizer: the checkpoint holds the state "
+      "of 'Adam', not of SGD";
+  CHECK_THROWS_WITH_AS(io::load_checkpoint(dir / "c.safetensors", *saved, sgd), wrong_type.c_str(),
+                       ValueError);
 
   // Not strict: a model with an extra layer takes the weights it shares; the extra parameters
   // come after the saved ones, so the optimizer state still fits them.

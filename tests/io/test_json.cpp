@@ -194,7 +194,7 @@ TEST_CASE("json accessors of the wrong kind throw ValueError naming both kinds")
     parse_json("[1]").as_string();
     FAIL("no throw");
   } catch (const qkv::ValueError& e) {
-    CHECK(std::string(e.what()) == "Json: expected string, found array");
+    CHECK(std::string(e.what()) == "Json: expected a string, found an array");
   }
   CHECK_THROWS_AS(parse_json("1.5").as_int(), qkv::ValueError);
   CHECK(parse_json("3").as_double() == 3.0);

@@ -58,8 +58,8 @@ void check_rejected(std::string_view contents, std::string_view problem) {
 // 10 + 118 = 128 is a multiple of 64. The dict is 59 characters; 58 spaces follow (20 to let the
 // first dimension grow to 21 digits, 38 to align), then '\n'.
 const std::string kArange2x3 = "\x93NUMPY\x01\x00\x76\x00"s +
-                               "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }" +
-                               spaces(58) + "\n" +
+                               "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }" + spaces(58) +
+                               "\n" +
                                "\0\0\0\0"s
                                "\0\0\x80\x3F"s
                                "\0\0\0\x40"s
@@ -89,21 +89,21 @@ TEST_CASE("npy writes the bytes numpy.save writes for an int64 scalar and vector
   const std::string v = bytes_of(std::vector<int64_t>{1, -2, 3});
   const std::vector<int64_t> shape{3};
   save_npy(dir / "v.npy", DType::I64, shape, byte_span(v));
-  CHECK(read_file(dir / "v.npy") ==
-        "\x93NUMPY\x01\x00\x76\x00"s + "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }" +
-            spaces(60) + "\n" +
-            "\x01\0\0\0\0\0\0\0"s
-            "\xFE\xFF\xFF\xFF\xFF\xFF\xFF\xFF"s +
-            "\x03\0\0\0\0\0\0\0"s);
+  CHECK(read_file(dir / "v.npy") == "\x93NUMPY\x01\x00\x76\x00"s +
+                                        "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }" +
+                                        spaces(60) + "\n" +
+                                        "\x01\0\0\0\0\0\0\0"s
+                                        "\xFE\xFF\xFF\xFF\xFF\xFF\xFF\xFF"s +
+                                        "\x03\0\0\0\0\0\0\0"s);
 }
 
 TEST_CASE("npy writes an empty array as numpy.save does") {
   ScratchDir dir;
   const std::vector<int64_t> shape{0};
   save_npy(dir / "e.npy", DType::F32, shape, {});
-  CHECK(read_file(dir / "e.npy") ==
-        "\x93NUMPY\x01\x00\x76\x00"s + "{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }" +
-            spaces(60) + "\n");
+  CHECK(read_file(dir / "e.npy") == "\x93NUMPY\x01\x00\x76\x00"s +
+                                        "{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }" +
+                                        spaces(60) + "\n");
 }
 
 TEST_CASE("npy pads a whole 64 bytes when the header is already aligned as numpy does") {
@@ -131,8 +131,8 @@ TEST_CASE("npy reads what numpy writes in versions 1.0 2.0 and 3.0") {
   // a 4-byte header length, 0x74 = 116, so that 12 + 116 = 128.
   for (char major : {'\x02', '\x03'}) {
     const std::string file = "\x93NUMPY"s + major + "\x00\x74\x00\x00\x00"s +
-                             "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }" +
-                             spaces(56) + "\n" +
+                             "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }" + spaces(56) +
+                             "\n" +
                              "\0\0\xC0\x3F"s
                              "\0\0\0\xC0"s;
     write_file(dir / "v.npy", file);
@@ -201,20 +201,17 @@ TEST_CASE("npy rejects an absurd header length without allocating it") {
 TEST_CASE("npy rejects a header that is not a dict") {
   check_rejected(npy_v1("[1, 2]\n", ""),
                  "header at byte 10: expected '{' to start the header dict, found '['");
-  check_rejected(npy_v1("{'descr': '<f4'", ""),
-                 "expected ',' or '}' after a value, found end of header");
+  check_rejected(npy_v1("{'descr': '<f4'", ""), "expected ',' or '}' after a value, found end of header");
   check_rejected(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (), } x", "\0\0\0\0"s),
                  "expected only spaces and '\\n' after the header dict, found 'x'");
 }
 
 TEST_CASE("npy rejects missing unknown and repeated keys") {
-  check_rejected(npy_v1("{'descr': '<f4', 'fortran_order': False}\n", ""),
-                 "header dict lacks 'shape'");
+  check_rejected(npy_v1("{'descr': '<f4', 'fortran_order': False}\n", ""), "header dict lacks 'shape'");
   check_rejected(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (), 'x': 1}\n", ""),
                  "expected one of the keys 'descr', 'fortran_order', 'shape'");
-  check_rejected(
-      npy_v1("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': ()}\n", ""),
-      "expected each key once");
+  check_rejected(npy_v1("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': ()}\n", ""),
+                 "expected each key once");
 }
 
 TEST_CASE("npy rejects dtypes other than little-endian float32 and int64") {
@@ -223,16 +220,48 @@ TEST_CASE("npy rejects dtypes other than little-endian float32 and int64") {
   check_rejected(npy_v1(dict(">f4", "False", "(1,)"), std::string(4, '\0')),
                  "big-endian dtype '>f4' is not supported (supported: '<f4' float32, '<i8' "
                  "int64); save arr.astype('<f4') instead");
-  check_rejected(npy_v1("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }\n",
-                        std::string(4, '\0')),
-                 "structured dtypes are not supported");
+  check_rejected(
+      npy_v1("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }\n", std::string(4, '\0')),
+      "structured dtypes are not supported");
 }
 
-TEST_CASE("npy rejects Fortran-order arrays") {
-  check_rejected(npy_v1(dict("<f4", "True", "(2, 2)"), std::string(16, '\0')),
-                 "Fortran-order arrays are not supported; save np.ascontiguousarray(arr) instead");
-  check_rejected(npy_v1(dict("<f4", "1", "(2, 2)"), std::string(16, '\0')),
-                 "expected True or False");
+TEST_CASE("npy reads a transposed matrix that numpy saved in Fortran order as C order") {
+  // np.save(W.T) for W = arange(6).reshape(2, 3): shape (3, 2), fortran_order True.
+  const qkv::io::NpyArray a =
+      load_npy(std::string(QKV_SOURCE_DIR) + "/tests/io/fixtures/fortran_transposed_2x3.npy");
+  CHECK(a.dtype == DType::F32);
+  CHECK(a.shape == std::vector<int64_t>{3, 2});
+  CHECK(values_of<float>(a.data) == std::vector<float>{0, 3, 1, 4, 2, 5});
+}
+
+TEST_CASE("npy reads 3-D and 4-D Fortran-order arrays as C order") {
+  const std::string fixtures = std::string(QKV_SOURCE_DIR) + "/tests/io/fixtures/";
+  // np.asfortranarray(arange(24).reshape(2, 3, 4)): the same values, stored first index fastest.
+  const qkv::io::NpyArray a = load_npy(fixtures + "fortran_3d.npy");
+  CHECK(a.shape == std::vector<int64_t>{2, 3, 4});
+  std::vector<float> arange(24);
+  for (int i = 0; i < 24; ++i) arange[i] = static_cast<float>(i);
+  CHECK(values_of<float>(a.data) == arange);
+  // np.save(arange(120).reshape(2, 3, 4, 5).T): element (i, j, k, l) is l·60 + k·20 + j·5 + i.
+  const qkv::io::NpyArray b = load_npy(fixtures + "fortran_transposed_4d_i8.npy");
+  CHECK(b.dtype == DType::I64);
+  REQUIRE(b.shape == std::vector<int64_t>{5, 4, 3, 2});
+  std::vector<int64_t> expected;
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t k = 0; k < 3; ++k)
+        for (int64_t l = 0; l < 2; ++l) expected.push_back(l * 60 + k * 20 + j * 5 + i);
+  CHECK(values_of<int64_t>(b.data) == expected);
+}
+
+TEST_CASE("npy reads Fortran-order scalars and empty arrays and checks their data size") {
+  ScratchDir dir;
+  write_file(dir / "s.npy", npy_v1(dict("<f4", "True", "()"), "\0\0\x80\x3F"s));
+  CHECK(values_of<float>(load_npy(dir / "s.npy").data) == std::vector<float>{1});
+  write_file(dir / "e.npy", npy_v1(dict("<f4", "True", "(0, 3)"), ""));
+  CHECK(load_npy(dir / "e.npy").shape == std::vector<int64_t>{0, 3});
+  check_rejected(npy_v1(dict("<f4", "True", "(2, 2)"), std::string(12, '\0')), "is it truncated?");
+  check_rejected(npy_v1(dict("<f4", "1", "(2, 2)"), std::string(16, '\0')), "expected True or False");
 }
 
 TEST_CASE("npy rejects shapes that are not tuples of non-negative integers") {
@@ -260,8 +289,7 @@ TEST_CASE("npy rejects truncated data") {
   check_rejected(npy_v1(dict("<f4", "False", "(2, 3)"), std::string(20, '\0')),
                  "dtype <f4 and shape (2,3) need 24 bytes of data but the file has 20 (is it "
                  "truncated?)");
-  check_rejected(kArange2x3.substr(0, kArange2x3.size() - 1),
-                 "need 24 bytes of data but the file has 23");
+  check_rejected(kArange2x3.substr(0, kArange2x3.size() - 1), "need 24 bytes of data but the file has 23");
 }
 
 TEST_CASE("npy rejects trailing bytes after the data") {

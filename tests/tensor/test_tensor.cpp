@@ -30,11 +30,56 @@ TEST_CASE("factories make contiguous tensors with the right values") {
 }
 
 TEST_CASE("factories reject bad arguments with clear errors") {
-  CHECK_THROWS_WITH_AS(tensor({1, 2, 3}, Shape{2, 2}), "tensor: 3 values do not fill shape (2,2) (4 elements)", ShapeError);
+  CHECK_THROWS_WITH_AS(tensor({1, 2, 3}, Shape{2, 2}),
+                       "tensor: 3 values do not fill shape (2,2) (4 elements)", ShapeError);
   CHECK_THROWS_AS(tensor({{1, 2}, {3}}), ShapeError);
   CHECK_THROWS_AS(zeros({2, -1}), ShapeError);
   CHECK_THROWS_AS(arange(0.0f, 1.0f, 0.0f), ValueError);
   CHECK_THROWS_AS(linspace(0, 1, -2), ValueError);
+}
+
+TEST_CASE("a tensor too large for memory is a qkv Error naming its bytes and shape not std::bad_alloc") {
+  // 2^40 floats: 4 TiB, which no test machine has (the kernel refuses such a request outright).
+  CHECK_THROWS_WITH_AS(zeros({1 << 20, 1 << 20}),
+                       "empty: cannot allocate 4398046511104 bytes for a tensor of shape (1048576,1048576)",
+                       Error);
+  CHECK_THROWS_WITH_AS(randn({int64_t{1} << 40}), doctest::Contains("cannot allocate 4398046511104 bytes"),
+                       Error);
+  CHECK_THROWS_WITH_AS(Tensor::empty({int64_t{1} << 61}),
+                       "empty: cannot allocate 2305843009213693952 floats of 4 bytes for a tensor of shape "
+                       "(2305843009213693952)",
+                       Error);
+  CHECK_THROWS_WITH_AS(
+      IndexTensor::full({int64_t{1} << 40}, 0),
+      "IndexTensor::full: cannot allocate 1099511627776 integers of 8 bytes for shape (1099511627776)",
+      Error);
+  CHECK_THROWS_WITH_AS(IndexTensor::arange(int64_t{1} << 62),
+                       doctest::Contains("IndexTensor::arange: cannot allocate"), Error);
+}
+
+TEST_CASE("a shape whose element count overflows 64 bits is refused") {
+  const int64_t big = int64_t{1} << 32;
+  CHECK_THROWS_WITH_AS(
+      numel({big, big, big}),
+      "shape (4294967296,4294967296,4294967296) has more elements than a 64-bit integer counts", ShapeError);
+  CHECK_THROWS_AS(zeros({big, big, big}), ShapeError);
+  CHECK_THROWS_AS(IndexTensor::full({big, big, big}, 1), ShapeError);
+  CHECK_THROWS_AS(eye(big, big), Error);
+}
+
+TEST_CASE("arange checks its count in double before converting it and names start end and step") {
+  CHECK_THROWS_WITH_AS(arange(0.0f, 1e30f),
+                       "arange: start 0, end 1e+30, step 1: expected at most 2^62 elements (1e+30)",
+                       ValueError);
+  CHECK_THROWS_WITH_AS(arange(0.0f, 1.0f, 1e-30f),
+                       "arange: start 0, end 1, step 1e-30: expected at most 2^62 elements (1e+30)",
+                       ValueError);
+  CHECK_THROWS_WITH_AS(arange(0.0f, INFINITY),
+                       "arange: start 0, end inf, step 1: expected finite start, end and a nonzero step",
+                       ValueError);
+  CHECK(arange(5.0f, 0.0f).numel() == 0);  // a range that ends before it starts is empty
+  CHECK(randint(INT64_MIN, INT64_MAX, {4}, nullptr).numel() ==
+        4);  // a range wider than 2^63 does not overflow
 }
 
 TEST_CASE("the aligned storage starts on a 64-byte boundary") {
@@ -129,7 +174,8 @@ TEST_CASE("printing looks like PyTorch's") {
   CHECK(to_string(zeros({0, 3})) == "tensor([], shape=(0,3))");
   CHECK(to_string(scalar_tensor(2.5f)) == "tensor(2.5000, shape=())");
   // Large tensors are summarized with 3 items at each edge.
-  CHECK(to_string(arange(2000.0f)) == "tensor([   0.,    1.,    2., ..., 1997., 1998., 1999.], shape=(2000))");
+  CHECK(to_string(arange(2000.0f)) ==
+        "tensor([   0.,    1.,    2., ..., 1997., 1998., 1999.], shape=(2000))");
 }
 
 TEST_CASE("IndexTensor holds integer data with shape") {
