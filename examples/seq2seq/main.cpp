@@ -190,6 +190,14 @@ int train(int argc, char** argv) {
   const double lr = args.number_in("lr", 1e-12, 1e3);
   const int64_t heatmaps = args.integer_in("heatmaps", 0, 1000);
   make_output_directory("out", args.str("out"));
+  std::vector<std::string> outputs = {"model.safetensors"};
+  for (int64_t i = 0; i < heatmaps; ++i) outputs.push_back("attention_" + std::to_string(i) + ".png");
+  for (const std::string& name : outputs) {  // a directory in a file's place would fail after training
+    const std::filesystem::path path = std::filesystem::path(args.str("out")) / name;
+    if (std::filesystem::exists(path) && !std::filesystem::is_regular_file(path))
+      throw qkv::ValueError("option --out: " + path.string() +
+                            " is not a file, and training writes one there");
+  }
 
   qkv::manual_seed(schedule.seed);
   const DateData data = generate_data(schedule.seed, sizes);

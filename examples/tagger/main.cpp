@@ -82,21 +82,35 @@ int cmd_train(const Args& a) {
 
 // What eval --test knows of the run's training sentences, which alone decide which words are
 // ambiguous or unseen: the built-in corpus is regenerated; a --train file is read if it is still
-// there. Otherwise (a file moved away, the Brown Corpus, which eval never fetches) none, and `why_not`
-// says why: the model and the vocabularies in the run directory are all eval needs to score.
-std::vector<TaggedSentence> training_sentences_at_hand(const Config& config, std::string& why_not) {
+// there, reads and still holds the run's words (its vocabulary rebuilt from it matches words.txt).
+// Otherwise (a file moved away or changed, the Brown Corpus, which eval never fetches) none, and
+// `why_not` says why: the model and the vocabularies in the run directory are all eval needs to score.
+std::vector<TaggedSentence> training_sentences_at_hand(const Run& run, std::string& why_not) {
+  const Config& config = run.config;
+  const std::string file =
+      "they are defined by the run's training file " + config.train_file + " (its --train), ";
   if (config.corpus == "brown") {
     why_not =
         "they are defined by the run's training data, the Brown Corpus, which eval --test does not read";
-  } else if (config.train_file.empty()) {
-    return load_data(config).train;
-  } else if (!std::filesystem::exists(config.train_file)) {
-    why_not =
-        "they are defined by the run's training file " + config.train_file + " (its --train), which is gone";
-  } else {
-    return read_tagged(config.train_file);
+    return {};
   }
-  return {};
+  if (config.train_file.empty()) return load_data(config).train;
+  if (!std::filesystem::exists(config.train_file)) {
+    why_not = file + "which is gone";
+    return {};
+  }
+  Data data;
+  try {
+    data.train = read_tagged(config.train_file);
+  } catch (const qkv::Error& e) {
+    why_not = file + "which no longer reads (" + e.what() + ")";
+    return {};
+  }
+  if (build_vocabs(data, config).words.tokens() != run.vocabs.words.tokens()) {
+    why_not = file + "which has changed since the run was trained (its words are not words.txt's)";
+    return {};
+  }
+  return data.train;
 }
 
 int cmd_eval(const Args& a) {
@@ -106,7 +120,7 @@ int cmd_eval(const Args& a) {
   std::string no_lexicon;
   if (a.given("test")) {  // another file instead of the run's test split: the run's data is not needed
     test = read_tagged(a.str("test"));
-    train = training_sentences_at_hand(run.config, no_lexicon);
+    train = training_sentences_at_hand(run, no_lexicon);
   } else {
     Data data;
     try {

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "examples/tagger/dataset.h"
 #include "io/json.h"
 #include "nn/ffn.h"
 #include "nn/functional/basic.h"
@@ -223,6 +224,28 @@ void Config::validate() const {
     refuse("corpus brown and data files (--train, --dev, --test) exclude each other: give one or the other");
   if (corpus == "brown" && corpus_cache.empty())
     refuse("corpus brown needs corpus_cache, the directory it is in");
+}
+
+double training_bytes_estimate(const Config& c, int64_t vocab_size, int64_t num_tags, int64_t longest) {
+  const double d = static_cast<double>(c.d_model), f = static_cast<double>(c.ffn_width);
+  const double L = static_cast<double>(c.layers), H = static_cast<double>(c.heads);
+  const double T = static_cast<double>(std::max<int64_t>(1, longest));
+  const double chars = c.char_filters > 0 ? 1 : 0;
+  const double input = static_cast<double>(vocab_size) * d +
+                       chars * (259.0 * c.char_dim + c.char_kernel * c.char_dim * c.char_filters);
+  const double head = static_cast<double>(num_tags) * (d + 1);
+  double body = 0, per_token = 0;  // parameters; activations of one token
+  if (c.model == "gru") {
+    body = 2 * 3 * (d * d / 2 + d * d / 4 + d);
+    per_token = 12 * d;
+  } else {
+    body = L * (4 * d * d + 2 * d * f + 10 * d + f) + static_cast<double>(kMaxSentenceLength) * d;
+    per_token = L * (16 * d + 3 * f + 3 * H * T);  // projections, norms, FFN, masks; H rows of weights
+  }
+  per_token += chars * (kMaxWordBytes + 2) * (c.char_dim + 2.0 * c.char_filters) + 4 * d + 3.0 * num_tags;
+  const double parameters = input + body + head;
+  const double tokens = static_cast<double>(c.batch_size) * T;
+  return 4.0 * (4 * parameters + 2 * tokens * per_token);
 }
 
 Config real_text_defaults() {

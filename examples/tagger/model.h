@@ -109,6 +109,13 @@ struct ModelInput {
 // and context, and uses relative positions. Each epoch is long, so it trains for fewer. These are
 // the fields that differ; docs/tagger.md measures them.
 Config real_text_defaults();
+
+// About how many bytes training `config` takes, for a vocabulary of `vocab_size` words, `num_tags`
+// tags and batches of sentences up to `longest` tokens: the parameters four times over (weights,
+// gradients, Adam's two moments) and a batch's activations, kept for backward, and their gradients.
+// An estimate within a small factor, to refuse a model or batch far too large for the machine
+// before it is allocated (train checks it against examples::available_memory_bytes).
+double training_bytes_estimate(const Config& config, int64_t vocab_size, int64_t num_tags, int64_t longest);
 // Whether config's data is real text rather than the built-in corpus.
 bool reads_real_text(const Config& config);
 

@@ -137,13 +137,29 @@ Vocabs load_vocabs(const fs::path& dir, const Config& config) {
 }  // namespace
 
 void prepare_run_directory(const fs::path& dir) {
+  if (dir.empty()) throw qkv::ValueError("option --run is empty; expected a directory");
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw qkv::ValueError("option --run: '" + dir.string() +
+                          "' cannot be a run directory: " + (ec ? ec.message() : "it is not a directory"));
+  }
+  // Every file the run writes must be a file or absent, so that no write fails after training.
+  for (const char* name : {"config.json", "words.txt", "tags.txt", "best.safetensors", "last.safetensors",
+                           "metrics.csv", "profile.csv"}) {
+    const fs::path path = dir / name;
+    if (fs::exists(path) && !fs::is_regular_file(path))
+      throw qkv::ValueError("tagger: " + path.string() +
+                            " is not a file, and the run writes one there: move it away");
+  }
+  if (fs::exists(dir / "figures") && !fs::is_directory(dir / "figures"))
+    throw qkv::ValueError("tagger: " + (dir / "figures").string() +
+                          " is not a directory, and the run writes its figures there: move it away");
   qkv::io::check_writable(dir, "tagger");
   qkv::io::remove_temp_files(dir);
 }
 
 void start_run_directory(const fs::path& dir, const Config& config, const Vocabs& vocabs) {
-  fs::create_directories(dir);
-  prepare_run_directory(dir);
   for (const char* stale : {"best.safetensors", "last.safetensors", "metrics.csv", "profile.csv"})
     fs::remove(dir / stale);
   fs::remove_all(dir / "figures");

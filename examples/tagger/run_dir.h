@@ -34,13 +34,17 @@ struct EpochMetrics {
   double seconds = 0;       // the epoch's wall time, training and dev evaluation
 };
 
-// Before a run writes in `dir`: refuses a directory it cannot write to (so that --resume does not
-// train a whole epoch to fail at its first save), and removes the temporary files that a run killed
-// in the middle of writing a file left (io::remove_temp_files: a run directory has one writer).
+// Before a run trains: makes `dir` if missing and refuses, naming the path, one that cannot be a
+// directory, cannot be written to, or holds something other than a file where the run writes one
+// (a directory named metrics.csv, say) — so that no save fails after an epoch of training — and
+// removes the temporary files that a run killed in the middle of writing a file left
+// (io::remove_temp_files: a run directory has one writer).
 void prepare_run_directory(const std::filesystem::path& dir);
 
-// A fresh run: prepares `dir`, removes what an old run left there (checkpoints, metrics, figures),
-// so that nothing of it may be mistaken for this one's, and writes config.json and the vocabularies.
+// A fresh run's first epoch is trained: removes what an old run left in `dir` (checkpoints,
+// metrics, figures), so that nothing of it may be mistaken for this one's, and writes config.json
+// and the vocabularies. Until then the old run stays whole: a fresh run that fails or is stopped in
+// its first epoch (a divergence, a kill, memory) leaves it as it was.
 void start_run_directory(const std::filesystem::path& dir, const Config& config, const Vocabs& vocabs);
 
 // Writes the model and optimizer at `step` to `path`, with the config, a digest of each vocabulary,

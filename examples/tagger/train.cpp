@@ -11,9 +11,11 @@
 
 #include "autograd/debug/profiler.h"
 #include "data/batching.h"
+#include "examples/common/memory.h"
 #include "examples/common/progress.h"
 #include "examples/tagger/figures.h"
 #include "io/checkpoint.h"
+#include "io/file.h"
 #include "io/json.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"
@@ -117,6 +119,7 @@ class Trainer {
   qkv::optim::WarmupLR schedule_;
   int64_t step_ = 0;
   std::vector<EpochMetrics> history_;
+  bool started_ = false;  // the run directory holds this run: a resumed one, or a first epoch saved
   double best_dev_ = -1;
   double train_seconds_ = 0;  // of training steps, this call
   int64_t train_tokens_ = 0;
@@ -153,6 +156,7 @@ std::shared_ptr<TaggerModel> Trainer::seeded_model() const {
 
 void Trainer::restore(const SavedRun& saved) {
   step_ = qkv::io::load_checkpoint(saved.checkpoint_path, *model_, optimizer_).step;
+  started_ = true;
   history_ = saved.history;
   best_dev_ = saved.best_dev_acc;
   schedule_.set_last_step(step_);
@@ -209,8 +213,8 @@ void Trainer::diverged(const std::string& what, double value, int64_t epoch, siz
           << " (step " << step_ + 1 << " of the run): " << what << " is "
           << (std::isnan(value) ? "nan" : std::to_string(value)) << ". Lower --lr (now " << config_.lr
           << ") or --clip (now " << config_.clip << "). ";
-  if (history_.empty())
-    message << "No epoch has finished: " << dir_.string() << " holds no checkpoint.";
+  if (!started_)
+    message << "No epoch has finished: " << dir_.string() << " is left as it was.";
   else
     message << "Nothing of this epoch was saved: " << dir_.string() << " holds the run as of epoch "
             << history_.size() << ".";
@@ -263,6 +267,10 @@ void Trainer::run_epoch(int64_t epoch, bool profile, std::vector<double>& step_l
 // accuracy is the best so far.
 bool Trainer::record(const EpochMetrics& m) {
   history_.push_back(m);
+  // A fresh run replaces the old one in its directory only now, with its first epoch trained: a
+  // run that fails or is stopped before then leaves the old one as it was.
+  if (!started_) start_run_directory(dir_, config_, vocabs_);
+  started_ = true;
   const bool improved = m.dev_acc > best_dev_;
   if (improved) best_dev_ = m.dev_acc;
   // Each file is written atomically, best first: a crash between the two leaves a last checkpoint
@@ -352,6 +360,45 @@ void check_all_lengths(const Data& data) {
   check_lengths("test", data.test);
 }
 
+// words.txt and tags.txt are read back whole (io::read_text_file): a run whose vocabulary file would
+// be over its bound could be trained but never loaded.
+void check_vocab_files(const Vocabs& vocabs) {
+  for (const auto& [file, vocab] : {std::pair{"words.txt", &vocabs.words}, {"tags.txt", &vocabs.tags}}) {
+    uint64_t bytes = 0;
+    size_t longest = 0;
+    for (const std::string& token : vocab->tokens()) {
+      bytes += token.size() + 1;
+      longest = std::max(longest, token.size());
+    }
+    if (bytes > qkv::io::kMaxTextFileBytes) {
+      throw qkv::ValueError("tagger: " + std::string(file) + " would be " + std::to_string(bytes) +
+                            " bytes, over the " + std::to_string(qkv::io::kMaxTextFileBytes) +
+                            " a run's files may hold (its longest entry has " + std::to_string(longest) +
+                            " bytes): check the training data");
+    }
+  }
+}
+
+// Refuses a model and batch size that would not fit in the machine's memory, before they are
+// allocated: Linux grants a large allocation and takes the pages only when written, so without this
+// the process would grow until the kernel killed it.
+void check_memory(const Config& config, const Vocabs& vocabs, const Data& data) {
+  const int64_t available = qkv::examples::available_memory_bytes();
+  int64_t longest = 0;
+  for (const TaggedSentence& s : data.train)
+    longest = std::max(longest, static_cast<int64_t>(s.words.size()));
+  const double needed = training_bytes_estimate(config, vocabs.words.size(), vocabs.tags.size(), longest);
+  if (available > 0 && needed > static_cast<double>(available)) {
+    throw qkv::ValueError(
+        "tagger: training this model would take about " + qkv::examples::format_bytes(needed) + " (d_model " +
+        std::to_string(config.d_model) + ", ffn_width " + std::to_string(config.ffn_width) + ", " +
+        std::to_string(config.layers) + " layers, batches of " + std::to_string(config.batch_size) +
+        " sentences of up to " + std::to_string(longest) + " tokens), more than the " +
+        qkv::examples::format_bytes(static_cast<double>(available)) +
+        " this machine has available: lower --d-model, --ffn-width, --layers or --batch-size");
+  }
+}
+
 }  // namespace
 
 TrainResult train(Config config, const Data& data, const TrainOptions& options) {
@@ -363,6 +410,8 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
   config.to_json();
   const Vocabs vocabs = build_vocabs(data, config);
   if (options.figures) check_figures(config, vocabs, options.example);
+  check_memory(config, vocabs, data);
+  check_vocab_files(vocabs);
   std::optional<Trainer> trainer;
   try {
     trainer.emplace(config, vocabs, data, options);
@@ -371,7 +420,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
                           std::to_string(config.ffn_width) + " and " + std::to_string(config.layers) +
                           " layers does not fit in memory");
   }
-  start_run_directory(options.run_dir, config, vocabs);
+  prepare_run_directory(options.run_dir);
   return trainer->run();
 }
 

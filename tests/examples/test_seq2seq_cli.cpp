@@ -3,10 +3,12 @@
 // (tests/child_process.h).
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "child_process.h"
+#include "io/scratch_dir.h"
 
 using qkv::testing::kSeq2SeqProgram;
 using qkv::testing::run_program;
@@ -27,4 +29,15 @@ TEST_CASE("seq2seq train refuses sizes and rates out of range before it trains n
     CHECK(r.exit_code == 1);
     CHECK(r.errors == "seq2seq train: " + message + "\n");  // nothing else: no data, no epoch
   }
+}
+
+TEST_CASE("seq2seq train refuses an --out directory where a file it writes is a directory before it trains") {
+  qkv::testing::ScratchDir dir;
+  std::filesystem::create_directories(dir / "out" / "attention_1.png");
+  const auto r = run_program(kSeq2SeqProgram, {"train", "--epochs", "1", "--train-size", "8", "--heatmaps",
+                                               "2", "--out", (dir / "out").string()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors == "seq2seq train: option --out: " + (dir / "out" / "attention_1.png").string() +
+                        " is not a file, and training writes one there\n");
+  CHECK(r.output.empty());  // no data generated, no epoch
 }

@@ -683,6 +683,36 @@ TEST_CASE("tagger eval with --test needs only the run directory, not the trainin
           c.train_file + "'); --test FILE scores a file with the run directory alone") != std::string::npos);
 }
 
+TEST_CASE("tagger eval with --test leaves out what a changed or unreadable training file would decide") {
+  qkv::testing::ScratchDir dir;
+  Config c = small_config();
+  c.epochs = 1;
+  c.train_sentences = 60;
+  const Data builtin = load_data(c);
+  for (const auto& [name, split] : {std::pair{"train.conllu", &builtin.train},
+                                    {"dev.conllu", &builtin.dev},
+                                    {"test.conllu", &builtin.test}})
+    qkv::data::write_conllu((dir / name).string(), *split);
+  c.train_file = (dir / "train.conllu").string();
+  c.dev_file = (dir / "dev.conllu").string();
+  c.test_file = (dir / "test.conllu").string();
+  train(c, load_data(c), quiet(dir / "run"));
+  const std::vector<std::string> eval = {"eval", "--run", (dir / "run").string(), "--test", c.test_file};
+  auto r = qkv::testing::run_program(qkv::testing::kTaggerProgram, eval);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("not measured") == std::string::npos);  // the training file is as it was
+  // Another corpus in its place would give other ambiguous and unseen words, silently.
+  qkv::data::write_conllu(c.train_file, builtin.dev);
+  r = qkv::testing::run_program(qkv::testing::kTaggerProgram, eval);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("which has changed since the run was trained") != std::string::npos);
+  fs::remove(c.train_file);
+  fs::create_directories(c.train_file);
+  r = qkv::testing::run_program(qkv::testing::kTaggerProgram, eval);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("which no longer reads (read_conllu: ") != std::string::npos);
+}
+
 TEST_CASE("tagger train given a directory as its training file says it is a directory") {
   qkv::testing::ScratchDir dir;
   fs::create_directories(dir / "corpus");

@@ -3,6 +3,7 @@
 // was made.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -29,9 +30,18 @@ const std::vector<std::string> kTinyRun = {"--sentences", "40", "--epochs",    "
                                            "--heads",     "2",  "--ffn-width", "16", "--layers",  "1",
                                            "--threads",   "1",  "--no-figures"};
 
+// `tagger train --run RUN` with kTinyRun's options, those in `extra` taking their place.
 std::vector<std::string> train_args(const std::string& run, std::vector<std::string> extra) {
   std::vector<std::string> argv = {"train", "--run", run};
-  argv.insert(argv.end(), kTinyRun.begin(), kTinyRun.end());
+  for (size_t i = 0; i < kTinyRun.size(); ++i) {
+    const bool is_option = kTinyRun[i].starts_with("--");
+    const bool has_value = is_option && i + 1 < kTinyRun.size() && !kTinyRun[i + 1].starts_with("--");
+    if (std::find(extra.begin(), extra.end(), kTinyRun[i]) == extra.end()) {
+      argv.push_back(kTinyRun[i]);
+      if (has_value) argv.push_back(kTinyRun[i + 1]);
+    }
+    if (has_value) ++i;
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }
@@ -121,4 +131,64 @@ TEST_CASE("tagger train names the option and the range of a value out of range o
   const auto heads =
       run_program(kTaggerProgram, {"train", "--run", "/nonexistent/run", "--d-model", "30", "--heads", "4"});
   CHECK(heads.errors == "tagger config: d_model 30 is not divisible by heads (--heads) 4\n");
+}
+
+TEST_CASE("a fresh tagger train keeps the old run until its own first epoch is saved") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string();
+  REQUIRE(run_program(kTaggerProgram, train_args(run, {})).exit_code == 0);
+  const auto before = files_of(run);
+  // Diverges in its first epoch: the old run must still load.
+  auto r = run_program(kTaggerProgram, train_args(run, {"--lr", "1e300"}));
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors.find("training diverged in epoch 1") != std::string::npos);
+  CHECK(r.errors.find("is left as it was") != std::string::npos);
+  CHECK(files_of(run) == before);
+  CHECK(run_program(kTaggerProgram, {"eval", "--run", run}).exit_code == 0);
+}
+
+TEST_CASE("tagger train refuses a run directory where a file it writes is a directory before it trains") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string();
+  REQUIRE(run_program(kTaggerProgram, train_args(run, {})).exit_code == 0);
+  fs::remove(fs::path(run) / "metrics.csv");
+  fs::create_directories(fs::path(run) / "metrics.csv" / "notes");
+  const auto before = files_of(run);
+  for (const std::vector<std::string>& argv :
+       {train_args(run, {}), std::vector<std::string>{"train", "--run", run, "--resume", "--epochs", "2"}}) {
+    const auto r = run_program(kTaggerProgram, argv);
+    CHECK(r.exit_code == 1);
+    CHECK(r.errors ==
+          "tagger: " + run + "/metrics.csv is not a file, and the run writes one there: move it away\n");
+    CHECK(files_of(run) == before);
+  }
+  for (const std::string& bad : {std::string("/dev/null"), std::string("/proc/qkv-run"), std::string("")}) {
+    const auto r = run_program(kTaggerProgram, train_args(bad, {}));
+    CHECK(r.exit_code == 1);
+    CHECK(r.errors.find("option --run") != std::string::npos);
+  }
+}
+
+TEST_CASE("tagger train refuses a model far larger than the machine's memory before it allocates it") {
+  qkv::testing::ScratchDir dir;
+  const auto r = run_program(
+      kTaggerProgram, train_args((dir / "run").string(), {"--d-model", "8192", "--heads", "2", "--layers",
+                                                          "64", "--ffn-width", "65536"}));
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors.find("tagger: training this model would take about") != std::string::npos);
+  CHECK(r.errors.find("lower --d-model, --ffn-width, --layers or --batch-size") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "run" / "config.json"));
+}
+
+TEST_CASE("tagger data writes its three files or none") {
+  qkv::testing::ScratchDir dir;
+  const std::string out = (dir / "data").string();
+  REQUIRE(run_program(kTaggerProgram, {"data", "--out", out, "--sentences", "20"}).exit_code == 0);
+  fs::remove(fs::path(out) / "test.conllu");
+  fs::create_directories(fs::path(out) / "test.conllu");
+  const auto before = files_of(out);
+  const auto r = run_program(kTaggerProgram, {"data", "--out", out, "--sentences", "30", "--seed", "1"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors == "tagger: write_corpus: " + out + "/test.conllu is not a file: move it away\n");
+  CHECK(files_of(out) == before);
 }

@@ -1018,6 +1018,11 @@ Corpus generate_corpus(uint64_t seed, const CorpusSizes& sizes) {
 void write_corpus(const Corpus& corpus, const std::string& dir) {
   std::filesystem::create_directories(dir);
   const std::filesystem::path root(dir);
+  // All three or none: a directory where one of them goes is refused before any is replaced.
+  for (const char* name : {"train.conllu", "dev.conllu", "test.conllu"}) {
+    if (std::filesystem::exists(root / name) && !std::filesystem::is_regular_file(root / name))
+      throw qkv::ValueError("write_corpus: " + (root / name).string() + " is not a file: move it away");
+  }
   qkv::data::write_conllu((root / "train.conllu").string(), corpus.train);
   qkv::data::write_conllu((root / "dev.conllu").string(), corpus.dev);
   qkv::data::write_conllu((root / "test.conllu").string(), corpus.test);
