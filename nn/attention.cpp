@@ -33,6 +33,11 @@ void check_keys_values(const char* layer, const Tensor& keys, const Tensor& valu
                      std::to_string(keys.size(0)) + ", " + std::to_string(keys.size(1)) + ", dv)");
 }
 
+// d2l's transpose_output: the heads (B, H, Q, d) → (B, Q, H, d) → (B, Q, D), side by side.
+Tensor merge_heads(const Tensor& heads) {
+  return heads.permute({0, 2, 1, 3}).reshape({heads.size(0), heads.size(2), heads.size(1) * heads.size(3)});
+}
+
 std::string dropout_repr(float p) { return "dropout=" + std::to_string(p); }
 
 }  // namespace
@@ -122,13 +127,11 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   Tensor q = split_heads(W_q->forward(queries)), k = split_heads(W_k->forward(keys));
   const Tensor v = split_heads(W_v->forward(values));
   if (positions) std::tie(q, k) = positions->transform_qk(q, k);
-  const Tensor heads = attend(q, k, v, valid_lens, mask, bias);  // (B, H, Q, d)
-  // d2l's transpose_output: (B, H, Q, d) → (B, Q, H, d) → (B, Q, D), the heads side by side.
-  return W_o->forward(heads.permute({0, 2, 1, 3}).reshape({queries.size(0), queries.size(1), D}));
+  return W_o->forward(attend(q, k, v, valid_lens, mask, bias));  // attend: (B, Q, D)
 }
 
 // The scores of the heads q (B, H, Q, d) against k (B, H, K, d), restricted and biased as this
-// layer's parts say, and the weighted sum of v.
+// layer's parts say, and the weighted sum of v, with the heads merged: (B, Q, D).
 Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
   const int64_t Q = q.size(2), K = k.size(2);
@@ -139,14 +142,20 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
           "or bias of its own; got " +
           std::to_string(Q) + " queries, " + std::to_string(K) + " keys" +
           (mask.defined() ? ", a mask" : "") + (bias.defined() ? ", a bias" : ""));
-    return attend_band(q, k, v, valid_lens);
+    return merge_heads(attend_band(q, k, v, valid_lens));
   }
   Tensor all_bias = bias.defined() && bias.dim() == 3 ? bias.unsqueeze(1) : bias;  // (B, Q, K): every head's
   if (const Tensor p = position_bias(Q, K); p.defined()) all_bias = all_bias.defined() ? all_bias + p : p;
-  const Tensor heads = attention->forward(q, k, v, valid_lens,
-                                          functional::mask_and(mask, restriction.dense_mask(Q, K)), all_bias);
+  const Tensor all_mask = functional::mask_and(mask, restriction.dense_mask(Q, K));
+  if (fused) {
+    const functional::AttentionOutput out = functional::fused_attention(
+        q, k, v, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f);
+    attention->attention_weights = attention_weights = out.weights;
+    return out.output;
+  }
+  const Tensor heads = attention->forward(q, k, v, valid_lens, all_mask, all_bias);
   attention_weights = attention->attention_weights;
-  return heads;
+  return merge_heads(heads);
 }
 
 Tensor MultiHeadAttention::attend_band(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -100,6 +100,13 @@ class AdditiveAttention : public Module {
 //    attention_weights holds the band, (B, H, T, 2w'+1) with w' = min(w, T − 1), which
 //    functional::band_to_dense spreads out.
 // forward's own mask and bias compose with these (dense attention only).
+//
+// Dense attention runs as one fused op (functional::fused_attention: the heads read in place, no
+// per-head copies, one kernel forward and one backward; rotary's rotated heads are read as they
+// come from transform_qk) when `fused` is true, the default; with
+// fused = false it runs the composed computation above, DotProductAttention on the heads, which
+// gives the same values to float32 rounding and draws the same dropout mask. The band of a window
+// always takes its own path.
 
 // Which keys a query may see, besides those past its sequence's valid length.
 struct AttentionRestriction {
@@ -132,6 +139,7 @@ class MultiHeadAttention : public Module {
   std::shared_ptr<Linear> W_q, W_k, W_v, W_o;
   std::shared_ptr<PositionScheme> positions;  // not a child: owned by whoever shares it
   AttentionRestriction restriction;
+  bool fused = true;         // dense attention by functional::fused_attention, else composed (see above)
   Tensor attention_weights;  // (B, H, Q, K), or the band (B, H, T, 2w+1) with a window
 
  private:

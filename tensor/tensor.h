@@ -255,6 +255,20 @@ Tensor band_sum(const Tensor& p, const Tensor& v, int64_t window);
 // it again from the generator's state at the call). x: any shape → same shape. The op behind
 // nn::functional::dropout, which adds the training flag (use that); p == 0 returns x.
 Tensor dropout(const Tensor& x, float p, Generator& gen);
+// Multi-head scaled dot-product attention as one op, forward and backward each one kernel
+// (tensor/kernels/attention.h has the equations): the op behind nn::functional::fused_attention,
+// which documents its semantics (use that).
+//   q (B, H, Q, d), k and v (B, H, K, d), any strides: the heads of a (B, T, H·d) projection seen
+//   through view and permute are read in place. valid_lens (B) or (B, Q); mask (0/1) and bias
+//   broadcast to (B, H, Q, K); each may be undefined. Dropout with probability dropout_p from gen,
+//   drawn as dropout() would draw it on the (B, H, Q, K) weights.
+//   → output (B, Q, H·d), the heads side by side; weights (B, H, Q, K) before dropout, detached.
+struct FusedAttention {
+  Tensor output;
+  Tensor weights;
+};
+FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
+                               const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen);
 // Layer normalization over the last dim, fused (one kernel forward, one backward):
 //   y = (x - mean) / sqrt(var + eps) · weight + bias,   mean and biased var over the last D values
 // x: (..., D) → y: (..., D); weight and bias are (D), or undefined to leave them out.

@@ -13,6 +13,7 @@
 
 #include "autograd/function.h"
 #include "autograd/observer.h"
+#include "autograd/ops/row_lengths.h"
 #include "tensor/error.h"
 #include "tensor/kernels/softmax.h"
 
@@ -46,25 +47,27 @@ Tensor softmax_op(const char* op, const Tensor& x, int64_t dim, bool log) {
       });
 }
 
-// The valid length of every row of x, seen as (rows, K): a (B) length is repeated over the Q queries
-// (d2l's repeat_interleave) and the heads, a (B, Q) length over the heads.
-IndexTensor row_lengths(const Tensor& x, const IndexTensor& valid_lens) {
-  if (x.dim() != 3 && x.dim() != 4)
-    throw ShapeError("masked_softmax: with valid_lens, X must be (B, Q, K) or (B, H, Q, K), got shape " +
-                     shape_str(x.shape()));
-  const int64_t B = x.size(0), Q = x.size(-2), K = x.size(-1);
+}  // namespace
+
+// score_row_lengths (row_lengths.h): a (B) length is repeated over the Q queries (d2l's
+// repeat_interleave) and the heads, a (B, Q) length over the heads.
+IndexTensor score_row_lengths(const char* op, const Shape& scores, const IndexTensor& valid_lens) {
+  const std::string name(op);
+  if (scores.size() != 3 && scores.size() != 4)
+    throw ShapeError(name + ": with valid_lens, X must be (B, Q, K) or (B, H, Q, K), got shape " + shape_str(scores));
+  const int64_t B = scores.front(), Q = scores[scores.size() - 2], K = scores.back();
   const bool per_query = valid_lens.shape() == Shape{B, Q};
   if (valid_lens.shape() != Shape{B} && !per_query)
-    throw ShapeError("masked_softmax: valid_lens of shape " + shape_str(valid_lens.shape()) +
-                     " does not fit X of shape " + shape_str(x.shape()) + ": expected (" + std::to_string(B) +
-                     ") or (" + std::to_string(B) + "," + std::to_string(Q) + ")");
+    throw ShapeError(name + ": valid_lens of shape " + shape_str(valid_lens.shape()) + " does not fit X of shape " +
+                     shape_str(scores) + ": expected (" + std::to_string(B) + ") or (" + std::to_string(B) + "," +
+                     std::to_string(Q) + ")");
   const int64_t* v = valid_lens.data();
   for (int64_t i = 0; i < valid_lens.numel(); ++i)
     if (v[i] < 0 || v[i] > K)
-      throw IndexError("masked_softmax: valid length " + std::to_string(v[i]) + " (element " + std::to_string(i) +
+      throw IndexError(name + ": valid length " + std::to_string(v[i]) + " (element " + std::to_string(i) +
                        " of valid_lens) is out of range [0, " + std::to_string(K) + "] for X of shape " +
-                       shape_str(x.shape()));
-  const int64_t rows = K > 0 ? x.numel() / K : 0, per_batch = B > 0 ? rows / B : 0;
+                       shape_str(scores));
+  const int64_t rows = K > 0 ? numel(scores) / K : 0, per_batch = B > 0 ? rows / B : 0;
   std::vector<int64_t> lens(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t b = r / per_batch;
@@ -73,14 +76,12 @@ IndexTensor row_lengths(const Tensor& x, const IndexTensor& valid_lens) {
   return IndexTensor(std::move(lens));
 }
 
-}  // namespace
-
 // x (B, [H,] Q, K) → weights of the same shape; rows past their valid length are zero.
 Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens) {
   const autograd::OpScope scope("masked_softmax");
   if (x.dim() == 0) throw ShapeError("masked_softmax: X must have at least one dim, got a scalar");
   const int64_t n = x.size(-1), rows = n > 0 ? x.numel() / n : 0;
-  const IndexTensor lens = valid_lens.defined() ? row_lengths(x, valid_lens) : IndexTensor();
+  const IndexTensor lens = valid_lens.defined() ? score_row_lengths("masked_softmax", x.shape(), valid_lens) : IndexTensor();
   const Tensor in = x.detach().contiguous();
   Tensor out = Tensor::empty(x.shape());
   kernels::masked_softmax_forward(rows, n, in.data(), lens.defined() ? lens.data() : nullptr, out.data());

@@ -7,6 +7,7 @@
 #include "nn/functional/basic.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
+#include "tensor/random.h"
 
 namespace qkv::nn::functional {
 namespace {
@@ -20,13 +21,13 @@ bool broadcasts_to(const Shape& shape, const Shape& target) {
   return true;
 }
 
-// A mask or bias made to broadcast against the scores X: a 3-d (B, Q, K) one is shared by the
-// heads of 4-d (B, H, Q, K) scores, so it gains the heads dim as size 1.
-Tensor fit_to_scores(const Tensor& t, const Tensor& X, const char* what) {
-  const Tensor fitted = X.dim() == 4 && t.dim() == 3 ? t.unsqueeze(1) : t;
-  if (!broadcasts_to(fitted.shape(), X.shape()))
-    throw ShapeError(std::string("masked_softmax: ") + what + " of shape " + shape_str(t.shape()) +
-                     " does not broadcast to the scores of shape " + shape_str(X.shape()) +
+// A mask or bias made to broadcast against scores of shape `scores`: a 3-d (B, Q, K) one is shared
+// by the heads of 4-d (B, H, Q, K) scores, so it gains the heads dim as size 1.
+Tensor fit_to_scores(const Tensor& t, const Shape& scores, const char* op, const char* what) {
+  const Tensor fitted = scores.size() == 4 && t.dim() == 3 ? t.unsqueeze(1) : t;
+  if (!broadcasts_to(fitted.shape(), scores))
+    throw ShapeError(std::string(op) + ": " + what + " of shape " + shape_str(t.shape()) +
+                     " does not broadcast to the scores of shape " + shape_str(scores) +
                      ": expected (Q, K), (B, Q, K) or (B, H, Q, K) with sizes equal or 1");
   return fitted;
 }
@@ -39,10 +40,10 @@ Tensor masked_softmax(const Tensor& X, const IndexTensor& valid_lens) {
 
 Tensor masked_softmax(const Tensor& X, const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
   Tensor scores = X;
-  if (bias.defined()) scores = scores + fit_to_scores(bias, X, "bias");
+  if (bias.defined()) scores = scores + fit_to_scores(bias, X.shape(), "masked_softmax", "bias");
   // A hidden key becomes -inf, which the fused op treats like a key past the valid length.
   if (mask.defined())
-    scores = where(fit_to_scores(mask, X, "mask"), scores, scalar_tensor(-std::numeric_limits<float>::infinity()));
+    scores = where(fit_to_scores(mask, X.shape(), "masked_softmax", "mask"), scores, scalar_tensor(-std::numeric_limits<float>::infinity()));
   return qkv::masked_softmax(scores, valid_lens);
 }
 
@@ -109,6 +110,19 @@ AttentionOutput scaled_dot_product_attention(const Tensor& queries, const Tensor
   const Tensor scores = queries.matmul(keys.transpose(-1, -2)) / std::sqrt(static_cast<float>(queries.size(-1)));
   const Tensor weights = masked_softmax(scores, valid_lens, mask, bias);
   return {dropout(weights, dropout_p, dropout_p > 0.0f).matmul(values), weights};
+}
+
+AttentionOutput fused_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias, float dropout_p,
+                                Generator* gen) {
+  if (queries.dim() != 4)
+    throw ShapeError("fused_attention: queries of shape " + shape_str(queries.shape()) + " must be (B, H, Q, d)");
+  const Shape scores{queries.size(0), queries.size(1), queries.size(2), keys.dim() == 4 ? keys.size(2) : 0};
+  const FusedAttention out = qkv::fused_attention(
+      queries, keys, values, valid_lens, mask.defined() ? fit_to_scores(mask, scores, "fused_attention", "mask") : mask,
+      bias.defined() ? fit_to_scores(bias, scores, "fused_attention", "bias") : bias, dropout_p,
+      gen ? *gen : default_generator());
+  return {out.output, out.weights};
 }
 
 }  // namespace qkv::nn::functional

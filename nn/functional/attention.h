@@ -90,4 +90,21 @@ AttentionOutput scaled_dot_product_attention(const Tensor& queries, const Tensor
                                              const Tensor& mask = Tensor(), const Tensor& bias = Tensor(),
                                              float dropout_p = 0.0f);
 
+// Multi-head scaled dot-product attention as one fused op, forward and backward: the computation
+// of scaled_dot_product_attention on 4-d heads, followed by merging the heads, without the per-head
+// copies and the separate softmax and dropout passes (tensor/kernels/attention.h explains the fusion
+// and its backward; Dao et al. 2022, "FlashAttention", for the idea). It gives the same values and
+// gradients to float32 rounding, and draws the same dropout mask from the same generator.
+//   queries (B, H, Q, d), keys (B, H, K, d), values (B, H, K, d): any strides, so the heads of a
+//   (B, T, H·d) projection, x.view({B, T, H, d}).permute({0, 2, 1, 3}), are read in place
+//   valid_lens, mask, bias: as for scaled_dot_product_attention (3-d masks and biases are shared by
+//   the heads); the bias may require grad
+//   → output (B, Q, H·d), the heads side by side (d2l's transpose_output done); weights
+//     (B, H, Q, K) before dropout, detached: the op's backward does not go through them
+// gen: the generator of the dropout mask, default_generator() when null.
+AttentionOutput fused_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
+                                const Tensor& bias = Tensor(), float dropout_p = 0.0f,
+                                Generator* gen = nullptr);
+
 }  // namespace qkv::nn::functional

@@ -5,6 +5,7 @@
 #include "nn/attention.h"
 #include "nn/functional/attention.h"
 #include "nn/transformer.h"
+#include "tensor/random.h"
 
 using namespace qkv;
 using namespace qkv::testing;
@@ -41,6 +42,27 @@ QKV_GRADCHECK_MODULE("AdditiveAttention with a length per query",
                      [](nn::AdditiveAttention& m, const Inputs& x) {
                        return m.forward(x[0], x[1], x[2], IndexTensor({1, 4, 2, 3, 3, 4}, {2, 3}));
                      });
+// fused_attention: lengths hiding keys, a mask hiding every key from query 1, a learned bias, and
+// dropout from a generator made anew on every call (so the same mask each time).
+QKV_GRADCHECK(
+    "fused_attention with lengths, a fully masked row, a learned bias and dropout",
+    {In::normal({2, 2, 3, 3}), In::normal({2, 2, 4, 3}), In::normal({2, 2, 4, 3}), In::normal({1, 2, 3, 4})},
+    [](const Inputs& x) {
+      Generator gen(3);
+      const Tensor mask = tensor({{1.f, 1.f, 0.f, 1.f}, {0.f, 0.f, 0.f, 0.f}, {1.f, 0.f, 1.f, 1.f}});
+      return F::fused_attention(x[0], x[1], x[2], IndexTensor{4, 2}, mask, x[3], 0.3f, &gen).output;
+    });
+// Queries, keys and values as column blocks of one packed (B, T, 3·D) projection, read through
+// strides; lengths per query, and a bias per sequence and head.
+QKV_GRADCHECK("fused_attention on column blocks of a packed projection",
+              {In::normal({2, 3, 12}), In::normal({2, 2, 3, 3})}, [](const Inputs& x) {
+                const auto head = [&](int64_t block) {
+                  return x[0].narrow(2, 4 * block, 4).view({2, 3, 2, 2}).permute({0, 2, 1, 3});
+                };
+                return F::fused_attention(head(0), head(1), head(2), IndexTensor({3, 1, 0, 2, 3, 2}, {2, 3}),
+                                          Tensor(), x[1])
+                    .output;
+              });
 QKV_GRADCHECK_MODULE("MultiHeadAttention self-attention with biases", {In::normal({2, 4, 6})},
                      [] { return std::make_shared<nn::MultiHeadAttention>(6, 6, 6, 6, 2, 0.0f, true); },
                      [](nn::MultiHeadAttention& m, const Inputs& x) {

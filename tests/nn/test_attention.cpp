@@ -329,7 +329,7 @@ TEST_CASE("attention layers name the shapes they cannot use") {
                        "MultiHeadAttention: values of shape (2,6,5) must pair with keys of shape (2,7,4): expected (2, 7, dv)",
                        ShapeError);
   CHECK_THROWS_WITH_AS(attention.forward(q, k, v, IndexTensor{8, 1}),
-                       "masked_softmax: valid length 8 (element 0 of valid_lens) is out of range [0, 7] for X of shape "
+                       "fused_attention: valid length 8 (element 0 of valid_lens) is out of range [0, 7] for X of shape "
                        "(2,2,3,7)",
                        IndexError);
   CHECK_THROWS_AS(attention.forward(q, k, v, IndexTensor{1, 2, 3}), ShapeError);

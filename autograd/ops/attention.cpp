@@ -1,0 +1,113 @@
+// fused_attention: multi-head scaled dot-product attention as one op (Vaswani et al. 2017, eq. 1),
+// where the composed version is per-head permute copies, two batched products, a masked softmax,
+// a dropout and the permute back, each with a backward of its own. tensor/kernels/attention.h has
+// the equations of the forward and backward kernels and why they are fused; this file joins them
+// to the graph.
+//
+// The dropout mask is drawn exactly as the composed path draws it: one bernoulli_scale call over
+// the (B, H, Q, K) weights, from the same generator, so a seeded run gives the same mask either
+// way. Here the draw is made on an array of ones, which leaves the multipliers (0 or 1/(1-p))
+// themselves; the kernel multiplies them in, and backward uses them again. In training that keeps
+// one float per weight until backward, as many as the weights P themselves (the dropout op keeps
+// nothing and draws its mask again).
+#include <string>
+#include <vector>
+
+#include "autograd/function.h"
+#include "autograd/observer.h"
+#include "autograd/ops/row_lengths.h"
+#include "tensor/error.h"
+#include "tensor/factories.h"
+#include "tensor/kernels/attention.h"
+#include "tensor/random.h"
+
+namespace qkv {
+namespace {
+
+using autograd::BackwardContext;
+using Grads = std::vector<Tensor>;
+
+void check_heads(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const bool fits = q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && k.shape() == v.shape() &&
+                    q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3);
+  if (!fits)
+    throw ShapeError("fused_attention: q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
+                     " and v " + shape_str(v.shape()) +
+                     " do not fit: expected (B, H, Q, d), (B, H, K, d) and (B, H, K, d)");
+}
+
+// The kernel reads each row of a head as d consecutive floats: x itself when it has them, else a
+// contiguous copy (in the graph, so its gradient reaches x).
+Tensor unit_last_stride(const Tensor& x) { return x.strides().back() == 1 ? x : x.contiguous(); }
+
+kernels::HeadsView heads_view(const Tensor& x) {
+  const Shape& s = x.strides();
+  return {x.data(), s[0], s[1], s[2]};
+}
+
+kernels::ScoresView scores_view(const Tensor& x) {
+  if (!x.defined()) return {};
+  const Shape& s = x.strides();
+  return {x.data(), s[0], s[1], s[2], s[3]};
+}
+
+const float* data_or_null(const Tensor& x) { return x.defined() ? x.data() : nullptr; }
+float* data_or_null(Tensor& x) { return x.defined() ? x.data() : nullptr; }
+
+// The dropout multipliers of the (B, H, Q, K) weights, 0 with probability p and 1/(1-p) otherwise,
+// from the draw dropout(weights, p, gen) would make; undefined when p == 0 (no draw).
+Tensor dropout_multipliers(const Shape& scores, float p, Generator& gen) {
+  if (!(p >= 0.0f && p < 1.0f))
+    throw ValueError("fused_attention: dropout_p must be in [0, 1), got " + std::to_string(p));
+  if (p == 0.0f) return Tensor();
+  Tensor keep = ones(scores);
+  gen.bernoulli_scale(keep.data(), keep.data(), keep.numel(), 1.0f - p, 1.0f / (1.0f - p));
+  return keep;
+}
+
+// The gradients of q, k, v and the broadcast bias from the kernel. dq, dk, dv are written (B, T, H, d)
+// in memory (the layout of the (B, T, H·d) projections they flow back to) and handed over as
+// (B, H, T, d) views, so the permute's backward is a view too, not a copy.
+Grads backward(const kernels::AttentionSizes& n, const Tensor& g, const BackwardContext& ctx) {
+  const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2], &weights = ctx.saved[3];
+  const Tensor& keep = ctx.saved[4];
+  const Tensor gc = g.contiguous();
+  const auto buffer = [&](size_t input, int64_t T) {
+    return ctx.needs[input] ? Tensor::empty({n.B, T, n.H, n.d}) : Tensor();
+  };
+  Tensor dq = buffer(0, n.Tq), dk = buffer(1, n.Tk), dv = buffer(2, n.Tk);
+  Tensor dbias = ctx.needs[3] ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
+  kernels::attention_backward(n, heads_view(q), heads_view(k), heads_view(v), weights.data(),
+                              data_or_null(keep), gc.data(),
+                              {data_or_null(dq), data_or_null(dk), data_or_null(dv), data_or_null(dbias)});
+  const auto as_heads = [](const Tensor& x) { return x.defined() ? x.permute({0, 2, 1, 3}) : x; };
+  return {as_heads(dq), as_heads(dk), as_heads(dv), dbias};
+}
+
+}  // namespace
+
+FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                               const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias,
+                               float dropout_p, Generator& gen) {
+  const autograd::OpScope scope("fused_attention");
+  check_heads(q, k, v);
+  const kernels::AttentionSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+  const Shape scores{n.B, n.H, n.Tq, n.Tk};
+  const Tensor qs = unit_last_stride(q), ks = unit_last_stride(k), vs = unit_last_stride(v);
+  // A broadcast bias is read through its zero strides; expand's backward sums its gradient back.
+  const Tensor bias_all = bias.defined() ? bias.expand(scores) : Tensor();
+  const Tensor mask_all = mask.defined() ? mask.detach().expand(scores) : Tensor();
+  const IndexTensor lens =
+      valid_lens.defined() ? score_row_lengths("fused_attention", scores, valid_lens) : IndexTensor();
+  const Tensor keep = dropout_multipliers(scores, dropout_p, gen);
+  Tensor weights = Tensor::empty(scores), out = Tensor::empty({n.B, n.Tq, n.H * n.d});
+  kernels::attention_forward(n, heads_view(qs), heads_view(ks), heads_view(vs),
+                             lens.defined() ? lens.data() : nullptr, scores_view(mask_all),
+                             scores_view(bias_all), data_or_null(keep), weights.data(), out.data());
+  Tensor recorded =
+      autograd::record("fused_attention", out, {qs, ks, vs, bias_all}, {qs, ks, vs, weights, keep},
+                       [n](const Tensor& g, const BackwardContext& ctx) { return backward(n, g, ctx); });
+  return {recorded, weights};
+}
+
+}  // namespace qkv

@@ -1,0 +1,127 @@
+// The fused attention kernels: attention.h has the equations and how the work is split.
+#include "tensor/kernels/attention.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tensor/kernels/gemm.h"
+#include "tensor/kernels/parallel.h"
+#include "tensor/kernels/softmax.h"
+
+namespace qkv::kernels {
+namespace {
+
+// Calls block(i, scratch) for every block i in [0, blocks). With more than one thread, in one
+// parallel region whose threads take blocks dynamically (`schedule(dynamic)`: a free thread takes
+// the next block not started). Each thread gets its own `per_thread` floats of scratch, allocated
+// once per call. Inside a block, gemm and the softmax kernels see the enclosing region and run on
+// the calling thread alone.
+template <class F>
+void for_each_block(int64_t blocks, int64_t work, int64_t per_thread, F&& block) {
+  const bool parallel = blocks > 1 && get_num_threads() > 1 && work >= kMinParallelWork && !omp_in_parallel();
+  const int threads = parallel ? static_cast<int>(std::min<int64_t>(blocks, get_num_threads())) : 1;
+  std::vector<float> scratch(static_cast<size_t>(threads * per_thread));
+  if (!parallel) {
+    for (int64_t i = 0; i < blocks; ++i) block(i, scratch.data());
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    float* mine = scratch.data() + omp_get_thread_num() * per_thread;
+#pragma omp for schedule(dynamic)
+    for (int64_t i = 0; i < blocks; ++i) block(i, mine);
+  }
+}
+
+// The first element of head h of batch b.
+const float* head_of(const HeadsView& x, int64_t b, int64_t h) { return x.data + b * x.batch + h * x.head; }
+
+// The scores of block (b, h), s (Tq, Tk) holding Q_bh K_bhᵀ on entry: divided by √d, the bias
+// added, and -inf where the mask hides a key. This is the composed path's scores / √d, + bias and
+// where(mask, scores, -inf) in that order, so the values agree with it to the bit; masked_softmax
+// then treats -inf like a key past the valid length.
+void finish_scores(const AttentionSizes& n, int64_t b, int64_t h, ScoresView mask, ScoresView bias,
+                   float* s) {
+  const float root_d = std::sqrt(static_cast<float>(n.d));
+  const float* bias_bh = bias.data ? bias.data + b * bias.batch + h * bias.head : nullptr;
+  const float* mask_bh = mask.data ? mask.data + b * mask.batch + h * mask.head : nullptr;
+  // One simple loop per step, so that each vectorizes.
+  for (int64_t i = 0; i < n.Tq * n.Tk; ++i) s[i] /= root_d;
+  for (int64_t i = 0; bias_bh && i < n.Tq; ++i) {
+    const float* bias_row = bias_bh + i * bias.row;
+    float* row = s + i * n.Tk;
+    for (int64_t j = 0; j < n.Tk; ++j) row[j] += bias_row[j * bias.col];
+  }
+  for (int64_t i = 0; mask_bh && i < n.Tq; ++i) {
+    const float* mask_row = mask_bh + i * mask.row;
+    float* row = s + i * n.Tk;
+    for (int64_t j = 0; j < n.Tk; ++j)
+      if (mask_row[j * mask.col] == 0.0f) row[j] = -std::numeric_limits<float>::infinity();
+  }
+}
+
+}  // namespace
+
+void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
+                       ScoresView mask, ScoresView bias, const float* keep, float* weights, float* out) {
+  const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
+  // Scratch: the block's scores S, then its dropped-out weights P'.
+  for_each_block(blocks, blocks * TT * (2 * n.d + 8), TT, [&](int64_t block, float* s) {
+    const int64_t b = block / n.H, h = block % n.H;
+    float* p = weights + block * TT;
+    // S = Q_bh K_bhᵀ: (Tq, d)·(d, Tk); Kᵀ is read through the GEMM's packing, not copied.
+    gemm(false, true, n.Tq, n.Tk, n.d, 1.0f, head_of(q, b, h), q.row, head_of(k, b, h), k.row, 0.0f, s, n.Tk);
+    finish_scores(n, b, h, mask, bias, s);
+    masked_softmax_forward(n.Tq, n.Tk, s, lens ? lens + block * n.Tq : nullptr, p);
+    const float* dropped = p;
+    if (keep) {  // P' = P ∘ keep, the product the composed dropout forms
+      const float* keep_bh = keep + block * TT;
+      for (int64_t i = 0; i < TT; ++i) s[i] = p[i] * keep_bh[i];
+      dropped = s;
+    }
+    // O_bh = P' V_bh: (Tq, Tk)·(Tk, d), written into head h's columns of the merged (B, Tq, H·d).
+    gemm(false, false, n.Tq, n.d, n.Tk, 1.0f, dropped, n.Tk, head_of(v, b, h), v.row, 0.0f,
+         out + b * n.Tq * D + h * n.d, D);
+  });
+}
+
+void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const float* weights,
+                        const float* keep, const float* dout, const AttentionGrads& grads) {
+  const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
+  const float inv_root_d = 1.0f / std::sqrt(static_cast<float>(n.d));
+  // Scratch: dP (first dP', then masked by keep), P', and dS unless it goes to grads.dscores.
+  for_each_block(blocks, blocks * TT * (4 * n.d + 8), 3 * TT, [&](int64_t block, float* scratch) {
+    const int64_t b = block / n.H, h = block % n.H;
+    float *dp = scratch, *dropped = scratch + TT;
+    float* ds = grads.dscores ? grads.dscores + block * TT : scratch + 2 * TT;
+    const float* p = weights + block * TT;
+    const float* dout_bh = dout + b * n.Tq * D + h * n.d;
+    // in the forward pass this was: O = P' V, so dP' = dO Vᵀ: (Tq, d)·(d, Tk)
+    gemm(false, true, n.Tq, n.Tk, n.d, 1.0f, dout_bh, D, head_of(v, b, h), v.row, 0.0f, dp, n.Tk);
+    const float* p_dropped = p;
+    if (keep) {  // P' = P ∘ keep, so dP = dP' ∘ keep
+      const float* keep_bh = keep + block * TT;
+      for (int64_t i = 0; i < TT; ++i) dropped[i] = p[i] * keep_bh[i], dp[i] *= keep_bh[i];
+      p_dropped = dropped;
+    }
+    // dV = P'ᵀ dO: (Tk, Tq)·(Tq, d)
+    if (grads.dv)
+      gemm(true, false, n.Tk, n.d, n.Tq, 1.0f, p_dropped, n.Tk, dout_bh, D, 0.0f,
+           grads.dv + b * n.Tk * D + h * n.d, D);
+    // P = softmax(S): dS = P ∘ (dP − rowsum(dP ∘ P)), zero at every hidden key
+    softmax_backward(n.Tq, n.Tk, 1, p, dp, ds, false);
+    // S = Q Kᵀ / √d: dQ = dS K / √d, (Tq, Tk)·(Tk, d); dK = dSᵀ Q / √d, (Tk, Tq)·(Tq, d)
+    if (grads.dq)
+      gemm(false, false, n.Tq, n.d, n.Tk, inv_root_d, ds, n.Tk, head_of(k, b, h), k.row, 0.0f,
+           grads.dq + b * n.Tq * D + h * n.d, D);
+    if (grads.dk)
+      gemm(true, false, n.Tk, n.d, n.Tq, inv_root_d, ds, n.Tk, head_of(q, b, h), q.row, 0.0f,
+           grads.dk + b * n.Tk * D + h * n.d, D);
+  });
+}
+
+}  // namespace qkv::kernels

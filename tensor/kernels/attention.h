@@ -1,0 +1,89 @@
+// Multi-head scaled dot-product attention in one kernel forward and one backward (Vaswani et al.
+// 2017, eq. 1 and section 3.2.2). Nothing here knows about Tensor or autograd.
+//
+// For every batch b and head h (one "block"), with d the head width:
+//   S = Q_bh K_bhᵀ / √d + bias_bh            (Tq, Tk) scores
+//   P = masked softmax(S)                     keys j >= lens[row] and keys whose mask is 0 hidden;
+//                                             a row with nothing visible is all zeros
+//   P' = P ∘ keep                             keep: the dropout multipliers (0 or 1/(1-p)), or none
+//   O_bh = P' V_bh                            (Tq, d), written into columns [h·d, (h+1)·d) of O
+//
+// What is fused, and why. Composed of tensor ops, the same computation copies each head out of the
+// (B, T, H·d) projections into (B, H, T, d), runs batched products, a masked softmax pass, a
+// dropout pass, and copies the heads back together; backward runs each of those again in reverse.
+// At the tagger's sizes (T up to 128, d = 16 or 32) the products are small, and the copies and
+// passes around them are a large share of the work: permute's backward alone took 8 % of a training
+// step. Here each block reads its head of Q, K and V in place through strides (a head of a (B, T,
+// H·d) projection is rows of stride H·d starting at column h·d), keeps S and P' in a small
+// per-thread scratch, and writes its output straight into the merged (B, Tq, H·d) layout. This is
+// the idea of FlashAttention (Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient Exact
+// Attention with IO-Awareness"): no per-head copies, softmax fused with the two products. Unlike
+// FlashAttention this kernel stores P (Tq × Tk per head is small here) instead of recomputing it in
+// backward, and the layers keep it to plot.
+//
+// Backward, for the same block, given dO (the gradient of O):
+//   dP' = dO_bh V_bhᵀ                         from O = P' V
+//   dV_bh = P'ᵀ dO_bh
+//   dP = dP' ∘ keep                           from P' = P ∘ keep
+//   dS = P ∘ (dP − rowsum(dP ∘ P))            the softmax backward; 0 wherever P is 0
+//   dQ_bh = dS K_bh / √d,   dK_bh = dSᵀ Q_bh / √d
+//   dScores = dS                              the gradient of the bias, before any broadcast sum
+//
+// Determinism: the B·H blocks are handed out dynamically to the threads of one parallel region (a
+// thread that the machine stalls does not hold up blocks the others can take), but each block is
+// computed by one thread alone, with the single-threaded GEMM, in a fixed order, and writes only its
+// own outputs: the columns of its head in O, dQ, dK, dV, and its (b, h) slice of the scores'
+// gradient. So the results are bitwise identical for any number of threads.
+//
+// The reference these kernels are tested against is the composed computation itself
+// (nn::functional::scaled_dot_product_attention on the heads), which readers should start from.
+#pragma once
+
+#include <cstdint>
+
+namespace qkv::kernels {
+
+struct AttentionSizes {
+  int64_t B, H, Tq, Tk, d;
+};
+
+// Q, K or V read per head: element (b, h, t, c) is at data[b·batch + h·head + t·row + c].
+// A (B, T, H·d) tensor has batch = T·H·d, head = d, row = H·d; a (B, H, T, d) one has
+// batch = H·T·d, head = T·d, row = d.
+struct HeadsView {
+  const float* data;
+  int64_t batch, head, row;
+};
+
+// A mask or bias broadcast to the (B, H, Tq, Tk) scores: element (b, h, i, j) is at
+// data[b·batch + h·head + i·row + j·col] (a stride of 0 repeats along that dim). data == nullptr
+// when there is none.
+struct ScoresView {
+  const float* data = nullptr;
+  int64_t batch = 0, head = 0, row = 0, col = 0;
+};
+
+// The forward.
+//   q (B, H, Tq, d), k and v (B, H, Tk, d) as HeadsView
+//   lens: (B, H, Tq) keys visible to each row, or nullptr for all
+//   mask: nonzero where the query may see the key; bias: added to the scores (either may be absent)
+//   keep: (B, H, Tq, Tk) dropout multipliers, or nullptr without dropout
+//   → weights P (B, H, Tq, Tk) contiguous, before dropout; out (B, Tq, H·d) contiguous
+void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
+                       ScoresView mask, ScoresView bias, const float* keep, float* weights, float* out);
+
+// Where backward writes: dq (B, Tq, H·d), dk and dv (B, Tk, H·d), dscores (B, H, Tq, Tk), all
+// contiguous; a null pointer skips that gradient.
+struct AttentionGrads {
+  float* dq = nullptr;
+  float* dk = nullptr;
+  float* dv = nullptr;
+  float* dscores = nullptr;
+};
+
+// The backward, given the forward's inputs, its weights P and keep, and dout (B, Tq, H·d)
+// contiguous.
+void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const float* weights,
+                        const float* keep, const float* dout, const AttentionGrads& grads);
+
+}  // namespace qkv::kernels

@@ -1,0 +1,181 @@
+// functional::fused_attention, the fused multi-head attention op: against PyTorch's equations
+// (fused_attention_golden.py), against the composed computation it replaces (forward, weights, every
+// gradient, with dropout under a fixed seed), bitwise across thread counts, and inside
+// MultiHeadAttention with its `fused` switch on and off.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "nn/attention.h"
+#include "nn/attention_testing.h"
+#include "nn/functional/attention.h"
+#include "nn/fused_attention_golden_values.h"
+#include "tensor/error.h"
+#include "tensor/factories.h"
+#include "tensor/random.h"
+#include "thread_testing.h"
+
+using namespace qkv;
+using namespace qkv::testing;
+namespace F = qkv::nn::functional;
+
+namespace {
+
+// value(i, j) = 0.5·sin(1 + 0.37·i + 0.91·j) for flat index i of input j, as the golden script.
+Tensor filled(const Shape& shape, int j) {
+  Tensor t = zeros(shape);
+  float* data = t.data();
+  for (int64_t i = 0; i < t.numel(); ++i) data[i] = 0.5f * std::sin(1.0f + 0.37f * i + 0.91f * j);
+  return t;
+}
+
+// (B, T, H·d) → (B, H, T, d), a view: the heads as MultiHeadAttention splits them.
+Tensor heads(const Tensor& x, int64_t H) {
+  return x.view({x.size(0), x.size(1), H, x.size(2) / H}).permute({0, 2, 1, 3});
+}
+
+// One attention problem: queries x (B, Q, D); keys and values the column blocks of packed (B, K, 2D).
+struct Problem {
+  Tensor x, packed, bias, mask;
+  IndexTensor valid_lens;
+  int64_t H;
+};
+
+// The output, the weights, and the gradients of x, packed and bias for the loss Σ out[n]·cos(0.3·n),
+// by the fused op or by the composed one (scaled_dot_product_attention on the heads, then merged).
+std::vector<Tensor> run(const Problem& p, bool fused, float dropout_p, uint64_t seed) {
+  const auto leaf = [](const Tensor& t) { return t.detach().clone().requires_grad_(); };
+  const Tensor x = leaf(p.x), packed = leaf(p.packed), bias = leaf(p.bias);
+  manual_seed(seed);
+  const int64_t D = x.size(2);
+  const Tensor q = heads(x, p.H), k = heads(packed.narrow(2, 0, D), p.H),
+               v = heads(packed.narrow(2, D, D), p.H);
+  F::AttentionOutput out;
+  if (fused) {
+    out = F::fused_attention(q, k, v, p.valid_lens, p.mask, bias, dropout_p);
+  } else {
+    out = F::scaled_dot_product_attention(q, k, v, p.valid_lens, p.mask, bias, dropout_p);
+    out.output = out.output.permute({0, 2, 1, 3}).reshape({x.size(0), x.size(1), D});
+  }
+  const Tensor cosines = arange(static_cast<float>(out.output.numel())).mul(0.3f).cos();
+  (out.output.reshape({-1}) * cosines).sum().backward();
+  return {out.output, out.weights.detach(), x.grad(), packed.grad(), bias.grad()};
+}
+
+// Cross attention B 3, H 4, Q 7, K 9, d 5: a causal mask, lengths 9, 0 (every row hidden) and 4,
+// a learned per-head bias.
+Problem mixed_problem() {
+  Generator g(11);
+  return {randn({3, 7, 20}, false, &g), randn({3, 9, 40}, false, &g), randn({1, 4, 7, 9}, false, &g),
+          F::causal_mask(7, 9),         IndexTensor{9, 0, 4},         4};
+}
+
+}  // namespace
+
+TEST_CASE("fused_attention matches PyTorch's equations on column blocks of a packed projection") {
+  namespace golden = fused_attention_golden;
+  const Problem p{
+      filled({2, 3, 6}, 0),    filled({2, 4, 12}, 1),
+      filled({1, 2, 3, 4}, 2), tensor({{1.f, 1.f, 0.f, 1.f}, {0.f, 0.f, 0.f, 0.f}, {1.f, 0.f, 1.f, 1.f}}),
+      IndexTensor{4, 2},       2};
+  const std::vector<Tensor> got = run(p, true, 0.0f, 0);
+  check_values(got[0], golden::output, 1e-5f);
+  check_values(got[1], golden::weights, 1e-5f);
+  check_values(got[2], golden::grad_x, 1e-5f);
+  check_values(got[3], golden::grad_packed, 1e-5f);
+  check_values(got[4], golden::grad_bias, 1e-5f);
+  // Query 1 may see no key: all-zero weights and a zero output in every head.
+  CHECK(got[1].select(2, 1).abs().sum().item() == 0.0f);
+  CHECK(got[0].select(1, 1).abs().sum().item() == 0.0f);
+}
+
+TEST_CASE("fused_attention gives the composed attention's output, weights and gradients") {
+  Problem p = mixed_problem();
+  SUBCASE("lengths per sequence, a mask and a bias shared by the batch") {}
+  SUBCASE("lengths per query and a bias per sequence and head") {
+    Generator g(5);
+    p.valid_lens = IndexTensor({9, 1, 3, 0, 5, 2, 7, 0, 9, 9, 9, 9, 9, 9, 4, 4, 4, 4, 4, 4, 4}, {3, 7});
+    p.bias = randn({3, 4, 7, 9}, false, &g);
+    p.mask = Tensor();
+  }
+  for (const float dropout_p : {0.0f, 0.3f}) {
+    CAPTURE(dropout_p);
+    const std::vector<Tensor> composed = run(p, false, dropout_p, 42), fused = run(p, true, dropout_p, 42);
+    for (size_t i = 0; i < fused.size(); ++i) {
+      CAPTURE(i);
+      check_close(fused[i], composed[i], 1e-5f);
+    }
+  }
+}
+
+TEST_CASE(
+    "fused_attention draws the dropout mask the composed path draws, and advances the generator alike") {
+  const Problem p = mixed_problem();
+  const std::vector<Tensor> composed = run(p, false, 0.5f, 3);
+  const GeneratorState after_composed = default_generator().state();
+  const std::vector<Tensor> fused = run(p, true, 0.5f, 3);
+  CHECK(default_generator().state().offset == after_composed.offset);
+  // A different mask would move whole terms of the sums, far beyond rounding.
+  check_close(fused[0], composed[0], 1e-5f);
+  const std::vector<Tensor> other_seed = run(p, true, 0.5f, 4);
+  CHECK((other_seed[0] - composed[0]).abs().max().item() > 1e-2f);
+}
+
+TEST_CASE("fused_attention gives the same bits with 1 and 2 threads") {
+  Generator g(8);
+  const Problem p{randn({4, 24, 32}, false, &g),    randn({4, 20, 64}, false, &g),
+                  randn({1, 4, 24, 20}, false, &g), F::window_mask(24, 20, 6),
+                  IndexTensor{20, 7, 0, 13},        4};
+  check_bitwise_identical_with_1_and_2_threads([&] {
+    std::vector<float> all;
+    for (const Tensor& t : run(p, true, 0.2f, 9)) {
+      const std::vector<float> v = t.contiguous().to_vector();
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  });
+}
+
+TEST_CASE("MultiHeadAttention gives the same results fused and composed, dropout included") {
+  const auto step = [](bool fused) {
+    manual_seed(1);
+    nn::MultiHeadAttention attention(6, 5, 4, 8, 2, 0.25f);
+    attention.fused = fused;
+    Generator g(2);
+    const Tensor queries = randn({2, 3, 5}, true, &g), keys = randn({2, 4, 6}, true, &g);
+    const Tensor values = randn({2, 4, 4}, true, &g);
+    const Tensor out = attention.forward(queries, keys, values, IndexTensor{3, 4});
+    (out * out).sum().backward();
+    std::vector<Tensor> all{out, attention.attention_weights, queries.grad(), keys.grad(), values.grad()};
+    for (const auto& [name, p] : attention.named_parameters()) all.push_back(p.grad());
+    return all;
+  };
+  const std::vector<Tensor> composed = step(false), fused = step(true);
+  REQUIRE(fused.size() == composed.size());
+  for (size_t i = 0; i < fused.size(); ++i) {
+    CAPTURE(i);
+    check_close(fused[i], composed[i], 1e-5f);
+  }
+}
+
+TEST_CASE("fused_attention names the shapes it cannot use") {
+  const Tensor q = zeros({2, 2, 3, 4}), k = zeros({2, 2, 5, 4});
+  CHECK_THROWS_WITH_AS(
+      F::fused_attention(q, k, zeros({2, 2, 5, 3})),
+      "fused_attention: q (2,2,3,4), k (2,2,5,4) and v (2,2,5,3) do not fit: expected (B, H, Q, d), "
+      "(B, H, K, d) and (B, H, K, d)",
+      ShapeError);
+  CHECK_THROWS_WITH_AS(F::fused_attention(zeros({2, 3, 4}), k, k),
+                       "fused_attention: queries of shape (2,3,4) must be (B, H, Q, d)", ShapeError);
+  CHECK_THROWS_WITH_AS(
+      F::fused_attention(q, k, k, IndexTensor(), zeros({3, 3, 5})),
+      "fused_attention: mask of shape (3,3,5) does not broadcast to the scores of shape (2,2,3,5): "
+      "expected (Q, K), (B, Q, K) or (B, H, Q, K) with sizes equal or 1",
+      ShapeError);
+  CHECK_THROWS_WITH_AS(
+      F::fused_attention(q, k, k, IndexTensor{6, 1}),
+      "fused_attention: valid length 6 (element 0 of valid_lens) is out of range [0, 5] for X of "
+      "shape (2,2,3,5)",
+      IndexError);
+}
