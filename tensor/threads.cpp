@@ -2,8 +2,10 @@
 
 #include <omp.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "tensor/error.h"
@@ -17,9 +19,12 @@ namespace {
 void apply_environment_once() {
   static const bool applied = [] {
     if (const char* env = std::getenv("QKV_NUM_THREADS")) {
-      char* end = nullptr;
-      const long n = std::strtol(env, &end, 10);
-      if (end != env && *end == '\0' && n >= 1 && n <= kMaxThreads)
+      // Decimal digits only, as the programs' integer options: std::from_chars takes no '+' and no
+      // whitespace, and must read the whole text.
+      const char* const last = env + std::strlen(env);
+      int n = 0;
+      const auto [end, ec] = std::from_chars(env, last, n);
+      if (ec == std::errc() && end == last && n >= 1 && n <= kMaxThreads)
         omp_set_num_threads(static_cast<int>(n));
       else  // not an error worth stopping a program for, but never silently ignored
         std::fprintf(stderr, "qkv: ignoring QKV_NUM_THREADS='%s' (expected an integer from 1 to %d)\n", env,

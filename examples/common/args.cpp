@@ -15,13 +15,6 @@ namespace {
 
 bool is_flag(const Args::Option& o) { return o.fallback == "false" || o.fallback == "true"; }
 
-double parse_number(const std::string& s, const std::string& name) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0') throw ValueError("option --" + name + " expects a number, got '" + s + "'");
-  return v;
-}
-
 }  // namespace
 
 Args::Args(int argc, char** argv, std::vector<Option> spec, std::string usage)
@@ -42,6 +35,7 @@ Args::Args(int argc, char** argv, std::vector<Option> spec, std::string usage)
       name = name.substr(0, eq);
     }
     const Option& o = option(name);
+    if (values_.count(name)) throw ValueError("option --" + name + " is given twice");
     if (is_flag(o)) {
       values_[name] = value.empty() ? "true" : value;
     } else if (!value.empty()) {
@@ -64,15 +58,50 @@ std::string Args::str(const std::string& name) const {
   return it != values_.end() ? it->second : option(name).fallback;
 }
 
+void Args::refuse_positional() const {
+  if (!positional_.empty()) throw ValueError("unexpected argument '" + positional_.front() + "'\n" + help());
+}
+
+// std::from_chars reads exactly the documented forms: no leading '+' or whitespace, no hexadecimal
+// unless asked for, and the whole text or it says where it stopped.
 int64_t parse_integer(const std::string& name, const std::string& s) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0')
-    throw ValueError("option --" + name + " expects an integer, got '" + s + "'");
-  if (errno == ERANGE)  // strtoll clamps; a clamped value is not what was asked for
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range)  // not clamped: a clamped value is not what was asked for
     throw ValueError("option --" + name + ": " + s + " is out of the range of a 64-bit integer");
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+    throw ValueError("option --" + name + " expects an integer, got '" + s + "'");
   return v;
+}
+
+double parse_number(const std::string& name, const std::string& s) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, std::chars_format::general);
+  if (s.empty() || (ec != std::errc() && ec != std::errc::result_out_of_range) || end != s.data() + s.size())
+    throw ValueError("option --" + name + " expects a number in decimal notation, got '" + s + "'");
+  // Past a double's range from_chars leaves v alone; strtod gives the infinity or zero the range
+  // checks then judge.
+  return ec == std::errc() ? v : std::strtod(s.c_str(), nullptr);
+}
+
+bool read_line(std::istream& in, std::string& line, int64_t& line_number, size_t max_bytes) {
+  line.clear();
+  std::streambuf* buf = in.rdbuf();
+  for (int c = buf->sbumpc();; c = buf->sbumpc()) {
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(std::ios::eofbit);
+      if (line.empty()) return false;
+      break;
+    }
+    if (c == '\n') break;
+    if (line.size() == max_bytes) {
+      throw ValueError("stdin: line " + std::to_string(line_number + 1) + " is longer than " +
+                       std::to_string(max_bytes) + " bytes");
+    }
+    line.push_back(static_cast<char>(c));
+  }
+  ++line_number;
+  return true;
 }
 
 int64_t Args::integer(const std::string& name) const { return parse_integer(name, str(name)); }
@@ -86,7 +115,7 @@ int64_t Args::integer_in(const std::string& name, int64_t lo, int64_t hi) const 
   return v;
 }
 
-double Args::number(const std::string& name) const { return parse_number(str(name), name); }
+double Args::number(const std::string& name) const { return parse_number(name, str(name)); }
 
 double Args::number_in(const std::string& name, double lo, double hi) const {
   const double v = number(name);

@@ -2,7 +2,9 @@
 // getters, defaults, a generated help text and clear errors for unknown or malformed options.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <istream>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,7 +14,8 @@ namespace qkv::examples {
 class Args {
  public:
   // argv after the subcommand; `spec` lists the accepted options as {name, default, help}. An
-  // option whose default is "false" or "true" is a flag (no value; --name sets it to true).
+  // option whose default is "false" or "true" is a flag (no value; --name sets it to true). An
+  // option given twice is refused rather than the last one silently winning.
   struct Option {
     std::string name, fallback, help;
   };
@@ -28,6 +31,9 @@ class Args {
   bool flag(const std::string& name) const;
   bool given(const std::string& name) const;  // set on the command line, not by default
   const std::vector<std::string>& positional() const { return positional_; }
+  // For a command that takes no positional arguments: ValueError "unexpected argument 'WORD'" for
+  // the first one given.
+  void refuse_positional() const;
   bool help_requested() const { return help_; }
   std::string help() const;
 
@@ -49,7 +55,22 @@ std::string option_text(double value);
 // ValueError naming the option, the path and the reason.
 void make_output_directory(const std::string& option, const std::string& path);
 
-// The integer `text` given to option --name; ValueError naming the option otherwise.
+// The integer `text` given to option --name: decimal digits with an optional leading '-' (no '+',
+// no whitespace), within 64 bits; ValueError naming the option otherwise.
 int64_t parse_integer(const std::string& name, const std::string& text);
+
+// The number `text` given to option --name in decimal notation (digits, '.', an exponent, a leading
+// '-'; "inf" and "nan" are read, for range checks to refuse); hexadecimal floats, '+' and whitespace
+// are refused with a ValueError naming the option.
+double parse_number(const std::string& name, const std::string& text);
+
+// Lines read from standard input by the programs hold one sentence or date: 1 MiB is far more than
+// any needs, and bounds the memory a stream without newlines (/dev/zero) can take.
+inline constexpr size_t kMaxLineBytes = size_t{1} << 20;
+
+// Reads the next line of `in` (without its '\n') into `line` and counts it in `line_number`; false
+// at the end of the input. A line longer than `max_bytes` is refused without reading the rest of it:
+// ValueError "stdin: line N is longer than M bytes".
+bool read_line(std::istream& in, std::string& line, int64_t& line_number, size_t max_bytes = kMaxLineBytes);
 
 }  // namespace qkv::examples

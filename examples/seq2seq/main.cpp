@@ -28,11 +28,14 @@ namespace {
 
 using namespace seq2seq;
 using qkv::examples::Args;
-using qkv::examples::make_output_directory;
 using qkv::examples::format_duration;
+using qkv::examples::make_output_directory;
 using qkv::examples::Progress;
 
 using Clock = std::chrono::steady_clock;
+
+// Bounds of the counts data and bench take: far above any use, low enough to end.
+constexpr int64_t kMaxPairs = 1'000'000, kMaxBenchSteps = 100'000, kMaxBenchWarmup = 10'000;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -173,7 +176,7 @@ int train(int argc, char** argv) {
   }
   // Every option is range-checked, and the output directory made and checked, before any work: a
   // typo should not cost a training run.
-  const int64_t kMaxPairs = 1'000'000;
+  args.refuse_positional();
   const Schedule schedule{.seed = static_cast<uint64_t>(args.integer_in("seed", 0, INT64_MAX)),
                           .epochs = args.integer_in("epochs", 1, 100'000),
                           .batch_size = args.integer_in("batch", 1, 65'536),
@@ -232,11 +235,16 @@ int predict(int argc, char** argv) {
     std::cout << args.help();
     return 0;
   }
+  if (args.given("heatmap") && args.str("heatmap").empty())
+    throw qkv::ValueError("option --heatmap is empty; expected a .png file");
   const std::unique_ptr<Seq2Seq> model = load_model(args.str("checkpoint"));
   std::vector<std::string> texts = args.positional();
-  if (texts.empty())
-    for (std::string line; std::getline(std::cin, line);)
+  if (texts.empty()) {
+    int64_t line_number = 0;
+    for (std::string line; qkv::examples::read_line(std::cin, line, line_number);)
       if (!line.empty()) texts.push_back(line);
+  }
+  if (texts.empty()) throw qkv::ValueError("no text given (arguments or stdin)");
   const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::vector<Translation> t =
@@ -255,7 +263,10 @@ int data(int argc, char** argv) {
     std::cout << args.help();
     return 0;
   }
-  for (const DatePair& p : generate_pairs(args.integer("count"), static_cast<uint64_t>(args.integer("seed"))))
+  args.refuse_positional();
+  const int64_t count = args.integer_in("count", 1, kMaxPairs);
+  const auto seed = static_cast<uint64_t>(args.integer_in("seed", 0, INT64_MAX));
+  for (const DatePair& p : generate_pairs(count, seed))
     std::printf("%-52s => %s\n", p.source.c_str(), p.target.c_str());
   return 0;
 }
@@ -276,6 +287,9 @@ int bench(int argc, char** argv) {
     std::cout << args.help();
     return 0;
   }
+  args.refuse_positional();
+  const int64_t warmup = args.integer_in("warmup", 0, kMaxBenchWarmup);
+  const int64_t steps = args.integer_in("steps", 1, kMaxBenchSteps);
   constexpr int64_t V = 200, B = 64, T = 10;
   qkv::manual_seed(0);
   Seq2Seq model({.source_vocab = V,
@@ -287,8 +301,6 @@ int bench(int argc, char** argv) {
   qkv::optim::Adam optimizer(model.parameters(), {.lr = 5e-3});
   const IndexTensor src = qkv::randint(0, V, {B, T}), tgt = qkv::randint(0, V, {B, T});
   const IndexTensor valid_lens = qkv::randint(3, T + 1, {B});
-  const int64_t warmup = args.integer("warmup"), steps = args.integer("steps");
-  if (steps < 1 || warmup < 0) throw qkv::ValueError("bench: --steps must be >= 1 and --warmup >= 0");
   auto step = [&] {
     const Tensor logits = model.forward(src, valid_lens, tgt);
     const Tensor loss = qkv::nn::functional::cross_entropy(logits.reshape({B * T, V}), tgt.reshape({B * T}));

@@ -35,6 +35,9 @@ namespace {
 using qkv::examples::Args;
 using namespace tagger;
 
+// Bounds of bench's step counts: far above a useful measurement, low enough to end.
+constexpr int64_t kMaxBenchSteps = 100'000, kMaxBenchWarmup = 10'000;
+
 const char* const kUsage =
     "usage: tagger COMMAND [OPTIONS]\n"
     "commands:\n"
@@ -60,7 +63,21 @@ void announce(const TrainOptions& options) {
             << options.run_dir << "\n";
 }
 
+// The options --resume honours: where the run is, how long it goes on, and what it prints and draws.
+// Every other option is part of the run's saved config, which resume keeps.
+void refuse_options_resume_ignores(const Args& a) {
+  const std::vector<std::string> honoured = {"run",        "resume",  "epochs", "threads",
+                                             "no-figures", "profile", "example"};
+  for (const Args::Option& o : train_options()) {
+    if (a.given(o.name) && std::find(honoured.begin(), honoured.end(), o.name) == honoured.end())
+      throw qkv::ValueError("--resume continues the run with its saved config; --" + o.name +
+                            " cannot change it");
+  }
+}
+
 int cmd_train(const Args& a) {
+  a.refuse_positional();
+  if (a.flag("resume")) refuse_options_resume_ignores(a);
   set_threads(a);
   const Config config = config_from(a);
   TrainOptions options = train_options_from(a);
@@ -114,6 +131,7 @@ std::vector<TaggedSentence> training_sentences_at_hand(const Run& run, std::stri
 }
 
 int cmd_eval(const Args& a) {
+  a.refuse_positional();
   set_threads(a);
   Run run = load_run(a.str("run"));
   std::vector<TaggedSentence> train, test;
@@ -149,7 +167,8 @@ int cmd_predict(const Args& a) {
   std::vector<std::vector<std::string>> sentences;
   for (const std::string& s : a.positional()) sentences.push_back(qkv::data::tokenize(s, style));
   if (sentences.empty()) {
-    for (std::string line; std::getline(std::cin, line);) {
+    int64_t line_number = 0;
+    for (std::string line; qkv::examples::read_line(std::cin, line, line_number);) {
       if (auto words = qkv::data::tokenize(line, style); !words.empty())
         sentences.push_back(std::move(words));
     }
@@ -166,12 +185,20 @@ int cmd_predict(const Args& a) {
   return 0;
 }
 
-// "a,b,c" → {"a", "b", "c"}.
-std::vector<std::string> split_list(const std::string& text) {
+// "a,b,c" given to option --name → {"a", "b", "c"}. An empty item or one listed twice is refused:
+// either would quietly compare less, or train the same model twice.
+std::vector<std::string> split_list(const std::string& name, const std::string& text) {
   std::vector<std::string> items;
   std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) items.push_back(item);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty())
+      throw qkv::ValueError("option --" + name + " has an empty item in '" + text + "'; expected a,b,...");
+    if (std::find(items.begin(), items.end(), item) != items.end())
+      throw qkv::ValueError("option --" + name + " lists '" + item + "' twice");
+    items.push_back(item);
+  }
+  if (items.empty() || text.back() == ',')  // getline sees no empty item after a trailing comma
+    throw qkv::ValueError("option --" + name + " has an empty item in '" + text + "'; expected a,b,...");
   return items;
 }
 
@@ -185,8 +212,8 @@ struct Variant {
 // reads: the same data, seed and budget for each.
 std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
   std::vector<Variant> variants;
-  for (const std::string& positions : split_list(a.str("ablate-positions"))) {
-    for (const std::string& w : split_list(a.str("ablate-windows"))) {
+  for (const std::string& positions : split_list("ablate-positions", a.str("ablate-positions"))) {
+    for (const std::string& w : split_list("ablate-windows", a.str("ablate-windows"))) {
       Config c = base;
       c.model = "transformer";  // the GRU row comes last, whatever --model says
       c.positions = positions;
@@ -216,6 +243,7 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
 }
 
 int cmd_ablate(const Args& a) {
+  a.refuse_positional();
   set_threads(a);
   const Config base = config_from(a);
   const std::vector<Variant> variants = ablation_variants(base, a);  // all validated before training
@@ -272,6 +300,7 @@ int write_brown_data(const Args& a) {
 }
 
 int cmd_data(const Args& a) {
+  a.refuse_positional();
   if (a.str("corpus") == "brown") return write_brown_data(a);
   if (a.str("corpus") != "builtin")
     throw qkv::ValueError("option --corpus must be builtin or brown, not '" + a.str("corpus") + "'");
@@ -289,9 +318,11 @@ int cmd_data(const Args& a) {
 }
 
 int cmd_bench(const Args& a) {
+  a.refuse_positional();
   set_threads(a);
   const BenchConfig config = bench_config(a.str("config"));
-  const BenchResult r = run_bench(config, a.integer("steps"), a.integer("warmup"));
+  const BenchResult r =
+      run_bench(config, a.integer_in("steps", 1, kMaxBenchSteps), a.integer_in("warmup", 0, kMaxBenchWarmup));
   std::cout << format_bench(config, r) << "\n";
   return 0;
 }
@@ -317,9 +348,10 @@ int main(int argc, char** argv) {
       }
       run = cmd == "train" ? cmd_train : cmd_ablate;
     } else if (cmd == "eval" || cmd == "predict") {
-      spec = {{"run", "runs/tagger", "run directory of a trained model"},
-              {"test", "", "eval: a test file (.conllu or two-column CoNLL) instead of the run's test split"},
-              {"threads", "0", "threads"}};
+      spec = {{"run", "runs/tagger", "run directory of a trained model"}, {"threads", "0", "threads"}};
+      if (cmd == "eval")
+        spec.push_back(
+            {"test", "", "a test file (.conllu or two-column CoNLL) instead of the run's test split"});
       run = cmd == "eval" ? cmd_eval : cmd_predict;
     } else if (cmd == "data") {
       spec = {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "examples/tagger/brown.h"
@@ -30,7 +30,8 @@ std::vector<qkv::examples::Args::Option> train_options() {
   const Config d;
   const TrainOptions t;
   return {
-      {"run", t.run_dir, "run directory (checkpoints, config, metrics, figures; runs/brown for --corpus brown)"},
+      {"run", t.run_dir,
+       "run directory (checkpoints, config, metrics, figures; runs/brown for --corpus brown)"},
       {"train", d.train_file, "training file (.conllu: CoNLL-U; otherwise two-column CoNLL)"},
       {"dev", d.dev_file, "development file"},
       {"test", d.test_file, "test file"},
@@ -49,7 +50,8 @@ std::vector<qkv::examples::Args::Option> train_options() {
       {"char-filters", std::to_string(d.char_filters), "features of each word's characters (0: none)"},
       {"char-dim", std::to_string(d.char_dim), "width of a character's embedding"},
       {"char-kernel", std::to_string(d.char_kernel), "characters each convolution window reads (odd)"},
-      {"word-dropout", option_text(d.word_dropout), "word dropout α: a training word seen c times is read as <unk> with chance α/(α+c)"},
+      {"word-dropout", option_text(d.word_dropout),
+       "word dropout α: a training word seen c times is read as <unk> with chance α/(α+c)"},
       {"epochs", std::to_string(d.epochs), "epochs"},
       {"batch-size", std::to_string(d.batch_size), "sentences per batch"},
       {"lr", option_text(d.lr), "peak learning rate (AdamW)"},
@@ -130,6 +132,12 @@ Config config_from(const qkv::examples::Args& a) {
   auto absolute = [](const std::string& p) {
     return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
   };
+  for (const char* file : {"train", "dev", "test"})
+    if (a.given(file) && a.str(file).empty())
+      throw qkv::ValueError(std::string("option --") + file + " is empty; expected a file");
+  if (a.given("sentences") && reads_real_text(data))
+    throw qkv::ValueError(
+        "option --sentences is for the built-in corpus, not --corpus brown or --train files");
   c.train_file = absolute(a.str("train"));
   c.dev_file = absolute(a.str("dev"));
   c.test_file = absolute(a.str("test"));

@@ -1,8 +1,10 @@
 // The example programs' command-line parser.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include "examples/common/args.h"
@@ -69,6 +71,53 @@ TEST_CASE("args number_in refuses NaN infinity and numbers outside its range") {
                          ("option --lr expects a number from 0 to 1, got " + std::string(bad)).c_str(),
                          qkv::ValueError);
   }
+}
+
+TEST_CASE("args takes decimal integers and numbers only: no '+', whitespace or hexadecimal") {
+  CHECK(parse({"--epochs", "-5"}).integer("epochs") == -5);
+  for (const char* bad : {"+5", " 5", "5 ", "0x10", "1e3", ""}) {
+    CHECK_THROWS_WITH_AS(parse({"--epochs", bad}).integer("epochs"),
+                         ("option --epochs expects an integer, got '" + std::string(bad) + "'").c_str(),
+                         qkv::ValueError);
+  }
+  CHECK(parse({"--lr", "1.5e-3"}).number("lr") == 1.5e-3);
+  CHECK(parse({"--lr", "-.25"}).number("lr") == -0.25);
+  CHECK(parse({"--lr", "1e999"}).number("lr") == INFINITY);  // read, for range checks to refuse
+  for (const char* bad : {"0x1p-3", "+0.5", " 0.5", "0.5 ", "1e", ""}) {
+    CHECK_THROWS_WITH_AS(
+        parse({"--lr", bad}).number("lr"),
+        ("option --lr expects a number in decimal notation, got '" + std::string(bad) + "'").c_str(),
+        qkv::ValueError);
+  }
+}
+
+TEST_CASE("args refuses an option given twice and positional words where none are taken") {
+  CHECK_THROWS_WITH_AS(parse({"--epochs", "1", "--epochs", "2"}), "option --epochs is given twice",
+                       qkv::ValueError);
+  CHECK_THROWS_WITH_AS(parse({"--quiet", "--quiet"}), "option --quiet is given twice", qkv::ValueError);
+  CHECK_NOTHROW(parse({"--epochs", "1"}).refuse_positional());
+  CHECK_THROWS_WITH_AS(parse({"--epochs", "1", "extra"}).refuse_positional(),
+                       doctest::Contains("unexpected argument 'extra'"), qkv::ValueError);
+}
+
+TEST_CASE("read_line reads lines and refuses one longer than its bound") {
+  std::istringstream in("ab\n\ncd");
+  std::string line;
+  int64_t n = 0;
+  REQUIRE(qkv::examples::read_line(in, line, n, 4));
+  CHECK(line == "ab");
+  REQUIRE(qkv::examples::read_line(in, line, n, 4));
+  CHECK(line.empty());
+  REQUIRE(qkv::examples::read_line(in, line, n, 4));
+  CHECK(line == "cd");  // the last line needs no newline
+  CHECK(n == 3);
+  CHECK_FALSE(qkv::examples::read_line(in, line, n, 4));
+  std::istringstream exact("abcd\nabcde\n");
+  n = 0;
+  CHECK(qkv::examples::read_line(exact, line, n, 4));
+  CHECK(line == "abcd");
+  CHECK_THROWS_WITH_AS(qkv::examples::read_line(exact, line, n, 4), "stdin: line 2 is longer than 4 bytes",
+                       qkv::ValueError);
 }
 
 TEST_CASE("make_output_directory makes the directory and refuses one it cannot write into") {

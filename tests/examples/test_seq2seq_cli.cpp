@@ -23,7 +23,8 @@ TEST_CASE("seq2seq train refuses sizes and rates out of range before it trains n
       {{"--out", "/dev/null"}, "option --out: cannot write into '/dev/null': Not a directory"},
   };
   for (const auto& [args, message] : cases) {
-    std::vector<std::string> argv = {"train", "--epochs", "1", "--train-size", "8"};
+    std::vector<std::string> argv = {"train", "--epochs", "1"};
+    if (args[0] != "--train-size") argv.insert(argv.end(), {"--train-size", "8"});  // an option is given once
     argv.insert(argv.end(), args.begin(), args.end());
     const auto r = run_program(kSeq2SeqProgram, argv);
     CHECK(r.exit_code == 1);
@@ -40,4 +41,53 @@ TEST_CASE("seq2seq train refuses an --out directory where a file it writes is a 
   CHECK(r.errors == "seq2seq train: option --out: " + (dir / "out" / "attention_1.png").string() +
                         " is not a file, and training writes one there\n");
   CHECK(r.output.empty());  // no data generated, no epoch
+}
+
+TEST_CASE("seq2seq predict bounds a line of stdin and says when no text is given") {
+  qkv::testing::ScratchDir dir;
+  const std::string out = (dir / "out").string();
+  REQUIRE(run_program(kSeq2SeqProgram,
+                      {"train", "--epochs", "1", "--train-size", "8", "--dev-size", "1", "--test-size", "1",
+                       "--heatmaps", "0", "--hidden", "8", "--embed", "8", "--layers", "1", "--out", out})
+              .exit_code == 0);
+  const std::string checkpoint = out + "/model.safetensors";
+  // /dev/zero is one endless line: before the bound, predict read it until memory ran out. 2 MB of
+  // it make the same point and end whatever the program does.
+  const auto endless = run_program(
+      "/bin/sh",
+      {"-c", "head -c 2000000 /dev/zero | \"$0\" predict --checkpoint \"$1\"", kSeq2SeqProgram, checkpoint});
+  CHECK(endless.exit_code == 1);
+  CHECK(endless.errors == "seq2seq predict: stdin: line 1 is longer than 1048576 bytes\n");
+  const auto empty =
+      run_program(kSeq2SeqProgram, {"predict", "--checkpoint", checkpoint});  // stdin: /dev/null
+  CHECK(empty.exit_code == 1);
+  CHECK(empty.errors == "seq2seq predict: no text given (arguments or stdin)\n");
+  const auto heatmap =
+      run_program(kSeq2SeqProgram, {"predict", "--checkpoint", checkpoint, "--heatmap", "", "may 1, 2000"});
+  CHECK(heatmap.exit_code == 1);
+  CHECK(heatmap.errors == "seq2seq predict: option --heatmap is empty; expected a .png file\n");
+}
+
+TEST_CASE("seq2seq refuses stray words and counts it cannot finish, naming the option") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"train", "--epochs", "1", "extra"}, "seq2seq train: unexpected argument 'extra'\n"},
+      {{"data", "extra"}, "seq2seq data: unexpected argument 'extra'\n"},
+      {{"bench", "extra"}, "seq2seq bench: unexpected argument 'extra'\n"},
+      {{"data", "--count", "1000001"},
+       "seq2seq data: option --count expects an integer from 1 to 1000000, got 1000001\n"},
+      {{"data", "--seed", "-1"},
+       "seq2seq data: option --seed expects an integer from 0 to 9223372036854775807, got -1\n"},
+      {{"bench", "--warmup", "10001"},
+       "seq2seq bench: option --warmup expects an integer from 0 to 10000, got 10001\n"},
+      {{"bench", "--steps", "0"},
+       "seq2seq bench: option --steps expects an integer from 1 to 100000, got 0\n"},
+      {{"data", "--count", "1", "--count", "2"}, "seq2seq data: option --count is given twice\n"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_program(kSeq2SeqProgram, args);
+    CAPTURE(args[1]);
+    CHECK(r.exit_code == 1);
+    CHECK(r.errors.starts_with(message));
+    CHECK(r.output.empty());  // nothing generated, nothing timed
+  }
 }

@@ -192,3 +192,69 @@ TEST_CASE("tagger data writes its three files or none") {
   CHECK(r.errors == "tagger: write_corpus: " + out + "/test.conllu is not a file: move it away\n");
   CHECK(files_of(out) == before);
 }
+
+TEST_CASE("tagger predict refuses a line of stdin over 1 MiB rather than reading it forever") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string();
+  REQUIRE(run_program(kTaggerProgram, train_args(run, {})).exit_code == 0);
+  // /dev/zero is one endless line: before the bound, predict read it until memory ran out. 2 MB of
+  // it make the same point and end whatever the program does.
+  const auto r = run_program(
+      "/bin/sh", {"-c", "head -c 2000000 /dev/zero | \"$0\" predict --run \"$1\"", kTaggerProgram, run});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors == "tagger: stdin: line 1 is longer than 1048576 bytes\n");
+}
+
+TEST_CASE("tagger refuses options a command would ignore, naming them") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string();
+  REQUIRE(run_program(kTaggerProgram, train_args(run, {})).exit_code == 0);
+  const auto before = files_of(run);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"train", "--run", run, "--resume", "--lr", "0.1"},
+       "tagger: --resume continues the run with its saved config; --lr cannot change it\n"},
+      {{"train", "--run", run, "--resume", "--sentences", "5"},
+       "tagger: --resume continues the run with its saved config; --sentences cannot change it\n"},
+      {{"train", "--run", run, "--resume", "--train", "x.conllu"},
+       "tagger: --resume continues the run with its saved config; --train cannot change it\n"},
+      {{"train", "--run", run, "--epochs", "1", "--epochs", "2"}, "tagger: option --epochs is given twice\n"},
+      {{"train", "--run", run, "--train", ""}, "tagger: option --train is empty; expected a file\n"},
+      {{"train", "--run", run, "--corpus", "brown", "--sentences", "5"},
+       "tagger: option --sentences is for the built-in corpus, not --corpus brown or --train files\n"},
+      {{"train", "--run", run, "--epochs", "+5"}, "tagger: option --epochs expects an integer, got '+5'\n"},
+      {{"train", "--run", run, "--epochs", " 5"}, "tagger: option --epochs expects an integer, got ' 5'\n"},
+      {{"train", "--run", run, "--lr", "0x1p-3"},
+       "tagger: option --lr expects a number in decimal notation, got '0x1p-3'\n"},
+      {{"ablate", "--run", run, "--ablate-positions", ""},
+       "tagger: option --ablate-positions has an empty item in ''; expected a,b,...\n"},
+      {{"ablate", "--run", run, "--ablate-positions", ",,"},
+       "tagger: option --ablate-positions has an empty item in ',,'; expected a,b,...\n"},
+      {{"ablate", "--run", run, "--ablate-windows", ""},
+       "tagger: option --ablate-windows has an empty item in ''; expected a,b,...\n"},
+      {{"ablate", "--run", run, "--ablate-positions", "alibi,alibi"},
+       "tagger: option --ablate-positions lists 'alibi' twice\n"},
+      {{"bench", "--steps", "0"}, "tagger: option --steps expects an integer from 1 to 100000, got 0\n"},
+      {{"bench", "--warmup", "-1"}, "tagger: option --warmup expects an integer from 0 to 10000, got -1\n"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_program(kTaggerProgram, args);
+    CAPTURE(args[1]);
+    CHECK(r.exit_code == 1);
+    CHECK(r.errors == message);
+    CHECK(files_of(run) == before);
+  }
+  // Options a subcommand does not use are not in its list, and words where none are taken are refused.
+  const auto predict_test = run_program(kTaggerProgram, {"predict", "--run", run, "--test", "x", "a dog"});
+  CHECK(predict_test.exit_code == 1);
+  CHECK(predict_test.errors.starts_with("tagger: unknown option --test\n"));
+  CHECK(run_program(kTaggerProgram, {"predict", "--help"}).output.find("--test") == std::string::npos);
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"eval", "--run", run, "junk"},
+                                               {"train", "--run", run, "--epochs", "1", "junk"},
+                                               {"data", "--out", (dir / "data").string(), "junk"}}) {
+    const auto r = run_program(kTaggerProgram, args);
+    CHECK(r.exit_code == 1);
+    CHECK(r.errors.starts_with("tagger: unexpected argument 'junk'\n"));
+  }
+  CHECK(files_of(run) == before);
+  CHECK_FALSE(fs::exists(dir / "data"));
+}

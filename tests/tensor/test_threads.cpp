@@ -56,9 +56,13 @@ QKV_CHILD("print threads", [](const std::vector<std::string>&) {
 TEST_CASE("QKV_NUM_THREADS sets the initial thread count and a bad value is reported and ignored") {
   CHECK(run_child("print threads", {}, {"QKV_NUM_THREADS=1"}).output == "1");
   CHECK(run_child("print threads", {}, {"QKV_NUM_THREADS=3"}).output == "3");
-  const std::string fallback = run_child("print threads", {}, {"OMP_NUM_THREADS=2", "QKV_NUM_THREADS=lots"}).output;
+  const std::string fallback =
+      run_child("print threads", {}, {"OMP_NUM_THREADS=2", "QKV_NUM_THREADS=lots"}).output;
   CHECK(fallback == "2");  // OpenMP's own default
   // One rule for both: the environment variable takes the same range as set_num_threads.
   CHECK(run_child("print threads", {}, {"OMP_NUM_THREADS=2", "QKV_NUM_THREADS=257"}).output == "2");
   CHECK(run_child("print threads", {}, {"QKV_NUM_THREADS=256"}).output == "256");
+  // Decimal digits only, as the programs' integer options: no sign, no whitespace.
+  for (const char* text : {"QKV_NUM_THREADS= 3", "QKV_NUM_THREADS=+3", "QKV_NUM_THREADS=3 "})
+    CHECK(run_child("print threads", {}, {"OMP_NUM_THREADS=2", text}).output == "2");
 }
