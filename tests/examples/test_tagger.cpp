@@ -448,8 +448,10 @@ TEST_CASE("tagger refuses a checkpoint made with another position scheme naming 
                        qkv::ValueError);
   Config bad = small_config();
   bad.positions = "fourier";
-  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("positions (--positions) is 'fourier'; expected one of alibi, clipped"),
-                       qkv::ValueError);
+  CHECK_THROWS_WITH_AS(
+      bad.validate(),
+      doctest::Contains("positions (--positions) is 'fourier'; expected one of alibi, clipped"),
+      qkv::ValueError);
 }
 
 TEST_CASE("tagger config names the key of a value of the wrong kind and bounds the window") {
@@ -647,12 +649,19 @@ TEST_CASE("tagger refuses a checkpoint whose config's sizes are not those of its
                        qkv::FormatError);
 }
 
-TEST_CASE("tagger eval with --test needs only the run directory, not the training files") {
-  qkv::testing::ScratchDir dir;
+namespace {
+
+// One epoch on 60 built-in sentences.
+Config files_config() {
   Config c = small_config();
   c.epochs = 1;
   c.train_sentences = 60;
-  const Data builtin = load_data(c);
+  return c;
+}
+
+// A run in dir/run trained from dir/{train,dev,test}.conllu, written from `builtin`'s splits.
+Config train_on_files(const fs::path& dir, const Data& builtin) {
+  Config c = files_config();
   for (const auto& [name, split] : {std::pair{"train.conllu", &builtin.train},
                                     {"dev.conllu", &builtin.dev},
                                     {"test.conllu", &builtin.test}})
@@ -661,6 +670,15 @@ TEST_CASE("tagger eval with --test needs only the run directory, not the trainin
   c.dev_file = (dir / "dev.conllu").string();
   c.test_file = (dir / "test.conllu").string();
   train(c, load_data(c), quiet(dir / "run"));
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("tagger eval with --test needs only the run directory, not the training files") {
+  qkv::testing::ScratchDir dir;
+  const Data builtin = load_data(files_config());
+  const Config c = train_on_files(dir.path(), builtin);
   fs::rename(dir / "test.conllu", dir / "other.conllu");
   fs::remove(dir / "train.conllu");
   fs::remove(dir / "dev.conllu");
@@ -685,18 +703,8 @@ TEST_CASE("tagger eval with --test needs only the run directory, not the trainin
 
 TEST_CASE("tagger eval with --test leaves out what a changed or unreadable training file would decide") {
   qkv::testing::ScratchDir dir;
-  Config c = small_config();
-  c.epochs = 1;
-  c.train_sentences = 60;
-  const Data builtin = load_data(c);
-  for (const auto& [name, split] : {std::pair{"train.conllu", &builtin.train},
-                                    {"dev.conllu", &builtin.dev},
-                                    {"test.conllu", &builtin.test}})
-    qkv::data::write_conllu((dir / name).string(), *split);
-  c.train_file = (dir / "train.conllu").string();
-  c.dev_file = (dir / "dev.conllu").string();
-  c.test_file = (dir / "test.conllu").string();
-  train(c, load_data(c), quiet(dir / "run"));
+  const Data builtin = load_data(files_config());
+  const Config c = train_on_files(dir.path(), builtin);
   const std::vector<std::string> eval = {"eval", "--run", (dir / "run").string(), "--test", c.test_file};
   auto r = qkv::testing::run_program(qkv::testing::kTaggerProgram, eval);
   CHECK(r.exit_code == 0);
