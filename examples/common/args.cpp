@@ -1,13 +1,11 @@
 #include "examples/common/args.h"
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 
+#include "io/file.h"
 #include "tensor/error.h"
 
 namespace qkv::examples {
@@ -163,11 +161,7 @@ void make_output_directory(const std::string& option, const std::string& path) {
   if (ec) throw ValueError(what + ec.message());
   if (!fs::is_directory(path, ec)) throw ValueError(what + "it is not a directory");
   // Permission bits do not bind root, and a read-only mount shows none: only a write tells.
-  std::string probe = (fs::path(path) / ".qkv-probe-XXXXXX").string();
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0) throw ValueError(what + std::strerror(errno));
-  ::close(fd);
-  fs::remove(probe, ec);
+  io::check_writable(path, "option --" + option);
 }
 
 }  // namespace qkv::examples

@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "examples/common/args.h"
 #include "io/digest.h"
 #include "io/file.h"
 #include "io/json.h"
@@ -137,13 +138,7 @@ Vocabs load_vocabs(const fs::path& dir, const Config& config) {
 }  // namespace
 
 void prepare_run_directory(const fs::path& dir) {
-  if (dir.empty()) throw qkv::ValueError("option --run is empty; expected a directory");
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
-    throw qkv::ValueError("option --run: '" + dir.string() +
-                          "' cannot be a run directory: " + (ec ? ec.message() : "it is not a directory"));
-  }
+  qkv::examples::make_output_directory("run", dir.string());  // made, and proved writable
   // Every file the run writes must be a file or absent, so that no write fails after training.
   for (const char* name : {"config.json", "words.txt", "tags.txt", "best.safetensors", "last.safetensors",
                            "metrics.csv", "profile.csv"}) {
@@ -155,7 +150,6 @@ void prepare_run_directory(const fs::path& dir) {
   if (fs::exists(dir / "figures") && !fs::is_directory(dir / "figures"))
     throw qkv::ValueError("tagger: " + (dir / "figures").string() +
                           " is not a directory, and the run writes its figures there: move it away");
-  qkv::io::check_writable(dir, "tagger");
   qkv::io::remove_temp_files(dir);
 }
 
