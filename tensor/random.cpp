@@ -1,7 +1,5 @@
 #include "tensor/random.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -9,7 +7,7 @@
 #include <numbers>
 
 #include "tensor/error.h"
-#include "tensor/threads.h"
+#include "tensor/kernels/parallel.h"
 
 namespace qkv {
 namespace {
@@ -29,16 +27,21 @@ uint64_t draw(uint64_t seed, uint64_t counter) {
 // 24 random bits → a float in [0, 1) with every value exactly representable.
 float unit_float(uint32_t bits) { return static_cast<float>(bits >> 8) * 0x1.0p-24f; }
 
-constexpr int64_t kParallelThreshold = 1 << 15;
+// Calls body(i) for i in [0, n), shared among threads when the `elements` it fills are many (every
+// value depends on its counter only, not on the thread that draws it).
+template <class F>
+void for_each(int64_t n, int64_t elements, F&& body) {
+  kernels::parallel_for(n, elements, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(i);
+  });
+}
 
 }  // namespace
 
 void Generator::fill_uniform(float* out, int64_t n, float lo, float hi) {
   const uint64_t seed = state_.seed, base = state_.offset;
   const float scale = hi - lo;
-#pragma omp parallel for num_threads(get_num_threads()) if (n > kParallelThreshold)
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = lo + scale * unit_float(static_cast<uint32_t>(draw(seed, base + i)));
+  for_each(n, n, [&](int64_t i) { out[i] = lo + scale * unit_float(static_cast<uint32_t>(draw(seed, base + i))); });
   state_.offset += static_cast<uint64_t>(n);
 }
 
@@ -47,8 +50,7 @@ void Generator::fill_normal(float* out, int64_t n, float mean, float std) {
   // sqrt(-2 ln u1)·cos(2π u2) and sqrt(-2 ln u1)·sin(2π u2) for elements 2j and 2j+1.
   const uint64_t seed = state_.seed, base = state_.offset;
   const int64_t pairs = (n + 1) / 2;
-#pragma omp parallel for num_threads(get_num_threads()) if (n > kParallelThreshold)
-  for (int64_t j = 0; j < pairs; ++j) {
+  for_each(pairs, n, [&](int64_t j) {
     const uint64_t r = draw(seed, base + j);
     const double u1 = (static_cast<double>(r >> 40) + 1.0) * 0x1.0p-24;  // in (0, 1]: log is finite
     const double u2 = static_cast<double>(r & 0xFFFFFF) * 0x1.0p-24;
@@ -56,7 +58,7 @@ void Generator::fill_normal(float* out, int64_t n, float mean, float std) {
     const double angle = 2.0 * std::numbers::pi * u2;
     out[2 * j] = mean + std * static_cast<float>(radius * std::cos(angle));
     if (2 * j + 1 < n) out[2 * j + 1] = mean + std * static_cast<float>(radius * std::sin(angle));
-  }
+  });
   state_.offset += static_cast<uint64_t>(pairs);
 }
 
@@ -75,8 +77,7 @@ void bernoulli_pairs(uint64_t seed, uint64_t base, const float* x, float* out, i
   constexpr int64_t kPairs = 256;
   const uint64_t key = mix64(seed ^ 0x6A09E667F3BCC909ULL);  // draw()'s first round, once
   const int64_t blocks = (n + 2 * kPairs - 1) / (2 * kPairs);
-#pragma omp parallel for num_threads(get_num_threads()) if (n > kParallelThreshold)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
+  for_each(blocks, n, [&](int64_t blk) {
     const int64_t i0 = blk * 2 * kPairs, len = std::min(2 * kPairs, n - i0);
     const uint64_t first = base + static_cast<uint64_t>(i0 / 2);
     uint64_t draws[kPairs];
@@ -88,7 +89,7 @@ void bernoulli_pairs(uint64_t seed, uint64_t base, const float* x, float* out, i
       if constexpr (kScaleInput) out[i0 + i] = x[i0 + i] * m;
       else out[i0 + i] = m;
     }
-  }
+  });
 }
 }  // namespace
 

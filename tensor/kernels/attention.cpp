@@ -1,8 +1,6 @@
 // The fused attention kernels: attention.h has the equations and how the work is split.
 #include "tensor/kernels/attention.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -15,26 +13,16 @@
 namespace qkv::kernels {
 namespace {
 
-// Calls block(i, scratch) for every block i in [0, blocks). With more than one thread, in one
-// parallel region whose threads take blocks dynamically (`schedule(dynamic)`: a free thread takes
-// the next block not started). Each thread gets its own `per_thread` floats of scratch, allocated
-// once per call. Inside a block, gemm and the softmax kernels see the enclosing region and run on
-// the calling thread alone.
+// Calls block(i, scratch) for every block i in [0, blocks), the blocks handed out to the threads of
+// parallel.h's pool (a free thread takes the next block not started). Each thread gets its own
+// `per_thread` floats of scratch, allocated once per call. Inside a block, gemm and the softmax
+// kernels see that they run in a task and stay on the calling thread.
 template <class F>
 void for_each_block(int64_t blocks, int64_t work, int64_t per_thread, F&& block) {
-  const bool parallel = blocks > 1 && get_num_threads() > 1 && work >= kMinParallelWork && !omp_in_parallel();
-  const int threads = parallel ? static_cast<int>(std::min<int64_t>(blocks, get_num_threads())) : 1;
+  const bool parallel = blocks > 1 && get_num_threads() > 1 && work >= kMinParallelWork && !in_parallel_task();
+  const int threads = parallel ? get_num_threads() : 1;
   std::vector<float> scratch(static_cast<size_t>(threads * per_thread));
-  if (!parallel) {
-    for (int64_t i = 0; i < blocks; ++i) block(i, scratch.data());
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    float* mine = scratch.data() + omp_get_thread_num() * per_thread;
-#pragma omp for schedule(dynamic)
-    for (int64_t i = 0; i < blocks; ++i) block(i, mine);
-  }
+  parallel_tasks(blocks, threads, [&](int64_t i, int worker) { block(i, scratch.data() + worker * per_thread); });
 }
 
 // The first element of head h of batch b.

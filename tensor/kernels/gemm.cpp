@@ -20,8 +20,6 @@
 // so every element of C is computed by one thread in the same order whatever the thread count.
 #include "tensor/kernels/gemm.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -193,17 +191,15 @@ int64_t split_point(int64_t n, int64_t parts, int64_t unit, int64_t p) {
 // barriers between packing and computing cost more than they save.
 constexpr int64_t kMinParallelProduct = int64_t{1} << 16;
 
-// Calls fn(i) for i in [0, n): on the calling thread alone, or shared among the threads of the
-// enclosing parallel region when `team` (an orphaned `omp for`, which ends with a barrier). The
-// serial case must not reach the `omp for`: gemm may run on one thread of someone else's team.
+// Calls fn(i) for i in [0, n): on the calling thread alone, or handed out to the threads of
+// parallel.h's pool (each i to whichever thread takes it first).
 template <class F>
-void for_each_index(bool team, int64_t n, F&& fn) {
-  if (!team) {
+void for_each_index(int threads, int64_t n, F&& fn) {
+  if (threads <= 1) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
-#pragma omp for schedule(dynamic)
-  for (int64_t i = 0; i < n; ++i) fn(i);
+  parallel_tasks(n, threads, [&](int64_t i, int) { fn(i); });
 }
 
 // How the M×n output of one pc step is cut into tasks: row blocks × column chunks, each task one
@@ -243,20 +239,19 @@ bool reads_a_in_place(Strided a, int64_t rows, int64_t k, int64_t cols) {
   return a.cs == 1 ? cols <= kInPlaceMaxCols : rows * k <= kInPlaceMaxTransposed;
 }
 
-// The blocked loops, run by every thread of a team of `threads` (or by the caller alone).
+// The blocked loops, their packing and products shared among `threads` threads (parallel.h).
 void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, Strided a, Strided b,
                    float beta, float* C, int64_t ldc, bool c_trans, float* b_packed) {
-  const bool team = threads > 1;
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t n = std::min(NC, N - jc);
     const auto [row_blocks, chunks] = task_grid(M, n, threads);
     for (int64_t pc = 0; pc < K; pc += KC) {
       const int64_t k = std::min(KC, K - pc);
       const Strided b_block{b.at(pc, jc), b.rs, b.cs};
-      for_each_index(team, threads, [&](int64_t t) {
+      for_each_index(threads, threads, [&](int64_t t) {
         pack_b(b_block, k, split_point(n, threads, NR, t), split_point(n, threads, NR, t + 1), b_packed);
       });
-      for_each_index(team, row_blocks * chunks, [&](int64_t task) {
+      for_each_index(threads, row_blocks * chunks, [&](int64_t task) {
         const int64_t block = task / chunks, chunk = task % chunks;
         const int64_t i0 = split_point(M, row_blocks, MR, block),
                       i1 = split_point(M, row_blocks, MR, block + 1);
@@ -298,11 +293,9 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
     const Strided at{a.p, a.cs, a.rs}, bt{b.p, b.cs, b.rs};  // op(A)ᵀ and op(B)ᵀ: swapped strides
     a = bt, b = at;
   }
-  const int threads = omp_in_parallel() || M * N * K < kMinParallelProduct ? 1 : get_num_threads();
-  // The packed B block belongs to the calling thread and is shared by the team.
+  const int threads = in_parallel_task() || M * N * K < kMinParallelProduct ? 1 : get_num_threads();
+  // The packed B block belongs to the calling thread and is shared by the threads.
   float* b_packed = t_b_buffer.get(std::min(KC, K) * ceil_div(std::min(NC, N), NR) * NR);
-  if (threads == 1) return blocked_loops(1, M, N, K, alpha, a, b, beta, C, ldc, c_trans, b_packed);
-#pragma omp parallel num_threads(threads)
   blocked_loops(threads, M, N, K, alpha, a, b, beta, C, ldc, c_trans, b_packed);
 }
 
