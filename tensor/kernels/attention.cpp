@@ -22,7 +22,7 @@ void for_each_block(int64_t blocks, int64_t work, int64_t per_thread, F&& block)
   const bool parallel = blocks > 1 && get_num_threads() > 1 && work >= kMinParallelWork && !in_parallel_task();
   const int threads = parallel ? get_num_threads() : 1;
   std::vector<float> scratch(static_cast<size_t>(threads * per_thread));
-  parallel_tasks(blocks, threads, [&](int64_t i, int worker) { block(i, scratch.data() + worker * per_thread); });
+  parallel_tasks(blocks, threads, work, [&](int64_t i, int worker) { block(i, scratch.data() + worker * per_thread); });
 }
 
 // The first element of head h of batch b.

@@ -16,20 +16,28 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
+
+#include "tensor/kernels/job_record.h"
 
 namespace qkv::kernels {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 thread_local bool t_in_task = false;
 
-// How long a thread spins on a value before it sleeps on it.
-constexpr auto kSpin = std::chrono::microseconds(30);
+// How long a thread spins on a value before it sleeps on it. Jobs of a small model's step come
+// tens of microseconds apart: a pool that slept at once paid a wake-up for each, and took 7.9 ms
+// per tiny step where spinning 100 µs took 5.6 (2 threads; 1 thread: 8.2).
+constexpr auto kSpin = std::chrono::microseconds(100);
 
 constexpr uint32_t kClosed = 0xFFFFFFFF;
 
@@ -45,12 +53,12 @@ class Signal {
  public:
   uint32_t load() const { return value_.load(); }
 
-  // Waits until the value differs from `old` and returns it.
-  uint32_t wait_until_changed(uint32_t old) {
-    const auto until = std::chrono::steady_clock::now() + kSpin;
+  // Waits until the value differs from `old` and returns it; sleeps at once unless `spin`.
+  uint32_t wait_until_changed(uint32_t old, bool spin = true) {
+    const auto until = Clock::now() + (spin ? kSpin : Clock::duration::zero());
     for (int i = 1;; ++i) {
       if (const uint32_t v = value_.load(); v != old) return v;
-      if (i % 64 == 0 && std::chrono::steady_clock::now() > until) break;
+      if (i % 64 == 0 && Clock::now() > until) break;
       cpu_relax();
     }
     std::unique_lock lock(mutex_);
@@ -85,49 +93,26 @@ class Signal {
   std::condition_variable wakeup_;
 };
 
-// Whether to run jobs on the calling thread alone for a while. A thread taken off its core in the
-// middle of a task (by another process, or by the hypervisor taking the core away) makes the
-// caller wait for that task at the end of a job: a stall, far longer than the few microseconds a
-// sleeping thread takes to wake. When stalls cost more than a tenth of the time spent in jobs over
-// a window, the pool rests: jobs run serially for a while, then threads are tried again; each
-// failed try doubles the rest (up to a couple of seconds), a good window halves it.
-class Governor {
+// The records of kinds of jobs (job_record.h), by the job's task function, task count and cost
+// within a quarter of an octave, so that the calls of a training step find their own.
+class Records {
  public:
-  using Clock = std::chrono::steady_clock;
-
-  bool resting(Clock::time_point now) const { return now.time_since_epoch().count() < rest_until_.load(); }
-
-  // A job that started at `start`, whose caller ran out of tasks to take at `caller_done` and
-  // saw the last task finish at `end`.
-  void record(Clock::time_point start, Clock::time_point caller_done, Clock::time_point end) {
-    if (window_start_ == Clock::time_point{}) window_start_ = start;
-    in_jobs_ += end - start;
-    if (end - caller_done > kStall) stalled_ += end - caller_done;
-    if (end - window_start_ < kWindow) return;
-    if (stalled_ * 10 > in_jobs_) {
-      rest_until_ = (end + rest_).time_since_epoch().count();
-      rest_ = std::min(rest_ * 2, kLongestRest);
-      ++rests_;
-    } else {
-      rest_ = std::max(rest_ / 2, kShortestRest);
-    }
-    window_start_ = {};  // the next window starts with the next job
-    in_jobs_ = stalled_ = Clock::duration::zero();
+  JobRecord& find(TaskFn task, int64_t tasks, int64_t cost) {
+    if (records_.size() > kMaxRecords) records_.clear();
+    const auto fn = reinterpret_cast<uintptr_t>(task.fn);
+    return records_[fn * 0x9E3779B97F4A7C15ULL ^ static_cast<uint64_t>(tasks) << 40 ^ quarter_octave(cost)];
   }
 
-  int64_t rests() const { return rests_.load(); }
-
  private:
-  static constexpr auto kStall = std::chrono::microseconds(200);
-  static constexpr auto kWindow = std::chrono::milliseconds(20);
-  static constexpr Clock::duration kShortestRest = std::chrono::milliseconds(50),
-                                   kLongestRest = std::chrono::milliseconds(1600);
+  static constexpr size_t kMaxRecords = 1 << 16;
 
-  std::atomic<Clock::rep> rest_until_{0};
-  std::atomic<int64_t> rests_{0};
-  Clock::time_point window_start_{};       // {}: no window yet
-  Clock::duration in_jobs_{}, stalled_{};  // in the window: time in jobs, and stalled at their ends
-  Clock::duration rest_ = kShortestRest;
+  static uint64_t quarter_octave(int64_t cost) {
+    const auto c = static_cast<uint64_t>(std::max<int64_t>(cost, 1));
+    const int octave = 63 - std::countl_zero(c);
+    return static_cast<uint64_t>(octave) << 2 | (octave >= 2 ? c >> (octave - 2) & 3 : 0);
+  }
+
+  std::unordered_map<uint64_t, JobRecord> records_;
 };
 
 class Pool {
@@ -138,14 +123,33 @@ class Pool {
     return *pool;
   }
 
-  // Runs the job if no other thread is running one (true), else leaves it to the caller (false).
-  // Runs the job if no other thread is running one and the pool is not resting (true), else
-  // leaves it to the caller (false).
-  bool run(int64_t tasks, int threads, TaskFn task) {
-    const auto start = Governor::Clock::now();
-    if (governor_.resting(start)) return false;
+  // Runs the job, with threads or on the caller alone as its record says is faster, and returns
+  // true; or false, doing nothing, when another thread is running a job.
+  bool run(int64_t tasks, int threads, TaskFn task, int64_t cost) {
     const std::unique_lock lock(use_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
+    JobRecord& record = records_.find(task, tasks, cost);
+    const bool parallel = record.next_run_parallel();
+    const auto start = Clock::now();
+    if (parallel) {
+      run_with_threads(tasks, threads, task);
+    } else {
+      for (int64_t i = 0; i < tasks; ++i) task.fn(task.context, i, 0);
+    }
+    record.add(parallel, std::chrono::duration<double, std::nano>(Clock::now() - start).count() /
+                             static_cast<double>(std::max<int64_t>(cost, 1)));
+    ++jobs_[parallel];
+    // Workers spin between jobs only while most jobs use them. When threads do not pay (the
+    // second core is busy or shared), a spinning worker would only take time from the caller.
+    parallel_share_ += ((parallel ? 1.0 : 0.0) - parallel_share_) / 16;
+    workers_spin_ = parallel_share_ > 0.5;
+    return true;
+  }
+
+  PoolStats stats() const { return {jobs_[1].load(), jobs_[0].load()}; }
+
+ private:
+  void run_with_threads(int64_t tasks, int threads, TaskFn task) {
     resize(threads - 1);
     const uint32_t generation = generation_.load() + 1;
     fn_ = task.fn;
@@ -155,17 +159,10 @@ class Pool {
     ticket_ = uint64_t{generation} << 32;
     generation_.set(generation);
     take_tasks(generation, 0);
-    const auto caller_done = Governor::Clock::now();
     for (uint32_t done = done_.load(); done != tasks_; done = done_.load()) done_.wait_until_changed(done);
     ticket_ = uint64_t{generation} << 32 | kClosed;
-    governor_.record(start, caller_done, Governor::Clock::now());
-    return true;
   }
 
-  int64_t rests() const { return governor_.rests(); }
-  bool resting() const { return governor_.resting(Governor::Clock::now()); }
-
- private:
   // Takes and runs tasks of job `generation` until none is left.
   void take_tasks(uint32_t generation, int worker) {
     t_in_task = true;
@@ -186,7 +183,7 @@ class Pool {
   // runs: by then a job may have come and the worker been stopped), waits for each next job.
   void work(int worker, uint32_t seen) {
     for (;;) {
-      seen = generation_.wait_until_changed(seen);
+      seen = generation_.wait_until_changed(seen, workers_spin_.load());
       if (worker > active_.load()) return;
       take_tasks(seen, worker);
     }
@@ -208,7 +205,10 @@ class Pool {
   }
 
   std::mutex use_;  // one job at a time
-  Governor governor_;
+  Records records_;
+  std::atomic<int64_t> jobs_[2] = {0, 0};  // run on the caller alone, with threads
+  double parallel_share_ = 1;              // of recent jobs
+  std::atomic<bool> workers_spin_{true};
   std::vector<std::thread> threads_;  // worker i + 1
   std::atomic<int> active_{0};        // workers numbered above it exit
   Signal generation_;                 // the current job's; threads wait for it to change
@@ -223,13 +223,11 @@ class Pool {
 
 bool in_parallel_task() { return t_in_task; }
 
-int64_t pool_rests() { return Pool::instance().rests(); }
+PoolStats pool_stats() { return Pool::instance().stats(); }
 
-bool pool_resting() { return Pool::instance().resting(); }
-
-void run_tasks(int64_t tasks, int threads, TaskFn task) {
+void run_tasks(int64_t tasks, int threads, TaskFn task, int64_t cost) {
   const bool serial = threads <= 1 || tasks <= 1 || t_in_task || tasks >= kClosed;
-  if (serial || !Pool::instance().run(tasks, threads, task))
+  if (serial || !Pool::instance().run(tasks, threads, task, cost))
     for (int64_t i = 0; i < tasks; ++i) task.fn(task.context, i, 0);
 }
 

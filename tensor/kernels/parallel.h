@@ -30,27 +30,32 @@ struct TaskFn {
 };
 
 // Runs every task in [0, tasks) exactly once, on the calling thread and up to `threads` - 1 pool
-// threads, and returns when all are finished. Runs them in order on the calling thread alone when
-// threads <= 1 or tasks <= 1, or when called from inside a task (kernels nest: a task may call
-// gemm, which then runs on that thread). Tasks must not throw.
-void run_tasks(int64_t tasks, int threads, TaskFn task);
+// threads, and returns when all are finished. `cost` is an estimate of the job's work (element
+// operations, multiply-adds): jobs alike in code, task count and cost are one kind of job, for
+// which the pool learns whether threads pay (job_record.h) and runs it on the caller alone when
+// they do not. Runs the tasks in order on the calling thread alone when threads <= 1 or
+// tasks <= 1, or when called from inside a task (kernels nest: a task may call gemm, which then
+// runs on that thread). Tasks must not throw.
+void run_tasks(int64_t tasks, int threads, TaskFn task, int64_t cost);
 
 // Whether the calling thread is running a task of run_tasks.
 bool in_parallel_task();
 
-// How many times the pool has rested so far: run jobs on their callers alone for a while because
-// threads stalled in the middle of tasks (parallel.cpp's Governor). For benchmarks' reports.
-int64_t pool_rests();
-bool pool_resting();  // whether it is resting now
+// How many jobs the pool has run with threads and on their callers alone, for benchmarks' reports.
+struct PoolStats {
+  int64_t parallel_jobs = 0, serial_jobs = 0;
+};
+PoolStats pool_stats();
 
 // run_tasks with a callable f(task, worker).
 template <class F>
-void parallel_tasks(int64_t tasks, int threads, F&& f) {
+void parallel_tasks(int64_t tasks, int threads, int64_t cost, F&& f) {
   run_tasks(tasks, threads,
             TaskFn{[](const void* context, int64_t task, int worker) {
                      (*static_cast<const F*>(context))(task, worker);
                    },
-                   &f});
+                   &f},
+            cost);
 }
 
 // Calls fn(begin, end) on disjoint ranges covering [0, n), in parallel when `work` (an estimate of
@@ -67,7 +72,7 @@ void parallel_for(int64_t n, int64_t work, F&& fn) {
   // Four ranges per thread, none under a quarter of kMinParallelWork of work.
   const int64_t ranges =
       std::min({n, int64_t{4} * threads, std::max<int64_t>(threads, 4 * work / kMinParallelWork)});
-  parallel_tasks(ranges, threads, [&](int64_t r, int) {
+  parallel_tasks(ranges, threads, work, [&](int64_t r, int) {
     const int64_t begin = n * r / ranges, end = n * (r + 1) / ranges;
     if (begin < end) fn(begin, end);
   });

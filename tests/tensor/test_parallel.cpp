@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "tensor/kernels/job_record.h"
 #include "tensor/kernels/parallel.h"
 #include "tensor/threads.h"
 
@@ -32,7 +33,7 @@ void check_jobs(int threads, int jobs) {
   for (int job = 0; job < jobs; ++job) {
     const int tasks = 1 + job % 40;
     for (auto& r : runs) r = 0;
-    parallel_tasks(tasks, threads, [&](int64_t i, int worker) {
+    parallel_tasks(tasks, threads, 1000, [&](int64_t i, int worker) {
       runs[static_cast<size_t>(i)].fetch_add(1);
       if (worker < 0 || worker >= threads) bad_worker.fetch_add(1);
     });
@@ -56,13 +57,10 @@ TEST_CASE("a running thread takes over the tasks of a thread that does not run")
   // thread does the other 99; with a fixed split (half the tasks to each thread) this would wait
   // for tasks that the stopped thread holds, and time out.
   const ThreadCount count(2);
-  // A resting pool runs jobs on the caller alone (see the last test); this test needs threads.
-  for (int i = 0; i < 400 && qkv::kernels::pool_resting(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  REQUIRE_FALSE(qkv::kernels::pool_resting());
+  // (The first run of a kind of job uses threads: job_record.h.)
   std::atomic<int> others_done{0};
   std::atomic<bool> timed_out{false};
-  parallel_tasks(100, 2, [&](int64_t i, int) {
+  parallel_tasks(100, 2, 1000, [&](int64_t i, int) {
     if (i != 0) {
       others_done.fetch_add(1);
       return;
@@ -79,7 +77,7 @@ TEST_CASE("a kernel called inside a task runs on that thread") {
   const ThreadCount count(2);
   CHECK_FALSE(in_parallel_task());
   std::atomic<int> nested_outside_task{0}, inner_runs{0};
-  parallel_tasks(8, 2, [&](int64_t, int) {
+  parallel_tasks(8, 2, 1000, [&](int64_t, int) {
     const std::thread::id me = std::this_thread::get_id();
     parallel_for(64, int64_t{1} << 30, [&](int64_t begin, int64_t end) {
       inner_runs.fetch_add(static_cast<int>(end - begin));
@@ -110,11 +108,60 @@ TEST_CASE("two threads of a program may run kernels at the same time") {
   const ThreadCount count(2);
   std::atomic<int64_t> sums[2] = {0, 0};
   const auto caller = [&](int c) {
-    for (int job = 0; job < 500; ++job) parallel_tasks(10, 2, [&](int64_t i, int) { sums[c].fetch_add(i); });
+    for (int job = 0; job < 500; ++job)
+      parallel_tasks(10, 2, 1000, [&](int64_t i, int) { sums[c].fetch_add(i); });
   };
   std::thread other(caller, 1);
   caller(0);
   other.join();
   CHECK(sums[0].load() == 500 * 45);
   CHECK(sums[1].load() == 500 * 45);
+}
+
+TEST_CASE(
+    "a job record runs both ways first, then the faster way, checking the slower one less and less often") {
+  using qkv::kernels::JobRecord;
+  JobRecord r;
+  // Threads first, then the caller alone.
+  REQUIRE(r.next_run_parallel());
+  r.add(true, 1.0);
+  REQUIRE_FALSE(r.next_run_parallel());
+  r.add(false, 1.8);
+  // Threads were faster: they run until the first check, at run kFirstCheck.
+  std::vector<bool> ways;
+  for (int i = 0; i < 2 + 8 + 16 + 32; ++i) {
+    const bool parallel = r.next_run_parallel();
+    ways.push_back(parallel);
+    r.add(parallel, parallel ? 1.0 : 1.8);
+  }
+  // The checks (runs on the caller alone) came at runs 8, 8 + 16 and 8 + 16 + 32: the interval
+  // doubles each time a check confirms the choice.
+  std::vector<int> checks;
+  for (int i = 0; i < static_cast<int>(ways.size()); ++i)
+    if (!ways[static_cast<size_t>(i)]) checks.push_back(i + 2);
+  CHECK(checks == std::vector<int>{8, 25, 58});
+}
+
+TEST_CASE("a job record follows the machine when threads stop paying, and back") {
+  using qkv::kernels::JobRecord;
+  JobRecord r;
+  const auto run = [&](double with_threads, double alone, int times) {
+    int parallel_runs = 0;
+    for (int i = 0; i < times; ++i) {
+      const bool parallel = r.next_run_parallel();
+      parallel_runs += parallel;
+      r.add(parallel, parallel ? with_threads : alone);
+    }
+    return parallel_runs;
+  };
+  run(1.0, 1.8, 200);  // a quiet machine: threads
+  CHECK(r.prefers_parallel());
+  // The second core is taken: a job with threads now takes 2.5 times as long. The next check
+  // finds it out, and from then on jobs run on the caller alone.
+  run(2.5, 1.8, 1000);
+  CHECK_FALSE(r.prefers_parallel());
+  CHECK(run(2.5, 1.8, 100) <= 2);  // about one check in 64 runs or fewer
+  // The core is back: at the next check (at most kLongestInterval runs away), threads again.
+  run(1.0, 1.8, JobRecord::kLongestInterval + 1);
+  CHECK(r.prefers_parallel());
 }
