@@ -10,9 +10,12 @@
 
 namespace qkv::kernels {
 
-// GFLOP/s of `threads` threads (at least 1) running FMA chains at once, from a common start to the
-// last thread's end: the best of a few short repetitions, so that a moment in which the host lent
-// a core elsewhere does not count. The probe takes about 45 ms on the project's host.
+// GFLOP/s of `threads` threads (at least 1, at most the machine's hardware threads) running FMA
+// chains at once: the sum of each thread's rate over the CPU time it was given, the best of a few
+// short repetitions. Timed by CPU time and not the wall clock, the figure is what the cores can do,
+// whether or not the host lends one of them elsewhere during the probe (with the wall clock, on a
+// machine busy with other builds, one run in three read a two-thread peak 10-50 % low). The probe
+// takes about 45 ms of CPU time per thread on the project's host.
 double peak_gflops(int threads);
 
 }  // namespace qkv::kernels
