@@ -7,10 +7,11 @@
 // then as many calls as fit in about 0.1 s (2 to 100), and keeps its best call; the figure quoted
 // is the median of those round bests, and vs_X is X's median time over qkv's (above 1: qkv is
 // faster). of_peak compares qkv with the machine's FMA peak, measured first with the
-// micro-kernel's own instruction set (tensor/kernels/peak.h, which `tagger bench` uses too). The `batched`
-// lines time gemm_batched on attention-sized products (the tagger's per-head Q·Kᵀ and weights·V) against a
-// loop of single products in Eigen and OpenBLAS; the `steps` lines time, on one thread, the three GEMMs a
-// reader meets in turn: the reference triple loop, the plainly blocked gemm_blocked and the fast gemm.
+// micro-kernel's own instruction set (tensor/kernels/peak.h, which `tagger bench` uses too). The
+// `batched` lines time gemm_batched on attention-sized products (the tagger's per-head Q·Kᵀ and
+// weights·V) against a loop of single products in Eigen and OpenBLAS; the `steps` lines time, on
+// one thread, the three GEMMs a reader meets in turn: the reference triple loop, the plainly
+// blocked gemm_blocked and the fast gemm.
 
 #include "tensor/kernels/gemm.h"
 

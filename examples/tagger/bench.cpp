@@ -111,7 +111,7 @@ struct BenchStep {
     batch = make_bench_batch(c);
     model = make_model(c.model, c.V, c.C);
     model->train();
-    if (c.model.word_dropout > 0)
+    if (c.model.word_dropout > 0)  // the Brown model's; <pad> is id 0, <unk> id 1 (data/vocab.h)
       model->tokens->set_word_counts(zipf_counts(c.V, kBrownTrainingTokens), 0, 1);
     optimizer = std::make_unique<qkv::optim::Adam>(model->parameters(), qkv::optim::AdamOptions{.lr = 1e-3});
   }
@@ -149,10 +149,11 @@ BenchConfig bench_config(const std::string& name) {
   if (name == "small") return {name, transformer(128, 8, 512, 4), 5000, 17, 32, 64, 32};
   if (name == "base") return {name, transformer(256, 8, 1024, 4), 10000, 17, 32, 128, 64};
   if (name == "brown") {
-    // One epoch of Brown training batches (data/batching.h: pools of 50 batches of 32 sorted by
-    // length) has 1435 batches, padded to 21.8 tokens on average (median 18, 90 % within 39), its
-    // real tokens filling 93 % of the padded ones, and 0.55 distinct forms per real token. The
-    // step's cost grows about linearly with T, so T is that mean and lengths in [19, 22] fill 93 %.
+    // Brown's training sentences bucketed as data/batching.h does (pools of 50 batches of 32, each
+    // pool sorted by length) make 1435 batches an epoch, padded to 21.8 tokens on average (median
+    // 18, 90 % within 39), their real tokens filling 93 % of the padded ones, with 0.55 distinct
+    // forms per real token. The step's cost grows about linearly with T (attention is 3 % of its
+    // FLOPs), so T is that mean, and lengths drawn in [19, 22] fill 93 % of it.
     return {name, real_text_defaults(), kBrownVocabulary, kBrownTags, 32, 22, 19, 0.55};
   }
   throw qkv::ValueError("tagger bench: unknown config \"" + name + "\" (tiny, small, base or brown)");
