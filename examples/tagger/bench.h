@@ -23,8 +23,8 @@
 namespace tagger {
 
 // The model `model`, vocabulary V, tags C, batch B, sentence length T; valid lengths drawn in
-// [min_len, T]. With characters (model.char_filters > 0) each distinct form is one of
-// form_share·(real tokens) synthetic words.
+// [min_len, T]. With characters (model.char_filters > 0), the batch's real tokens are spelled with
+// form_share·(real tokens) distinct synthetic word forms.
 struct BenchConfig {
   std::string name;
   Config model;
