@@ -1,16 +1,17 @@
 // GEMM throughput of qkv's fast kernel (tensor/kernels/gemm.cpp), side by side with Eigen and
 // OpenBLAS when this benchmark was built with them (bench/CMakeLists.txt; Debian's libeigen3-dev
 // and libopenblas-dev), in one process so that the ratios hold even on a busy machine. This is the
-// project's one comparison with other GEMMs and its one FMA-peak probe. One line per shape:
+// project's one comparison with other GEMMs. One line per shape:
 //   gemm NN 1024x1024x1024 threads=2 qkv=... eigen=... openblas=... vs_eigen=... vs_openblas=... of_peak=...
 // GFLOP/s = 2·M·N·K / time. The libraries take turns: in each round each makes a warm-up call and
 // then as many calls as fit in about 0.1 s (2 to 100), and keeps its best call; the figure quoted
 // is the median of those round bests, and vs_X is X's median time over qkv's (above 1: qkv is
 // faster). of_peak compares qkv with the machine's FMA peak, measured first with the
-// micro-kernel's own instruction set. The `batched` lines time gemm_batched on attention-sized
-// products (the tagger's per-head Q·Kᵀ and weights·V) against a loop of single products in Eigen
-// and OpenBLAS; the `steps` lines time, on one thread, the three GEMMs a reader meets in turn: the
-// reference triple loop, the plainly blocked gemm_blocked and the fast gemm.
+// micro-kernel's own instruction set (tensor/kernels/peak.h, which `tagger bench` uses too). The
+// `batched` lines time gemm_batched on attention-sized products (the tagger's per-head Q·Kᵀ and
+// weights·V) against a loop of single products in Eigen and OpenBLAS; the `steps` lines time, on
+// one thread, the three GEMMs a reader meets in turn: the reference triple loop, the plainly
+// blocked gemm_blocked and the fast gemm.
 
 #include "tensor/kernels/gemm.h"
 
@@ -24,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "tensor/kernels/gemm_microkernel.h"
+#include "tensor/kernels/peak.h"
 #include "tensor/random.h"
 #include "tensor/threads.h"
 
@@ -45,40 +46,6 @@ constexpr const char* kUsage =
     "  --rounds N      rounds of calls per library and shape (3)\n"
     "  --peak          measure the FMA peak only, and stop\n"
     "  VARIANT         among NN NT TN batched steps (default: NN NT TN batched)\n";
-
-// The peak FP32 throughput of fused multiply-adds in GFLOP/s on `threads` threads: each thread runs
-// as many independent FMA chains as the micro-kernel has accumulators, so that the FMA units
-// never wait for a result.
-double peak_gflops(int threads) {
-  using S = qkv::kernels::gemm_detail::Simd;
-  constexpr int chains = qkv::kernels::gemm_detail::MR * qkv::kernels::gemm_detail::NR / S::width;
-  constexpr long iters = 20000000;
-  double best = 0.0;
-  for (int rep = 0; rep < 3; ++rep) {
-    const auto start = Clock::now();
-    float sink = 0.0f;
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    {
-      const S::V b = S::broadcast(1.0000001f), c = S::broadcast(1e-7f);
-      S::V acc[chains];
-      for (int i = 0; i < chains; ++i) acc[i] = S::broadcast(static_cast<float>(i));
-      for (long it = 0; it < iters; ++it) {
-        // Fully unrolled, so that the accumulators live in registers (a loop over the array
-        // spilled them with the 24 chains of the AVX-512 tile, and the probe read 70 % of peak).
-#pragma GCC unroll 64
-        for (int i = 0; i < chains; ++i) acc[i] = S::fma(acc[i], b, c);
-      }
-      alignas(64) float out[S::width];
-      for (int i = 1; i < chains; ++i) acc[0] = S::fma(acc[i], b, acc[0]);
-      S::store(out, acc[0]);
-      sink += out[0];
-    }
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    best = std::max(best, 2.0 * S::width * chains * iters * threads / seconds / 1e9);
-    if (sink == 0.5f) std::printf(" ");  // keeps the chains alive
-  }
-  return best;
-}
 
 struct Shape {
   int64_t M, N, K;
@@ -292,7 +259,7 @@ std::vector<double> print_header(const Options& o) {
                 o.rounds);
   std::vector<double> peaks;
   for (int t : o.thread_counts) {
-    peaks.push_back(peak_gflops(t));
+    peaks.push_back(qkv::kernels::peak_gflops(t));
     std::printf("# peak FMA throughput (%s): threads=%d %.1f GFLOP/s\n", cfg.isa, t, peaks.back());
   }
   std::fflush(stdout);

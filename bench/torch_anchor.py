@@ -5,16 +5,33 @@ sizes and data shapes as `tagger bench --config CONFIG` and `seq2seq bench`, tim
 5 untimed warm-up steps, then the median wall-clock time of 30 steps. It prints one line in the
 format qkv's benchmarks print, so the two compare one to one:
 
-    config=tiny threads=1 ms_per_step=... tokens_per_s=... peak_rss_mib=... blas_threads=2
+    config=tiny threads=1 ms_per_step=... tokens_per_s=... peak_rss_mib=... blas_threads=2 parameters=...
 
 tokens_per_s is B·T over the median step (padding included); peak_rss_mib is the process's peak
-resident set (getrusage), the interpreter and PyTorch included.
+resident set (getrusage), the interpreter and PyTorch included; parameters counts the model's
+parameters, which for the tagger configs equals the parameters= of `tagger bench` (for brown,
+1704668: tests/examples/test_tagger_bench.cpp derives it).
 
 The models follow d2l.ai's PyTorch code:
   tiny, small, base   the Transformer-encoder tagger: embedding·sqrt(d) plus the sinusoidal
                       positional encoding (d2l.ai §11.6), post-norm blocks of multi-head attention
                       with bias-free projections (§11.5), add & norm, position-wise FFN (§11.7),
                       a linear layer to the tags; cross-entropy masked by valid length, Adam lr 1e-3.
+  brown               the tagger `tagger train --corpus brown` trains (examples/tagger/model.cpp,
+                      real_text_defaults()): each token is its lowercased word's embedding (d - F
+                      wide)·sqrt(d) beside the encoding of its characters (embedding 48 wide,
+                      padding_idx 0, Conv1d to F = 96 filters of width 3, max over the word's
+                      characters, relu; as nn/char_encoder.h); word dropout (a word seen c times
+                      read as <unk> with chance 1/(1 + c)); no absolute positions but T5's relative
+                      bias (32 buckets, max distance 128, one (32, heads) table shared by the
+                      layers, added to the scores; as nn/relative_position.h); d 128, 4 heads, FFN
+                      256, 2 layers. Brown's vocabulary (44147) and tags (12), batch 32 of T = 22 with
+                      valid lengths 19 to 22, 0.55 distinct forms per real token, forms of the
+                      corpus's length distribution, word counts by Zipf's law; all as
+                      examples/tagger/bench.cpp makes them, which explains the choices. Two
+                      differences in how, not what: Conv1d computes all U·L positions of the padded
+                      forms where qkv computes only each word's characters, and the bias table is
+                      looked up once per step where qkv looks it up in each layer.
   gru                 the GRU encoder-decoder (§10.7) with Bahdanau attention (§11.4): vocabulary
                       200, embedding 32, hidden 32, 2 layers, batch 64, 10 steps; Adam lr 5e-3,
                       gradient clipping at norm 1. The keys W_k·h are computed once per sequence,
@@ -43,7 +60,13 @@ TAGGER_CONFIGS = {
     "small": dict(V=5000, C=17, d=128, h=8, f=512, L=4, B=32, T=64),
     "base": dict(V=10000, C=17, d=256, h=8, f=1024, L=4, B=32, T=128),
 }
-CONFIGS = [*TAGGER_CONFIGS, "gru"]
+BROWN = dict(V=44147, C=12, d=128, h=4, f=256, L=2, B=32, T=22, min_len=19, char_dim=48, filters=96, kernel=3,
+             form_share=0.55, training_tokens=929446)
+# Of the distinct word forms of a Brown training batch, the share (per mille) of each length in
+# bytes, 1 to 16 (examples/tagger/bench.cpp's kFormLengthPermille).
+FORM_LENGTH_PERMILLE = [26, 71, 106, 174, 144, 125, 114, 85, 61, 42, 24, 14, 7, 4, 1, 2]
+CHAR_BEGIN, CHAR_END, NUM_CHAR_IDS = 257, 258, 259  # examples/tagger/model.h
+CONFIGS = [*TAGGER_CONFIGS, "brown", "gru"]
 DROPOUT = 0.1
 WARMUP_STEPS, TIMED_STEPS = 5, 30
 
@@ -90,10 +113,12 @@ class MultiHeadAttention(nn.Module):
         B, T, d = X.shape
         return X.reshape(B, T, self.heads, d // self.heads).permute(0, 2, 1, 3).reshape(-1, T, d // self.heads)
 
-    def forward(self, X, valid_lens):
+    def forward(self, X, valid_lens, bias=None):
         B, T, d = X.shape
         Q, K, V = self.split_heads(self.W_q(X)), self.split_heads(self.W_k(X)), self.split_heads(self.W_v(X))
         scores = torch.bmm(Q, K.transpose(1, 2)) / math.sqrt(Q.shape[-1])
+        if bias is not None:  # (h, T, T), the same for every sentence
+            scores = (scores.reshape(B, self.heads, T, T) + bias).reshape(B * self.heads, T, T)
         weights = masked_softmax(scores, valid_lens.repeat_interleave(self.heads))
         heads = torch.bmm(self.dropout(weights), V)  # (B·h, T, d/h)
         return self.W_o(heads.reshape(B, self.heads, T, -1).permute(0, 2, 1, 3).reshape(B, T, d))
@@ -109,8 +134,8 @@ class EncoderBlock(nn.Module):
         self.ffn = nn.Sequential(nn.Linear(d, ffn), nn.ReLU(), nn.Linear(ffn, d))
         self.dropout = nn.Dropout(DROPOUT)
 
-    def forward(self, X, valid_lens):
-        Y = self.norm1(X + self.dropout(self.attention(X, valid_lens)))
+    def forward(self, X, valid_lens, bias=None):
+        Y = self.norm1(X + self.dropout(self.attention(X, valid_lens, bias)))
         return self.norm2(Y + self.dropout(self.ffn(Y)))
 
 
@@ -140,25 +165,119 @@ class Tagger(nn.Module):
         return self.output(X)
 
 
-def tagger_step(config):
-    """The model, its optimizer and one training step on fixed random data; returns (step, B·T)."""
-    c = TAGGER_CONFIGS[config]
-    model = Tagger(c["V"], c["C"], c["d"], c["h"], c["f"], c["L"])
+def training_step(model, inputs, tags, valid_lens):
+    """One step of the tagger `model` on fixed data: masked cross-entropy, backward, Adam lr 1e-3."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    B, T = c["B"], c["T"]
-    tokens, tags = torch.randint(0, c["V"], (B, T)), torch.randint(0, c["C"], (B, T))
-    valid_lens = torch.randint(T // 2, T + 1, (B,))
-    mask = (torch.arange(T)[None, :] < valid_lens[:, None]).float().reshape(-1)
+    mask = (torch.arange(tags.shape[1])[None, :] < valid_lens[:, None]).float().reshape(-1)
 
     def step():
-        logits = model(tokens, valid_lens).reshape(-1, c["C"])
+        logits = model(*inputs).reshape(-1, model.output.out_features)
         per_token = nn.functional.cross_entropy(logits, tags.reshape(-1), reduction="none")
         loss = (per_token * mask).sum() / mask.sum()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
 
-    return step, B * T
+    return step
+
+
+def tagger_step(config):
+    """The model, one training step on fixed random data, and B·T."""
+    c = TAGGER_CONFIGS[config]
+    model = Tagger(c["V"], c["C"], c["d"], c["h"], c["f"], c["L"])
+    B, T = c["B"], c["T"]
+    tokens, tags = torch.randint(0, c["V"], (B, T)), torch.randint(0, c["C"], (B, T))
+    valid_lens = torch.randint(T // 2, T + 1, (B,))
+    return model, training_step(model, (tokens, valid_lens), tags, valid_lens), B * T
+
+
+class CharEncoder(nn.Module):
+    """Characters (U, L) of lengths (U) -> (U, filters): embedding, Conv1d, max over the word, relu."""
+
+    def __init__(self, char_dim, filters, kernel):
+        super().__init__()
+        self.embedding = nn.Embedding(NUM_CHAR_IDS, char_dim, padding_idx=0)
+        self.conv = nn.Conv1d(char_dim, filters, kernel, padding=kernel // 2)
+
+    def forward(self, chars, lengths):
+        h = self.conv(self.embedding(chars).transpose(1, 2))  # Conv1d takes (U, char_dim, L)
+        pad = torch.arange(chars.shape[1])[None, :] >= lengths[:, None]
+        return torch.relu(h.masked_fill(pad[:, None, :], float("-inf")).max(dim=2).values)
+
+
+class RelativePositionBias(nn.Module):
+    """T5's bidirectional bucketed bias: a scalar per head for each bucket of j - i (Raffel et al. 2020)."""
+
+    def __init__(self, heads, num_buckets=32, max_distance=128):
+        super().__init__()
+        self.num_buckets, self.max_distance = num_buckets, max_distance
+        self.weight = nn.Parameter(torch.randn(num_buckets, heads) * 0.02)
+
+    def forward(self, T):  # -> (heads, T, T)
+        relative = torch.arange(T)[None, :] - torch.arange(T)[:, None]  # key j minus query i
+        side = self.num_buckets // 2
+        exact = side // 2
+        distance = relative.abs()
+        log_ratio = torch.log(distance.clamp(min=1).float() / exact) / math.log(self.max_distance / exact)
+        far = exact + (log_ratio * (side - exact)).clamp(max=side - 1 - exact).long()
+        buckets = (relative > 0).long() * side + torch.where(distance < exact, distance, far)
+        return self.weight[buckets].permute(2, 0, 1)
+
+
+class BrownTagger(nn.Module):
+    def __init__(self, c, word_counts):
+        super().__init__()
+        self.d, self.filters = c["d"], c["filters"]
+        self.embedding = nn.Embedding(c["V"], c["d"] - c["filters"])
+        self.chars = CharEncoder(c["char_dim"], c["filters"], c["kernel"])
+        self.relative = RelativePositionBias(c["h"])
+        self.dropout = nn.Dropout(DROPOUT)
+        self.blocks = nn.ModuleList(EncoderBlock(c["d"], c["h"], c["f"]) for _ in range(c["L"]))
+        self.output = nn.Linear(c["d"], c["C"])
+        self.register_buffer("drop_chance", 1 / (1 + word_counts))
+
+    def forward(self, tokens, valid_lens, chars, char_lens, form_rows):  # (B, T) ... -> (B, T, C)
+        if self.training:  # word dropout: <unk> is id 1, <pad> id 0; neither is dropped
+            dropped = (torch.rand(tokens.shape) < self.drop_chance[tokens]) & (tokens > 1)
+            tokens = tokens.masked_fill(dropped, 1)
+        B, T = tokens.shape
+        forms = torch.cat([self.chars(chars, char_lens), torch.zeros(1, self.filters)])  # row U: padding
+        X = torch.cat([self.embedding(tokens) * math.sqrt(self.d), forms[form_rows].reshape(B, T, -1)], dim=-1)
+        X, bias = self.dropout(X), self.relative(T)
+        for block in self.blocks:
+            X = block(X, valid_lens, bias)
+        return self.output(X)
+
+
+def synthetic_chars(valid_lens, T):
+    """The batch's distinct forms as character ids (U, L), their lengths (U), each token's form (B·T)."""
+    real = int(valid_lens.sum())
+    U = max(1, round(BROWN["form_share"] * real))
+    lengths = torch.multinomial(torch.tensor(FORM_LENGTH_PERMILLE, dtype=torch.float), U, replacement=True) + 1
+    char_lens = lengths + 2  # the begin and end markers
+    chars = torch.zeros(U, int(char_lens.max()), dtype=torch.long)
+    for u, n in enumerate(lengths.tolist()):
+        letters = torch.randint(ord("a") + 1, ord("z") + 2, (n,))  # byte b is id b + 1
+        chars[u, : n + 2] = torch.cat([torch.tensor([CHAR_BEGIN]), letters, torch.tensor([CHAR_END])])
+    rows = torch.cat([torch.arange(U), torch.randint(0, U, (real - U,))])
+    form_rows = torch.full((len(valid_lens), T), U, dtype=torch.long)
+    form_rows[torch.arange(T)[None, :] < valid_lens[:, None]] = rows
+    return chars, char_lens, form_rows.reshape(-1)
+
+
+def brown_step():
+    """The Brown model, one training step on a synthetic batch shaped like Brown's, and B·T."""
+    c = BROWN
+    V, B, T = c["V"], c["B"], c["T"]
+    H = (1 / torch.arange(1, V - 1, dtype=torch.float64)).sum()
+    ranks = torch.arange(2, V, dtype=torch.float64) - 1  # Zipf's law: word id r seen N / ((r - 1)·H) times
+    counts = torch.zeros(V)
+    counts[2:] = (c["training_tokens"] / (ranks * H)).round().clamp(min=1).float()
+    model = BrownTagger(c, counts)
+    tokens, tags = torch.randint(0, V, (B, T)), torch.randint(0, c["C"], (B, T))
+    valid_lens = torch.randint(c["min_len"], T + 1, (B,))
+    inputs = (tokens, valid_lens, *synthetic_chars(valid_lens, T))
+    return model, training_step(model, inputs, tags, valid_lens), B * T
 
 
 class Seq2SeqAttention(nn.Module):
@@ -204,7 +323,7 @@ def gru_step():
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
 
-    return step, B * T
+    return model, step, B * T
 
 
 def median_seconds(step):
@@ -220,12 +339,18 @@ def median_seconds(step):
 def main():
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    step, tokens = gru_step() if args.config == "gru" else tagger_step(args.config)
+    if args.config == "gru":
+        model, step, tokens = gru_step()
+    elif args.config == "brown":
+        model, step, tokens = brown_step()
+    else:
+        model, step, tokens = tagger_step(args.config)
     seconds = median_seconds(step)
     peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    parameters = sum(p.numel() for p in model.parameters())
     print(f"config={args.config} threads={args.threads} ms_per_step={seconds * 1e3:.2f} "
           f"tokens_per_s={tokens / seconds:.0f} peak_rss_mib={peak_rss_mib:.0f} "
-          f"blas_threads={os.environ['OPENBLAS_NUM_THREADS']}")
+          f"blas_threads={os.environ['OPENBLAS_NUM_THREADS']} parameters={parameters}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@
 // themselves; the kernel multiplies them in, and backward uses them again. In training that keeps
 // one float per weight until backward, as many as the weights P themselves (the dropout op keeps
 // nothing and draws its mask again).
+#include "tensor/kernels/attention.h"
+
 #include <string>
 #include <vector>
 
@@ -18,7 +20,6 @@
 #include "autograd/ops/row_lengths.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
-#include "tensor/kernels/attention.h"
 #include "tensor/random.h"
 
 namespace qkv {
@@ -65,6 +66,11 @@ Tensor dropout_multipliers(const Shape& scores, float p, Generator& gen) {
   return keep;
 }
 
+// One of the kernels' (Tq, Tk)-by-d products over all B·H blocks: Q·Kᵀ, P'·V, or one of the four
+// in backward. A multiply and an add per (block, query, key, feature), as matmul counts them; the
+// softmax, mask and dropout passes between them are not counted.
+int64_t product_flops(const kernels::AttentionSizes& n) { return 2 * n.B * n.H * n.Tq * n.Tk * n.d; }
+
 // The gradients of q, k, v and the broadcast bias from the kernel. dq, dk, dv are written (B, T, H, d)
 // in memory (the layout of the (B, T, H·d) projections they flow back to) and handed over as
 // (B, H, T, d) views, so the permute's backward is a view too, not a copy.
@@ -80,6 +86,11 @@ Grads backward(const kernels::AttentionSizes& n, const Tensor& g, const Backward
   kernels::attention_backward(n, heads_view(q), heads_view(k), heads_view(v), weights.data(),
                               data_or_null(keep), gc.data(),
                               {data_or_null(dq), data_or_null(dk), data_or_null(dv), data_or_null(dbias)});
+  // dP' = dO·Vᵀ always, then dV, dQ and dK for the inputs that need them: each a product of the
+  // size of one forward product.
+  int64_t products = 1;
+  for (size_t input = 0; input < 3; ++input) products += ctx.needs[input] ? 1 : 0;
+  autograd::add_flops(products * product_flops(n));
   const auto as_heads = [](const Tensor& x) { return x.defined() ? x.permute({0, 2, 1, 3}) : x; };
   return {as_heads(dq), as_heads(dk), as_heads(dv), dbias};
 }
@@ -104,6 +115,7 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
   kernels::attention_forward(n, heads_view(qs), heads_view(ks), heads_view(vs),
                              lens.defined() ? lens.data() : nullptr, scores_view(mask_all),
                              scores_view(bias_all), data_or_null(keep), weights.data(), out.data());
+  autograd::add_flops(2 * product_flops(n));  // S = Q·Kᵀ and O = P'·V
   Tensor recorded =
       autograd::record("fused_attention", out, {qs, ks, vs, bias_all}, {qs, ks, vs, weights, keep},
                        [n](const Tensor& g, const BackwardContext& ctx) { return backward(n, g, ctx); });

@@ -5,7 +5,7 @@
 //   tagger predict [--run DIR] [SENTENCE...]      (no sentence: one per line on stdin; words cut
 //                                                  as the run's corpus cuts them, data/tokenize.h)
 //   tagger ablate  [--run DIR] [budget options]
-//   tagger bench   [--config tiny|small|base] [--steps N]
+//   tagger bench   [--config tiny|small|base|brown] [--steps N]
 //   tagger data    [--out DIR] [--corpus brown]   (the built-in or Brown corpus as CoNLL-U files)
 //
 // Without data files or --corpus brown (examples/tagger/brown.h), train uses the built-in corpus
@@ -48,7 +48,8 @@ const char* const kUsage =
     "run's corpus cuts them\n"
     "  ablate    train every position scheme with and without a window, and a BiGRU, with one budget; one "
     "table\n"
-    "  bench     time training steps of a reference config on random data (--config tiny|small|base)\n"
+    "  bench     time training steps of a reference config on synthetic data, count their FLOPs against the "
+    "FMA peak (--config tiny|small|base|brown)\n"
     "  data      write the built-in corpus (or --corpus brown) as CoNLL-U files (--out DIR)\n"
     "run `tagger COMMAND --help` for its options\n";
 
@@ -363,7 +364,9 @@ int main(int argc, char** argv) {
           {"cache", kDefaultBrownCache, "--corpus brown: the directory it is fetched into and read from"}};
       run = cmd_data;
     } else if (cmd == "bench") {
-      spec = {{"config", "tiny", "tiny, small or base: the configs bench/torch_anchor.py times in PyTorch"},
+      spec = {{"config", "tiny",
+               "tiny, small, base or brown (the model --corpus brown trains): the configs "
+               "bench/torch_anchor.py times in PyTorch"},
               {"steps", std::to_string(kBenchSteps), "timed steps"},
               {"warmup", std::to_string(kBenchWarmup), "untimed steps first"},
               {"threads", "0", "threads"}};

@@ -11,7 +11,6 @@
 
 #include "child_process.h"
 #include "data/conll.h"
-#include "examples/tagger/bench.h"
 #include "examples/tagger/options.h"
 #include "examples/tagger/train.h"
 #include "io/json.h"
@@ -301,19 +300,6 @@ TEST_CASE(
   brown.corpus = "brown";
   CHECK(qkv::data::tokenize(text, tokenizer_style_for(brown)) ==
         std::vector<std::string>{"they", "don't", "saw", "."});
-}
-
-TEST_CASE("tagger bench knows the anchor configs and times a step") {
-  CHECK(bench_config("small").d == 128);
-  CHECK(bench_config("base").T == 128);
-  CHECK_THROWS_AS(bench_config("huge"), qkv::ValueError);
-  BenchConfig c = bench_config("tiny");
-  c.V = 50;
-  c.T = 8;
-  const BenchResult r = run_bench(c, 2, 1);
-  CHECK(r.ms_per_step > 0);
-  CHECK(r.peak_rss_mib > 0);
-  CHECK(format_bench(c, r).rfind("config=tiny threads=", 0) == 0);
 }
 
 TEST_CASE("tagger gives a sentence the same logits whatever it is batched with") {

@@ -57,6 +57,24 @@ TEST_CASE("the profiler counts the calls and FLOPs of a matmul forward and backw
   CHECK(profiler.unscoped_ops().empty());
 }
 
+TEST_CASE("the profiler counts fused_attention's products, and backward only those its inputs need") {
+  // q (B, H, Tq, d) = (2, 3, 4, 5), k and v (2, 3, 6, 5): each product Q·Kᵀ, P·V, and in backward
+  // dP = dO·Vᵀ, dV, dQ, dK is a multiply-add per (b, h, query, key, feature).
+  const int64_t product = 2 * 2 * 3 * 4 * 6 * 5;
+  const Tensor q = randn({2, 3, 4, 5}, true), k = randn({2, 3, 6, 5}, true), v = randn({2, 3, 6, 5});
+  Profiler profiler;
+  fused_attention(q, k, v, IndexTensor(), Tensor(), Tensor(), 0.0f, default_generator())
+      .output.backward(ones({2, 4, 15}));
+  profiler.stop();
+  const std::vector<OpProfile> rows = profiler.ops();
+  const OpProfile* fwd = row(rows, "fused_attention", Pass::Forward);
+  const OpProfile* bwd = row(rows, "fused_attention", Pass::Backward);
+  REQUIRE(fwd != nullptr);
+  REQUIRE(bwd != nullptr);
+  CHECK(fwd->flops == 2 * product);
+  CHECK(bwd->flops == 3 * product);  // dP, dQ, dK: v needs no gradient, so no dV
+}
+
 TEST_CASE("the profiler times an op that calls other ops as one call") {
   // A matrix-vector product views its vector as a column and squeezes the result: one matmul call.
   const Tensor a = randn({4, 5}), v = randn({5});
