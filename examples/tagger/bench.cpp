@@ -17,6 +17,7 @@
 #include "optim/adam.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
+#include "tensor/kernels/parallel.h"
 #include "tensor/kernels/peak.h"
 #include "tensor/random.h"
 #include "tensor/threads.h"
@@ -182,7 +183,9 @@ BenchResult run_bench(const BenchConfig& c, int64_t steps, int64_t warmup) {
   r.parameters = s.model->num_parameters();
   r.flops_per_step = counted_step(s);  // untimed: the timed steps run with no observer
   std::vector<double> times, cpu_times;
+  qkv::kernels::PoolStats before;
   for (int64_t i = 0; i < warmup + steps; ++i) {
+    if (i == warmup) before = qkv::kernels::pool_stats();
     const double cpu0 = cpu_time_ms();
     const auto t0 = std::chrono::steady_clock::now();
     s.step();
@@ -193,6 +196,11 @@ BenchResult run_bench(const BenchConfig& c, int64_t steps, int64_t warmup) {
       cpu_times.push_back(cpu_time_ms() - cpu0);
     }
   }
+  const qkv::kernels::PoolStats after = qkv::kernels::pool_stats();
+  const auto threaded = after.parallel_jobs - before.parallel_jobs,
+             alone = after.serial_jobs - before.serial_jobs;
+  r.threaded_jobs =
+      threaded + alone > 0 ? static_cast<double>(threaded) / static_cast<double>(threaded + alone) : 0.0;
   r.ms_per_step = median(times);
   r.cpu_ms_per_step = median(cpu_times);
   r.tokens_per_s = static_cast<double>(c.B * c.T) / (r.ms_per_step / 1000.0);
@@ -208,10 +216,11 @@ std::string format_bench(const BenchConfig& c, const BenchResult& r) {
   std::snprintf(
       line, sizeof line,
       "config=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f cpu_ms_per_step=%.2f "
-      "gflop_per_step=%.3f gflops=%.1f peak_gflops=%.1f of_peak=%.0f%% parameters=%lld",
+      "gflop_per_step=%.3f gflops=%.1f peak_gflops=%.1f of_peak=%.0f%% parameters=%lld threaded_jobs=%.0f%%",
       c.name.c_str(), r.threads, r.ms_per_step, r.tokens_per_s, r.peak_rss_mib, r.cpu_ms_per_step,
       static_cast<double>(r.flops_per_step) * 1e-9, r.gflops, r.peak_gflops,
-      r.peak_gflops > 0 ? 100.0 * r.gflops / r.peak_gflops : 0.0, static_cast<long long>(r.parameters));
+      r.peak_gflops > 0 ? 100.0 * r.gflops / r.peak_gflops : 0.0, static_cast<long long>(r.parameters),
+      100.0 * r.threaded_jobs);
   return line;
 }
 

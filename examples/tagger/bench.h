@@ -47,6 +47,10 @@ struct BenchResult {
   double gflops = 0;           // flops_per_step / median step
   double peak_gflops = 0;      // the FMA peak at `threads` threads, measured in the same run
   int64_t parameters = 0;      // the model's parameter count (bench/torch_anchor.py prints its own)
+  // The share of the thread pool's jobs in the timed steps that ran with threads, the others on
+  // the calling thread alone because threads did not pay (tensor/kernels/job_record.h). 0 on
+  // one thread.
+  double threaded_jobs = 0;
 };
 
 // The batch a step trains on: word ids and tags drawn at random, valid lengths in [min_len, T],
