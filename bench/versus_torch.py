@@ -1,0 +1,82 @@
+"""qkv against PyTorch per training step, interleaved in one sitting.
+
+For each config, each round runs in turn: `tagger bench` at 1 and 2 threads, and
+bench/torch_anchor.py at 1/1, 2/1 and 2/2 (torch threads / BLAS threads). It prints the medians over
+the rounds, in ms per step and MiB of peak resident memory, and the ratios the project tracks:
+
+    config=base qkv_1=... qkv_2=... torch_1_1=... torch_2_1=... torch_2_2=... \\
+        vs_torch_1thread=... vs_torch_best=... rss_qkv=... rss_torch=... of_peak_1=... of_peak_2=...
+
+vs_torch_1thread is PyTorch 1/1 over qkv at 1 thread; vs_torch_best is PyTorch's best setting over
+qkv at 2 threads; of_peak_N is the share of the FMA peak qkv's step reached at N threads (the median
+of `tagger bench`'s own of_peak).
+
+Usage: python3 bench/versus_torch.py [--tagger build/examples/tagger] [--configs tiny,small,base,brown]
+                                     [--rounds 3]
+PyTorch runs through /usr/bin/python3 (Debian's python3-torch).
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEPS = {"tiny": 30, "small": 20, "base": 8, "brown": 30}
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tagger", default="build/examples/tagger")
+    parser.add_argument("--configs", default="tiny,small,base,brown")
+    parser.add_argument("--rounds", type=int, default=3)
+    return parser.parse_args()
+
+
+def fields(command, env=None):
+    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+    line = [l for l in out.splitlines() if l.startswith("config=")]
+    if not line:
+        sys.exit(f"versus_torch.py: no result line from {' '.join(command)}:\n{out}")
+    return dict(re.findall(r"(\w+)=([0-9.]+)%?", line[-1]))
+
+
+def qkv(args, config, threads):
+    steps = STEPS.get(config, 20)
+    return fields([args.tagger, "bench", "--config", config, "--threads", str(threads), "--steps", str(steps),
+                   "--warmup", "3"])
+
+
+def torch(config, threads, blas):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas))
+    return fields(["/usr/bin/python3", os.path.join(HERE, "torch_anchor.py"), config, str(threads),
+                   "--blas-threads", str(blas)], env)
+
+
+def main():
+    args = parse_args()
+    for config in args.configs.split(","):
+        runs = {k: [] for k in ["qkv_1", "qkv_2", "torch_1_1", "torch_2_1", "torch_2_2"]}
+        for _ in range(args.rounds):
+            runs["qkv_1"].append(qkv(args, config, 1))
+            runs["torch_1_1"].append(torch(config, 1, 1))
+            runs["qkv_2"].append(qkv(args, config, 2))
+            runs["torch_2_1"].append(torch(config, 2, 1))
+            runs["torch_2_2"].append(torch(config, 2, 2))
+
+        def med(name, field="ms_per_step"):
+            return statistics.median(float(r[field]) for r in runs[name])
+
+        ms = {name: med(name) for name in runs}
+        torch_best = min(ms["torch_1_1"], ms["torch_2_1"], ms["torch_2_2"])
+        rss_torch = min(med(n, "peak_rss_mib") for n in ["torch_1_1", "torch_2_1", "torch_2_2"])
+        print(f"config={config} " + " ".join(f"{k}={v:.2f}" for k, v in ms.items()) +
+              f" vs_torch_1thread={ms['torch_1_1'] / ms['qkv_1']:.2f} vs_torch_best={torch_best / ms['qkv_2']:.2f}"
+              f" rss_qkv={med('qkv_2', 'peak_rss_mib'):.0f} rss_torch={rss_torch:.0f}"
+              f" of_peak_1={med('qkv_1', 'of_peak'):.0f}% of_peak_2={med('qkv_2', 'of_peak'):.0f}%", flush=True)
+
+
+if __name__ == "__main__":
+    main()
