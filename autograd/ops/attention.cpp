@@ -10,6 +10,8 @@
 // themselves; the kernel multiplies them in, and backward uses them again. In training that keeps
 // one float per weight until backward, as many as the weights P themselves (the dropout op keeps
 // nothing and draws its mask again).
+#include "tensor/kernels/attention.h"
+
 #include <string>
 #include <vector>
 
@@ -18,7 +20,6 @@
 #include "autograd/ops/row_lengths.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
-#include "tensor/kernels/attention.h"
 #include "tensor/random.h"
 
 namespace qkv {
@@ -68,7 +69,8 @@ Tensor dropout_multipliers(const Shape& scores, float p, Generator& gen) {
 // The gradients of q, k, v and the broadcast bias from the kernel. dq, dk, dv are written (B, T, H, d)
 // in memory (the layout of the (B, T, H·d) projections they flow back to) and handed over as
 // (B, H, T, d) views, so the permute's backward is a view too, not a copy.
-Grads backward(const kernels::AttentionSizes& n, const Tensor& g, const BackwardContext& ctx) {
+Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const Tensor& g,
+               const BackwardContext& ctx) {
   const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2], &weights = ctx.saved[3];
   const Tensor& keep = ctx.saved[4];
   const Tensor gc = g.contiguous();
@@ -77,8 +79,9 @@ Grads backward(const kernels::AttentionSizes& n, const Tensor& g, const Backward
   };
   Tensor dq = buffer(0, n.Tq), dk = buffer(1, n.Tk), dv = buffer(2, n.Tk);
   Tensor dbias = ctx.needs[3] ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
-  kernels::attention_backward(n, heads_view(q), heads_view(k), heads_view(v), weights.data(),
-                              data_or_null(keep), gc.data(),
+  kernels::attention_backward(n, heads_view(q), heads_view(k), heads_view(v),
+                              lens.defined() ? lens.data() : nullptr, weights.data(), data_or_null(keep),
+                              gc.data(),
                               {data_or_null(dq), data_or_null(dk), data_or_null(dv), data_or_null(dbias)});
   const auto as_heads = [](const Tensor& x) { return x.defined() ? x.permute({0, 2, 1, 3}) : x; };
   return {as_heads(dq), as_heads(dk), as_heads(dv), dbias};
@@ -104,9 +107,9 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
   kernels::attention_forward(n, heads_view(qs), heads_view(ks), heads_view(vs),
                              lens.defined() ? lens.data() : nullptr, scores_view(mask_all),
                              scores_view(bias_all), data_or_null(keep), weights.data(), out.data());
-  Tensor recorded =
-      autograd::record("fused_attention", out, {qs, ks, vs, bias_all}, {qs, ks, vs, weights, keep},
-                       [n](const Tensor& g, const BackwardContext& ctx) { return backward(n, g, ctx); });
+  Tensor recorded = autograd::record(
+      "fused_attention", out, {qs, ks, vs, bias_all}, {qs, ks, vs, weights, keep},
+      [n, lens](const Tensor& g, const BackwardContext& ctx) { return backward(n, lens, g, ctx); });
   return {recorded, weights};
 }
 

@@ -8,6 +8,9 @@
 //   P' = P ∘ keep                             keep: the dropout multipliers (0 or 1/(1-p)), or none
 //   O_bh = P' V_bh                            (Tq, d), written into columns [h·d, (h+1)·d) of O
 //
+// Keys past the longest of a block's valid lengths have weight 0 in every row: the products leave
+// them out (S and dP are computed for the visible keys only, their rows of dK and dV are zeros).
+//
 // What is fused, and why. Composed of tensor ops, the same computation copies each head out of the
 // (B, T, H·d) projections into (B, H, T, d), runs batched products, a masked softmax pass, a
 // dropout pass, and copies the heads back together; backward runs each of those again in reverse.
@@ -81,9 +84,10 @@ struct AttentionGrads {
   float* dscores = nullptr;
 };
 
-// The backward, given the forward's inputs, its weights P and keep, and dout (B, Tq, H·d)
-// contiguous.
-void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const float* weights,
-                        const float* keep, const float* dout, const AttentionGrads& grads);
+// The backward, given the forward's inputs (lens as given to the forward), its weights P and keep,
+// and dout (B, Tq, H·d) contiguous.
+void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
+                        const float* weights, const float* keep, const float* dout,
+                        const AttentionGrads& grads);
 
 }  // namespace qkv::kernels

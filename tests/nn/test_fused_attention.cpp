@@ -137,6 +137,36 @@ TEST_CASE("fused_attention gives the same bits with 1 and 2 threads") {
   });
 }
 
+TEST_CASE("fused_attention leaves keys past every valid length out of its products") {
+  // Sequence 0 sees 3 of its 6 keys, sequence 1 all 6. Keys and values past the lengths hold NaN:
+  // a product over them would carry it into every output and gradient (0 · NaN is NaN).
+  Generator g(3);
+  Tensor q = randn({2, 2, 4, 3}, false, &g).requires_grad_();
+  Tensor k = randn({2, 2, 6, 3}, false, &g), v = randn({2, 2, 6, 3}, false, &g);
+  const Tensor clean_k = k.clone(), clean_v = v.clone();
+  const float nan = std::nan("");
+  for (Tensor* t : {&k, &v})
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t j = 3; j < 6; ++j)
+        for (int64_t c = 0; c < 3; ++c) t->data()[((0 * 2 + h) * 6 + j) * 3 + c] = nan;
+  const auto run_with = [&](const Tensor& keys, const Tensor& values) {
+    const Tensor kk = keys.detach().clone().requires_grad_(), vv = values.detach().clone().requires_grad_();
+    q.zero_grad();
+    const F::AttentionOutput out = F::fused_attention(q, kk, vv, IndexTensor{3, 6});
+    (out.output * out.output).sum().backward();
+    return std::vector<Tensor>{out.output, q.grad(), kk.grad(), vv.grad()};
+  };
+  const std::vector<Tensor> padded = run_with(k, v), clean = run_with(clean_k, clean_v);
+  for (size_t i = 0; i < padded.size(); ++i) {
+    CAPTURE(i);
+    CHECK(padded[i].contiguous().to_vector() == clean[i].contiguous().to_vector());  // NaN equals nothing
+  }
+  // The hidden keys and values get a zero gradient.
+  CHECK(padded[2].narrow(0, 0, 1).narrow(2, 3, 3).abs().sum().item() == 0.0f);
+  CHECK(padded[3].narrow(0, 0, 1).narrow(2, 3, 3).abs().sum().item() == 0.0f);
+  CHECK(padded[3].narrow(0, 0, 1).narrow(2, 0, 3).abs().sum().item() > 0.0f);
+}
+
 TEST_CASE("MultiHeadAttention gives the same results fused and composed, dropout included") {
   const auto step = [](bool fused) {
     manual_seed(1);
