@@ -4,12 +4,13 @@
 // the equations of the forward and backward kernels and why they are fused; this file joins them
 // to the graph.
 //
-// The dropout mask is drawn exactly as the composed path draws it: one bernoulli_scale call over
-// the (B, H, Q, K) weights, from the same generator, so a seeded run gives the same mask either
-// way. Here the draw is made on an array of ones, which leaves the multipliers (0 or 1/(1-p))
-// themselves; the kernel multiplies them in, and backward uses them again. In training that keeps
-// one float per weight until backward, as many as the weights P themselves (the dropout op keeps
-// nothing and draws its mask again).
+// The dropout mask is the one the composed path draws: one bernoulli_scale call over the
+// (B, H, Q, K) weights, from the same generator, so a seeded run gives the same mask either way.
+// The generator is counter-based (tensor/random.h), so each block's part of that draw can be made
+// alone, from the state the op started at: the kernel asks for a block's multipliers when it
+// needs them, in forward and again in backward, and nothing of the mask is stored (as the dropout
+// op, which draws its mask again in backward too). Stored, it took one float per weight until
+// backward: 64 MB of the tagger's base bench step.
 #include "tensor/kernels/attention.h"
 
 #include <string>
@@ -19,7 +20,6 @@
 #include "autograd/observer.h"
 #include "autograd/ops/row_lengths.h"
 #include "tensor/error.h"
-#include "tensor/factories.h"
 #include "tensor/random.h"
 
 namespace qkv {
@@ -52,27 +52,45 @@ kernels::ScoresView scores_view(const Tensor& x) {
   return {x.data(), s[0], s[1], s[2], s[3]};
 }
 
-const float* data_or_null(const Tensor& x) { return x.defined() ? x.data() : nullptr; }
 float* data_or_null(Tensor& x) { return x.defined() ? x.data() : nullptr; }
 
-// The dropout multipliers of the (B, H, Q, K) weights, 0 with probability p and 1/(1-p) otherwise,
-// from the draw dropout(weights, p, gen) would make; undefined when p == 0 (no draw).
-Tensor dropout_multipliers(const Shape& scores, float p, Generator& gen) {
+// Writes out[i] = elements first + i, i < n, of the multipliers (0 with probability p, else
+// 1/(1-p)) that bernoulli_scale over ones would give from `start`. Two elements come from each
+// draw (element 2j from draw j's low half, 2j+1 from its high half), so an odd first element is
+// the second of its pair.
+void draw_multipliers(GeneratorState start, int64_t first, int64_t n, float p, float* out) {
+  const float keep = 1.0f - p, scale = 1.0f / keep;
+  Generator gen;
+  if (n > 0 && first % 2 == 1) {
+    float pair[2];
+    gen.set_state({start.seed, start.offset + static_cast<uint64_t>(first / 2)});
+    gen.fill_bernoulli(pair, 2, keep);
+    *out++ = pair[1] * scale;
+    ++first, --n;
+  }
+  gen.set_state({start.seed, start.offset + static_cast<uint64_t>(first / 2)});
+  gen.fill_bernoulli(out, n, keep);
+  for (int64_t i = 0; i < n; ++i) out[i] *= scale;
+}
+
+// The kernels' dropout multipliers, block by block, of the draw dropout(weights, p, gen) would
+// make over the (B, H, Q, K) weights, and gen advanced past that draw; empty when p == 0.
+kernels::DropoutDraw dropout_draw(const kernels::AttentionSizes& n, float p, Generator& gen) {
   if (!(p >= 0.0f && p < 1.0f))
     throw ValueError("fused_attention: dropout_p must be in [0, 1), got " + std::to_string(p));
-  if (p == 0.0f) return Tensor();
-  Tensor keep = ones(scores);
-  gen.bernoulli_scale(keep.data(), keep.data(), keep.numel(), 1.0f - p, 1.0f / (1.0f - p));
-  return keep;
+  if (p == 0.0f) return {};
+  const GeneratorState start = gen.state();
+  const int64_t TT = n.Tq * n.Tk, all = n.B * n.H * TT;
+  gen.set_state({start.seed, start.offset + static_cast<uint64_t>((all + 1) / 2)});
+  return [start, TT, p](int64_t block, float* out) { draw_multipliers(start, block * TT, TT, p, out); };
 }
 
 // The gradients of q, k, v and the broadcast bias from the kernel. dq, dk, dv are written (B, T, H, d)
 // in memory (the layout of the (B, T, H·d) projections they flow back to) and handed over as
 // (B, H, T, d) views, so the permute's backward is a view too, not a copy.
-Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const Tensor& g,
-               const BackwardContext& ctx) {
+Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const kernels::DropoutDraw& keep,
+               const Tensor& g, const BackwardContext& ctx) {
   const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2], &weights = ctx.saved[3];
-  const Tensor& keep = ctx.saved[4];
   const Tensor gc = g.contiguous();
   const auto buffer = [&](size_t input, int64_t T) {
     return ctx.needs[input] ? Tensor::empty({n.B, T, n.H, n.d}) : Tensor();
@@ -80,8 +98,7 @@ Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const 
   Tensor dq = buffer(0, n.Tq), dk = buffer(1, n.Tk), dv = buffer(2, n.Tk);
   Tensor dbias = ctx.needs[3] ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
   kernels::attention_backward(n, heads_view(q), heads_view(k), heads_view(v),
-                              lens.defined() ? lens.data() : nullptr, weights.data(), data_or_null(keep),
-                              gc.data(),
+                              lens.defined() ? lens.data() : nullptr, weights.data(), keep, gc.data(),
                               {data_or_null(dq), data_or_null(dk), data_or_null(dv), data_or_null(dbias)});
   const auto as_heads = [](const Tensor& x) { return x.defined() ? x.permute({0, 2, 1, 3}) : x; };
   return {as_heads(dq), as_heads(dk), as_heads(dv), dbias};
@@ -102,14 +119,15 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
   const Tensor mask_all = mask.defined() ? mask.detach().expand(scores) : Tensor();
   const IndexTensor lens =
       valid_lens.defined() ? score_row_lengths("fused_attention", scores, valid_lens) : IndexTensor();
-  const Tensor keep = dropout_multipliers(scores, dropout_p, gen);
+  const kernels::DropoutDraw keep = dropout_draw(n, dropout_p, gen);
   Tensor weights = Tensor::empty(scores), out = Tensor::empty({n.B, n.Tq, n.H * n.d});
   kernels::attention_forward(n, heads_view(qs), heads_view(ks), heads_view(vs),
                              lens.defined() ? lens.data() : nullptr, scores_view(mask_all),
-                             scores_view(bias_all), data_or_null(keep), weights.data(), out.data());
-  Tensor recorded = autograd::record(
-      "fused_attention", out, {qs, ks, vs, bias_all}, {qs, ks, vs, weights, keep},
-      [n, lens](const Tensor& g, const BackwardContext& ctx) { return backward(n, lens, g, ctx); });
+                             scores_view(bias_all), keep, weights.data(), out.data());
+  Tensor recorded = autograd::record("fused_attention", out, {qs, ks, vs, bias_all}, {qs, ks, vs, weights},
+                                     [n, lens, keep](const Tensor& g, const BackwardContext& ctx) {
+                                       return backward(n, lens, keep, g, ctx);
+                                     });
   return {recorded, weights};
 }
 

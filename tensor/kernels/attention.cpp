@@ -85,10 +85,11 @@ void zero_rows(float* head, int64_t from, int64_t to, int64_t d, int64_t D) {
 }  // namespace
 
 void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                       ScoresView mask, ScoresView bias, const float* keep, float* weights, float* out) {
+                       ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* weights,
+                       float* out) {
   const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
-  // Scratch: the block's scores S, then its dropped-out weights P'.
-  for_each_block(blocks, blocks * TT * (2 * n.d + 8), TT, [&](int64_t block, float* s) {
+  // Scratch: the block's scores S, then its dropped-out weights P'; its dropout multipliers.
+  for_each_block(blocks, blocks * TT * (2 * n.d + 8), keep ? 2 * TT : TT, [&](int64_t block, float* s) {
     const int64_t b = block / n.H, h = block % n.H;
     float* p = weights + block * TT;
     const int64_t tv = visible_keys(n, lens, block);
@@ -99,7 +100,8 @@ void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsV
     masked_softmax_forward(n.Tq, n.Tk, s, lens ? lens + block * n.Tq : nullptr, p);
     const float* dropped = p;
     if (keep) {  // P' = P ∘ keep, the product the composed dropout forms
-      const float* keep_bh = keep + block * TT;
+      float* keep_bh = s + TT;
+      keep(block, keep_bh);
       for (int64_t i = 0; i < TT; ++i) s[i] = p[i] * keep_bh[i];
       dropped = s;
     }
@@ -110,46 +112,49 @@ void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsV
 }
 
 void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                        const float* weights, const float* keep, const float* dout,
+                        const float* weights, const DropoutDraw& keep, const float* dout,
                         const AttentionGrads& grads) {
   const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
   const float inv_root_d = 1.0f / std::sqrt(static_cast<float>(n.d));
-  // Scratch: dP (first dP', then masked by keep), P', and dS unless it goes to grads.dscores.
-  for_each_block(blocks, blocks * TT * (4 * n.d + 8), 3 * TT, [&](int64_t block, float* scratch) {
-    const int64_t b = block / n.H, h = block % n.H;
-    float *dp = scratch, *dropped = scratch + TT;
-    float* ds = grads.dscores ? grads.dscores + block * TT : scratch + 2 * TT;
-    const float* p = weights + block * TT;
-    const float* dout_bh = dout + b * n.Tq * D + h * n.d;
-    // Keys past tv have weight 0 (visible_keys): their rows of dK and dV are 0, and so is dP there.
-    const int64_t tv = visible_keys(n, lens, block);
-    // in the forward pass this was: O = P' V, so dP' = dO Vᵀ: (Tq, d)·(d, tv)
-    gemm(false, true, n.Tq, tv, n.d, 1.0f, dout_bh, D, head_of(v, b, h), v.row, 0.0f, dp, n.Tk);
-    for (int64_t i = 0; i < n.Tq; ++i) std::fill(dp + i * n.Tk + tv, dp + (i + 1) * n.Tk, 0.0f);
-    const float* p_dropped = p;
-    if (keep) {  // P' = P ∘ keep, so dP = dP' ∘ keep
-      const float* keep_bh = keep + block * TT;
-      for (int64_t i = 0; i < TT; ++i) dropped[i] = p[i] * keep_bh[i], dp[i] *= keep_bh[i];
-      p_dropped = dropped;
-    }
-    // dV = P'ᵀ dO: (tv, Tq)·(Tq, d)
-    if (grads.dv) {
-      float* dv_bh = grads.dv + b * n.Tk * D + h * n.d;
-      gemm(true, false, tv, n.d, n.Tq, 1.0f, p_dropped, n.Tk, dout_bh, D, 0.0f, dv_bh, D);
-      zero_rows(dv_bh, tv, n.Tk, n.d, D);
-    }
-    // P = softmax(S): dS = P ∘ (dP − rowsum(dP ∘ P)), zero at every hidden key
-    softmax_backward(n.Tq, n.Tk, 1, p, dp, ds, false);
-    // S = Q Kᵀ / √d: dQ = dS K / √d, (Tq, tv)·(tv, d); dK = dSᵀ Q / √d, (tv, Tq)·(Tq, d)
-    if (grads.dq)
-      gemm(false, false, n.Tq, n.d, tv, inv_root_d, ds, n.Tk, head_of(k, b, h), k.row, 0.0f,
-           grads.dq + b * n.Tq * D + h * n.d, D);
-    if (grads.dk) {
-      float* dk_bh = grads.dk + b * n.Tk * D + h * n.d;
-      gemm(true, false, tv, n.d, n.Tq, inv_root_d, ds, n.Tk, head_of(q, b, h), q.row, 0.0f, dk_bh, D);
-      zero_rows(dk_bh, tv, n.Tk, n.d, D);
-    }
-  });
+  // Scratch: dP (first dP', then masked by keep), P', dS unless it goes to grads.dscores, and the
+  // dropout multipliers.
+  for_each_block(
+      blocks, blocks * TT * (4 * n.d + 8), keep ? 4 * TT : 3 * TT, [&](int64_t block, float* scratch) {
+        const int64_t b = block / n.H, h = block % n.H;
+        float *dp = scratch, *dropped = scratch + TT;
+        float* ds = grads.dscores ? grads.dscores + block * TT : scratch + 2 * TT;
+        const float* p = weights + block * TT;
+        const float* dout_bh = dout + b * n.Tq * D + h * n.d;
+        // Keys past tv have weight 0 (visible_keys): their rows of dK and dV are 0, and so is dP there.
+        const int64_t tv = visible_keys(n, lens, block);
+        // in the forward pass this was: O = P' V, so dP' = dO Vᵀ: (Tq, d)·(d, tv)
+        gemm(false, true, n.Tq, tv, n.d, 1.0f, dout_bh, D, head_of(v, b, h), v.row, 0.0f, dp, n.Tk);
+        for (int64_t i = 0; i < n.Tq; ++i) std::fill(dp + i * n.Tk + tv, dp + (i + 1) * n.Tk, 0.0f);
+        const float* p_dropped = p;
+        if (keep) {  // P' = P ∘ keep, so dP = dP' ∘ keep
+          float* keep_bh = scratch + 3 * TT;
+          keep(block, keep_bh);
+          for (int64_t i = 0; i < TT; ++i) dropped[i] = p[i] * keep_bh[i], dp[i] *= keep_bh[i];
+          p_dropped = dropped;
+        }
+        // dV = P'ᵀ dO: (tv, Tq)·(Tq, d)
+        if (grads.dv) {
+          float* dv_bh = grads.dv + b * n.Tk * D + h * n.d;
+          gemm(true, false, tv, n.d, n.Tq, 1.0f, p_dropped, n.Tk, dout_bh, D, 0.0f, dv_bh, D);
+          zero_rows(dv_bh, tv, n.Tk, n.d, D);
+        }
+        // P = softmax(S): dS = P ∘ (dP − rowsum(dP ∘ P)), zero at every hidden key
+        softmax_backward(n.Tq, n.Tk, 1, p, dp, ds, false);
+        // S = Q Kᵀ / √d: dQ = dS K / √d, (Tq, tv)·(tv, d); dK = dSᵀ Q / √d, (tv, Tq)·(Tq, d)
+        if (grads.dq)
+          gemm(false, false, n.Tq, n.d, tv, inv_root_d, ds, n.Tk, head_of(k, b, h), k.row, 0.0f,
+               grads.dq + b * n.Tq * D + h * n.d, D);
+        if (grads.dk) {
+          float* dk_bh = grads.dk + b * n.Tk * D + h * n.d;
+          gemm(true, false, tv, n.d, n.Tq, inv_root_d, ds, n.Tk, head_of(q, b, h), q.row, 0.0f, dk_bh, D);
+          zero_rows(dk_bh, tv, n.Tk, n.d, D);
+        }
+      });
 }
 
 }  // namespace qkv::kernels

@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace qkv::kernels {
 
@@ -66,14 +67,20 @@ struct ScoresView {
   int64_t batch = 0, head = 0, row = 0, col = 0;
 };
 
+// The dropout multipliers of the (B, H, Tq, Tk) weights (0 or 1/(1-p)), drawn block by block when
+// the kernels need them instead of stored from forward to backward (a float per weight, as much
+// memory as the weights themselves): draw(block, out) writes the Tq·Tk multipliers of block
+// b·H + h to out, the same ones every time. Empty without dropout.
+using DropoutDraw = std::function<void(int64_t block, float* out)>;
+
 // The forward.
 //   q (B, H, Tq, d), k and v (B, H, Tk, d) as HeadsView
 //   lens: (B, H, Tq) keys visible to each row, or nullptr for all
 //   mask: nonzero where the query may see the key; bias: added to the scores (either may be absent)
-//   keep: (B, H, Tq, Tk) dropout multipliers, or nullptr without dropout
+//   keep: the dropout multipliers, or empty without dropout
 //   → weights P (B, H, Tq, Tk) contiguous, before dropout; out (B, Tq, H·d) contiguous
 void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                       ScoresView mask, ScoresView bias, const float* keep, float* weights, float* out);
+                       ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* weights, float* out);
 
 // Where backward writes: dq (B, Tq, H·d), dk and dv (B, Tk, H·d), dscores (B, H, Tq, Tk), all
 // contiguous; a null pointer skips that gradient.
@@ -87,7 +94,7 @@ struct AttentionGrads {
 // The backward, given the forward's inputs (lens as given to the forward), its weights P and keep,
 // and dout (B, Tq, H·d) contiguous.
 void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                        const float* weights, const float* keep, const float* dout,
+                        const float* weights, const DropoutDraw& keep, const float* dout,
                         const AttentionGrads& grads);
 
 }  // namespace qkv::kernels

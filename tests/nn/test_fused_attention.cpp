@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "autograd/node.h"
 #include "nn/attention.h"
 #include "nn/attention_testing.h"
 #include "nn/functional/attention.h"
@@ -120,6 +121,17 @@ TEST_CASE(
   check_close(fused[0], composed[0], 1e-5f);
   const std::vector<Tensor> other_seed = run(p, true, 0.5f, 4);
   CHECK((other_seed[0] - composed[0]).abs().max().item() > 1e-2f);
+}
+
+TEST_CASE("fused_attention keeps no dropout mask for backward: it draws each block's part again") {
+  Generator g(6);
+  const Tensor q = randn({2, 2, 5, 4}, true, &g), k = randn({2, 2, 5, 4}, true, &g);
+  const auto saved_bytes = [&](float p) {
+    return F::fused_attention(q, k, k, IndexTensor(), Tensor(), Tensor(), p).output.grad_fn()->saved_bytes();
+  };
+  // q, k, v and the weights (2·2·5·5 floats), whatever the dropout.
+  CHECK(saved_bytes(0.0f) == 4 * (3 * 2 * 2 * 5 * 4 + 2 * 2 * 5 * 5));
+  CHECK(saved_bytes(0.5f) == saved_bytes(0.0f));
 }
 
 TEST_CASE("fused_attention gives the same bits with 1 and 2 threads") {
