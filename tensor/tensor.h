@@ -250,6 +250,10 @@ Tensor unfold1d(const Tensor& x, int64_t kernel_size, int64_t padding = 0, int64
 // Keys outside [0, T) contribute 0.
 Tensor band_scores(const Tensor& q, const Tensor& k, int64_t window, float scale);
 Tensor band_sum(const Tensor& p, const Tensor& v, int64_t window);
+// A linear layer's y = x·Wᵀ + b as one op, the bias added by the GEMM to each output tile while it
+// is in cache: the op behind nn::functional::linear (use that). x (..., in), weight (out, in),
+// bias (out) → (..., out).
+Tensor linear_with_bias(const Tensor& x, const Tensor& weight, const Tensor& bias);
 // Inverted dropout, fused: each element is zeroed with probability p, drawn from `gen`, and the
 // others scaled by 1/(1-p); the mask is drawn in the same pass and never stored (backward draws
 // it again from the generator's state at the call). x: any shape → same shape. The op behind
