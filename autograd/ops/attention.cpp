@@ -14,6 +14,7 @@
 #include "tensor/kernels/attention.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/function.h"
@@ -85,6 +86,34 @@ kernels::DropoutDraw dropout_draw(const kernels::AttentionSizes& n, float p, Gen
   return [start, TT, p](int64_t block, float* out) { draw_multipliers(start, block * TT, TT, p, out); };
 }
 
+// What both ops pass the kernels besides q, k and v: the valid length of every row of scores, the
+// mask and the bias broadcast to the (B, H, Tq, Tk) scores, and the dropout draw.
+struct Extras {
+  IndexTensor lens;
+  Tensor mask, bias;
+  kernels::DropoutDraw keep;
+};
+
+Extras extras(const char* op, const kernels::AttentionSizes& n, const IndexTensor& valid_lens,
+              const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen) {
+  const Shape scores{n.B, n.H, n.Tq, n.Tk};
+  // A broadcast bias is read through its zero strides; expand's backward sums its gradient back.
+  return {valid_lens.defined() ? score_row_lengths(op, scores, valid_lens) : IndexTensor(),
+          mask.defined() ? mask.detach().expand(scores) : Tensor(),
+          bias.defined() ? bias.expand(scores) : Tensor(), dropout_draw(n, dropout_p, gen)};
+}
+
+const int64_t* lens_or_null(const IndexTensor& lens) { return lens.defined() ? lens.data() : nullptr; }
+
+// The forward kernel: → output (B, Tq, H·d) and weights (B, H, Tq, Tk).
+std::pair<Tensor, Tensor> run_forward(const kernels::AttentionSizes& n, kernels::HeadsView q,
+                                      kernels::HeadsView k, kernels::HeadsView v, const Extras& e) {
+  Tensor weights = Tensor::empty({n.B, n.H, n.Tq, n.Tk}), out = Tensor::empty({n.B, n.Tq, n.H * n.d});
+  kernels::attention_forward(n, q, k, v, lens_or_null(e.lens), scores_view(e.mask), scores_view(e.bias),
+                             e.keep, weights.data(), out.data());
+  return {out, weights};
+}
+
 // The gradients of q, k, v and the broadcast bias from the kernel. dq, dk, dv are written (B, T, H, d)
 // in memory (the layout of the (B, T, H·d) projections they flow back to) and handed over as
 // (B, H, T, d) views, so the permute's backward is a view too, not a copy.
@@ -97,11 +126,40 @@ Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const 
   };
   Tensor dq = buffer(0, n.Tq), dk = buffer(1, n.Tk), dv = buffer(2, n.Tk);
   Tensor dbias = ctx.needs[3] ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
-  kernels::attention_backward(n, heads_view(q), heads_view(k), heads_view(v),
-                              lens.defined() ? lens.data() : nullptr, weights.data(), keep, gc.data(),
+  kernels::attention_backward(n, heads_view(q), heads_view(k), heads_view(v), lens_or_null(lens),
+                              weights.data(), keep, gc.data(),
                               {data_or_null(dq), data_or_null(dk), data_or_null(dv), data_or_null(dbias)});
   const auto as_heads = [](const Tensor& x) { return x.defined() ? x.permute({0, 2, 1, 3}) : x; };
   return {as_heads(dq), as_heads(dk), as_heads(dv), dbias};
+}
+
+// The heads of a contiguous (B, T, 3·H·d) projection: Q, K and V its three column blocks.
+struct PackedHeads {
+  kernels::HeadsView q, k, v;
+};
+
+PackedHeads packed_heads(const Tensor& qkv, const kernels::AttentionSizes& n) {
+  const int64_t D = n.H * n.d;
+  const float* p = qkv.data();
+  return {{p, n.Tq * 3 * D, n.d, 3 * D},
+          {p + D, n.Tq * 3 * D, n.d, 3 * D},
+          {p + 2 * D, n.Tq * 3 * D, n.d, 3 * D}};
+}
+
+// The gradients of the packed projection and of the bias: dq, dk and dv written straight into the
+// column blocks of one (B, T, 3·H·d) gradient, as the projection is laid out.
+Grads backward_packed(const kernels::AttentionSizes& n, const IndexTensor& lens,
+                      const kernels::DropoutDraw& keep, const Tensor& g, const BackwardContext& ctx) {
+  const Tensor &qkv = ctx.saved[0], &weights = ctx.saved[1];
+  const int64_t D = n.H * n.d;
+  const Tensor gc = g.contiguous();
+  Tensor dqkv = ctx.needs[0] ? Tensor::empty({n.B, n.Tq, 3 * D}) : Tensor();
+  Tensor dbias = ctx.needs[1] ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
+  float* d = data_or_null(dqkv);
+  const PackedHeads h = packed_heads(qkv, n);
+  kernels::attention_backward(n, h.q, h.k, h.v, lens_or_null(lens), weights.data(), keep, gc.data(),
+                              {d, d ? d + D : nullptr, d ? d + 2 * D : nullptr, data_or_null(dbias), 3 * D});
+  return {dqkv, dbias};
 }
 
 }  // namespace
@@ -112,22 +170,36 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
   const autograd::OpScope scope("fused_attention");
   check_heads(q, k, v);
   const kernels::AttentionSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-  const Shape scores{n.B, n.H, n.Tq, n.Tk};
   const Tensor qs = unit_last_stride(q), ks = unit_last_stride(k), vs = unit_last_stride(v);
-  // A broadcast bias is read through its zero strides; expand's backward sums its gradient back.
-  const Tensor bias_all = bias.defined() ? bias.expand(scores) : Tensor();
-  const Tensor mask_all = mask.defined() ? mask.detach().expand(scores) : Tensor();
-  const IndexTensor lens =
-      valid_lens.defined() ? score_row_lengths("fused_attention", scores, valid_lens) : IndexTensor();
-  const kernels::DropoutDraw keep = dropout_draw(n, dropout_p, gen);
-  Tensor weights = Tensor::empty(scores), out = Tensor::empty({n.B, n.Tq, n.H * n.d});
-  kernels::attention_forward(n, heads_view(qs), heads_view(ks), heads_view(vs),
-                             lens.defined() ? lens.data() : nullptr, scores_view(mask_all),
-                             scores_view(bias_all), keep, weights.data(), out.data());
-  Tensor recorded = autograd::record("fused_attention", out, {qs, ks, vs, bias_all}, {qs, ks, vs, weights},
-                                     [n, lens, keep](const Tensor& g, const BackwardContext& ctx) {
-                                       return backward(n, lens, keep, g, ctx);
-                                     });
+  const Extras e = extras("fused_attention", n, valid_lens, mask, bias, dropout_p, gen);
+  auto [out, weights] = run_forward(n, heads_view(qs), heads_view(ks), heads_view(vs), e);
+  Tensor recorded =
+      autograd::record("fused_attention", out, {qs, ks, vs, e.bias}, {qs, ks, vs, weights},
+                       [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
+                         return backward(n, lens, keep, g, ctx);
+                       });
+  return {recorded, weights};
+}
+
+FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const IndexTensor& valid_lens,
+                                      const Tensor& mask, const Tensor& bias, float dropout_p,
+                                      Generator& gen) {
+  const autograd::OpScope scope("fused_attention_packed");
+  if (qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)
+    throw ShapeError("fused_attention_packed: projection of shape " + shape_str(qkv.shape()) + " with " +
+                     std::to_string(heads) +
+                     " heads: expected (B, T, 3·H·d) for H = " + std::to_string(heads));
+  const int64_t D = qkv.size(2) / 3;
+  const kernels::AttentionSizes n{qkv.size(0), heads, qkv.size(1), qkv.size(1), D / heads};
+  const Tensor x = qkv.is_contiguous() ? qkv : qkv.contiguous();
+  const Extras e = extras("fused_attention_packed", n, valid_lens, mask, bias, dropout_p, gen);
+  const PackedHeads h = packed_heads(x, n);
+  auto [out, weights] = run_forward(n, h.q, h.k, h.v, e);
+  Tensor recorded =
+      autograd::record("fused_attention_packed", out, {x, e.bias}, {x, weights},
+                       [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
+                         return backward_packed(n, lens, keep, g, ctx);
+                       });
   return {recorded, weights};
 }
 

@@ -77,9 +77,10 @@ int64_t visible_keys(const AttentionSizes& n, const int64_t* lens, int64_t block
   return std::clamp<int64_t>(*std::max_element(row, row + n.Tq), 0, n.Tk);
 }
 
-// Zeros rows [from, to) of a head's d columns in a (B, T, H·d) gradient, starting at `head`.
-void zero_rows(float* head, int64_t from, int64_t to, int64_t d, int64_t D) {
-  for (int64_t t = from; t < to; ++t) std::fill(head + t * D, head + t * D + d, 0.0f);
+// Zeros rows [from, to) of a head's d columns in a gradient whose rows are `row` floats apart,
+// starting at `head`.
+void zero_rows(float* head, int64_t from, int64_t to, int64_t d, int64_t row) {
+  for (int64_t t = from; t < to; ++t) std::fill(head + t * row, head + t * row + d, 0.0f);
 }
 
 }  // namespace
@@ -115,6 +116,7 @@ void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, Heads
                         const float* weights, const DropoutDraw& keep, const float* dout,
                         const AttentionGrads& grads) {
   const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
+  const int64_t G = grads.row ? grads.row : D;  // from one row of dq, dk, dv to the next
   const float inv_root_d = 1.0f / std::sqrt(static_cast<float>(n.d));
   // Scratch: dP (first dP', then masked by keep), P', dS unless it goes to grads.dscores, and the
   // dropout multipliers.
@@ -139,20 +141,20 @@ void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, Heads
         }
         // dV = P'ᵀ dO: (tv, Tq)·(Tq, d)
         if (grads.dv) {
-          float* dv_bh = grads.dv + b * n.Tk * D + h * n.d;
-          gemm(true, false, tv, n.d, n.Tq, 1.0f, p_dropped, n.Tk, dout_bh, D, 0.0f, dv_bh, D);
-          zero_rows(dv_bh, tv, n.Tk, n.d, D);
+          float* dv_bh = grads.dv + b * n.Tk * G + h * n.d;
+          gemm(true, false, tv, n.d, n.Tq, 1.0f, p_dropped, n.Tk, dout_bh, D, 0.0f, dv_bh, G);
+          zero_rows(dv_bh, tv, n.Tk, n.d, G);
         }
         // P = softmax(S): dS = P ∘ (dP − rowsum(dP ∘ P)), zero at every hidden key
         softmax_backward(n.Tq, n.Tk, 1, p, dp, ds, false);
         // S = Q Kᵀ / √d: dQ = dS K / √d, (Tq, tv)·(tv, d); dK = dSᵀ Q / √d, (tv, Tq)·(Tq, d)
         if (grads.dq)
           gemm(false, false, n.Tq, n.d, tv, inv_root_d, ds, n.Tk, head_of(k, b, h), k.row, 0.0f,
-               grads.dq + b * n.Tq * D + h * n.d, D);
+               grads.dq + b * n.Tq * G + h * n.d, G);
         if (grads.dk) {
-          float* dk_bh = grads.dk + b * n.Tk * D + h * n.d;
-          gemm(true, false, tv, n.d, n.Tq, inv_root_d, ds, n.Tk, head_of(q, b, h), q.row, 0.0f, dk_bh, D);
-          zero_rows(dk_bh, tv, n.Tk, n.d, D);
+          float* dk_bh = grads.dk + b * n.Tk * G + h * n.d;
+          gemm(true, false, tv, n.d, n.Tq, inv_root_d, ds, n.Tk, head_of(q, b, h), q.row, 0.0f, dk_bh, G);
+          zero_rows(dk_bh, tv, n.Tk, n.d, G);
         }
       });
 }

@@ -82,13 +82,15 @@ using DropoutDraw = std::function<void(int64_t block, float* out)>;
 void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
                        ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* weights, float* out);
 
-// Where backward writes: dq (B, Tq, H·d), dk and dv (B, Tk, H·d), dscores (B, H, Tq, Tk), all
-// contiguous; a null pointer skips that gradient.
+// Where backward writes: dq (B, Tq, H·d), dk and dv (B, Tk, H·d), rows `row` floats apart (H·d
+// when 0, contiguous; 3·H·d for the column blocks of one (B, T, 3·H·d) gradient), and dscores
+// (B, H, Tq, Tk) contiguous; a null pointer skips that gradient.
 struct AttentionGrads {
   float* dq = nullptr;
   float* dk = nullptr;
   float* dv = nullptr;
   float* dscores = nullptr;
+  int64_t row = 0;
 };
 
 // The backward, given the forward's inputs (lens as given to the forward), its weights P and keep,

@@ -147,6 +147,19 @@ TEST_CASE("fused_attention gives the same bits with 1 and 2 threads") {
     }
     return all;
   });
+  // The packed op, whose backward writes the three gradients into one tensor.
+  const Tensor packed0 = randn({4, 24, 96}, false, &g);
+  check_bitwise_identical_with_1_and_2_threads([&] {
+    const Tensor x = packed0.clone().requires_grad_();
+    manual_seed(9);
+    const Tensor out =
+        F::fused_attention_packed(x, 4, IndexTensor{24, 7, 0, 13}, Tensor(), Tensor(), 0.2f).output;
+    (out * out).sum().backward();
+    std::vector<float> all = out.to_vector();
+    const std::vector<float> grad = x.grad().to_vector();
+    all.insert(all.end(), grad.begin(), grad.end());
+    return all;
+  });
 }
 
 TEST_CASE("fused_attention leaves keys past every valid length out of its products") {
@@ -177,6 +190,64 @@ TEST_CASE("fused_attention leaves keys past every valid length out of its produc
   CHECK(padded[2].narrow(0, 0, 1).narrow(2, 3, 3).abs().sum().item() == 0.0f);
   CHECK(padded[3].narrow(0, 0, 1).narrow(2, 3, 3).abs().sum().item() == 0.0f);
   CHECK(padded[3].narrow(0, 0, 1).narrow(2, 0, 3).abs().sum().item() > 0.0f);
+}
+
+TEST_CASE("fused_attention_packed gives fused_attention's results on the column blocks, to the bit") {
+  // Self-attention B 3, T 7, H 4, d 5 on one (B, T, 3·20) projection: lengths 7, 0 and 4, a causal
+  // mask, a learned bias per head, dropout. The packed op's gradient is the three blocks' side by side.
+  Generator g(12);
+  const Tensor packed0 = randn({3, 7, 60}, false, &g), bias0 = randn({1, 4, 7, 7}, false, &g);
+  const IndexTensor lens{7, 0, 4};
+  const auto run = [&](bool packed) {
+    const Tensor x = packed0.clone().requires_grad_(), bias = bias0.clone().requires_grad_();
+    manual_seed(8);
+    F::AttentionOutput out;
+    if (packed) {
+      out = F::fused_attention_packed(x, 4, lens, F::causal_mask(7, 7), bias, 0.25f);
+    } else {
+      const auto block = [&](int64_t i) { return heads(x.narrow(2, 20 * i, 20), 4); };
+      out = F::fused_attention(block(0), block(1), block(2), lens, F::causal_mask(7, 7), bias, 0.25f);
+    }
+    const Tensor cosines = arange(static_cast<float>(out.output.numel())).mul(0.3f).cos();
+    (out.output.reshape({-1}) * cosines).sum().backward();
+    return std::vector<Tensor>{out.output, out.weights, x.grad(), bias.grad()};
+  };
+  const std::vector<Tensor> packed = run(true), blocks = run(false);
+  for (size_t i = 0; i < packed.size(); ++i) {
+    CAPTURE(i);
+    CHECK(packed[i].contiguous().to_vector() == blocks[i].contiguous().to_vector());
+  }
+  CHECK_THROWS_WITH_AS(F::fused_attention_packed(zeros({2, 3, 10}), 4),
+                       "fused_attention_packed: projection of shape (2,3,10) with 4 heads: expected (B, T, "
+                       "3·H·d) for H = 4",
+                       ShapeError);
+}
+
+TEST_CASE("MultiHeadAttention packs its projections for self-attention: the results of three") {
+  // forward(x, x, x) runs one projection and fused_attention_packed; forward(x, x', x'') with copies
+  // of x runs the three projections. The values agree to float32 rounding (dx sums the three
+  // products in one GEMM instead of three), the parameters and their names are the same.
+  const auto step = [](bool same_tensor) {
+    manual_seed(4);
+    nn::MultiHeadAttention attention(8, 8, 8, 8, 2, 0.25f, /*bias=*/true);
+    Generator g(6);
+    const Tensor x = randn({2, 5, 8}, true, &g);
+    const Tensor k = same_tensor ? x : x * 1.0f, v = same_tensor ? x : x * 1.0f;
+    const Tensor out = attention.forward(x, k, v, IndexTensor{5, 3});
+    // out = W_o(attention output): the op under W_o says which path ran.
+    CHECK(out.grad_fn()->inputs[0].node->op == (same_tensor ? "fused_attention_packed" : "fused_attention"));
+    (out * out).sum().backward();
+    std::vector<Tensor> all{out, attention.attention_weights, x.grad()};
+    for (const auto& [name, p] : attention.named_parameters()) all.push_back(p.grad());
+    return all;
+  };
+  const std::vector<Tensor> packed = step(true), separate = step(false);
+  REQUIRE(packed.size() == separate.size());
+  for (size_t i = 0; i < packed.size(); ++i) {
+    CAPTURE(i);
+    check_close(packed[i], separate[i], 1e-5f);
+  }
+  CHECK(packed[0].contiguous().to_vector() == separate[0].contiguous().to_vector());  // same forward
 }
 
 TEST_CASE("MultiHeadAttention gives the same results fused and composed, dropout included") {
