@@ -14,12 +14,24 @@
 namespace qkv::autograd {
 namespace {
 
+// Whether `grad` is a whole buffer that nothing but this handle reaches: a fresh result, as most
+// backward functions return, rather than g passed through or a view of a tensor still in use.
+bool sole_owner(const Tensor& grad) {
+  return grad.shared_impl().use_count() == 1 && grad.storage().use_count() == 1 && grad.is_contiguous() &&
+         grad.offset() == 0 && grad.numel() == grad.storage()->numel();
+}
+
 // Leaves accumulate: a parameter used twice, or two backward calls without zero_grad, sums up.
-void accumulate_into_leaf(TensorImpl& leaf, const Tensor& grad) {
-  if (!leaf.grad)
-    leaf.grad = grad.clone().shared_impl();  // a copy of its own: later += must not touch grad
-  else
+// The first gradient becomes the leaf's own: taken as it is when nothing else reaches it (a copy
+// of a weight's gradient at every step would cost as much as the transpose it saved), else copied,
+// since a later += must not write into a tensor someone else reads.
+void accumulate_into_leaf(TensorImpl& leaf, Tensor grad) {
+  if (leaf.grad)
     Tensor(leaf.grad).add_(grad);
+  else if (sole_owner(grad))
+    leaf.grad = Tensor::view_of(grad.storage(), grad.shape(), grad.strides(), 0).shared_impl();
+  else
+    leaf.grad = grad.clone().shared_impl();
 }
 
 // Nodes reachable from root, each before the nodes of its inputs: the reverse of a depth-first
@@ -108,7 +120,7 @@ std::vector<Tensor> run_backward(Node& node, const Tensor& g) {
 }
 
 // Sends each input its gradient: summed into the input's node, or accumulated into the leaf.
-void send_to_inputs(Node& node, const std::vector<Tensor>& grads) {
+void send_to_inputs(Node& node, std::vector<Tensor> grads) {
   for (size_t i = 0; i < grads.size(); ++i) {
     Edge& edge = node.inputs[i];
     if (!edge.needed() || !grads[i].defined()) continue;
@@ -120,7 +132,7 @@ void send_to_inputs(Node& node, const std::vector<Tensor>& grads) {
       Tensor& sum = edge.node->grad_sum;
       sum = sum.defined() ? sum + grads[i] : grads[i];
     } else {
-      accumulate_into_leaf(*edge.leaf, grads[i]);
+      accumulate_into_leaf(*edge.leaf, std::move(grads[i]));
     }
   }
 }
@@ -140,13 +152,14 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   root_node->grad_sum = seed;
   for (const std::shared_ptr<Node>& node : order) {
     check_not_released(*node);
-    const Tensor g = std::move(node->grad_sum);
+    Tensor g = std::move(node->grad_sum);
     node->grad_sum = Tensor();
     if (g.defined()) {  // else no gradient reached this node: all its consumers sent none
       const OpScope scope(node->op.c_str(), Pass::Backward);
-      const std::vector<Tensor> grads = run_backward(*node, g);
+      std::vector<Tensor> grads = run_backward(*node, g);
       if (observed()) detail::notify_node_finished(*node, g, grads);
-      send_to_inputs(*node, grads);
+      g = Tensor();  // the gradients sent on may be views of g: a leaf can then take one alone
+      send_to_inputs(*node, std::move(grads));
     }
     if (!retain_graph) release(*node);
   }

@@ -44,9 +44,7 @@ std::string dropout_repr(float p) { return "dropout=" + std::to_string(p); }
 
 // ---- DotProductAttention -----------------------------------------------------------------------
 
-DotProductAttention::DotProductAttention(float p) : dropout(p) {
-  check_dropout("DotProductAttention", p);
-}
+DotProductAttention::DotProductAttention(float p) : dropout(p) { check_dropout("DotProductAttention", p); }
 
 Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                     const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
@@ -119,6 +117,8 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   check_input("MultiHeadAttention", "keys", keys, queries.size(0), W_k->in_features);
   check_input("MultiHeadAttention", "values", values, queries.size(0), W_v->in_features);
   check_keys_values("MultiHeadAttention", keys, values);
+  if (packs_projections(queries, keys, values))
+    return W_o->forward(attend_packed(queries, valid_lens, mask, bias));  // (B, Q, D)
   const int64_t D = W_o->in_features, d = D / num_heads;
   // (B, T, D) → (B, H, T, d): d2l's transpose_qkv without its final reshape, so a view.
   auto split_heads = [&](const Tensor& x) {
@@ -128,6 +128,46 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   const Tensor v = split_heads(W_v->forward(values));
   if (positions) std::tie(q, k) = positions->transform_qk(q, k);
   return W_o->forward(attend(q, k, v, valid_lens, mask, bias));  // attend: (B, Q, D)
+}
+
+// Self-attention (one tensor as queries, keys and values) on the fused path, dense, with heads that
+// no position scheme transforms: then the three projections can run as one.
+bool MultiHeadAttention::packs_projections(const Tensor& queries, const Tensor& keys,
+                                           const Tensor& values) const {
+  const bool self = queries.impl() == keys.impl() && keys.impl() == values.impl();
+  const bool biases =
+      W_q->bias.defined() == W_k->bias.defined() && W_k->bias.defined() == W_v->bias.defined();
+  return fused && self && biases && !(positions && positions->transforms_qk()) && !restriction.banded();
+}
+
+// attend for self-attention, the projections packed: x·[W_q; W_k; W_v]ᵀ (+ [b_q; b_k; b_v]) is one
+// (B, T, 3D) product whose column blocks the fused op reads as Q, K and V, and whose gradient it
+// writes as one tensor, so that backward is one product for dx and one for the stacked weights
+// instead of three of each and a sum (the stacking copies 3·D² floats). The parameters stay three
+// Linears, so names, checkpoints and the PyTorch mapping are those of the unpacked layer.
+Tensor MultiHeadAttention::attend_packed(const Tensor& x, const IndexTensor& valid_lens, const Tensor& mask,
+                                         const Tensor& bias) {
+  const int64_t T = x.size(1), D = W_o->in_features;
+  const Tensor weight = cat({W_q->weight, W_k->weight, W_v->weight}, 0);
+  const Tensor qkv = W_q->bias.defined()
+                         ? functional::linear(x, weight, cat({W_q->bias, W_k->bias, W_v->bias}, 0))
+                         : functional::linear(x, weight, Tensor());
+  if (positions) {  // it said it leaves the heads alone (transforms_qk); one that does not is still obeyed
+    const auto heads = [&](int64_t block) {
+      return qkv.narrow(2, block * D, D).view({x.size(0), T, num_heads, D / num_heads}).permute({0, 2, 1, 3});
+    };
+    const Tensor q = heads(0), k = heads(1);
+    const auto [q2, k2] = positions->transform_qk(q, k);
+    if (q2.impl() != q.impl() || k2.impl() != k.impl())
+      return attend(q2, k2, heads(2), valid_lens, mask, bias);
+  }
+  Tensor all_bias = bias.defined() && bias.dim() == 3 ? bias.unsqueeze(1) : bias;  // (B, Q, K): every head's
+  if (const Tensor p = position_bias(T, T); p.defined()) all_bias = all_bias.defined() ? all_bias + p : p;
+  const Tensor all_mask = functional::mask_and(mask, restriction.dense_mask(T, T));
+  const functional::AttentionOutput out = functional::fused_attention_packed(
+      qkv, num_heads, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f);
+  attention->attention_weights = attention_weights = out.weights;
+  return out.output;
 }
 
 // The scores of the heads q (B, H, Q, d) against k (B, H, K, d), restricted and biased as this
@@ -181,9 +221,10 @@ Tensor MultiHeadAttention::position_bias(int64_t Q, int64_t K) const {
   const Tensor b = positions->offset_bias(IndexTensor(offsets));
   if (!b.defined()) return b;
   if (b.dim() != 2 || b.size(1) != n || (b.size(0) != 1 && b.size(0) != num_heads))
-    throw ShapeError("MultiHeadAttention: position scheme " + positions->type_name() + " gave a bias of shape " +
-                     shape_str(b.shape()) + " for " + std::to_string(n) + " offsets; expected (" +
-                     std::to_string(num_heads) + " or 1, " + std::to_string(n) + ")");
+    throw ShapeError("MultiHeadAttention: position scheme " + positions->type_name() +
+                     " gave a bias of shape " + shape_str(b.shape()) + " for " + std::to_string(n) +
+                     " offsets; expected (" + std::to_string(num_heads) + " or 1, " + std::to_string(n) +
+                     ")");
   std::vector<int64_t> column(static_cast<size_t>(Q * K));  // pair (i, j) reads column j − i + Q − 1
   for (int64_t i = 0; i < Q; ++i)
     for (int64_t j = 0; j < K; ++j) column[i * K + j] = j - i + Q - 1;

@@ -103,7 +103,9 @@ class AdditiveAttention : public Module {
 //
 // Dense attention runs as one fused op (functional::fused_attention: the heads read in place, no
 // per-head copies, one kernel forward and one backward; rotary's rotated heads are read as they
-// come from transform_qk) when `fused` is true, the default; with
+// come from transform_qk) when `fused` is true, the default. Self-attention without a position
+// scheme then also packs the three projections into one product (functional::fused_attention_packed;
+// W_q, W_k and W_v stay separate parameters); with
 // fused = false it runs the composed computation above, DotProductAttention on the heads, which
 // gives the same values to float32 rounding and draws the same dropout mask. The band of a window
 // always takes its own path.
@@ -146,6 +148,9 @@ class MultiHeadAttention : public Module {
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
                 const Tensor& mask, const Tensor& bias);
   Tensor attend_band(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens);
+  bool packs_projections(const Tensor& queries, const Tensor& keys, const Tensor& values) const;
+  Tensor attend_packed(const Tensor& x, const IndexTensor& valid_lens, const Tensor& mask,
+                       const Tensor& bias);
   Tensor position_bias(int64_t Q, int64_t K) const;
 };
 

@@ -46,6 +46,10 @@ class PositionScheme : public Module {
  public:
   virtual Tensor encode_input(const Tensor& X) { return X; }
   virtual std::pair<Tensor, Tensor> transform_qk(const Tensor& q, const Tensor& k) { return {q, k}; }
+  // True for a scheme whose transform_qk changes the heads: self-attention then projects queries
+  // and keys as tensors of their own instead of packing the three projections into one (which it
+  // still checks: heads that transform_qk replaced are never passed over).
+  virtual bool transforms_qk() const { return false; }
   virtual Tensor offset_bias(const IndexTensor& offsets) {
     (void)offsets;
     return Tensor();
@@ -84,6 +88,7 @@ class RotaryPositions : public PositionScheme {
  public:
   explicit RotaryPositions(const PositionSizes& sizes);
   std::pair<Tensor, Tensor> transform_qk(const Tensor& q, const Tensor& k) override;
+  bool transforms_qk() const override { return true; }
 
   std::shared_ptr<RotaryEmbedding> rotary;
 };

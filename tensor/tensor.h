@@ -250,6 +250,10 @@ Tensor unfold1d(const Tensor& x, int64_t kernel_size, int64_t padding = 0, int64
 // Keys outside [0, T) contribute 0.
 Tensor band_scores(const Tensor& q, const Tensor& k, int64_t window, float scale);
 Tensor band_sum(const Tensor& p, const Tensor& v, int64_t window);
+// A linear layer's y = x·Wᵀ + b as one op, the bias added by the GEMM to each output tile while it
+// is in cache: the op behind nn::functional::linear (use that). x (..., in), weight (out, in),
+// bias (out) → (..., out).
+Tensor linear_with_bias(const Tensor& x, const Tensor& weight, const Tensor& bias);
 // Inverted dropout, fused: each element is zeroed with probability p, drawn from `gen`, and the
 // others scaled by 1/(1-p); the mask is drawn in the same pass and never stored (backward draws
 // it again from the generator's state at the call). x: any shape → same shape. The op behind
@@ -269,6 +273,12 @@ struct FusedAttention {
 };
 FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
                                const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen);
+// The same for self-attention on one packed projection qkv (B, T, 3·H·d), the queries, keys and
+// values its three column blocks (x·[W_q; W_k; W_v]ᵀ): the heads are read in place, and backward
+// writes one (B, T, 3·H·d) gradient, so the projection's backward is one product, not three and
+// a sum. The op behind nn::functional::fused_attention_packed (use that).
+FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const IndexTensor& valid_lens,
+                                      const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen);
 // Layer normalization over the last dim, fused (one kernel forward, one backward):
 //   y = (x - mean) / sqrt(var + eps) · weight + bias,   mean and biased var over the last D values
 // x: (..., D) → y: (..., D); weight and bias are (D), or undefined to leave them out.

@@ -4,22 +4,23 @@
 // the equations of the forward and backward kernels and why they are fused; this file joins them
 // to the graph.
 //
-// The dropout mask is drawn exactly as the composed path draws it: one bernoulli_scale call over
-// the (B, H, Q, K) weights, from the same generator, so a seeded run gives the same mask either
-// way. Here the draw is made on an array of ones, which leaves the multipliers (0 or 1/(1-p))
-// themselves; the kernel multiplies them in, and backward uses them again. In training that keeps
-// one float per weight until backward, as many as the weights P themselves (the dropout op keeps
-// nothing and draws its mask again).
+// The dropout mask is the one the composed path draws: one bernoulli_scale call over the
+// (B, H, Q, K) weights, from the same generator, so a seeded run gives the same mask either way.
+// The generator is counter-based (tensor/random.h), so each block's part of that draw can be made
+// alone, from the state the op started at: the kernel asks for a block's multipliers when it
+// needs them, in forward and again in backward, and nothing of the mask is stored (as the dropout
+// op, which draws its mask again in backward too). Stored, it took one float per weight until
+// backward: 64 MB of the tagger's base bench step.
 #include "tensor/kernels/attention.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/function.h"
 #include "autograd/observer.h"
 #include "autograd/ops/row_lengths.h"
 #include "tensor/error.h"
-#include "tensor/factories.h"
 #include "tensor/random.h"
 
 namespace qkv {
@@ -52,47 +53,127 @@ kernels::ScoresView scores_view(const Tensor& x) {
   return {x.data(), s[0], s[1], s[2], s[3]};
 }
 
-const float* data_or_null(const Tensor& x) { return x.defined() ? x.data() : nullptr; }
 float* data_or_null(Tensor& x) { return x.defined() ? x.data() : nullptr; }
 
-// The dropout multipliers of the (B, H, Q, K) weights, 0 with probability p and 1/(1-p) otherwise,
-// from the draw dropout(weights, p, gen) would make; undefined when p == 0 (no draw).
-Tensor dropout_multipliers(const Shape& scores, float p, Generator& gen) {
-  if (!(p >= 0.0f && p < 1.0f))
-    throw ValueError("fused_attention: dropout_p must be in [0, 1), got " + std::to_string(p));
-  if (p == 0.0f) return Tensor();
-  Tensor keep = ones(scores);
-  gen.bernoulli_scale(keep.data(), keep.data(), keep.numel(), 1.0f - p, 1.0f / (1.0f - p));
-  return keep;
+// Writes out[i] = elements first + i, i < n, of the multipliers (0 with probability p, else
+// 1/(1-p)) that bernoulli_scale over ones would give from `start`. Two elements come from each
+// draw (element 2j from draw j's low half, 2j+1 from its high half), so an odd first element is
+// the second of its pair.
+void draw_multipliers(GeneratorState start, int64_t first, int64_t n, float p, float* out) {
+  const float keep = 1.0f - p, scale = 1.0f / keep;
+  Generator gen;
+  if (n > 0 && first % 2 == 1) {
+    float pair[2];
+    gen.set_state({start.seed, start.offset + static_cast<uint64_t>(first / 2)});
+    gen.fill_bernoulli(pair, 2, keep);
+    *out++ = pair[1] * scale;
+    ++first, --n;
+  }
+  gen.set_state({start.seed, start.offset + static_cast<uint64_t>(first / 2)});
+  gen.fill_bernoulli(out, n, keep);
+  for (int64_t i = 0; i < n; ++i) out[i] *= scale;
 }
 
+// The kernels' dropout multipliers, block by block, of the draw dropout(weights, p, gen) would
+// make over the (B, H, Q, K) weights, and gen advanced past that draw; empty when p == 0.
+kernels::DropoutDraw dropout_draw(const kernels::AttentionSizes& n, float p, Generator& gen) {
+  if (!(p >= 0.0f && p < 1.0f))
+    throw ValueError("fused_attention: dropout_p must be in [0, 1), got " + std::to_string(p));
+  if (p == 0.0f) return {};
+  const GeneratorState start = gen.state();
+  const int64_t TT = n.Tq * n.Tk, all = n.B * n.H * TT;
+  gen.set_state({start.seed, start.offset + static_cast<uint64_t>((all + 1) / 2)});
+  return [start, TT, p](int64_t block, float* out) { draw_multipliers(start, block * TT, TT, p, out); };
+}
+
+// What both ops pass the kernels besides q, k and v: the valid length of every row of scores, the
+// mask and the bias broadcast to the (B, H, Tq, Tk) scores, and the dropout draw.
+struct Extras {
+  IndexTensor lens;
+  Tensor mask, bias;
+  kernels::DropoutDraw keep;
+};
+
+Extras extras(const char* op, const kernels::AttentionSizes& n, const IndexTensor& valid_lens,
+              const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen) {
+  const Shape scores{n.B, n.H, n.Tq, n.Tk};
+  // A broadcast bias is read through its zero strides; expand's backward sums its gradient back.
+  return {valid_lens.defined() ? score_row_lengths(op, scores, valid_lens) : IndexTensor(),
+          mask.defined() ? mask.detach().expand(scores) : Tensor(),
+          bias.defined() ? bias.expand(scores) : Tensor(), dropout_draw(n, dropout_p, gen)};
+}
+
+const int64_t* lens_or_null(const IndexTensor& lens) { return lens.defined() ? lens.data() : nullptr; }
+
+// The forward kernel: → output (B, Tq, H·d) and weights (B, H, Tq, Tk).
 // One of the kernels' (Tq, Tk)-by-d products over all B·H blocks: Q·Kᵀ, P'·V, or one of the four
-// in backward. A multiply and an add per (block, query, key, feature), as matmul counts them; the
-// softmax, mask and dropout passes between them are not counted.
-int64_t product_flops(const kernels::AttentionSizes& n) { return 2 * n.B * n.H * n.Tq * n.Tk * n.d; }
+// in backward. A multiply and an add per (block, query, visible key, feature), as matmul counts
+// them; the softmax, mask and dropout passes between them are not counted.
+int64_t product_flops(const kernels::AttentionSizes& n, const IndexTensor& lens) {
+  return 2 * kernels::attention_product_madds(n, lens_or_null(lens));
+}
+
+std::pair<Tensor, Tensor> run_forward(const kernels::AttentionSizes& n, kernels::HeadsView q,
+                                      kernels::HeadsView k, kernels::HeadsView v, const Extras& e) {
+  Tensor weights = Tensor::empty({n.B, n.H, n.Tq, n.Tk}), out = Tensor::empty({n.B, n.Tq, n.H * n.d});
+  kernels::attention_forward(n, q, k, v, lens_or_null(e.lens), scores_view(e.mask), scores_view(e.bias),
+                             e.keep, weights.data(), out.data());
+  autograd::add_flops(2 * product_flops(n, e.lens));  // S = Q·Kᵀ and O = P'·V
+  return {out, weights};
+}
 
 // The gradients of q, k, v and the broadcast bias from the kernel. dq, dk, dv are written (B, T, H, d)
 // in memory (the layout of the (B, T, H·d) projections they flow back to) and handed over as
 // (B, H, T, d) views, so the permute's backward is a view too, not a copy.
-Grads backward(const kernels::AttentionSizes& n, const Tensor& g, const BackwardContext& ctx) {
+Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const kernels::DropoutDraw& keep,
+               const Tensor& g, const BackwardContext& ctx) {
   const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2], &weights = ctx.saved[3];
-  const Tensor& keep = ctx.saved[4];
   const Tensor gc = g.contiguous();
   const auto buffer = [&](size_t input, int64_t T) {
     return ctx.needs[input] ? Tensor::empty({n.B, T, n.H, n.d}) : Tensor();
   };
   Tensor dq = buffer(0, n.Tq), dk = buffer(1, n.Tk), dv = buffer(2, n.Tk);
   Tensor dbias = ctx.needs[3] ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
-  kernels::attention_backward(n, heads_view(q), heads_view(k), heads_view(v), weights.data(),
-                              data_or_null(keep), gc.data(),
+  kernels::attention_backward(n, heads_view(q), heads_view(k), heads_view(v), lens_or_null(lens),
+                              weights.data(), keep, gc.data(),
                               {data_or_null(dq), data_or_null(dk), data_or_null(dv), data_or_null(dbias)});
   // dP' = dO·Vᵀ always, then dV, dQ and dK for the inputs that need them: each a product of the
   // size of one forward product.
   int64_t products = 1;
   for (size_t input = 0; input < 3; ++input) products += ctx.needs[input] ? 1 : 0;
-  autograd::add_flops(products * product_flops(n));
+  autograd::add_flops(products * product_flops(n, lens));
   const auto as_heads = [](const Tensor& x) { return x.defined() ? x.permute({0, 2, 1, 3}) : x; };
   return {as_heads(dq), as_heads(dk), as_heads(dv), dbias};
+}
+
+// The heads of a contiguous (B, T, 3·H·d) projection: Q, K and V its three column blocks.
+struct PackedHeads {
+  kernels::HeadsView q, k, v;
+};
+
+PackedHeads packed_heads(const Tensor& qkv, const kernels::AttentionSizes& n) {
+  const int64_t D = n.H * n.d;
+  const float* p = qkv.data();
+  return {{p, n.Tq * 3 * D, n.d, 3 * D},
+          {p + D, n.Tq * 3 * D, n.d, 3 * D},
+          {p + 2 * D, n.Tq * 3 * D, n.d, 3 * D}};
+}
+
+// The gradients of the packed projection and of the bias: dq, dk and dv written straight into the
+// column blocks of one (B, T, 3·H·d) gradient, as the projection is laid out.
+Grads backward_packed(const kernels::AttentionSizes& n, const IndexTensor& lens,
+                      const kernels::DropoutDraw& keep, const Tensor& g, const BackwardContext& ctx) {
+  const Tensor &qkv = ctx.saved[0], &weights = ctx.saved[1];
+  const int64_t D = n.H * n.d;
+  const Tensor gc = g.contiguous();
+  Tensor dqkv = ctx.needs[0] ? Tensor::empty({n.B, n.Tq, 3 * D}) : Tensor();
+  Tensor dbias = ctx.needs[1] ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
+  float* d = data_or_null(dqkv);
+  const PackedHeads h = packed_heads(qkv, n);
+  kernels::attention_backward(n, h.q, h.k, h.v, lens_or_null(lens), weights.data(), keep, gc.data(),
+                              {d, d ? d + D : nullptr, d ? d + 2 * D : nullptr, data_or_null(dbias), 3 * D});
+  autograd::add_flops((d ? 4 : 1) * product_flops(n, lens));  // dP' = dO·Vᵀ, then dV, dQ and dK
+  return {dqkv, dbias};
 }
 
 }  // namespace
@@ -103,22 +184,36 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
   const autograd::OpScope scope("fused_attention");
   check_heads(q, k, v);
   const kernels::AttentionSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
-  const Shape scores{n.B, n.H, n.Tq, n.Tk};
   const Tensor qs = unit_last_stride(q), ks = unit_last_stride(k), vs = unit_last_stride(v);
-  // A broadcast bias is read through its zero strides; expand's backward sums its gradient back.
-  const Tensor bias_all = bias.defined() ? bias.expand(scores) : Tensor();
-  const Tensor mask_all = mask.defined() ? mask.detach().expand(scores) : Tensor();
-  const IndexTensor lens =
-      valid_lens.defined() ? score_row_lengths("fused_attention", scores, valid_lens) : IndexTensor();
-  const Tensor keep = dropout_multipliers(scores, dropout_p, gen);
-  Tensor weights = Tensor::empty(scores), out = Tensor::empty({n.B, n.Tq, n.H * n.d});
-  kernels::attention_forward(n, heads_view(qs), heads_view(ks), heads_view(vs),
-                             lens.defined() ? lens.data() : nullptr, scores_view(mask_all),
-                             scores_view(bias_all), data_or_null(keep), weights.data(), out.data());
-  autograd::add_flops(2 * product_flops(n));  // S = Q·Kᵀ and O = P'·V
+  const Extras e = extras("fused_attention", n, valid_lens, mask, bias, dropout_p, gen);
+  auto [out, weights] = run_forward(n, heads_view(qs), heads_view(ks), heads_view(vs), e);
   Tensor recorded =
-      autograd::record("fused_attention", out, {qs, ks, vs, bias_all}, {qs, ks, vs, weights, keep},
-                       [n](const Tensor& g, const BackwardContext& ctx) { return backward(n, g, ctx); });
+      autograd::record("fused_attention", out, {qs, ks, vs, e.bias}, {qs, ks, vs, weights},
+                       [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
+                         return backward(n, lens, keep, g, ctx);
+                       });
+  return {recorded, weights};
+}
+
+FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const IndexTensor& valid_lens,
+                                      const Tensor& mask, const Tensor& bias, float dropout_p,
+                                      Generator& gen) {
+  const autograd::OpScope scope("fused_attention_packed");
+  if (qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)
+    throw ShapeError("fused_attention_packed: projection of shape " + shape_str(qkv.shape()) + " with " +
+                     std::to_string(heads) +
+                     " heads: expected (B, T, 3·H·d) for H = " + std::to_string(heads));
+  const int64_t D = qkv.size(2) / 3;
+  const kernels::AttentionSizes n{qkv.size(0), heads, qkv.size(1), qkv.size(1), D / heads};
+  const Tensor x = qkv.is_contiguous() ? qkv : qkv.contiguous();
+  const Extras e = extras("fused_attention_packed", n, valid_lens, mask, bias, dropout_p, gen);
+  const PackedHeads h = packed_heads(x, n);
+  auto [out, weights] = run_forward(n, h.q, h.k, h.v, e);
+  Tensor recorded =
+      autograd::record("fused_attention_packed", out, {x, e.bias}, {x, weights},
+                       [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
+                         return backward_packed(n, lens, keep, g, ctx);
+                       });
   return {recorded, weights};
 }
 

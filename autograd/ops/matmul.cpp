@@ -36,8 +36,8 @@ std::optional<Layout> layout_of(int64_t rows, int64_t cols, int64_t s0, int64_t 
 
 std::string mismatch(const Tensor& a, const Tensor& b) {
   return "matmul: shapes " + shape_str(a.shape()) + " and " + shape_str(b.shape()) +
-         " cannot be multiplied: " + std::to_string(a.shape().back()) + " != " +
-         std::to_string(b.dim() == 1 ? b.shape()[0] : b.shape()[b.dim() - 2]);
+         " cannot be multiplied: " + std::to_string(a.shape().back()) +
+         " != " + std::to_string(b.dim() == 1 ? b.shape()[0] : b.shape()[b.dim() - 2]);
 }
 
 // C (batch..., M, N) = A (batch..., M, K) · B (batch..., K, N), batch dims broadcast.
@@ -56,8 +56,7 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in) {
     Tensor out = Tensor::empty(out_shape);
     std::optional<Layout> lb = layout_of(K, N, b.strides()[0], b.strides()[1]);
     if (!lb) b = b.contiguous(), lb = Layout{false, N};
-    kernels::gemm(false, lb->trans, rows, N, K, 1.0f, a.data(), K, b.data(), lb->ld, 0.0f,
-                  out.data(), N);
+    kernels::gemm(false, lb->trans, rows, N, K, 1.0f, a.data(), K, b.data(), lb->ld, 0.0f, out.data(), N);
     autograd::add_flops(2 * rows * N * K);  // a multiply and an add per (row, n, k)
     return out;
   }
@@ -99,8 +98,8 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in) {
   for (int64_t i = 1; i < count && even; ++i)
     even = off_a[i] - off_a[i - 1] == step_a && off_b[i] - off_b[i - 1] == step_b;
   if (even)
-    kernels::gemm_batched(count, la->trans, lb->trans, M, N, K, 1.0f, a.data(), la->ld, step_a,
-                          b.data(), lb->ld, step_b, 0.0f, out.data(), N, M * N);
+    kernels::gemm_batched(count, la->trans, lb->trans, M, N, K, 1.0f, a.data(), la->ld, step_a, b.data(),
+                          lb->ld, step_b, 0.0f, out.data(), N, M * N);
   else
     kernels::gemm_batched_offsets(count, la->trans, lb->trans, M, N, K, 1.0f, a.data(), la->ld, off_a.data(),
                                   b.data(), lb->ld, off_b.data(), 0.0f, out.data(), N, off_c.data());
@@ -124,17 +123,21 @@ Tensor Tensor::matmul(const Tensor& other) const {
   if (b.dim() == 1) return a.matmul(b.unsqueeze(1)).squeeze(-1);
 
   Tensor out = matmul_forward(a, b);
-  return autograd::record("matmul", out, {a, b}, {a, b},
-      [](const Tensor& g, const BackwardContext& ctx) -> Grads {
+  return autograd::record(
+      "matmul", out, {a, b}, {a, b}, [](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &x = ctx.saved[0], &w = ctx.saved[1];
         Tensor gx, gw;
         // C = A·B:  dA = dC·Bᵀ,  dB = Aᵀ·dC  (summed over broadcast batch dims)
         if (ctx.needs[0]) gx = g.matmul(w.transpose(-1, -2)).sum_to(x.shape());
         if (ctx.needs[1]) {
           if (w.dim() == 2 && x.dim() > 2) {
-            // A shared weight: dB = Σ_batch Aᵀ·dC is one product over all rows at once.
+            // A shared weight: dB = Σ_batch Aᵀ·dC is one product over all rows at once. It is
+            // written in B's own memory order, so that the gradient of a transposed view (linear's
+            // weight.t()) reaches the weight contiguous, with no transposing copy: for a column-major
+            // B as (dCᵀ·A)ᵀ, the same sums of the same products.
             const int64_t K = x.size(-1), N = g.size(-1);
-            gw = x.reshape({-1, K}).t().matmul(g.reshape({-1, N}));
+            const Tensor rows = x.reshape({-1, K}), grads = g.reshape({-1, N});
+            gw = w.strides()[1] != 1 ? grads.t().matmul(rows).t() : rows.t().matmul(grads);
           } else {
             gw = x.transpose(-1, -2).matmul(g).sum_to(w.shape());
           }

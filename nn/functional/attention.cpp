@@ -125,4 +125,17 @@ AttentionOutput fused_attention(const Tensor& queries, const Tensor& keys, const
   return {out.output, out.weights};
 }
 
+AttentionOutput fused_attention_packed(const Tensor& qkv, int64_t heads, const IndexTensor& valid_lens,
+                                       const Tensor& mask, const Tensor& bias, float dropout_p, Generator* gen) {
+  if (qkv.dim() != 3 || heads <= 0)
+    throw ShapeError("fused_attention_packed: projection of shape " + shape_str(qkv.shape()) +
+                     " must be (B, T, 3·H·d)");
+  const Shape scores{qkv.size(0), heads, qkv.size(1), qkv.size(1)};
+  const char* op = "fused_attention_packed";
+  const FusedAttention out = qkv::fused_attention_packed(
+      qkv, heads, valid_lens, mask.defined() ? fit_to_scores(mask, scores, op, "mask") : mask,
+      bias.defined() ? fit_to_scores(bias, scores, op, "bias") : bias, dropout_p, gen ? *gen : default_generator());
+  return {out.output, out.weights};
+}
+
 }  // namespace qkv::nn::functional

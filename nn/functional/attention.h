@@ -107,4 +107,13 @@ AttentionOutput fused_attention(const Tensor& queries, const Tensor& keys, const
                                 const Tensor& bias = Tensor(), float dropout_p = 0.0f,
                                 Generator* gen = nullptr);
 
+// fused_attention for self-attention whose queries, keys and values are the three column blocks of
+// one projection qkv (B, T, 3·H·d), as x·[W_q; W_k; W_v]ᵀ gives them: the same values, weights and
+// dropout mask as fused_attention on those blocks split into `heads` heads, and one (B, T, 3·H·d)
+// gradient for qkv, so that the projection runs as one product forward and backward.
+AttentionOutput fused_attention_packed(const Tensor& qkv, int64_t heads,
+                                       const IndexTensor& valid_lens = IndexTensor(),
+                                       const Tensor& mask = Tensor(), const Tensor& bias = Tensor(),
+                                       float dropout_p = 0.0f, Generator* gen = nullptr);
+
 }  // namespace qkv::nn::functional

@@ -10,10 +10,12 @@ namespace qkv::nn::functional {
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (x.dim() == 0 || x.size(-1) != weight.size(1))
     throw ShapeError("linear: input of shape " + shape_str(x.shape()) + " does not fit weight of shape " +
-                     shape_str(weight.shape()) + ": expected the last dim to be " + std::to_string(weight.size(1)));
+                     shape_str(weight.shape()) + ": expected the last dim to be " +
+                     std::to_string(weight.size(1)));
+  // With a bias, one op that adds it inside the product (autograd/ops/linear.cpp). Without,
   // weight.t() is a transposed view: the matmul reads it with a transpose flag, without a copy.
-  Tensor y = x.matmul(weight.t());
-  return bias.defined() ? y + bias : y;
+  if (bias.defined()) return qkv::linear_with_bias(x, weight, bias);
+  return x.matmul(weight.t());
 }
 
 Tensor dropout(const Tensor& x, float p, bool training, Generator* gen) {

@@ -32,84 +32,125 @@ const float* head_of(const HeadsView& x, int64_t b, int64_t h) { return x.data +
 // added, and -inf where the mask hides a key. This is the composed path's scores / √d, + bias and
 // where(mask, scores, -inf) in that order, so the values agree with it to the bit; masked_softmax
 // then treats -inf like a key past the valid length.
-void finish_scores(const AttentionSizes& n, int64_t b, int64_t h, ScoresView mask, ScoresView bias,
-                   float* s) {
+// Only the first `visible` columns are touched: the softmax reads no further.
+void finish_scores(const AttentionSizes& n, int64_t b, int64_t h, int64_t visible, ScoresView mask,
+                   ScoresView bias, float* s) {
   const float root_d = std::sqrt(static_cast<float>(n.d));
   const float* bias_bh = bias.data ? bias.data + b * bias.batch + h * bias.head : nullptr;
   const float* mask_bh = mask.data ? mask.data + b * mask.batch + h * mask.head : nullptr;
   // One simple loop per step, so that each vectorizes.
-  for (int64_t i = 0; i < n.Tq * n.Tk; ++i) s[i] /= root_d;
+  for (int64_t i = 0; i < n.Tq; ++i) {
+    float* row = s + i * n.Tk;
+    for (int64_t j = 0; j < visible; ++j) row[j] /= root_d;
+  }
   for (int64_t i = 0; bias_bh && i < n.Tq; ++i) {
     const float* bias_row = bias_bh + i * bias.row;
     float* row = s + i * n.Tk;
-    for (int64_t j = 0; j < n.Tk; ++j) row[j] += bias_row[j * bias.col];
+    for (int64_t j = 0; j < visible; ++j) row[j] += bias_row[j * bias.col];
   }
   for (int64_t i = 0; mask_bh && i < n.Tq; ++i) {
     const float* mask_row = mask_bh + i * mask.row;
     float* row = s + i * n.Tk;
-    for (int64_t j = 0; j < n.Tk; ++j)
+    for (int64_t j = 0; j < visible; ++j)
       if (mask_row[j * mask.col] == 0.0f) row[j] = -std::numeric_limits<float>::infinity();
   }
+}
+
+// The keys block `block` can see: past the longest valid length of its rows every weight is 0, so
+// those keys take no part in any product. Padding makes this a large share of a batch of sentences
+// of mixed lengths (the tagger's bench: lengths T/2 .. T, a quarter of the keys on average).
+int64_t visible_keys(const AttentionSizes& n, const int64_t* lens, int64_t block) {
+  if (!lens || n.Tq == 0) return n.Tk;
+  const int64_t* row = lens + block * n.Tq;
+  return std::clamp<int64_t>(*std::max_element(row, row + n.Tq), 0, n.Tk);
+}
+
+// Zeros rows [from, to) of a head's d columns in a gradient whose rows are `row` floats apart,
+// starting at `head`.
+void zero_rows(float* head, int64_t from, int64_t to, int64_t d, int64_t row) {
+  for (int64_t t = from; t < to; ++t) std::fill(head + t * row, head + t * row + d, 0.0f);
 }
 
 }  // namespace
 
 void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                       ScoresView mask, ScoresView bias, const float* keep, float* weights, float* out) {
+                       ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* weights,
+                       float* out) {
   const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
-  // Scratch: the block's scores S, then its dropped-out weights P'.
-  for_each_block(blocks, blocks * TT * (2 * n.d + 8), TT, [&](int64_t block, float* s) {
+  // Scratch: the block's scores S, then its dropped-out weights P'; its dropout multipliers.
+  for_each_block(blocks, blocks * TT * (2 * n.d + 8), keep ? 2 * TT : TT, [&](int64_t block, float* s) {
     const int64_t b = block / n.H, h = block % n.H;
     float* p = weights + block * TT;
-    // S = Q_bh K_bhᵀ: (Tq, d)·(d, Tk); Kᵀ is read through the GEMM's packing, not copied.
-    gemm(false, true, n.Tq, n.Tk, n.d, 1.0f, head_of(q, b, h), q.row, head_of(k, b, h), k.row, 0.0f, s, n.Tk);
-    finish_scores(n, b, h, mask, bias, s);
+    const int64_t tv = visible_keys(n, lens, block);
+    // S = Q_bh K_bhᵀ: (Tq, d)·(d, tv), the visible keys; Kᵀ is read through the GEMM's packing, not
+    // copied.
+    gemm(false, true, n.Tq, tv, n.d, 1.0f, head_of(q, b, h), q.row, head_of(k, b, h), k.row, 0.0f, s, n.Tk);
+    finish_scores(n, b, h, tv, mask, bias, s);
     masked_softmax_forward(n.Tq, n.Tk, s, lens ? lens + block * n.Tq : nullptr, p);
     const float* dropped = p;
     if (keep) {  // P' = P ∘ keep, the product the composed dropout forms
-      const float* keep_bh = keep + block * TT;
+      float* keep_bh = s + TT;
+      keep(block, keep_bh);
       for (int64_t i = 0; i < TT; ++i) s[i] = p[i] * keep_bh[i];
       dropped = s;
     }
-    // O_bh = P' V_bh: (Tq, Tk)·(Tk, d), written into head h's columns of the merged (B, Tq, H·d).
-    gemm(false, false, n.Tq, n.d, n.Tk, 1.0f, dropped, n.Tk, head_of(v, b, h), v.row, 0.0f,
+    // O_bh = P' V_bh: (Tq, tv)·(tv, d), written into head h's columns of the merged (B, Tq, H·d).
+    gemm(false, false, n.Tq, n.d, tv, 1.0f, dropped, n.Tk, head_of(v, b, h), v.row, 0.0f,
          out + b * n.Tq * D + h * n.d, D);
   });
 }
 
-void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const float* weights,
-                        const float* keep, const float* dout, const AttentionGrads& grads) {
+void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
+                        const float* weights, const DropoutDraw& keep, const float* dout,
+                        const AttentionGrads& grads) {
   const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
+  const int64_t G = grads.row ? grads.row : D;  // from one row of dq, dk, dv to the next
   const float inv_root_d = 1.0f / std::sqrt(static_cast<float>(n.d));
-  // Scratch: dP (first dP', then masked by keep), P', and dS unless it goes to grads.dscores.
-  for_each_block(blocks, blocks * TT * (4 * n.d + 8), 3 * TT, [&](int64_t block, float* scratch) {
-    const int64_t b = block / n.H, h = block % n.H;
-    float *dp = scratch, *dropped = scratch + TT;
-    float* ds = grads.dscores ? grads.dscores + block * TT : scratch + 2 * TT;
-    const float* p = weights + block * TT;
-    const float* dout_bh = dout + b * n.Tq * D + h * n.d;
-    // in the forward pass this was: O = P' V, so dP' = dO Vᵀ: (Tq, d)·(d, Tk)
-    gemm(false, true, n.Tq, n.Tk, n.d, 1.0f, dout_bh, D, head_of(v, b, h), v.row, 0.0f, dp, n.Tk);
-    const float* p_dropped = p;
-    if (keep) {  // P' = P ∘ keep, so dP = dP' ∘ keep
-      const float* keep_bh = keep + block * TT;
-      for (int64_t i = 0; i < TT; ++i) dropped[i] = p[i] * keep_bh[i], dp[i] *= keep_bh[i];
-      p_dropped = dropped;
-    }
-    // dV = P'ᵀ dO: (Tk, Tq)·(Tq, d)
-    if (grads.dv)
-      gemm(true, false, n.Tk, n.d, n.Tq, 1.0f, p_dropped, n.Tk, dout_bh, D, 0.0f,
-           grads.dv + b * n.Tk * D + h * n.d, D);
-    // P = softmax(S): dS = P ∘ (dP − rowsum(dP ∘ P)), zero at every hidden key
-    softmax_backward(n.Tq, n.Tk, 1, p, dp, ds, false);
-    // S = Q Kᵀ / √d: dQ = dS K / √d, (Tq, Tk)·(Tk, d); dK = dSᵀ Q / √d, (Tk, Tq)·(Tq, d)
-    if (grads.dq)
-      gemm(false, false, n.Tq, n.d, n.Tk, inv_root_d, ds, n.Tk, head_of(k, b, h), k.row, 0.0f,
-           grads.dq + b * n.Tq * D + h * n.d, D);
-    if (grads.dk)
-      gemm(true, false, n.Tk, n.d, n.Tq, inv_root_d, ds, n.Tk, head_of(q, b, h), q.row, 0.0f,
-           grads.dk + b * n.Tk * D + h * n.d, D);
-  });
+  // Scratch: dP (first dP', then masked by keep), P', dS unless it goes to grads.dscores, and the
+  // dropout multipliers.
+  for_each_block(
+      blocks, blocks * TT * (4 * n.d + 8), keep ? 4 * TT : 3 * TT, [&](int64_t block, float* scratch) {
+        const int64_t b = block / n.H, h = block % n.H;
+        float *dp = scratch, *dropped = scratch + TT;
+        float* ds = grads.dscores ? grads.dscores + block * TT : scratch + 2 * TT;
+        const float* p = weights + block * TT;
+        const float* dout_bh = dout + b * n.Tq * D + h * n.d;
+        // Keys past tv have weight 0 (visible_keys): their rows of dK and dV are 0, and so is dP there.
+        const int64_t tv = visible_keys(n, lens, block);
+        // in the forward pass this was: O = P' V, so dP' = dO Vᵀ: (Tq, d)·(d, tv)
+        gemm(false, true, n.Tq, tv, n.d, 1.0f, dout_bh, D, head_of(v, b, h), v.row, 0.0f, dp, n.Tk);
+        for (int64_t i = 0; i < n.Tq; ++i) std::fill(dp + i * n.Tk + tv, dp + (i + 1) * n.Tk, 0.0f);
+        const float* p_dropped = p;
+        if (keep) {  // P' = P ∘ keep, so dP = dP' ∘ keep
+          float* keep_bh = scratch + 3 * TT;
+          keep(block, keep_bh);
+          for (int64_t i = 0; i < TT; ++i) dropped[i] = p[i] * keep_bh[i], dp[i] *= keep_bh[i];
+          p_dropped = dropped;
+        }
+        // dV = P'ᵀ dO: (tv, Tq)·(Tq, d)
+        if (grads.dv) {
+          float* dv_bh = grads.dv + b * n.Tk * G + h * n.d;
+          gemm(true, false, tv, n.d, n.Tq, 1.0f, p_dropped, n.Tk, dout_bh, D, 0.0f, dv_bh, G);
+          zero_rows(dv_bh, tv, n.Tk, n.d, G);
+        }
+        // P = softmax(S): dS = P ∘ (dP − rowsum(dP ∘ P)), zero at every hidden key
+        softmax_backward(n.Tq, n.Tk, 1, p, dp, ds, false);
+        // S = Q Kᵀ / √d: dQ = dS K / √d, (Tq, tv)·(tv, d); dK = dSᵀ Q / √d, (tv, Tq)·(Tq, d)
+        if (grads.dq)
+          gemm(false, false, n.Tq, n.d, tv, inv_root_d, ds, n.Tk, head_of(k, b, h), k.row, 0.0f,
+               grads.dq + b * n.Tq * G + h * n.d, G);
+        if (grads.dk) {
+          float* dk_bh = grads.dk + b * n.Tk * G + h * n.d;
+          gemm(true, false, tv, n.d, n.Tq, inv_root_d, ds, n.Tk, head_of(q, b, h), q.row, 0.0f, dk_bh, G);
+          zero_rows(dk_bh, tv, n.Tk, n.d, G);
+        }
+      });
+}
+
+int64_t attention_product_madds(const AttentionSizes& n, const int64_t* lens) {
+  int64_t keys = 0;
+  for (int64_t block = 0; block < n.B * n.H; ++block) keys += visible_keys(n, lens, block);
+  return keys * n.Tq * n.d;
 }
 
 }  // namespace qkv::kernels

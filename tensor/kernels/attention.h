@@ -8,6 +8,9 @@
 //   P' = P ∘ keep                             keep: the dropout multipliers (0 or 1/(1-p)), or none
 //   O_bh = P' V_bh                            (Tq, d), written into columns [h·d, (h+1)·d) of O
 //
+// Keys past the longest of a block's valid lengths have weight 0 in every row: the products leave
+// them out (S and dP are computed for the visible keys only, their rows of dK and dV are zeros).
+//
 // What is fused, and why. Composed of tensor ops, the same computation copies each head out of the
 // (B, T, H·d) projections into (B, H, T, d), runs batched products, a masked softmax pass, a
 // dropout pass, and copies the heads back together; backward runs each of those again in reverse.
@@ -40,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace qkv::kernels {
 
@@ -63,27 +67,41 @@ struct ScoresView {
   int64_t batch = 0, head = 0, row = 0, col = 0;
 };
 
+// The dropout multipliers of the (B, H, Tq, Tk) weights (0 or 1/(1-p)), drawn block by block when
+// the kernels need them instead of stored from forward to backward (a float per weight, as much
+// memory as the weights themselves): draw(block, out) writes the Tq·Tk multipliers of block
+// b·H + h to out, the same ones every time. Empty without dropout.
+using DropoutDraw = std::function<void(int64_t block, float* out)>;
+
 // The forward.
 //   q (B, H, Tq, d), k and v (B, H, Tk, d) as HeadsView
 //   lens: (B, H, Tq) keys visible to each row, or nullptr for all
 //   mask: nonzero where the query may see the key; bias: added to the scores (either may be absent)
-//   keep: (B, H, Tq, Tk) dropout multipliers, or nullptr without dropout
+//   keep: the dropout multipliers, or empty without dropout
 //   → weights P (B, H, Tq, Tk) contiguous, before dropout; out (B, Tq, H·d) contiguous
 void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                       ScoresView mask, ScoresView bias, const float* keep, float* weights, float* out);
+                       ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* weights, float* out);
 
-// Where backward writes: dq (B, Tq, H·d), dk and dv (B, Tk, H·d), dscores (B, H, Tq, Tk), all
-// contiguous; a null pointer skips that gradient.
+// Where backward writes: dq (B, Tq, H·d), dk and dv (B, Tk, H·d), rows `row` floats apart (H·d
+// when 0, contiguous; 3·H·d for the column blocks of one (B, T, 3·H·d) gradient), and dscores
+// (B, H, Tq, Tk) contiguous; a null pointer skips that gradient.
 struct AttentionGrads {
   float* dq = nullptr;
   float* dk = nullptr;
   float* dv = nullptr;
   float* dscores = nullptr;
+  int64_t row = 0;
 };
 
-// The backward, given the forward's inputs, its weights P and keep, and dout (B, Tq, H·d)
-// contiguous.
-void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const float* weights,
-                        const float* keep, const float* dout, const AttentionGrads& grads);
+// The backward, given the forward's inputs (lens as given to the forward), its weights P and keep,
+// and dout (B, Tq, H·d) contiguous.
+void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
+                        const float* weights, const DropoutDraw& keep, const float* dout,
+                        const AttentionGrads& grads);
+
+// The multiply-adds of one of the block products (Q·Kᵀ, P'·V, or one of the four in backward)
+// over all B·H blocks, as the kernels compute them: keys past a block's longest valid length are
+// left out (their weights are 0). For counting FLOPs.
+int64_t attention_product_madds(const AttentionSizes& n, const int64_t* lens);
 
 }  // namespace qkv::kernels

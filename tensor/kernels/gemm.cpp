@@ -141,9 +141,11 @@ struct ABlock {
 
 // C[0:m, 0:n] = alpha · (A block)·(packed B columns) + beta · C, for an m×k block of A and n
 // columns of B packed by pack_b. Element (i, j) of C is at C[i·ldc + j], or at C[j·ldc + i] when
-// c_trans (the product computed as its transpose, see gemm()).
+// c_trans (the product computed as its transpose, see gemm()). When bias is set (the last k step
+// of gemm_bias), element (i, j) then gets bias[j] added, or bias[i] when c_trans: each tile while
+// it is still in L1.
 void macro_kernel(int64_t m, int64_t n, int64_t k, ABlock a, const float* b, float alpha, float beta,
-                  float* C, int64_t ldc, bool c_trans) {
+                  float* C, int64_t ldc, bool c_trans, const float* bias) {
   alignas(64) float edge[MR * NR];
   const float* rows[MR];
   const int64_t rs = c_trans ? 1 : ldc, cs_c = c_trans ? ldc : 1;  // strides of C's rows and columns
@@ -156,6 +158,8 @@ void macro_kernel(int64_t m, int64_t n, int64_t k, ABlock a, const float* b, flo
       float* c = C + i * rs + j * cs_c;
       if (valid == MR && cols == NR && !c_trans) {
         micro_kernel(k, rows, cs, b_sliver, alpha, beta, c, ldc);
+        for (int64_t r = 0; bias && r < MR; ++r)
+          for (int64_t q = 0; q < NR; ++q) c[r * ldc + q] += bias[j + q];
         continue;
       }
       // A partial or transposed tile goes through a full one on the side, computed by the same
@@ -165,6 +169,8 @@ void macro_kernel(int64_t m, int64_t n, int64_t k, ABlock a, const float* b, flo
         for (int64_t r = 0; r < valid; ++r)
           for (int64_t q = 0; q < cols; ++q) edge[r * NR + q] = c[r * rs + q * cs_c];
       micro_kernel(k, rows, cs, b_sliver, alpha, beta, edge, NR);
+      for (int64_t r = 0; bias && r < valid; ++r)
+        for (int64_t q = 0; q < cols; ++q) edge[r * NR + q] += c_trans ? bias[i + r] : bias[j + q];
       if (c_trans) {
         for (int64_t q = 0; q < cols; ++q)
           for (int64_t r = 0; r < valid; ++r) c[q * ldc + r] = edge[r * NR + q];
@@ -242,7 +248,7 @@ bool reads_a_in_place(Strided a, int64_t rows, int64_t k, int64_t cols) {
 
 // The blocked loops, their packing and products shared among `threads` threads (parallel.h).
 void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, Strided a, Strided b,
-                   float beta, float* C, int64_t ldc, bool c_trans, float* b_packed) {
+                   float beta, float* C, int64_t ldc, bool c_trans, const float* bias, float* b_packed) {
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t n = std::min(NC, N - jc);
     const auto [row_blocks, chunks] = task_grid(M, n, threads);
@@ -266,19 +272,25 @@ void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, St
           source = {Strided{nullptr, 0, 0}, a_packed};
         }
         float* c = c_trans ? C + (jc + j0) * ldc + i0 : C + i0 * ldc + jc + j0;
+        const float* tile_bias = !bias || pc + k < K ? nullptr : c_trans ? bias + i0 : bias + jc + j0;
         macro_kernel(i1 - i0, j1 - j0, k, source, b_packed + j0 * k, alpha, pc == 0 ? beta : 1.0f, c, ldc,
-                     c_trans);
+                     c_trans, tile_bias);
       });
     }
   }
 }
 
-}  // namespace
-
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+// gemm, and gemm_bias when bias is set.
+void gemm_epilogue(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                   const float* bias) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0) return scale_c(M, N, beta, C, ldc);
+  if (K <= 0) {
+    scale_c(M, N, beta, C, ldc);
+    for (int64_t i = 0; bias && i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] += bias[j];
+    return;
+  }
   Strided a = trans_a ? Strided{A, 1, lda} : Strided{A, lda, 1};
   Strided b = trans_b ? Strided{B, 1, ldb} : Strided{B, ldb, 1};
   // A product narrower than a micro-tile (N < NR) leaves most of each tile's columns empty: with
@@ -297,7 +309,19 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
   const int threads = in_parallel_task() || M * N * K < kMinParallelProduct ? 1 : get_num_threads();
   // The packed B block belongs to the calling thread and is shared by the threads.
   float* b_packed = t_b_buffer.get(std::min(KC, K) * ceil_div(std::min(NC, N), NR) * NR);
-  blocked_loops(threads, M, N, K, alpha, a, b, beta, C, ldc, c_trans, b_packed);
+  blocked_loops(threads, M, N, K, alpha, a, b, beta, C, ldc, c_trans, bias, b_packed);
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  gemm_epilogue(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
+}
+
+void gemm_bias(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+               const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc) {
+  gemm_epilogue(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias);
 }
 
 GemmConfig gemm_config() { return {Simd::name, MR, NR, MC, KC, NC}; }

@@ -19,6 +19,13 @@ namespace qkv::kernels {
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
+// C = op(A)·op(B) + bias, bias (N) added to every row: a linear layer's x·Wᵀ + b. The bias is
+// added to each micro-tile right after its last k step, while the tile is in L1, instead of in a
+// pass over C of its own (4096×1024 outputs: 1.7 ms for a separate pass after a 23 ms product).
+// Same result as gemm followed by C[i][j] += bias[j], to the bit.
+void gemm_bias(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+               const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc);
+
 // The middle step, for reading: the fast kernel's blocked loops and packing on one thread, with a
 // scalar micro-kernel (gemm_blocked.cpp says what else differs). Same result as gemm, to the bit
 // on a SIMD build.

@@ -87,6 +87,10 @@ QKV_GRADCHECK("min dim keepdim", {In::fixed({2, 3}, {0.5f, -2, 1, 0.3f, 0.1f, -0
               [](X x) { return x[0].min(0, true).first * 2.0f; });
 
 // ---- products, softmax ---------------------------------------------------------------------
+QKV_GRADCHECK("linear", {In::normal({2, 3, 4}), In::normal({5, 4}), In::normal({5})},
+              [](X x) { return linear_with_bias(x[0], x[1], x[2]); });
+QKV_GRADCHECK("linear 2d", {In::normal({3, 4}), In::normal({2, 4}), In::normal({2})},
+              [](X x) { return linear_with_bias(x[0], x[1], x[2]); });
 QKV_GRADCHECK("matmul 2d", {In::normal({3, 4}), In::normal({4, 5})}, [](X x) { return x[0].matmul(x[1]); });
 QKV_GRADCHECK("matmul batched", {In::normal({2, 3, 4}), In::normal({2, 4, 5})}, [](X x) { return x[0].matmul(x[1]); });
 QKV_GRADCHECK("matmul shared weight", {In::normal({2, 3, 4}), In::normal({4, 5})}, [](X x) { return x[0].matmul(x[1]); });

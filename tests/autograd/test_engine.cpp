@@ -82,10 +82,9 @@ TEST_CASE("backward frees the saved tensors of nodes that no gradient reached") 
   {
     const Tensor h = x.tanh();  // saves its 256×256 output
     // An op whose backward sends nothing to its input: the tanh node receives no gradient.
-    const Tensor cut = autograd::record("cut", h.detach().clone(), {h}, {},
-                                        [](const Tensor&, const autograd::BackwardContext&) {
-                                          return std::vector<Tensor>{Tensor()};
-                                        });
+    const Tensor cut = autograd::record(
+        "cut", h.detach().clone(), {h}, {},
+        [](const Tensor&, const autograd::BackwardContext&) { return std::vector<Tensor>{Tensor()}; });
     loss = cut.sum() + x.sum();
   }
   CHECK(memory_stats().live_bytes - before >= 256 * 256 * 4);
@@ -180,6 +179,29 @@ TEST_CASE("backward on a leaf accumulates the seed") {
   Tensor x = tensor({1.0f}, true);
   x.backward();
   CHECK(x.grad().item() == 1.0f);
+}
+
+TEST_CASE("a leaf's first gradient is its own: a fresh one is taken without a copy, a shared one copied") {
+  // linear's weight gradient reaches the weight through weight.t()'s backward, a view: the leaf
+  // takes that buffer itself, so backward allocates the weight's gradient once and copies nothing.
+  Tensor w = tensor({{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}}, true);      // (out 2, in 3)
+  const Tensor x = tensor({{{1.0f, 0.0f, 2.0f}}, {{0.0f, 1.0f, 1.0f}}});  // (2, 1, 3)
+  const Tensor loss = x.matmul(w.t()).sum();
+  const int64_t before = memory_stats().allocated_bytes;
+  loss.backward();
+  // dw[o][i] = Σ_rows x[row][i]. Buffers: the seed (1 float), sum's gradient made contiguous for
+  // the product (4), dw (6); a copy into the leaf would add 6 more.
+  CHECK(w.grad().to_vector() == std::vector<float>{1, 1, 3, 1, 1, 3});
+  CHECK(w.grad().is_contiguous());
+  CHECK(memory_stats().allocated_bytes - before <= 4 * (1 + 4 + 6));
+
+  // add's backward sends the same g to both inputs: each leaf must get a copy of its own, or a
+  // later += into one would change the other.
+  Tensor a = tensor({1.0f, 2.0f}, true), b = tensor({3.0f, 4.0f}, true);
+  (a + b).backward(tensor({1.0f, 1.0f}));
+  a.grad().add_(tensor({10.0f, 10.0f}));
+  CHECK(b.grad().to_vector() == std::vector<float>{1, 1});
+  CHECK(a.grad().to_vector() == std::vector<float>{11, 11});
 }
 
 TEST_CASE("graph nodes name their op and remember saved bytes") {

@@ -154,6 +154,32 @@ TEST_CASE("matmul covers matrices batches broadcasting and vectors") {
   CHECK(zeros({3, 0}).matmul(zeros({0, 2})).to_vector() == V(6, 0.0f));  // K = 0: a zero matrix
 }
 
+TEST_CASE("linear_with_bias gives the composed x.matmul(w.t()) + b and its gradients, to the bit") {
+  // 40 outputs of 33 features over (3, 29) rows: edge tiles in both directions of the GEMM's tiling.
+  for (const Shape& x_shape : {Shape{3, 29, 33}, Shape{29, 33}}) {
+    CAPTURE(shape_str(x_shape));
+    Generator g(4);
+    const Tensor x0 = randn(x_shape, false, &g), w0 = randn({40, 33}, false, &g), b0 = randn({40}, false, &g);
+    const auto run = [&](bool fused) {
+      const Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(),
+                   b = b0.clone().requires_grad_();
+      const Tensor y = fused ? linear_with_bias(x, w, b) : x.matmul(w.t()) + b;
+      (y * y).sum().backward();
+      return std::vector<Tensor>{y, x.grad(), w.grad(), b.grad()};
+    };
+    const std::vector<Tensor> fused = run(true), composed = run(false);
+    for (size_t i = 0; i < fused.size(); ++i) {
+      CAPTURE(i);
+      CHECK(fused[i].shape() == composed[i].shape());
+      CHECK(fused[i].contiguous().to_vector() == composed[i].contiguous().to_vector());
+    }
+  }
+  CHECK_THROWS_WITH_AS(
+      linear_with_bias(zeros({2, 3}), zeros({4, 3}), zeros({5})),
+      "linear: input (2,3), weight (4,3) and bias (5) do not fit: expected (..., in), (out, in) and (out)",
+      ShapeError);
+}
+
 TEST_CASE("matmul names both shapes when they do not fit") {
   CHECK_THROWS_WITH_AS(zeros({2, 3}).matmul(zeros({4, 5})),
                        "matmul: shapes (2,3) and (4,5) cannot be multiplied: 3 != 4", ShapeError);

@@ -63,6 +63,13 @@ QKV_GRADCHECK("fused_attention on column blocks of a packed projection",
                                           Tensor(), x[1])
                     .output;
               });
+// The packed op: one (B, T, 3·D) projection for queries, keys and values, lengths per sequence, a
+// learned bias, dropout from a generator made anew on every call.
+QKV_GRADCHECK("fused_attention_packed with lengths, a learned bias and dropout",
+              {In::normal({2, 3, 12}), In::normal({1, 2, 3, 3})}, [](const Inputs& x) {
+                Generator gen(5);
+                return F::fused_attention_packed(x[0], 2, IndexTensor{3, 2}, Tensor(), x[1], 0.3f, &gen).output;
+              });
 QKV_GRADCHECK_MODULE("MultiHeadAttention self-attention with biases", {In::normal({2, 4, 6})},
                      [] { return std::make_shared<nn::MultiHeadAttention>(6, 6, 6, 6, 2, 0.0f, true); },
                      [](nn::MultiHeadAttention& m, const Inputs& x) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "autograd/node.h"
 #include "nn/attention.h"
 #include "nn/attention_testing.h"
 #include "nn/functional/attention.h"
@@ -122,6 +123,17 @@ TEST_CASE(
   CHECK((other_seed[0] - composed[0]).abs().max().item() > 1e-2f);
 }
 
+TEST_CASE("fused_attention keeps no dropout mask for backward: it draws each block's part again") {
+  Generator g(6);
+  const Tensor q = randn({2, 2, 5, 4}, true, &g), k = randn({2, 2, 5, 4}, true, &g);
+  const auto saved_bytes = [&](float p) {
+    return F::fused_attention(q, k, k, IndexTensor(), Tensor(), Tensor(), p).output.grad_fn()->saved_bytes();
+  };
+  // q, k, v and the weights (2·2·5·5 floats), whatever the dropout.
+  CHECK(saved_bytes(0.0f) == 4 * (3 * 2 * 2 * 5 * 4 + 2 * 2 * 5 * 5));
+  CHECK(saved_bytes(0.5f) == saved_bytes(0.0f));
+}
+
 TEST_CASE("fused_attention gives the same bits with 1 and 2 threads") {
   Generator g(8);
   const Problem p{randn({4, 24, 32}, false, &g),    randn({4, 20, 64}, false, &g),
@@ -135,6 +147,107 @@ TEST_CASE("fused_attention gives the same bits with 1 and 2 threads") {
     }
     return all;
   });
+  // The packed op, whose backward writes the three gradients into one tensor.
+  const Tensor packed0 = randn({4, 24, 96}, false, &g);
+  check_bitwise_identical_with_1_and_2_threads([&] {
+    const Tensor x = packed0.clone().requires_grad_();
+    manual_seed(9);
+    const Tensor out =
+        F::fused_attention_packed(x, 4, IndexTensor{24, 7, 0, 13}, Tensor(), Tensor(), 0.2f).output;
+    (out * out).sum().backward();
+    std::vector<float> all = out.to_vector();
+    const std::vector<float> grad = x.grad().to_vector();
+    all.insert(all.end(), grad.begin(), grad.end());
+    return all;
+  });
+}
+
+TEST_CASE("fused_attention leaves keys past every valid length out of its products") {
+  // Sequence 0 sees 3 of its 6 keys, sequence 1 all 6. Keys and values past the lengths hold NaN:
+  // a product over them would carry it into every output and gradient (0 · NaN is NaN).
+  Generator g(3);
+  Tensor q = randn({2, 2, 4, 3}, false, &g).requires_grad_();
+  Tensor k = randn({2, 2, 6, 3}, false, &g), v = randn({2, 2, 6, 3}, false, &g);
+  const Tensor clean_k = k.clone(), clean_v = v.clone();
+  const float nan = std::nan("");
+  for (Tensor* t : {&k, &v})
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t j = 3; j < 6; ++j)
+        for (int64_t c = 0; c < 3; ++c) t->data()[((0 * 2 + h) * 6 + j) * 3 + c] = nan;
+  const auto run_with = [&](const Tensor& keys, const Tensor& values) {
+    const Tensor kk = keys.detach().clone().requires_grad_(), vv = values.detach().clone().requires_grad_();
+    q.zero_grad();
+    const F::AttentionOutput out = F::fused_attention(q, kk, vv, IndexTensor{3, 6});
+    (out.output * out.output).sum().backward();
+    return std::vector<Tensor>{out.output, q.grad(), kk.grad(), vv.grad()};
+  };
+  const std::vector<Tensor> padded = run_with(k, v), clean = run_with(clean_k, clean_v);
+  for (size_t i = 0; i < padded.size(); ++i) {
+    CAPTURE(i);
+    CHECK(padded[i].contiguous().to_vector() == clean[i].contiguous().to_vector());  // NaN equals nothing
+  }
+  // The hidden keys and values get a zero gradient.
+  CHECK(padded[2].narrow(0, 0, 1).narrow(2, 3, 3).abs().sum().item() == 0.0f);
+  CHECK(padded[3].narrow(0, 0, 1).narrow(2, 3, 3).abs().sum().item() == 0.0f);
+  CHECK(padded[3].narrow(0, 0, 1).narrow(2, 0, 3).abs().sum().item() > 0.0f);
+}
+
+TEST_CASE("fused_attention_packed gives fused_attention's results on the column blocks, to the bit") {
+  // Self-attention B 3, T 7, H 4, d 5 on one (B, T, 3·20) projection: lengths 7, 0 and 4, a causal
+  // mask, a learned bias per head, dropout. The packed op's gradient is the three blocks' side by side.
+  Generator g(12);
+  const Tensor packed0 = randn({3, 7, 60}, false, &g), bias0 = randn({1, 4, 7, 7}, false, &g);
+  const IndexTensor lens{7, 0, 4};
+  const auto run = [&](bool packed) {
+    const Tensor x = packed0.clone().requires_grad_(), bias = bias0.clone().requires_grad_();
+    manual_seed(8);
+    F::AttentionOutput out;
+    if (packed) {
+      out = F::fused_attention_packed(x, 4, lens, F::causal_mask(7, 7), bias, 0.25f);
+    } else {
+      const auto block = [&](int64_t i) { return heads(x.narrow(2, 20 * i, 20), 4); };
+      out = F::fused_attention(block(0), block(1), block(2), lens, F::causal_mask(7, 7), bias, 0.25f);
+    }
+    const Tensor cosines = arange(static_cast<float>(out.output.numel())).mul(0.3f).cos();
+    (out.output.reshape({-1}) * cosines).sum().backward();
+    return std::vector<Tensor>{out.output, out.weights, x.grad(), bias.grad()};
+  };
+  const std::vector<Tensor> packed = run(true), blocks = run(false);
+  for (size_t i = 0; i < packed.size(); ++i) {
+    CAPTURE(i);
+    CHECK(packed[i].contiguous().to_vector() == blocks[i].contiguous().to_vector());
+  }
+  CHECK_THROWS_WITH_AS(F::fused_attention_packed(zeros({2, 3, 10}), 4),
+                       "fused_attention_packed: projection of shape (2,3,10) with 4 heads: expected (B, T, "
+                       "3·H·d) for H = 4",
+                       ShapeError);
+}
+
+TEST_CASE("MultiHeadAttention packs its projections for self-attention: the results of three") {
+  // forward(x, x, x) runs one projection and fused_attention_packed; forward(x, x', x'') with copies
+  // of x runs the three projections. The values agree to float32 rounding (dx sums the three
+  // products in one GEMM instead of three), the parameters and their names are the same.
+  const auto step = [](bool same_tensor) {
+    manual_seed(4);
+    nn::MultiHeadAttention attention(8, 8, 8, 8, 2, 0.25f, /*bias=*/true);
+    Generator g(6);
+    const Tensor x = randn({2, 5, 8}, true, &g);
+    const Tensor k = same_tensor ? x : x * 1.0f, v = same_tensor ? x : x * 1.0f;
+    const Tensor out = attention.forward(x, k, v, IndexTensor{5, 3});
+    // out = W_o(attention output): the op under W_o says which path ran.
+    CHECK(out.grad_fn()->inputs[0].node->op == (same_tensor ? "fused_attention_packed" : "fused_attention"));
+    (out * out).sum().backward();
+    std::vector<Tensor> all{out, attention.attention_weights, x.grad()};
+    for (const auto& [name, p] : attention.named_parameters()) all.push_back(p.grad());
+    return all;
+  };
+  const std::vector<Tensor> packed = step(true), separate = step(false);
+  REQUIRE(packed.size() == separate.size());
+  for (size_t i = 0; i < packed.size(); ++i) {
+    CAPTURE(i);
+    check_close(packed[i], separate[i], 1e-5f);
+  }
+  CHECK(packed[0].contiguous().to_vector() == separate[0].contiguous().to_vector());  // same forward
 }
 
 TEST_CASE("MultiHeadAttention gives the same results fused and composed, dropout included") {

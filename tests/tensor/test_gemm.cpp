@@ -176,6 +176,35 @@ TEST_CASE("gemm_blocked gives gemm's result to the bit on a SIMD build") {
     }
 }
 
+TEST_CASE("gemm_bias gives gemm followed by adding the bias to every row, to the bit") {
+  // Full tiles, edge tiles, products computed as their transpose (N < NR), several k blocks, K = 0
+  // (C is the bias alone), and a padded C whose padding must stay as it was.
+  const GemmConfig cfg = gemm_config();
+  std::vector<Problem> problems;
+  for (auto [ta, tb] : kTrans) {
+    for (const Problem& p : blocking_edges(ta, tb))
+      if (p.alpha == 1.0f && p.beta == 0.0f) problems.push_back(p);
+    problems.push_back({ta, tb, 2 * cfg.mr, 2 * cfg.nr, 2 * cfg.kc + 5, /*pad=*/3});
+    problems.push_back({ta, tb, 5, 3, 0, /*pad=*/2});
+  }
+  for (const Problem& p : problems) {
+    CAPTURE(p.ta);
+    CAPTURE(p.tb);
+    CAPTURE(p.M);
+    CAPTURE(p.N);
+    CAPTURE(p.K);
+    const std::vector<float> A = p.a(), B = p.b(), bias = random_floats(p.N, 4);
+    std::vector<float> expected = p.c(), got = p.c();
+    gemm(p.ta, p.tb, p.M, p.N, p.K, 1.0f, A.data(), p.lda(), B.data(), p.ldb(), 0.0f, expected.data(),
+         p.ldc());
+    for (int64_t i = 0; i < p.M; ++i)
+      for (int64_t j = 0; j < p.N; ++j) expected[i * p.ldc() + j] += bias[j];
+    gemm_bias(p.ta, p.tb, p.M, p.N, p.K, A.data(), p.lda(), B.data(), p.ldb(), bias.data(), got.data(),
+              p.ldc());
+    CHECK(std::memcmp(expected.data(), got.data(), got.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("gemm reads and writes strided matrices and leaves the padding of C alone") {
   for (auto [ta, tb] : kTrans) {
     Problem p{ta, tb, 19, 35, 23, /*pad=*/5};

@@ -112,10 +112,10 @@ TEST_CASE("graph_to_dot of an MLP has one box per op and the parameters as named
   opts.names = mlp.named_parameters();
   const Dot dot(autograd::graph_to_dot(loss, opts));
 
-  // loss = sum(matmul(relu(matmul(x, W1ᵀ) + b1), W2ᵀ) + b2): the transposes are permute views.
-  CHECK(dot.count_op("matmul") == 2);
-  CHECK(dot.count_op("permute") == 2);
-  CHECK(dot.count_op("add") == 2);
+  // loss = sum(linear(relu(linear(x, W1, b1)), W2, b2)): each Linear with a bias is one op, x·Wᵀ + b.
+  CHECK(dot.count_op("linear") == 2);
+  CHECK(dot.count_op("matmul") == 0);
+  CHECK(dot.count_op("add") == 0);
   CHECK(dot.count_op("relu") == 1);
   CHECK(dot.count_op("sum") == 1);
   int boxes = 0, roots = 0;
@@ -126,7 +126,7 @@ TEST_CASE("graph_to_dot of an MLP has one box per op and the parameters as named
       CHECK(v.label == "sum\n()\nsaved 0 B");
     }
   }
-  CHECK(boxes == 8);
+  CHECK(boxes == 4);
   CHECK(roots == 1);
 
   // The leaves are exactly the four parameters, with their shapes; x needs no grad and is absent.
@@ -134,22 +134,22 @@ TEST_CASE("graph_to_dot of an MLP has one box per op and the parameters as named
   CHECK(dot.vertices.at(dot.id_of_leaf("fc1.bias")).label == "fc1.bias\n(4)");
   CHECK(dot.vertices.at(dot.id_of_leaf("fc2.weight")).label == "fc2.weight\n(2,4)");
   CHECK(dot.vertices.at(dot.id_of_leaf("fc2.bias")).label == "fc2.bias\n(2)");
-  CHECK(dot.vertices.size() == 12);
+  CHECK(dot.vertices.size() == 8);
 
   // Every arrow joins declared vertices, and each parameter flows to the loss through its layer.
   for (const auto& a : dot.arrows) {
     CHECK(dot.vertices.count(a.from) == 1);
     CHECK(dot.vertices.count(a.to) == 1);
   }
-  CHECK(dot.arrows.size() == 11);  // every vertex but the root feeds exactly one consumer here
+  CHECK(dot.arrows.size() == 7);  // every vertex but the root feeds exactly one consumer here
   CHECK(dot.path_to_root(dot.id_of_leaf("fc1.weight")) ==
-        std::vector<std::string>{"permute", "matmul", "add", "relu", "matmul", "add", "sum"});
-  CHECK(dot.path_to_root(dot.id_of_leaf("fc2.bias")) == std::vector<std::string>{"add", "sum"});
+        std::vector<std::string>{"linear", "relu", "linear", "sum"});
+  CHECK(dot.path_to_root(dot.id_of_leaf("fc2.bias")) == std::vector<std::string>{"linear", "sum"});
 
-  // The first matmul saved x (5,3) and W1ᵀ (a view of W1's 12 floats): 27 floats.
+  // The first linear saved x (5,3) and W1 (4,3): 27 floats.
   bool found = false;
   for (const auto& [id, v] : dot.vertices)
-    if (v.label == "matmul\n(5,4)\nsaved 108 B") found = true;
+    if (v.label == "linear\n(5,4)\nsaved 108 B") found = true;
   CHECK(found);
 }
 
@@ -186,13 +186,12 @@ TEST_CASE("graph_to_dot with only_path_to keeps the path from the loss to one pa
   opts.names = mlp.named_parameters();
   opts.only_path_to = "fc2.weight";
   const Dot dot(autograd::graph_to_dot(loss, opts));
-  // sum ← add ← matmul ← permute ← fc2.weight; relu feeds the matmul but leads to fc1 only.
-  CHECK(dot.vertices.size() == 5);
+  // sum ← linear ← fc2.weight; relu feeds the linear but leads to fc1 only.
+  CHECK(dot.vertices.size() == 3);
   CHECK(dot.count_op("relu") == 0);
   CHECK(dot.id_of_leaf("fc1.weight").empty());
-  CHECK(dot.arrows.size() == 4);
-  CHECK(dot.path_to_root(dot.id_of_leaf("fc2.weight")) ==
-        std::vector<std::string>{"permute", "matmul", "add", "sum"});
+  CHECK(dot.arrows.size() == 2);
+  CHECK(dot.path_to_root(dot.id_of_leaf("fc2.weight")) == std::vector<std::string>{"linear", "sum"});
 
   opts.only_path_to = "no.such.parameter";
   CHECK_THROWS_AS(autograd::graph_to_dot(loss, opts), ValueError);

@@ -75,6 +75,21 @@ TEST_CASE("the profiler counts fused_attention's products, and backward only tho
   CHECK(bwd->flops == 3 * product);  // dP, dQ, dK: v needs no gradient, so no dV
 }
 
+TEST_CASE("the profiler counts only the keys fused_attention computes with: none past a valid length") {
+  // Valid lengths 2 and 6 of 6 keys: the kernels leave out keys 2..5 of the first sequence, so
+  // each product is a multiply-add per (h, query, feature) and key 0..1 of b = 0 or 0..5 of b = 1.
+  const int64_t product = 2 * 3 * 4 * (2 + 6) * 5;
+  const Tensor q = randn({2, 3, 4, 5}, true), k = randn({2, 3, 6, 5}, true), v = randn({2, 3, 6, 5}, true);
+  Profiler profiler;
+  fused_attention(q, k, v, IndexTensor({2, 6}, {2}), Tensor(), Tensor(), 0.0f, default_generator())
+      .output.backward(ones({2, 4, 15}));
+  profiler.stop();
+  const std::vector<OpProfile> rows = profiler.ops();
+  REQUIRE(row(rows, "fused_attention", Pass::Forward) != nullptr);
+  CHECK(row(rows, "fused_attention", Pass::Forward)->flops == 2 * product);
+  CHECK(row(rows, "fused_attention", Pass::Backward)->flops == 4 * product);
+}
+
 TEST_CASE("the profiler times an op that calls other ops as one call") {
   // A matrix-vector product views its vector as a column and squeezes the result: one matmul call.
   const Tensor a = randn({4, 5}), v = randn({5});
