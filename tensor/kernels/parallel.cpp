@@ -4,9 +4,10 @@
 // ticket, then takes tasks itself. Every thread takes the next task by advancing the ticket, so a
 // task goes to whichever thread asks first, and a thread that is not running takes none. The
 // caller then waits only for the tasks other threads have started. Threads wait for work, and the
-// caller for the last task, by spinning for a few tens of microseconds (the gap between two
-// kernels of a training step is usually shorter) and then sleeping on a futex, so that a waiting
-// thread never holds a core another thread or process could use for long.
+// caller for the last task, by spinning for up to kSpin (the gap between two kernels of a training
+// step is usually shorter) and then sleeping, so that a waiting thread never holds a core another
+// thread or process could use for long; workers spin only while most jobs use them. And each kind
+// of job runs with threads only while that is measured to be faster (job_record.h).
 //
 // The ticket is (job generation << 32) | next task index. A thread that wakes late holds the
 // generation of a finished job; its ticket no longer matches, so it can never take a task of the
