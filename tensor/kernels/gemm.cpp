@@ -197,18 +197,6 @@ int64_t split_point(int64_t n, int64_t parts, int64_t unit, int64_t p) {
 // barriers between packing and computing cost more than they save.
 constexpr int64_t kMinParallelProduct = int64_t{1} << 16;
 
-// Calls fn(i) for i in [0, n): on the calling thread alone, or handed out to the threads of
-// parallel.h's pool (each i to whichever thread takes it first).
-// `cost` is the work of all n, for the pool's records.
-template <class F>
-void for_each_index(int threads, int64_t n, int64_t cost, F&& fn) {
-  if (threads <= 1) {
-    for (int64_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  parallel_tasks(n, threads, cost, [&](int64_t i, int) { fn(i); });
-}
-
 // How the M×n output of one pc step is cut into tasks: row blocks × column chunks, each task one
 // (row block, column chunk) pair. Row blocks hold at most MC rows, so that their packed A fits in
 // L2. Within that, the cut makes the busiest thread's share of micro-tiles smallest (when M is
@@ -255,10 +243,10 @@ void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, St
     for (int64_t pc = 0; pc < K; pc += KC) {
       const int64_t k = std::min(KC, K - pc);
       const Strided b_block{b.at(pc, jc), b.rs, b.cs};
-      for_each_index(threads, threads, k * n, [&](int64_t t) {
+      parallel_tasks(threads, threads, k * n, [&](int64_t t, int) {
         pack_b(b_block, k, split_point(n, threads, NR, t), split_point(n, threads, NR, t + 1), b_packed);
       });
-      for_each_index(threads, row_blocks * chunks, M * n * k, [&](int64_t task) {
+      parallel_tasks(row_blocks * chunks, threads, M * n * k, [&](int64_t task, int) {
         const int64_t block = task / chunks, chunk = task % chunks;
         const int64_t i0 = split_point(M, row_blocks, MR, block),
                       i1 = split_point(M, row_blocks, MR, block + 1);

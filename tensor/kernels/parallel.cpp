@@ -20,7 +20,6 @@
 #include <bit>
 #include <chrono>
 #include <condition_variable>
-#include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -70,24 +69,25 @@ class Signal {
     return v;
   }
 
-  // Sets the value and wakes those asleep on it. Either set() sees a sleeper (and wakes it under
-  // the lock, so not before it sleeps) or the sleeper, counted before it reads, sees the new value.
+  // Sets the value, or adds to it, and wakes those asleep on it.
   void set(uint32_t v) {
     value_.store(v);
+    wake_sleepers();
+  }
+  void add(uint32_t n) {
+    value_.fetch_add(n);
+    wake_sleepers();
+  }
+
+ private:
+  // Either this sees a sleeper (and wakes it under the lock, so not before it sleeps) or the
+  // sleeper, counted before it reads the value, sees the new one.
+  void wake_sleepers() {
     if (sleepers_.load() == 0) return;
     { const std::lock_guard lock(mutex_); }
     wakeup_.notify_all();
   }
-  uint32_t add(uint32_t n) {
-    const uint32_t v = value_.fetch_add(n) + n;
-    if (sleepers_.load() != 0) {
-      { const std::lock_guard lock(mutex_); }
-      wakeup_.notify_all();
-    }
-    return v;
-  }
 
- private:
   std::atomic<uint32_t> value_{0};
   std::atomic<int> sleepers_{0};
   std::mutex mutex_;
