@@ -29,7 +29,7 @@ void accumulate_into_leaf(TensorImpl& leaf, Tensor grad) {
   if (leaf.grad)
     Tensor(leaf.grad).add_(grad);
   else if (sole_owner(grad))
-    leaf.grad = Tensor::view_of(grad.storage(), grad.shape(), grad.strides(), 0).shared_impl();
+    leaf.grad = grad.detach().shared_impl();
   else
     leaf.grad = grad.clone().shared_impl();
 }

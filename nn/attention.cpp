@@ -161,9 +161,7 @@ Tensor MultiHeadAttention::attend_packed(const Tensor& x, const IndexTensor& val
     if (q2.impl() != q.impl() || k2.impl() != k.impl())
       return attend(q2, k2, heads(2), valid_lens, mask, bias);
   }
-  Tensor all_bias = bias.defined() && bias.dim() == 3 ? bias.unsqueeze(1) : bias;  // (B, Q, K): every head's
-  if (const Tensor p = position_bias(T, T); p.defined()) all_bias = all_bias.defined() ? all_bias + p : p;
-  const Tensor all_mask = functional::mask_and(mask, restriction.dense_mask(T, T));
+  const auto [all_mask, all_bias] = mask_and_bias(T, T, mask, bias);
   const functional::AttentionOutput out = functional::fused_attention_packed(
       qkv, num_heads, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f);
   attention->attention_weights = attention_weights = out.weights;
@@ -184,9 +182,7 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
           (mask.defined() ? ", a mask" : "") + (bias.defined() ? ", a bias" : ""));
     return merge_heads(attend_band(q, k, v, valid_lens));
   }
-  Tensor all_bias = bias.defined() && bias.dim() == 3 ? bias.unsqueeze(1) : bias;  // (B, Q, K): every head's
-  if (const Tensor p = position_bias(Q, K); p.defined()) all_bias = all_bias.defined() ? all_bias + p : p;
-  const Tensor all_mask = functional::mask_and(mask, restriction.dense_mask(Q, K));
+  const auto [all_mask, all_bias] = mask_and_bias(Q, K, mask, bias);
   if (fused) {
     const functional::AttentionOutput out = functional::fused_attention(
         q, k, v, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f);
@@ -209,6 +205,13 @@ Tensor MultiHeadAttention::attend_band(const Tensor& q, const Tensor& k, const T
       functional::banded_attention(q, k, v, w, valid_lens, offset_bias, attention->dropout, is_training());
   attention_weights = out.weights.detach();
   return out.output;
+}
+
+std::pair<Tensor, Tensor> MultiHeadAttention::mask_and_bias(int64_t Q, int64_t K, const Tensor& mask,
+                                                          const Tensor& bias) const {
+  Tensor all_bias = bias.defined() && bias.dim() == 3 ? bias.unsqueeze(1) : bias;  // (B, Q, K): every head's
+  if (const Tensor p = position_bias(Q, K); p.defined()) all_bias = all_bias.defined() ? all_bias + p : p;
+  return {functional::mask_and(mask, restriction.dense_mask(Q, K)), all_bias};
 }
 
 // The position scheme's bias of Q queries against K keys, (1, H or 1, Q, K); undefined without one.

@@ -152,6 +152,9 @@ class MultiHeadAttention : public Module {
   Tensor attend_packed(const Tensor& x, const IndexTensor& valid_lens, const Tensor& mask,
                        const Tensor& bias);
   Tensor position_bias(int64_t Q, int64_t K) const;
+  // The mask and bias of Q queries against K keys: the caller's, and this layer's restriction and
+  // position bias.
+  std::pair<Tensor, Tensor> mask_and_bias(int64_t Q, int64_t K, const Tensor& mask, const Tensor& bias) const;
 };
 
 }  // namespace qkv::nn

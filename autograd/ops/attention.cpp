@@ -105,20 +105,21 @@ Extras extras(const char* op, const kernels::AttentionSizes& n, const IndexTenso
 
 const int64_t* lens_or_null(const IndexTensor& lens) { return lens.defined() ? lens.data() : nullptr; }
 
-// The forward kernel: → output (B, Tq, H·d) and weights (B, H, Tq, Tk).
-// One of the kernels' (Tq, Tk)-by-d products over all B·H blocks: Q·Kᵀ, P'·V, or one of the four
-// in backward. A multiply and an add per (block, query, visible key, feature), as matmul counts
-// them; the softmax, mask and dropout passes between them are not counted.
-int64_t product_flops(const kernels::AttentionSizes& n, const IndexTensor& lens) {
-  return 2 * kernels::attention_product_madds(n, lens_or_null(lens));
+// Announces the FLOPs of `products` of the kernels' (Tq, Tk)-by-d products over all B·H blocks:
+// Q·Kᵀ, P'·V, or the four in backward. A multiply and an add per (block, query, visible key,
+// feature), as matmul counts them; the softmax, mask and dropout passes between them are not
+// counted. Counting visits every row's length, so it is done only when someone listens.
+void count_products(const kernels::AttentionSizes& n, const IndexTensor& lens, int64_t products) {
+  if (autograd::observed()) autograd::add_flops(products * 2 * kernels::attention_product_madds(n, lens_or_null(lens)));
 }
 
+// The forward kernel: → output (B, Tq, H·d) and weights (B, H, Tq, Tk).
 std::pair<Tensor, Tensor> run_forward(const kernels::AttentionSizes& n, kernels::HeadsView q,
                                       kernels::HeadsView k, kernels::HeadsView v, const Extras& e) {
   Tensor weights = Tensor::empty({n.B, n.H, n.Tq, n.Tk}), out = Tensor::empty({n.B, n.Tq, n.H * n.d});
   kernels::attention_forward(n, q, k, v, lens_or_null(e.lens), scores_view(e.mask), scores_view(e.bias),
                              e.keep, weights.data(), out.data());
-  autograd::add_flops(2 * product_flops(n, e.lens));  // S = Q·Kᵀ and O = P'·V
+  count_products(n, e.lens, 2);  // S = Q·Kᵀ and O = P'·V
   return {out, weights};
 }
 
@@ -141,7 +142,7 @@ Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const 
   // size of one forward product.
   int64_t products = 1;
   for (size_t input = 0; input < 3; ++input) products += ctx.needs[input] ? 1 : 0;
-  autograd::add_flops(products * product_flops(n, lens));
+  count_products(n, lens, products);
   const auto as_heads = [](const Tensor& x) { return x.defined() ? x.permute({0, 2, 1, 3}) : x; };
   return {as_heads(dq), as_heads(dk), as_heads(dv), dbias};
 }
@@ -172,7 +173,7 @@ Grads backward_packed(const kernels::AttentionSizes& n, const IndexTensor& lens,
   const PackedHeads h = packed_heads(qkv, n);
   kernels::attention_backward(n, h.q, h.k, h.v, lens_or_null(lens), weights.data(), keep, gc.data(),
                               {d, d ? d + D : nullptr, d ? d + 2 * D : nullptr, data_or_null(dbias), 3 * D});
-  autograd::add_flops((d ? 4 : 1) * product_flops(n, lens));  // dP' = dO·Vᵀ, then dV, dQ and dK
+  count_products(n, lens, d ? 4 : 1);  // dP' = dO·Vᵀ, then dV, dQ and dK
   return {dqkv, dbias};
 }
 
@@ -205,7 +206,7 @@ FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const In
                      " heads: expected (B, T, 3·H·d) for H = " + std::to_string(heads));
   const int64_t D = qkv.size(2) / 3;
   const kernels::AttentionSizes n{qkv.size(0), heads, qkv.size(1), qkv.size(1), D / heads};
-  const Tensor x = qkv.is_contiguous() ? qkv : qkv.contiguous();
+  const Tensor x = qkv.contiguous();
   const Extras e = extras("fused_attention_packed", n, valid_lens, mask, bias, dropout_p, gen);
   const PackedHeads h = packed_heads(x, n);
   auto [out, weights] = run_forward(n, h.q, h.k, h.v, e);

@@ -26,15 +26,15 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                      " do not fit: expected (..., in), (out, in) and (out)");
 }
 
-Tensor contiguous_data(const Tensor& t) { return t.is_contiguous() ? t.detach() : t.detach().contiguous(); }
-
 }  // namespace
 
 Tensor linear_with_bias(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const autograd::OpScope scope("linear");
   check_linear(x, weight, bias);
-  const int64_t in = weight.size(1), out = weight.size(0), rows = x.numel() / in;
-  const Tensor xc = contiguous_data(x), wc = contiguous_data(weight), bc = contiguous_data(bias);
+  const int64_t in = weight.size(1), out = weight.size(0);
+  int64_t rows = 1;  // x's positions (not numel / in: in may be 0)
+  for (int64_t i = 0; i + 1 < x.dim(); ++i) rows *= x.size(i);
+  const Tensor xc = x.detach().contiguous(), wc = weight.detach().contiguous(), bc = bias.detach().contiguous();
   Shape out_shape = x.shape();
   out_shape.back() = out;
   Tensor y = Tensor::empty(out_shape);

@@ -231,8 +231,9 @@ double training_bytes_estimate(const Config& c, int64_t vocab_size, int64_t num_
   const double L = static_cast<double>(c.layers), H = static_cast<double>(c.heads);
   const double T = static_cast<double>(std::max<int64_t>(1, longest));
   const double chars = c.char_filters > 0 ? 1 : 0;
-  const double input = static_cast<double>(vocab_size) * d +
-                       chars * (259.0 * c.char_dim + c.char_kernel * c.char_dim * c.char_filters);
+  const double input =
+      static_cast<double>(vocab_size) * d +
+      chars * (static_cast<double>(kNumCharIds) * c.char_dim + c.char_kernel * c.char_dim * c.char_filters);
   const double head = static_cast<double>(num_tags) * (d + 1);
   double body = 0, per_token = 0;  // parameters; activations of one token
   if (c.model == "gru") {

@@ -154,6 +154,13 @@ TEST_CASE("matmul covers matrices batches broadcasting and vectors") {
   CHECK(zeros({3, 0}).matmul(zeros({0, 2})).to_vector() == V(6, 0.0f));  // K = 0: a zero matrix
 }
 
+TEST_CASE("linear_with_bias of no input features gives the bias at every row") {
+  const Tensor b = tensor({1.0f, 2.0f});
+  const Tensor y = linear_with_bias(zeros({3, 0}), zeros({2, 0}), b);
+  CHECK(y.shape() == Shape{3, 2});
+  CHECK(y.to_vector() == V{1, 2, 1, 2, 1, 2});
+}
+
 TEST_CASE("linear_with_bias gives the composed x.matmul(w.t()) + b and its gradients, to the bit") {
   // 40 outputs of 33 features over (3, 29) rows: edge tiles in both directions of the GEMM's tiling.
   for (const Shape& x_shape : {Shape{3, 29, 33}, Shape{29, 33}}) {
