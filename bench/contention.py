@@ -17,42 +17,45 @@ Run it on an otherwise quiet machine: the busy loops are the only load it means 
 
 import argparse
 import os
-import re
 import statistics
 import subprocess
-import sys
 
-STEPS = {"tiny": 60, "small": 20, "base": 8}
+from tagger_bench_line import positive_int, tagger_bench
+
+
+def busy_counts(text):
+    """--busy: a comma-separated list of integers >= 0."""
+    try:
+        counts = [int(b) for b in text.split(",")]
+    except ValueError:
+        counts = [-1]
+    if any(c < 0 for c in counts):
+        raise argparse.ArgumentTypeError(f"expected numbers of busy loops >= 0 like 0,1,2, got {text}")
+    return counts
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tagger", default="build/examples/tagger")
     parser.add_argument("--configs", default="tiny,small,base")
-    parser.add_argument("--busy", default="0,1,2", help="numbers of busy-loop processes")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--steps", type=int, help="timed steps per run (default: by config)")
+    parser.add_argument("--busy", type=busy_counts, default=[0, 1, 2], help="numbers of busy-loop processes")
+    parser.add_argument("--rounds", type=positive_int, default=5)
+    parser.add_argument("--steps", type=positive_int, help="timed steps per run (default: by config)")
     return parser.parse_args()
 
 
 def step_ms(tagger, config, threads, steps):
-    """One `tagger bench` run's median step time in ms (threads None: the default count)."""
-    command = [tagger, "bench", "--config", config, "--steps", str(steps), "--warmup", "3"]
+    """One `tagger bench` run's median step time in ms and its thread count (threads None: the
+    default count, with QKV_NUM_THREADS and OMP_NUM_THREADS unset)."""
     env = dict(os.environ)
     env.pop("QKV_NUM_THREADS", None)
     env.pop("OMP_NUM_THREADS", None)
-    if threads is not None:
-        command += ["--threads", str(threads)]
-    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
-    ms = re.search(r"ms_per_step=([0-9.]+)", out)
-    used = re.search(r"threads=(\d+)", out)
-    if not ms or not used:
-        sys.exit(f"contention.py: unexpected output of {' '.join(command)}:\n{out}")
-    return float(ms.group(1)), int(used.group(1))
+    fields = tagger_bench(tagger, config, threads, steps, env)
+    return float(fields["ms_per_step"]), int(fields["threads"])
 
 
 def measure(args, busy, config):
-    steps = args.steps or STEPS.get(config, 20)
+    steps = args.steps
     loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(busy)]
     try:
         one, default, default_threads = [], [], 0
@@ -77,7 +80,7 @@ def measure(args, busy, config):
 
 def main():
     args = parse_args()
-    for busy in [int(b) for b in args.busy.split(",")]:
+    for busy in args.busy:
         for config in args.configs.split(","):
             measure(args, busy, config)
 

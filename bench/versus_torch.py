@@ -18,40 +18,28 @@ PyTorch runs through /usr/bin/python3 (Debian's python3-torch).
 
 import argparse
 import os
-import re
 import statistics
-import subprocess
-import sys
+
+from tagger_bench_line import bench_fields, positive_int, tagger_bench
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STEPS = {"tiny": 30, "small": 20, "base": 8, "brown": 30}
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tagger", default="build/examples/tagger")
     parser.add_argument("--configs", default="tiny,small,base,brown")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=positive_int, default=3)
     return parser.parse_args()
 
 
-def fields(command, env=None):
-    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
-    line = [l for l in out.splitlines() if l.startswith("config=")]
-    if not line:
-        sys.exit(f"versus_torch.py: no result line from {' '.join(command)}:\n{out}")
-    return dict(re.findall(r"(\w+)=([0-9.]+)%?", line[-1]))
-
-
 def qkv(args, config, threads):
-    steps = STEPS.get(config, 20)
-    return fields([args.tagger, "bench", "--config", config, "--threads", str(threads), "--steps", str(steps),
-                   "--warmup", "3"])
+    return tagger_bench(args.tagger, config, threads)
 
 
 def torch(config, threads, blas):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas))
-    return fields(["/usr/bin/python3", os.path.join(HERE, "torch_anchor.py"), config, str(threads),
+    return bench_fields(["/usr/bin/python3", os.path.join(HERE, "torch_anchor.py"), config, str(threads),
                    "--blas-threads", str(blas)], env)
 
 
