@@ -128,15 +128,6 @@ void pack_b(Strided b, int64_t k, int64_t j0, int64_t j1, float* out) {
 struct ABlock {
   Strided in_place;
   const float* packed;
-
-  // Points rows[r] at row i + r of the block and returns the stride along k. Rows past the
-  // `valid` ones are zero in a packed copy; in place they repeat the last valid row (their
-  // results land in the part of an edge tile that is thrown away).
-  int64_t sliver(int64_t i, int64_t valid, int64_t k, const float* (&rows)[MR]) const {
-    for (int64_t r = 0; r < MR; ++r)
-      rows[r] = in_place.p ? in_place.at(i + std::min(r, valid - 1), 0) : packed + i * k + r;
-    return in_place.p ? in_place.cs : MR;
-  }
 };
 
 // C[0:m, 0:n] = alpha · (A block)·(packed B columns) + beta · C, for an m×k block of A and n
@@ -147,17 +138,32 @@ struct ABlock {
 void macro_kernel(int64_t m, int64_t n, int64_t k, ABlock a, const float* b, float alpha, float beta,
                   float* C, int64_t ldc, bool c_trans, const float* bias) {
   alignas(64) float edge[MR * NR];
-  const float* rows[MR];
+  // Read in place, a last sliver of fewer than MR rows would run past the block: it is packed on
+  // the side (zero-padded, as pack_a does), once for all the column slivers.
+  alignas(64) float tail[MR * KC];
+  const Strided& in_place = a.in_place;
+  const int64_t whole = in_place.p ? m / MR * MR : m;
+  if (whole < m) pack_a(Strided{in_place.at(whole, 0), in_place.rs, in_place.cs}, m - whole, k, tail);
+  // The tile of rows [i, i + MR) of A and the B sliver b_sliver, into c.
+  const auto tile = [&](int64_t i, const float* b_sliver, float* c, int64_t ldc_tile) {
+    if (!in_place.p)
+      micro_kernel(k, ColumnSliver{a.packed + i * k, MR}, b_sliver, alpha, beta, c, ldc_tile);
+    else if (i >= whole)
+      micro_kernel(k, ColumnSliver{tail, MR}, b_sliver, alpha, beta, c, ldc_tile);
+    else if (in_place.cs == 1)
+      micro_kernel(k, RowSliver{in_place.at(i, 0), in_place.rs}, b_sliver, alpha, beta, c, ldc_tile);
+    else  // a transposed A: in_place.rs == 1
+      micro_kernel(k, ColumnSliver{in_place.at(i, 0), in_place.cs}, b_sliver, alpha, beta, c, ldc_tile);
+  };
   const int64_t rs = c_trans ? 1 : ldc, cs_c = c_trans ? ldc : 1;  // strides of C's rows and columns
   for (int64_t j = 0; j < n; j += NR) {
     const int64_t cols = std::min(NR, n - j);
     for (int64_t i = 0; i < m; i += MR) {
       const int64_t valid = std::min(MR, m - i);
-      const int64_t cs = a.sliver(i, valid, k, rows);
       const float* b_sliver = b + j * k;
       float* c = C + i * rs + j * cs_c;
       if (valid == MR && cols == NR && !c_trans) {
-        micro_kernel(k, rows, cs, b_sliver, alpha, beta, c, ldc);
+        tile(i, b_sliver, c, ldc);
         for (int64_t r = 0; bias && r < MR; ++r)
           for (int64_t q = 0; q < NR; ++q) c[r * ldc + q] += bias[j + q];
         continue;
@@ -168,7 +174,7 @@ void macro_kernel(int64_t m, int64_t n, int64_t k, ABlock a, const float* b, flo
       if (beta != 0.0f)
         for (int64_t r = 0; r < valid; ++r)
           for (int64_t q = 0; q < cols; ++q) edge[r * NR + q] = c[r * rs + q * cs_c];
-      micro_kernel(k, rows, cs, b_sliver, alpha, beta, edge, NR);
+      tile(i, b_sliver, edge, NR);
       for (int64_t r = 0; bias && r < valid; ++r)
         for (int64_t q = 0; q < cols; ++q) edge[r * NR + q] += c_trans ? bias[i + r] : bias[j + q];
       if (c_trans) {

@@ -110,16 +110,55 @@ inline void transpose8x8(const float* in, int64_t ldi, float* out, int64_t ldo) 
 #endif
 }
 
-// C (MR×NR, row-major with leading dimension ldc) = alpha · A·b + beta · C, where
-//   A is MR×kc: row i is read through its own pointer, element k at a[i][k·cs]. A packed sliver
-//     (column k at a[0][k·MR .. k·MR + MR)) has a[i] = a[0] + i and cs = MR; a row-major matrix
-//     read in place has a[i] pointing to row i and cs = 1.
-//   b is a packed kc×NR sliver of B: row k is b[k·NR .. k·NR + NR).
-// When beta == 0, C is not read. Every element of the tile is one chain of fused multiply-adds in
-// k order, whatever its position in the tile: that is what makes the blocked GEMM's result
-// independent of how the tiles are shared among threads.
-inline void micro_kernel(int64_t kc, const float* const (&a)[MR], int64_t cs, const float* b, float alpha,
-                         float beta, float* C, int64_t ldc) {
+// Where the micro-kernel reads its MR×kc sliver of A, element (i, k):
+//   ColumnSliver  p[k·cs + i]: the MR values of one k side by side. A packed sliver (cs = MR), or
+//                 a transposed A read in place (cs = its leading dimension).
+//   RowSliver     p[i·rs + k]: MR rows of a row-major A read in place.
+// Each type keeps its position in as few registers as it can: the kernel needs 12 row addresses
+// per k, and twelve pointers (which it had once) do not fit beside the loop's other registers on
+// x86-64, so the compiler kept some on the stack and reloaded them every k (about 8 % of the
+// kernel's time in the base training step).
+struct ColumnSliver {
+  const float* p;
+  int64_t cs;
+  // Column k's values are at col[0 .. MR), advanced one k at a time.
+  struct Cursor {
+    const float* col;
+    int64_t cs;
+    float operator[](int i) const { return col[i]; }
+    void next() { col += cs; }
+  };
+  Cursor cursor() const { return {p, cs}; }
+};
+
+struct RowSliver {
+  const float* p;
+  int64_t rs;
+  // Row i at base[i / 3][(i % 3)·rs]: one pointer per three rows, each row then one addressing
+  // mode away (base + rs·4 or base + rs·8 bytes), as BLIS's hand-written kernels address them.
+  struct Cursor {
+    static constexpr int kGroups = static_cast<int>((MR + 2) / 3);
+    const float* base[kGroups];
+    int64_t rs;
+    float operator[](int i) const { return base[i / 3][(i % 3) * rs]; }
+    void next() {
+      for (int g = 0; g < kGroups; ++g) ++base[g];
+    }
+  };
+  Cursor cursor() const {
+    Cursor c{{}, rs};
+    for (int g = 0; g < Cursor::kGroups; ++g) c.base[g] = p + 3 * g * rs;
+    return c;
+  }
+};
+
+// C (MR×NR, row-major with leading dimension ldc) = alpha · A·b + beta · C, where A is the MR×kc
+// sliver `a` (a ColumnSliver or a RowSliver) and b is a packed kc×NR sliver of B: row k is
+// b[k·NR .. k·NR + NR). When beta == 0, C is not read. Every element of the tile is one chain of
+// fused multiply-adds in k order, whatever its position in the tile: that is what makes the
+// blocked GEMM's result independent of how the tiles are shared among threads.
+template <class Sliver>
+inline void micro_kernel(int64_t kc, Sliver a, const float* b, float alpha, float beta, float* C, int64_t ldc) {
   constexpr int NV = NR / Simd::width;
   using V = Simd::V;
   // The tile of C is needed only at the end, and for a large C it has left the caches since the
@@ -132,11 +171,12 @@ inline void micro_kernel(int64_t kc, const float* const (&a)[MR], int64_t cs, co
   V acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < NV; ++v) acc[i][v] = Simd::zero();
-  for (int64_t k = 0; k < kc; ++k, b += NR) {
+  auto at = a.cursor();
+  for (int64_t k = 0; k < kc; ++k, b += NR, at.next()) {
     V row[NV];
     for (int v = 0; v < NV; ++v) row[v] = Simd::load(b + v * Simd::width);
     for (int i = 0; i < MR; ++i) {
-      const V ai = Simd::broadcast(a[i][k * cs]);
+      const V ai = Simd::broadcast(at[i]);
       for (int v = 0; v < NV; ++v) acc[i][v] = Simd::fma(ai, row[v], acc[i][v]);
     }
   }
