@@ -2,8 +2,9 @@
 // multiplication", ACM TOMS 2008) in the form of BLIS (Van Zee & van de Geijn 2015), around the
 // micro-kernel of gemm_microkernel.h. docs/PERFORMANCE.md walks through it with measurements.
 // gemm_blocked.cpp is the same loop nest on one thread with a scalar micro-kernel: read it first.
-// This file adds the SIMD micro-kernel, the threads, reading small blocks of A in place, and
-// computing a product narrower than a micro-tile as its transpose.
+// This file adds the SIMD micro-kernel (in smaller instances for the tiles at the edges of C),
+// the threads, reading small blocks of A in place, and computing a product narrower than a SIMD
+// vector as its transpose.
 //
 //   for jc in steps of NC over the columns of C          B block: KC×NC, shared, stays in L3
 //     for pc in steps of KC over k                       pack op(B)[pc.., jc..] once for all threads
@@ -71,46 +72,44 @@ thread_local PackBuffer t_a_buffer, t_b_buffer;
 
 // Packs `lines` lines of a k-long panel into slivers of W lines for the micro-kernel: sliver j
 // holds out[j·W·k + p·W + i] = s[(j·W + i)·rs + p·cs] for p < k, i < W, with zeros for the lines
-// past `lines`, so that the micro-kernel always computes a whole tile. For A the lines are rows
-// of op(A) (W = MR), for B columns of op(B) (W = NR). One of the strides is 1, and the loops follow
-// the memory: when the W values of one p are contiguous (rs == 1), they are copied as they are,
-// 4 values of p at a time across all the slivers, so that each cache line read is used whole while
-// it is in L1 (one sliver at a time over all p reads lines that are far apart and evicts them
-// before the next sliver uses the rest: 2.5 times slower). When each line is contiguous along p
-// (cs == 1), the sliver is a transpose, done in 8×8 blocks for the same reason (with SIMD
-// shuffles when W is a multiple of 8: NT 128×(32×32×16) batched, one thread: 48 -> 54 GFLOP/s).
+// past `lines`. For A the lines are rows of op(A) (W = MR), for B columns of op(B) (W = NR). One
+// of the strides is 1, and the loops follow the memory: when the W values of one p are contiguous
+// (rs == 1), they are copied as they are, 4 values of p at a time across all the slivers, so that
+// each cache line read is used whole while it is in L1 (one sliver at a time over all p reads
+// lines that are far apart and evicts them before the next sliver uses the rest: 2.5 times
+// slower). When each line is contiguous along p (cs == 1), the sliver is a transpose, done in 8×8
+// blocks for the same reason (with SIMD shuffles: NT 128×(32×32×16) batched, one thread: 48 -> 54
+// GFLOP/s), and the lines left over one at a time.
 template <int64_t W>
 void pack_panel(const float* s, int64_t rs, int64_t cs, int64_t lines, int64_t k, float* out) {
-  const int64_t full = lines / W;  // slivers without padding
+  const int64_t slivers = ceil_div(lines, W), full = lines / W;  // full: slivers without padding
   if (rs == 1) {
     constexpr int64_t P = 4;
     for (int64_t p0 = 0; p0 < k; p0 += P)
       for (int64_t j = 0; j < full; ++j)
         for (int64_t p = p0; p < std::min(k, p0 + P); ++p)
           for (int64_t i = 0; i < W; ++i) out[j * W * k + p * W + i] = s[p * cs + j * W + i];
-  } else {
-    constexpr int64_t P = 8;
-    for (int64_t j = 0; j < full; ++j) {
-      const float* line = s + j * W * rs;
-      float* sliver = out + j * W * k;
-      int64_t p0 = 0;
-      for (; p0 + P <= k; p0 += P) {
-        if constexpr (W % 8 == 0) {
-          for (int64_t i = 0; i < W; i += 8) transpose8x8(line + i * rs + p0, rs, sliver + p0 * W + i, W);
-        } else {
-          for (int64_t i = 0; i < W; ++i)
-            for (int64_t p = p0; p < p0 + P; ++p) sliver[p * W + i] = line[i * rs + p];
-        }
-      }
-      for (; p0 < k; ++p0)
-        for (int64_t i = 0; i < W; ++i) sliver[p0 * W + i] = line[i * rs + p0];
-    }
+    if (const int64_t rest = lines - full * W; rest > 0)
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t i = 0; i < W; ++i)
+          out[full * W * k + p * W + i] = i < rest ? s[p * cs + full * W + i] : 0.0f;
+    return;
   }
-  if (const int64_t rest = lines - full * W; rest > 0) {
-    const float* line = s + full * W * rs;
-    float* sliver = out + full * W * k;
-    for (int64_t p = 0; p < k; ++p)
-      for (int64_t i = 0; i < W; ++i) sliver[p * W + i] = i < rest ? line[i * rs + p * cs] : 0.0f;
+  constexpr int64_t P = 8;
+  for (int64_t j = 0; j < slivers; ++j) {
+    const int64_t n = std::min(W, lines - j * W);  // lines in this sliver
+    const float* line = s + j * W * rs;
+    float* sliver = out + j * W * k;
+    int64_t i0 = 0;
+    for (; i0 + 8 <= n; i0 += 8) {
+      int64_t p0 = 0;
+      for (; p0 + P <= k; p0 += P) transpose8x8(line + i0 * rs + p0, rs, sliver + p0 * W + i0, W);
+      for (int64_t i = i0; i < i0 + 8; ++i)
+        for (int64_t p = p0; p < k; ++p) sliver[p * W + i] = line[i * rs + p];
+    }
+    for (int64_t i = i0; i < n; ++i)
+      for (int64_t p = 0; p < k; ++p) sliver[p * W + i] = line[i * rs + p];
+    for (int64_t p = 0; n < W && p < k; ++p) std::fill(sliver + p * W + n, sliver + p * W + W, 0.0f);
   }
 }
 
@@ -144,45 +143,42 @@ void macro_kernel(int64_t m, int64_t n, int64_t k, ABlock a, const float* b, flo
   const Strided& in_place = a.in_place;
   const int64_t whole = in_place.p ? m / MR * MR : m;
   if (whole < m) pack_a(Strided{in_place.at(whole, 0), in_place.rs, in_place.cs}, m - whole, k, tail);
-  // The tile of rows [i, i + MR) of A and the B sliver b_sliver, into c.
-  const auto tile = [&](int64_t i, const float* b_sliver, float* c, int64_t ldc_tile) {
+  // The rows × cols tile of rows [i, i + rows) of A and the B sliver b_sliver, into c.
+  const auto tile = [&](int64_t i, const float* b_sliver, float* c, int64_t ldc_tile, int64_t rows,
+                        int64_t cols) {
+    const auto run = [&](auto sliver) {
+      tile_kernel(k, sliver, b_sliver, alpha, beta, c, ldc_tile, rows, cols);
+    };
     if (!in_place.p)
-      micro_kernel(k, ColumnSliver{a.packed + i * k, MR}, b_sliver, alpha, beta, c, ldc_tile);
+      run(ColumnSliver{a.packed + i * k, MR});
     else if (i >= whole)
-      micro_kernel(k, ColumnSliver{tail, MR}, b_sliver, alpha, beta, c, ldc_tile);
+      run(ColumnSliver{tail, MR});
     else if (in_place.cs == 1)
-      micro_kernel(k, RowSliver{in_place.at(i, 0), in_place.rs}, b_sliver, alpha, beta, c, ldc_tile);
+      run(RowSliver{in_place.at(i, 0), in_place.rs});
     else  // a transposed A: in_place.rs == 1
-      micro_kernel(k, ColumnSliver{in_place.at(i, 0), in_place.cs}, b_sliver, alpha, beta, c, ldc_tile);
+      run(ColumnSliver{in_place.at(i, 0), in_place.cs});
   };
-  const int64_t rs = c_trans ? 1 : ldc, cs_c = c_trans ? ldc : 1;  // strides of C's rows and columns
   for (int64_t j = 0; j < n; j += NR) {
     const int64_t cols = std::min(NR, n - j);
     for (int64_t i = 0; i < m; i += MR) {
-      const int64_t valid = std::min(MR, m - i);
+      const int64_t rows = std::min(MR, m - i);
       const float* b_sliver = b + j * k;
-      float* c = C + i * rs + j * cs_c;
-      if (valid == MR && cols == NR && !c_trans) {
-        tile(i, b_sliver, c, ldc);
-        for (int64_t r = 0; bias && r < MR; ++r)
-          for (int64_t q = 0; q < NR; ++q) c[r * ldc + q] += bias[j + q];
+      if (!c_trans) {
+        float* c = C + i * ldc + j;
+        tile(i, b_sliver, c, ldc, rows, cols);
+        for (int64_t r = 0; bias && r < rows; ++r)
+          for (int64_t q = 0; q < cols; ++q) c[r * ldc + q] += bias[j + q];
         continue;
       }
-      // A partial or transposed tile goes through a full one on the side, computed by the same
-      // micro-kernel (so with the same arithmetic as a full tile), then the valid part is copied
-      // to its place.
+      // A transposed tile is computed on the side, then copied to its place in Cᵀ.
+      float* c = C + j * ldc + i;
       if (beta != 0.0f)
-        for (int64_t r = 0; r < valid; ++r)
-          for (int64_t q = 0; q < cols; ++q) edge[r * NR + q] = c[r * rs + q * cs_c];
-      tile(i, b_sliver, edge, NR);
-      for (int64_t r = 0; bias && r < valid; ++r)
-        for (int64_t q = 0; q < cols; ++q) edge[r * NR + q] += c_trans ? bias[i + r] : bias[j + q];
-      if (c_trans) {
-        for (int64_t q = 0; q < cols; ++q)
-          for (int64_t r = 0; r < valid; ++r) c[q * ldc + r] = edge[r * NR + q];
-      } else {
-        for (int64_t r = 0; r < valid; ++r) std::copy(edge + r * NR, edge + r * NR + cols, c + r * ldc);
-      }
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t q = 0; q < cols; ++q) edge[r * NR + q] = c[q * ldc + r];
+      tile(i, b_sliver, edge, NR, rows, cols);
+      for (int64_t q = 0; q < cols; ++q)
+        for (int64_t r = 0; r < rows; ++r)
+          c[q * ldc + r] = bias ? edge[r * NR + q] + bias[i + r] : edge[r * NR + q];
     }
   }
 }
@@ -287,14 +283,16 @@ void gemm_epilogue(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
   }
   Strided a = trans_a ? Strided{A, 1, lda} : Strided{A, lda, 1};
   Strided b = trans_b ? Strided{B, 1, ldb} : Strided{B, ldb, 1};
-  // A product narrower than a micro-tile (N < NR) leaves most of each tile's columns empty: with
-  // 12×32 tiles, the (64 × 64)·(64 × 16) products of 16-wide attention heads compute twice what
-  // they keep. The transposed product Cᵀ = op(B)ᵀ·op(A)ᵀ puts the long side along the tile's NR
-  // columns; it is computed instead when that wastes clearly less (tiles then reach C through the
-  // edge buffer, transposed). The result is the same to the bit: each element is the same chain
-  // of fused multiply-adds over k, with the two factors of each product swapped.
-  const auto padded = [](int64_t n, int64_t unit) { return ceil_div(n, unit) * unit; };
-  const bool c_trans = N < NR && 5 * padded(N, MR) * padded(M, NR) < 4 * padded(M, MR) * padded(N, NR);
+  // A tile computes whole vectors of columns and rows in steps of MR_STEP (gemm_microkernel.h):
+  // a product narrower than a vector leaves most of each vector empty (N = 8 on AVX-512: half).
+  // The transposed product Cᵀ = op(B)ᵀ·op(A)ᵀ puts the long side along the tile's columns; it is
+  // computed instead when that wastes clearly less (its tiles then reach C through the edge
+  // buffer, transposed). The result is the same to the bit: each element is the same chain of
+  // fused multiply-adds over k, with the two factors of each product swapped.
+  const auto computed = [](int64_t rows, int64_t cols) {
+    return ceil_div(rows, MR_STEP) * MR_STEP * ceil_div(cols, Simd::width) * Simd::width;
+  };
+  const bool c_trans = N < NR && 5 * computed(N, M) < 4 * computed(M, N);
   if (c_trans) {
     std::swap(M, N);
     const Strided at{a.p, a.cs, a.rs}, bt{b.p, b.cs, b.rs};  // op(A)ᵀ and op(B)ᵀ: swapped strides

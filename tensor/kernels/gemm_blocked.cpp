@@ -8,8 +8,9 @@
 //   - it runs on one thread (gemm hands out row blocks and column chunks of C as tasks);
 //   - A is always packed, one float at a time (gemm reads narrow row-major blocks of A in place
 //     and packs a transposed operand in 8×8 SIMD transposes);
-//   - an edge tile writes its valid part directly (gemm computes it whole in a side buffer), and
-//     a product narrower than NR is not turned into its transpose.
+//   - an edge tile is computed whole, and only its valid part written (gemm runs a smaller
+//     instance of its micro-kernel there), and a product narrower than a SIMD vector is not
+//     turned into its transpose.
 // Each element of C is the same chain of fused multiply-adds, k in order, one KC block after the
 // other, as in gemm(), so on a SIMD build the two agree to the bit (tests/tensor/test_gemm.cpp).
 #include <algorithm>

@@ -40,11 +40,15 @@ struct Simd {
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  // The first n < width lanes of p (the others read as zero), and a store of only those lanes.
+  static __mmask16 first(int64_t n) { return static_cast<__mmask16>((1u << n) - 1); }
+  static V load_first(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(first(n), p); }
+  static void store_first(float* p, V v, int64_t n) { _mm512_mask_storeu_ps(p, first(n), v); }
 };
 // The kernel built and measured on the project's host (AMD EPYC, Zen 4: L1d 32 KiB and L2 1 MiB
 // per core, L3 32 MiB shared; docs/PERFORMANCE.md). The B sliver, KC·NR·4 = 24 KiB, stays in L1;
 // the packed A block, MC·KC·4 = 288 KiB, in L2; the B block, KC·NC·4 = 3 MiB, in L3.
-constexpr int64_t MR = 12, NR = 32, MC = 384, KC = 192, NC = 4096;
+constexpr int64_t MR = 12, NR = 32, MC = 384, KC = 192, NC = 4096, MR_STEP = 4;
 
 #elif defined(__AVX2__) && defined(__FMA__)
 
@@ -58,10 +62,17 @@ struct Simd {
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  // The first n < width lanes of p (the others read as zero), and a store of only those lanes.
+  static __m256i first(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static V load_first(const float* p, int64_t n) { return _mm256_maskload_ps(p, first(n)); }
+  static void store_first(float* p, V v, int64_t n) { _mm256_maskstore_ps(p, first(n), v); }
 };
 // Measured on the project's earlier host (AMD EPYC, Zen 3, no AVX-512: L1d 32 KiB, L2 512 KiB per
 // core): B sliver 16 KiB, A block 144 KiB, B block about 4 MiB.
-constexpr int64_t MR = 6, NR = 16, MC = 144, KC = 256, NC = 4080;
+constexpr int64_t MR = 6, NR = 16, MC = 144, KC = 256, NC = 4080, MR_STEP = 2;
 
 #else
 
@@ -75,12 +86,15 @@ struct Simd {
   static V mul(V a, V b) { return a * b; }
   static V fma(V a, V b, V c) { return a * b + c; }
   static void store(float* p, V v) { *p = v; }
+  // A vector of one float has no partial lanes: n is 0 here.
+  static V load_first(const float*, int64_t) { return 0.0f; }
+  static void store_first(float*, V, int64_t) {}
 };
-constexpr int64_t MR = 4, NR = 4, MC = 128, KC = 256, NC = 4096;
+constexpr int64_t MR = 4, NR = 4, MC = 128, KC = 256, NC = 4096, MR_STEP = 4;
 
 #endif
 
-static_assert(NR % Simd::width == 0 && MC % MR == 0 && NC % NR == 0);
+static_assert(NR % Simd::width == 0 && MC % MR == 0 && NC % NR == 0 && MR % MR_STEP == 0);
 
 // out[q·ldo + i] = in[i·ldi + q] for i, q < 8: the transpose of an 8×8 block, for packing a
 // transposed operand. With AVX2 (also present wherever AVX-512 is): eight row loads, three rounds
@@ -152,43 +166,68 @@ struct RowSliver {
   }
 };
 
-// C (MR×NR, row-major with leading dimension ldc) = alpha · A·b + beta · C, where A is the MR×kc
-// sliver `a` (a ColumnSliver or a RowSliver) and b is a packed kc×NR sliver of B: row k is
-// b[k·NR .. k·NR + NR). When beta == 0, C is not read. Every element of the tile is one chain of
-// fused multiply-adds in k order, whatever its position in the tile: that is what makes the
-// blocked GEMM's result independent of how the tiles are shared among threads.
-template <class Sliver>
-inline void micro_kernel(int64_t kc, Sliver a, const float* b, float alpha, float beta, float* C, int64_t ldc) {
-  constexpr int NV = NR / Simd::width;
+// C (rows×cols, row-major with leading dimension ldc) = alpha · A·b + beta · C, for a tile of at
+// most ROWS ≤ MR rows and NV·width ≤ NR columns, where A is the MR×kc sliver `a` (a ColumnSliver
+// or a RowSliver, of which the first ROWS rows are read) and b a packed kc×NR sliver of B: row k
+// is b[k·NR .. k·NR + NR), of which the first NV vectors are read. The full tile is
+// micro_kernel<MR, NR / width>; a tile at the edge of C takes the smallest instance that covers
+// it (tile_kernel below), so that it computes little past the edge and writes only its own part
+// of C. When beta == 0, C is not read. Every element of the tile is one chain of fused
+// multiply-adds in k order, whatever the instance and its position in the tile: that is what
+// makes the blocked GEMM's result independent of how the tiles are shared among threads.
+template <int ROWS, int NV, class Sliver>
+inline void micro_kernel(int64_t kc, Sliver a, const float* b, float alpha, float beta, float* C, int64_t ldc,
+                         int64_t rows, int64_t cols) {
   using V = Simd::V;
+  constexpr int W = Simd::width;
   // The tile of C is needed only at the end, and for a large C it has left the caches since the
   // previous k block: asking for it now hides the wait behind the k loop, as BLIS's micro-kernels
   // do. 2048³ on one thread: 77 GFLOP/s without, 86 with.
-  for (int i = 0; i < MR; ++i) {
+  for (int i = 0; i < ROWS; ++i) {
     __builtin_prefetch(C + i * ldc, 1);
-    __builtin_prefetch(C + i * ldc + NR - 1, 1);
+    __builtin_prefetch(C + i * ldc + NV * W - 1, 1);
   }
-  V acc[MR][NV];
-  for (int i = 0; i < MR; ++i)
+  V acc[ROWS][NV];
+  for (int i = 0; i < ROWS; ++i)
     for (int v = 0; v < NV; ++v) acc[i][v] = Simd::zero();
   auto at = a.cursor();
   for (int64_t k = 0; k < kc; ++k, b += NR, at.next()) {
     V row[NV];
-    for (int v = 0; v < NV; ++v) row[v] = Simd::load(b + v * Simd::width);
-    for (int i = 0; i < MR; ++i) {
+    for (int v = 0; v < NV; ++v) row[v] = Simd::load(b + v * W);
+    for (int i = 0; i < ROWS; ++i) {
       const V ai = Simd::broadcast(at[i]);
       for (int v = 0; v < NV; ++v) acc[i][v] = Simd::fma(ai, row[v], acc[i][v]);
     }
   }
   const V va = Simd::broadcast(alpha), vb = Simd::broadcast(beta);
-  for (int i = 0; i < MR; ++i) {
-    float* c = C + i * ldc;
+  for (int i = 0; i < ROWS && i < rows; ++i)
     for (int v = 0; v < NV; ++v) {
-      float* cv = c + v * Simd::width;
-      Simd::store(cv, beta == 0.0f ? Simd::mul(va, acc[i][v])
-                                   : Simd::fma(va, acc[i][v], Simd::mul(vb, Simd::load(cv))));
+      float* c = C + i * ldc + v * W;
+      const int64_t lanes = cols - v * W;  // at least 1: NV vectors are the fewest covering cols
+      if (lanes >= W)
+        Simd::store(c, beta == 0.0f ? Simd::mul(va, acc[i][v])
+                                    : Simd::fma(va, acc[i][v], Simd::mul(vb, Simd::load(c))));
+      else
+        Simd::store_first(c,
+                          beta == 0.0f ? Simd::mul(va, acc[i][v])
+                                       : Simd::fma(va, acc[i][v], Simd::mul(vb, Simd::load_first(c, lanes))),
+                          lanes);
     }
+}
+
+// The micro-kernel for a tile of rows ≤ MR and cols ≤ NR: the instance with the fewest rows (a
+// multiple of MR_STEP) and the fewest vectors that cover it. A 64 × 45 product of attention
+// scores then computes 64 × 48 values instead of 72 × 64 in full tiles.
+template <int ROWS = MR_STEP, int NV = 1, class Sliver>
+inline void tile_kernel(int64_t kc, Sliver a, const float* b, float alpha, float beta, float* C, int64_t ldc,
+                        int64_t rows, int64_t cols) {
+  if constexpr (ROWS < MR) {
+    if (rows > ROWS) return tile_kernel<ROWS + MR_STEP, NV>(kc, a, b, alpha, beta, C, ldc, rows, cols);
   }
+  if constexpr (NV < NR / Simd::width) {
+    if (cols > NV * Simd::width) return tile_kernel<ROWS, NV + 1>(kc, a, b, alpha, beta, C, ldc, rows, cols);
+  }
+  micro_kernel<ROWS, NV>(kc, a, b, alpha, beta, C, ldc, rows, cols);
 }
 
 }  // namespace qkv::kernels::gemm_detail

@@ -101,11 +101,18 @@ std::vector<Problem> blocking_edges(bool ta, bool tb) {
 }  // namespace
 
 TEST_CASE("gemm matches the reference on every tail of the micro-tile in all transpose variants") {
+  // An edge tile runs the smallest instance of the micro-kernel that covers it and writes only
+  // its own part of C (the last vector of a row through a mask): with beta it reads C the same
+  // way, and the padding past column N stays as it was.
   const GemmConfig cfg = gemm_config();
   for (auto [ta, tb] : kTrans)
     for (int64_t M = 1; M <= 2 * cfg.mr + 1; ++M)
-      for (int64_t N = 1; N <= 2 * cfg.nr + 1; ++N)
+      for (int64_t N = 1; N <= 2 * cfg.nr + 1; ++N) {
         for (int64_t K : {1, 7}) check_against_reference({ta, tb, M, N, K});
+        Problem p{ta, tb, M, N, 5, /*pad=*/3};
+        p.beta = 0.5f;
+        check_against_reference(p);
+      }
 }
 
 TEST_CASE("gemm matches the reference on wide products whose rows of A are packed") {
@@ -119,12 +126,14 @@ TEST_CASE("gemm matches the reference on wide products whose rows of A are packe
 }
 
 TEST_CASE("gemm matches the reference on products narrower than a micro-tile computed as their transpose") {
-  // N < NR with many rows: the kernel computes Cᵀ = op(B)ᵀ·op(A)ᵀ and writes its tiles transposed
-  // (attention heads: (64 × 64)·(64 × 16)). With beta, C is read back through the same path; with
+  // N < NR with many rows: where a vector of columns would stay mostly empty (N = 1, or 17 on
+  // AVX-512), the kernel computes Cᵀ = op(B)ᵀ·op(A)ᵀ and writes its tiles transposed (narrow
+  // attention heads: (64 × 64)·(64 × 8)); otherwise it computes C directly. Both paths are here
+  // (N = 1, NR/2, NR − 1 and NR/2 + 1). With beta, C is read back through the same path; with
   // padding, the columns past N must stay untouched; beyond MC rows, several row blocks.
   const GemmConfig cfg = gemm_config();
   for (auto [ta, tb] : kTrans)
-    for (int64_t N : {int64_t{1}, cfg.nr / 2, cfg.nr - 1})
+    for (int64_t N : {int64_t{1}, cfg.nr / 2, cfg.nr - 1, cfg.nr / 2 + 1})
       for (int64_t M : {int64_t{64}, 4 * cfg.nr + 3, cfg.mc + 7}) {
         Problem p{ta, tb, M, N, 64, 3};
         p.beta = 0.5f;
