@@ -19,6 +19,7 @@
 #include "tensor/factories.h"
 #include "tensor/kernels/parallel.h"
 #include "tensor/kernels/peak.h"
+#include "tensor/precision.h"
 #include "tensor/random.h"
 #include "tensor/threads.h"
 
@@ -178,6 +179,7 @@ BenchResult run_bench(const BenchConfig& c, int64_t steps, int64_t warmup) {
   if (steps < 1 || warmup < 0) throw qkv::ValueError("tagger bench: steps must be >= 1 and warmup >= 0");
   BenchResult r;
   r.threads = qkv::get_num_threads();
+  r.bf16_products = qkv::get_matmul_precision() == qkv::MatmulPrecision::medium;
   r.peak_gflops = qkv::kernels::peak_gflops(r.threads);
   BenchStep s(c);
   r.parameters = s.model->num_parameters();
@@ -212,15 +214,16 @@ BenchResult run_bench(const BenchConfig& c, int64_t steps, int64_t warmup) {
 }
 
 std::string format_bench(const BenchConfig& c, const BenchResult& r) {
-  char line[320];
+  char line[400];
   std::snprintf(
       line, sizeof line,
       "config=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f cpu_ms_per_step=%.2f "
-      "gflop_per_step=%.3f gflops=%.1f peak_gflops=%.1f of_peak=%.0f%% parameters=%lld threaded_jobs=%.0f%%",
+      "gflop_per_step=%.3f gflops=%.1f peak_gflops=%.1f of_peak=%.0f%% parameters=%lld threaded_jobs=%.0f%% "
+      "matmul=%s",
       c.name.c_str(), r.threads, r.ms_per_step, r.tokens_per_s, r.peak_rss_mib, r.cpu_ms_per_step,
       static_cast<double>(r.flops_per_step) * 1e-9, r.gflops, r.peak_gflops,
       r.peak_gflops > 0 ? 100.0 * r.gflops / r.peak_gflops : 0.0, static_cast<long long>(r.parameters),
-      100.0 * r.threaded_jobs);
+      100.0 * r.threaded_jobs, r.bf16_products ? "medium" : "highest");
   return line;
 }
 

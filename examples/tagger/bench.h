@@ -51,6 +51,9 @@ struct BenchResult {
   // the calling thread alone because threads did not pay (tensor/kernels/job_record.h). 0 on
   // one thread.
   double threaded_jobs = 0;
+  // Whether the products ran with bfloat16 operands (qkv::MatmulPrecision::medium, set by --matmul).
+  // of_peak still compares with the float32 FMA peak, which bfloat16 products can pass.
+  bool bf16_products = false;
 };
 
 // The batch a step trains on: word ids and tags drawn at random, valid lengths in [min_len, T],
@@ -71,7 +74,8 @@ BenchResult run_bench(const BenchConfig& config, int64_t steps = kBenchSteps, in
 int64_t count_step_flops(const BenchConfig& config);
 
 // config=tiny threads=2 ms_per_step=... tokens_per_s=... peak_rss_mib=... cpu_ms_per_step=...
-//   gflop_per_step=... gflops=... peak_gflops=... of_peak=...% parameters=...
+//   gflop_per_step=... gflops=... peak_gflops=... of_peak=...% parameters=... threaded_jobs=...%
+//   matmul=highest|medium
 // (bench/torch_anchor.py's line up to peak_rss_mib, then what only qkv measures)
 std::string format_bench(const BenchConfig& config, const BenchResult& result);
 

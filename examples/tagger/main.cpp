@@ -28,6 +28,7 @@
 #include "examples/tagger/train.h"
 #include "nn/position_scheme.h"
 #include "tensor/error.h"
+#include "tensor/precision.h"
 #include "tensor/threads.h"
 
 namespace {
@@ -59,16 +60,28 @@ void set_threads(const Args& a) {
     qkv::set_num_threads(static_cast<int>(n));
 }
 
+// --matmul: how float32 products are computed (tensor/precision.h), checked before anything runs.
+void set_matmul_precision(const Args& a) {
+  const std::string p = a.str("matmul");
+  if (p != "highest" && p != "medium")
+    throw qkv::ValueError("--matmul: expected highest or medium, got '" + p + "'");
+  if (p == "medium" && !qkv::bf16_matmul_available())
+    throw qkv::ValueError(
+        "--matmul medium: this build has no bfloat16 kernel (it needs a CPU with AVX512_BF16)");
+  qkv::set_matmul_precision(p == "medium" ? qkv::MatmulPrecision::medium : qkv::MatmulPrecision::highest);
+}
+
 void announce(const TrainOptions& options) {
-  std::cout << "tagger: training on " << qkv::get_num_threads() << " thread(s), run directory "
-            << options.run_dir << "\n";
+  std::cout << "tagger: training on " << qkv::get_num_threads() << " thread(s)"
+            << (qkv::get_matmul_precision() == qkv::MatmulPrecision::medium ? ", bfloat16 products" : "")
+            << ", run directory " << options.run_dir << "\n";
 }
 
 // The options --resume honours: where the run is, how long it goes on, and what it prints and draws.
 // Every other option is part of the run's saved config, which resume keeps.
 void refuse_options_resume_ignores(const Args& a) {
-  const std::vector<std::string> honoured = {"run",        "resume",  "epochs", "threads",
-                                             "no-figures", "profile", "example"};
+  const std::vector<std::string> honoured = {"run",    "resume",     "epochs",  "threads",
+                                             "matmul", "no-figures", "profile", "example"};
   for (const Args::Option& o : train_options()) {
     if (a.given(o.name) && std::find(honoured.begin(), honoured.end(), o.name) == honoured.end())
       throw qkv::ValueError("--resume continues the run with its saved config; --" + o.name +
@@ -80,6 +93,7 @@ int cmd_train(const Args& a) {
   a.refuse_positional();
   if (a.flag("resume")) refuse_options_resume_ignores(a);
   set_threads(a);
+  set_matmul_precision(a);
   const Config config = config_from(a);
   TrainOptions options = train_options_from(a);
   if (!a.flag("resume")) {
@@ -246,6 +260,7 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
 int cmd_ablate(const Args& a) {
   a.refuse_positional();
   set_threads(a);
+  set_matmul_precision(a);
   const Config base = config_from(a);
   const std::vector<Variant> variants = ablation_variants(base, a);  // all validated before training
   const Data data = load_data(base);
@@ -321,6 +336,7 @@ int cmd_data(const Args& a) {
 int cmd_bench(const Args& a) {
   a.refuse_positional();
   set_threads(a);
+  set_matmul_precision(a);
   const BenchConfig config = bench_config(a.str("config"));
   const BenchResult r =
       run_bench(config, a.integer_in("steps", 1, kMaxBenchSteps), a.integer_in("warmup", 0, kMaxBenchWarmup));
@@ -369,7 +385,8 @@ int main(int argc, char** argv) {
                "bench/torch_anchor.py times in PyTorch"},
               {"steps", std::to_string(kBenchSteps), "timed steps"},
               {"warmup", std::to_string(kBenchWarmup), "untimed steps first"},
-              {"threads", "0", "threads"}};
+              {"threads", "0", "threads"},
+              {"matmul", "highest", kMatmulHelp}};
       run = cmd_bench;
     } else {
       std::cerr << "tagger: unknown command '" << cmd << "'\n" << kUsage;

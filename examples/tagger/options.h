@@ -13,10 +13,15 @@ namespace tagger {
 
 std::vector<qkv::examples::Args::Option> train_options();
 
+// --matmul, of train, ablate and bench: how float32 products are computed (tensor/precision.h).
+inline constexpr const char* kMatmulHelp =
+    "highest: float32 products; medium: operands rounded to bfloat16, sums in float32 (needs AVX512_BF16)";
+
 // The sentence whose attention a run on real text draws, unless --example says otherwise: from the
 // Brown test documents (cg12), with words that change class ("like", "plays") and one that training
 // never shows ("nihilistic").
-inline constexpr const char* kRealTextExample = "American newspaper reviewers like to call his plays nihilistic .";
+inline constexpr const char* kRealTextExample =
+    "American newspaper reviewers like to call his plays nihilistic .";
 
 // "with --corpus brown or ... files, the defaults for real text: --d-model 128 ...": the options
 // whose defaults real_text_defaults() changes, for --help.

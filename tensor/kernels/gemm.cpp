@@ -28,47 +28,17 @@
 #include <new>
 #include <utility>
 
+#include "tensor/kernels/gemm_blocking.h"
 #include "tensor/kernels/gemm_microkernel.h"
 #include "tensor/kernels/parallel.h"
+#include "tensor/precision.h"
 
 namespace qkv::kernels {
 namespace {
 
 using namespace gemm_detail;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// A matrix read through strides: element (i, j) is p[i·rs + j·cs]. A row-major operand has
-// (rs, cs) = (ld, 1); its transpose is the same memory with (1, ld).
-struct Strided {
-  const float* p;
-  int64_t rs, cs;
-  const float* at(int64_t i, int64_t j) const { return p + i * rs + j * cs; }
-};
-
-// A 64-byte-aligned float buffer that only grows, so that packing reuses memory across calls
-// instead of allocating each time. One per thread (thread_local), sized by the largest block seen.
-class PackBuffer {
- public:
-  float* get(int64_t n) {
-    if (n > capacity_) {
-      const size_t bytes = (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64;
-      data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
-      if (!data_) throw std::bad_alloc();
-      capacity_ = n;
-    }
-    return data_.get();
-  }
-
- private:
-  struct Free {
-    void operator()(float* p) const { std::free(p); }
-  };
-  std::unique_ptr<float, Free> data_;
-  int64_t capacity_ = 0;
-};
-
-thread_local PackBuffer t_a_buffer, t_b_buffer;
+thread_local PackBuffer<float> t_a_buffer, t_b_buffer;
 
 // Packs `lines` lines of a k-long panel into slivers of W lines for the micro-kernel: sliver j
 // holds out[j·W·k + p·W + i] = s[(j·W + i)·rs + p·cs] for p < k, i < W, with zeros for the lines
@@ -189,39 +159,6 @@ void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
     for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
 }
 
-// Splits [0, n) into `parts` nearly equal pieces whose boundaries are multiples of `unit`; returns
-// the start of piece `p` (p = parts gives n).
-int64_t split_point(int64_t n, int64_t parts, int64_t unit, int64_t p) {
-  return std::min(n, ceil_div(ceil_div(n, unit) * p, parts) * unit);
-}
-
-// Below this many multiply-adds a product runs on one thread: waking the second thread and the
-// barriers between packing and computing cost more than they save.
-constexpr int64_t kMinParallelProduct = int64_t{1} << 16;
-
-// How the M×n output of one pc step is cut into tasks: row blocks × column chunks, each task one
-// (row block, column chunk) pair. Row blocks hold at most MC rows, so that their packed A fits in
-// L2. Within that, the cut makes the busiest thread's share of micro-tiles smallest (when M is
-// small, cutting columns balances better than cutting rows), preferring fewer column chunks on
-// a tie, since each chunk packs its rows of A again.
-struct TaskGrid {
-  int64_t row_blocks, col_chunks;
-};
-
-TaskGrid task_grid(int64_t M, int64_t n, int threads) {
-  const int64_t fewest_blocks = ceil_div(M, MC);
-  if (threads == 1) return {fewest_blocks, 1};
-  const int64_t row_tiles = ceil_div(M, MR), col_tiles = ceil_div(n, NR);
-  TaskGrid best{fewest_blocks, 1};
-  int64_t best_load = INT64_MAX;
-  for (int64_t c = 1; c <= std::min<int64_t>(threads, col_tiles); ++c)
-    for (int64_t r = fewest_blocks; r <= std::min(row_tiles, fewest_blocks + threads); ++r) {
-      const int64_t load = ceil_div(r * c, threads) * ceil_div(row_tiles, r) * ceil_div(col_tiles, c);
-      if (load < best_load) best = {r, c}, best_load = load;
-    }
-  return best;
-}
-
 // Whether a task reads its rows of A in place instead of packing them. Packing pays for itself
 // when the packed block serves many slivers of B; for a task of few columns it costs up to a fifth
 // of the time (2048×64×64 on one thread: 80 GFLOP/s packed, 92 in place), while rows of a
@@ -283,6 +220,11 @@ void gemm_epilogue(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
   }
   Strided a = trans_a ? Strided{A, 1, lda} : Strided{A, lda, 1};
   Strided b = trans_b ? Strided{B, 1, ldb} : Strided{B, ldb, 1};
+  const int threads = in_parallel_task() || M * N * K < kMinParallelProduct ? 1 : get_num_threads();
+  if (get_matmul_precision() == MatmulPrecision::medium) {
+    gemm_bf16(threads, M, N, K, alpha, a, b, beta, C, ldc, bias);
+    return;
+  }
   // A tile computes whole vectors of columns and rows in steps of MR_STEP (gemm_microkernel.h):
   // a product narrower than a vector leaves most of each vector empty (N = 8 on AVX-512: half).
   // The transposed product Cᵀ = op(B)ᵀ·op(A)ᵀ puts the long side along the tile's columns; it is
@@ -298,7 +240,6 @@ void gemm_epilogue(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
     const Strided at{a.p, a.cs, a.rs}, bt{b.p, b.cs, b.rs};  // op(A)ᵀ and op(B)ᵀ: swapped strides
     a = bt, b = at;
   }
-  const int threads = in_parallel_task() || M * N * K < kMinParallelProduct ? 1 : get_num_threads();
   // The packed B block belongs to the calling thread and is shared by the threads.
   float* b_packed = t_b_buffer.get(std::min(KC, K) * ceil_div(std::min(NC, N), NR) * NR);
   blocked_loops(threads, M, N, K, alpha, a, b, beta, C, ldc, c_trans, bias, b_packed);

@@ -13,9 +13,11 @@
 
 namespace qkv::kernels {
 
-// The fast kernel: packed, cache-blocked, SIMD micro-kernel, OpenMP over output blocks only, so
-// the result is bitwise identical for any number of threads. Runs serially when called from inside
-// a parallel region.
+// The fast kernel: packed, cache-blocked, SIMD micro-kernel, threads (parallel.h) over output
+// blocks only, so the result is bitwise identical for any number of threads. Runs serially when
+// called from inside a parallel task. Under qkv::MatmulPrecision::medium (tensor/precision.h) it
+// and all the forms below but gemm_blocked and gemm_reference round the operands to bfloat16
+// and sum the products in float32 (gemm_bf16.cpp).
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
@@ -56,6 +58,9 @@ void gemm_batched_offsets(int64_t batch, bool trans_a, bool trans_b, int64_t M, 
 // time: "avx512", "avx2" or "portable"), the micro-tile MR×NR it computes in registers, and the
 // cache blocks MC (rows of A), KC (depth) and NC (columns of B) of the loops around it
 // (docs/PERFORMANCE.md explains the choice). Tests use it to reach every tail of the tiling.
+// Whether this build has the bfloat16 kernel (a CPU with AVX512_BF16, built with -march=native).
+bool gemm_bf16_available();
+
 struct GemmConfig {
   const char* isa;
   int64_t mr, nr, mc, kc, nc;

@@ -107,12 +107,14 @@ TEST_CASE("tagger bench times a step and measures the peak beside it") {
   CHECK(format_bench(c, r).rfind("config=tiny threads=", 0) == 0);
 }
 
-TEST_CASE("tagger bench's line keeps bench/torch_anchor.py's fields first, then FLOPs, the peak and the pool") {
+TEST_CASE(
+    "tagger bench's line keeps bench/torch_anchor.py's fields first, then FLOPs, the peak and the pool") {
   BenchResult r;
   r.threads = 2, r.ms_per_step = 1000, r.tokens_per_s = 4096, r.peak_rss_mib = 64, r.cpu_ms_per_step = 1900;
   r.flops_per_step = 84'100'000'000, r.gflops = 84.1, r.peak_gflops = 200, r.parameters = 1234;
   r.threaded_jobs = 0.75;
   CHECK(format_bench(bench_config("base"), r) ==
         "config=base threads=2 ms_per_step=1000.00 tokens_per_s=4096 peak_rss_mib=64 cpu_ms_per_step=1900.00 "
-        "gflop_per_step=84.100 gflops=84.1 peak_gflops=200.0 of_peak=42% parameters=1234 threaded_jobs=75%");
+        "gflop_per_step=84.100 gflops=84.1 peak_gflops=200.0 of_peak=42% parameters=1234 threaded_jobs=75% "
+        "matmul=highest");
 }

@@ -1,0 +1,167 @@
+// The GEMM with bfloat16 operands and float32 sums (qkv::MatmulPrecision::medium, tensor/precision.h):
+// gemm.cpp's blocked loops with a micro-kernel built on AVX512_BF16's VDPBF16PS, which multiplies
+// 16 pairs of bfloat16 values and adds each pair's two products to a float32 lane:
+//
+//   acc[j] += a[2j]·b[2j] + a[2j+1]·b[2j+1]        j = 0..15, a and b 32 bfloat16 values
+//
+// So the micro-kernel walks k two steps at a time. Packing rounds each float to bfloat16 and puts
+// the values of k = 2p and 2p + 1 side by side in one 32-bit word: a packed A sliver holds, for
+// each pair p, MR words (row i: A(i, 2p) in the low half, A(i, 2p + 1) in the high half), a
+// packed B sliver NR words (column j: B(2p, j), B(2p + 1, j)). The kernel broadcasts row i's word
+// to all 16 lanes and multiplies it with the 16 column words of one vector of B: 32 multiply-adds
+// in one instruction, twice a float32 FMA's 16. An odd k is padded with a zero. The packed data is
+// half the size of float32's, so KC doubles for the same cache footprint.
+//
+// Like gemm.cpp, threads share output blocks and never split k, so the result does not depend on
+// the thread count. It differs from the float32 product by the rounding of the operands (relative
+// error up to 2⁻⁹ each) and from gemm's float32 sums by the order of additions within a pair.
+#include <bit>
+#include <cstdint>
+
+#include "tensor/kernels/gemm.h"
+#include "tensor/kernels/gemm_blocking.h"
+#include "tensor/kernels/parallel.h"
+
+#if defined(__AVX512BF16__)
+#include <immintrin.h>
+#endif
+
+namespace qkv::kernels {
+
+#if !defined(__AVX512BF16__)
+
+bool gemm_bf16_available() { return false; }
+
+namespace gemm_detail {
+void gemm_bf16(int, int64_t, int64_t, int64_t, float, Strided, Strided, float, float*, int64_t,
+               const float*) {}
+}  // namespace gemm_detail
+
+#else
+
+bool gemm_bf16_available() { return true; }
+
+namespace gemm_detail {
+namespace {
+
+// Depth of a k block: twice float32's KC, so that a packed B sliver (KC2·NR·2 bytes) takes the
+// same 24 KiB of L1 and a packed A block the same 288 KiB of L2.
+constexpr int64_t KC2 = 2 * KC;
+
+thread_local PackBuffer<uint32_t> t_a_pairs, t_b_pairs;
+
+// x rounded to the nearest bfloat16 (ties to even), as its 16 bits; a NaN stays a (quiet) NaN.
+uint32_t bf16_bits(float x) {
+  const uint32_t u = std::bit_cast<uint32_t>(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+uint32_t pair(float lo, float hi) { return bf16_bits(lo) | bf16_bits(hi) << 16; }
+
+// Packs `lines` lines of a k-long panel (element p of line i at s.at(i, p) for A, with lines the
+// rows; at(p, i) for B, lines the columns) into slivers of W lines: sliver j holds, for each pair
+// p < ceil(k / 2), the W words out[(j·pairs + p)·W + i] = pair(line j·W + i at 2p, at 2p + 1),
+// zero past the last line and past k.
+template <int64_t W, bool kLinesAreRows>
+void pack_pairs(Strided s, int64_t lines, int64_t k, uint32_t* out) {
+  const int64_t pairs = (k + 1) / 2;
+  const auto at = [&](int64_t line, int64_t p) {
+    if (line >= lines || p >= k) return 0.0f;
+    return kLinesAreRows ? *s.at(line, p) : *s.at(p, line);
+  };
+  for (int64_t j = 0; j * W < lines; ++j)
+    for (int64_t p = 0; p < pairs; ++p)
+      for (int64_t i = 0; i < W; ++i)
+        out[(j * pairs + p) * W + i] = pair(at(j * W + i, 2 * p), at(j * W + i, 2 * p + 1));
+}
+
+// The MR×NR tile C = alpha · A·B + beta · C (C not read when beta == 0) from a packed A sliver and
+// a packed B sliver of `pairs` pairs of k.
+void micro_kernel_bf16(int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha, float beta, float* C,
+                       int64_t ldc) {
+  static_assert(NR == 32 && MR == 12, "written for the AVX-512 tile of gemm_microkernel.h");
+  __m512 acc[MR][2];
+  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < pairs; ++p, a += MR, b += NR) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16);
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh ai = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[i]));
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < 2; ++v) {
+      float* c = C + i * ldc + 16 * v;
+      _mm512_storeu_ps(c, beta == 0.0f
+                              ? _mm512_mul_ps(va, acc[i][v])
+                              : _mm512_fmadd_ps(va, acc[i][v], _mm512_mul_ps(vb, _mm512_loadu_ps(c))));
+    }
+}
+
+// C[0:m, 0:n] = alpha · (packed A block)·(packed B columns) + beta · C, then + bias[j] when bias is
+// set (the last k block). A partial tile is computed whole in a side buffer, its valid part
+// copied out.
+void macro_kernel_bf16(int64_t m, int64_t n, int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha,
+                       float beta, float* C, int64_t ldc, const float* bias) {
+  alignas(64) float edge[MR * NR];
+  for (int64_t j = 0; j < n; j += NR) {
+    const int64_t cols = std::min(NR, n - j);
+    for (int64_t i = 0; i < m; i += MR) {
+      const int64_t rows = std::min(MR, m - i);
+      const uint32_t *a_sliver = a + i * pairs, *b_sliver = b + j * pairs;
+      float* c = C + i * ldc + j;
+      const bool whole = rows == MR && cols == NR;
+      if (!whole && beta != 0.0f)
+        for (int64_t r = 0; r < rows; ++r) std::copy(c + r * ldc, c + r * ldc + cols, edge + r * NR);
+      micro_kernel_bf16(pairs, a_sliver, b_sliver, alpha, beta, whole ? c : edge, whole ? ldc : NR);
+      if (whole && !bias) continue;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t q = 0; q < cols; ++q) {
+          float& out = c[r * ldc + q];
+          if (!whole) out = edge[r * NR + q];
+          if (bias) out += bias[j + q];
+        }
+    }
+  }
+}
+
+}  // namespace
+
+// gemm.cpp's blocked_loops with pairs of bfloat16: the B block packed by all threads, then
+// (row block, column chunk) tasks that pack their rows of A and run the macro-kernel.
+void gemm_bf16(int threads, int64_t M, int64_t N, int64_t K, float alpha, Strided a, Strided b, float beta,
+               float* C, int64_t ldc, const float* bias) {
+  uint32_t* b_packed = t_b_pairs.get((std::min(KC2, K) + 1) / 2 * ceil_div(std::min(NC, N), NR) * NR);
+  for (int64_t jc = 0; jc < N; jc += NC) {
+    const int64_t n = std::min(NC, N - jc);
+    const auto [row_blocks, chunks] = task_grid(M, n, threads);
+    for (int64_t pc = 0; pc < K; pc += KC2) {
+      const int64_t k = std::min(KC2, K - pc), pairs = (k + 1) / 2;
+      parallel_tasks(threads, threads, k * n, [&](int64_t t, int) {
+        const int64_t j0 = split_point(n, threads, NR, t), j1 = split_point(n, threads, NR, t + 1);
+        pack_pairs<NR, false>(Strided{b.at(pc, jc + j0), b.rs, b.cs}, j1 - j0, k, b_packed + j0 * pairs);
+      });
+      parallel_tasks(row_blocks * chunks, threads, M * n * k, [&](int64_t task, int) {
+        const int64_t block = task / chunks, chunk = task % chunks;
+        const int64_t i0 = split_point(M, row_blocks, MR, block),
+                      i1 = split_point(M, row_blocks, MR, block + 1);
+        const int64_t j0 = split_point(n, chunks, NR, chunk), j1 = split_point(n, chunks, NR, chunk + 1);
+        if (i0 == i1 || j0 == j1) return;
+        uint32_t* a_packed = t_a_pairs.get(ceil_div(i1 - i0, MR) * MR * pairs);
+        pack_pairs<MR, true>(Strided{a.at(i0, pc), a.rs, a.cs}, i1 - i0, k, a_packed);
+        const float* tile_bias = bias && pc + k >= K ? bias + jc + j0 : nullptr;
+        macro_kernel_bf16(i1 - i0, j1 - j0, pairs, a_packed, b_packed + j0 * pairs, alpha,
+                          pc == 0 ? beta : 1.0f, C + i0 * ldc + jc + j0, ldc, tile_bias);
+      });
+    }
+  }
+}
+
+}  // namespace gemm_detail
+
+#endif
+
+}  // namespace qkv::kernels

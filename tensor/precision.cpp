@@ -1,0 +1,28 @@
+#include "tensor/precision.h"
+
+#include <atomic>
+
+#include "tensor/error.h"
+#include "tensor/kernels/gemm.h"
+
+namespace qkv {
+namespace {
+
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::highest};
+
+}  // namespace
+
+bool bf16_matmul_available() { return kernels::gemm_bf16_available(); }
+
+void set_matmul_precision(MatmulPrecision precision) {
+  if (precision == MatmulPrecision::medium && !bf16_matmul_available())
+    throw ValueError(
+        "set_matmul_precision(medium): this build has no bfloat16 kernel (it needs a CPU with AVX512_BF16 "
+        "and "
+        "a build with QKV_NATIVE=ON on it)");
+  g_precision.store(precision, std::memory_order_relaxed);
+}
+
+MatmulPrecision get_matmul_precision() { return g_precision.load(std::memory_order_relaxed); }
+
+}  // namespace qkv
