@@ -50,30 +50,63 @@ constexpr int64_t KC2 = 2 * KC;
 
 thread_local PackBuffer<uint32_t> t_a_pairs, t_b_pairs;
 
-// x rounded to the nearest bfloat16 (ties to even), as its 16 bits; a NaN stays a (quiet) NaN.
+// x rounded to the nearest bfloat16 (ties to even), as its 16 bits, as VCVTNE2PS2BF16 rounds it:
+// a NaN stays a (quiet) NaN, a denormal becomes a zero of its sign.
 uint32_t bf16_bits(float x) {
   const uint32_t u = std::bit_cast<uint32_t>(x);
+  if ((u & 0x7f800000u) == 0) return (u >> 16) & 0x8000u;
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40u;
   return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
 uint32_t pair(float lo, float hi) { return bf16_bits(lo) | bf16_bits(hi) << 16; }
 
-// Packs `lines` lines of a k-long panel (element p of line i at s.at(i, p) for A, with lines the
-// rows; at(p, i) for B, lines the columns) into slivers of W lines: sliver j holds, for each pair
-// p < ceil(k / 2), the W words out[(j·pairs + p)·W + i] = pair(line j·W + i at 2p, at 2p + 1),
-// zero past the last line and past k.
-template <int64_t W, bool kLinesAreRows>
-void pack_pairs(Strided s, int64_t lines, int64_t k, uint32_t* out) {
+// 16 pair words from 32 floats: word q = pair(lo[q], hi[q]) when interleaved (lo and hi from two
+// lines), or pair(v[2q], v[2q + 1]) when not (v = lo then hi, 32 consecutive values of one line).
+__m512i pairs16(__m512 lo, __m512 hi, bool interleave) {
+  const __m512i words = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);  // bf16 of lo[0..15], then of hi[0..15]
+  if (!interleave) return words;
+  const __m512i order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
+                                         22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(order, words);
+}
+
+// Packs `lines` lines of a k-long panel, element p of line i at s[i·ls + p·ks], into slivers of W
+// lines: sliver j holds, for each pair p < ceil(k / 2), the W words out[(j·pairs + p)·W + i] =
+// pair(line j·W + i at 2p, at 2p + 1), zero past the last line and past k. For A the lines are rows
+// of op(A) (W = MR), for B columns of op(B) (W = NR); one of the strides is 1, and the loops follow
+// the memory, converting 32 floats at a time where they can.
+template <int64_t W>
+void pack_pairs(const float* s, int64_t ls, int64_t ks, int64_t lines, int64_t k, uint32_t* out) {
   const int64_t pairs = (k + 1) / 2;
   const auto at = [&](int64_t line, int64_t p) {
-    if (line >= lines || p >= k) return 0.0f;
-    return kLinesAreRows ? *s.at(line, p) : *s.at(p, line);
+    return line < lines && p < k ? s[line * ls + p * ks] : 0.0f;
   };
-  for (int64_t j = 0; j * W < lines; ++j)
-    for (int64_t p = 0; p < pairs; ++p)
+  for (int64_t j = 0; j * W < lines; ++j) {
+    uint32_t* sliver = out + j * pairs * W;
+    int64_t done = 0;                       // pairs packed with SIMD, for every line of the sliver
+    if (ks == 1 && (j + 1) * W <= lines) {  // each line contiguous along k: 16 pairs of a line at a time
+      alignas(64) uint32_t words[16];
+      for (; 2 * done + 32 <= k; done += 16)
+        for (int64_t i = 0; i < W; ++i) {
+          const float* v = s + (j * W + i) * ls + 2 * done;
+          _mm512_store_si512(words, pairs16(_mm512_loadu_ps(v), _mm512_loadu_ps(v + 16), false));
+          for (int q = 0; q < 16; ++q) sliver[(done + q) * W + i] = words[q];
+        }
+    } else if (ls == 1 && (j + 1) * W <= lines) {  // one k contiguous across lines: 16 lines at a time
+      for (; 2 * done + 2 <= k; ++done)
+        for (int64_t i = 0; i < W; i += 16) {
+          const __mmask16 m = static_cast<__mmask16>((1u << std::min<int64_t>(16, W - i)) - 1);
+          const float* v = s + j * W + i + 2 * done * ks;
+          _mm512_mask_storeu_epi32(
+              sliver + done * W + i, m,
+              pairs16(_mm512_maskz_loadu_ps(m, v), _mm512_maskz_loadu_ps(m, v + ks), true));
+        }
+    }
+    for (int64_t p = done; p < pairs; ++p)
       for (int64_t i = 0; i < W; ++i)
-        out[(j * pairs + p) * W + i] = pair(at(j * W + i, 2 * p), at(j * W + i, 2 * p + 1));
+        sliver[p * W + i] = pair(at(j * W + i, 2 * p), at(j * W + i, 2 * p + 1));
+  }
 }
 
 // The MR×NR tile C = alpha · A·B + beta · C (C not read when beta == 0) from a packed A sliver and
@@ -142,7 +175,7 @@ void gemm_bf16(int threads, int64_t M, int64_t N, int64_t K, float alpha, Stride
       const int64_t k = std::min(KC2, K - pc), pairs = (k + 1) / 2;
       parallel_tasks(threads, threads, k * n, [&](int64_t t, int) {
         const int64_t j0 = split_point(n, threads, NR, t), j1 = split_point(n, threads, NR, t + 1);
-        pack_pairs<NR, false>(Strided{b.at(pc, jc + j0), b.rs, b.cs}, j1 - j0, k, b_packed + j0 * pairs);
+        pack_pairs<NR>(b.at(pc, jc + j0), b.cs, b.rs, j1 - j0, k, b_packed + j0 * pairs);
       });
       parallel_tasks(row_blocks * chunks, threads, M * n * k, [&](int64_t task, int) {
         const int64_t block = task / chunks, chunk = task % chunks;
@@ -151,7 +184,7 @@ void gemm_bf16(int threads, int64_t M, int64_t N, int64_t K, float alpha, Stride
         const int64_t j0 = split_point(n, chunks, NR, chunk), j1 = split_point(n, chunks, NR, chunk + 1);
         if (i0 == i1 || j0 == j1) return;
         uint32_t* a_packed = t_a_pairs.get(ceil_div(i1 - i0, MR) * MR * pairs);
-        pack_pairs<MR, true>(Strided{a.at(i0, pc), a.rs, a.cs}, i1 - i0, k, a_packed);
+        pack_pairs<MR>(a.at(i0, pc), a.rs, a.cs, i1 - i0, k, a_packed);
         const float* tile_bias = bias && pc + k >= K ? bias + jc + j0 : nullptr;
         macro_kernel_bf16(i1 - i0, j1 - j0, pairs, a_packed, b_packed + j0 * pairs, alpha,
                           pc == 0 ? beta : 1.0f, C + i0 * ldc + jc + j0, ldc, tile_bias);
