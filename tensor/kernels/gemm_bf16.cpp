@@ -44,8 +44,8 @@ bool gemm_bf16_available() { return true; }
 namespace gemm_detail {
 namespace {
 
-// Depth of a k block: twice float32's KC, so that a packed B sliver (KC2·NR·2 bytes) takes the
-// same 24 KiB of L1 and a packed A block the same 288 KiB of L2.
+// Depth of a k block: twice float32's KC, so that a packed B sliver (KC2·NR·2 bytes) and a packed
+// A block take the same cache as float32's.
 constexpr int64_t KC2 = 2 * KC;
 
 thread_local PackBuffer<uint32_t> t_a_pairs, t_b_pairs;
