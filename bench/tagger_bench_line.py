@@ -31,10 +31,10 @@ def bench_fields(command, env=None):
     return dict(re.findall(r"(\w+)=([0-9.]+)%?", lines[-1]))
 
 
-def tagger_bench(tagger, config, threads=None, steps=None, env=None):
-    """One `tagger bench` run's fields (threads None: the default count)."""
+def tagger_bench(tagger, config, threads=None, steps=None, env=None, extra=()):
+    """One `tagger bench` run's fields (threads None: the default count; extra: more options)."""
     command = [tagger, "bench", "--config", config, "--steps", str(steps or STEPS.get(config, 20)),
-               "--warmup", "3"]
+               "--warmup", "3", *extra]
     if threads is not None:
         command += ["--threads", str(threads)]
     return bench_fields(command, env)

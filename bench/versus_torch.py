@@ -12,7 +12,9 @@ qkv at 2 threads; of_peak_N is the share of the FMA peak qkv's step reached at N
 of `tagger bench`'s own of_peak).
 
 Usage: python3 bench/versus_torch.py [--tagger build/examples/tagger] [--configs tiny,small,base,brown]
-                                     [--rounds 3]
+                                     [--rounds 3] [--matmul highest|medium]
+--matmul medium runs qkv's products with bfloat16 operands (`tagger bench --matmul medium`); PyTorch
+stays in float32, so those ratios compare qkv's fastest step with PyTorch's float32 one.
 PyTorch runs through /usr/bin/python3 (Debian's python3-torch).
 """
 
@@ -30,11 +32,12 @@ def parse_args():
     parser.add_argument("--tagger", default="build/examples/tagger")
     parser.add_argument("--configs", default="tiny,small,base,brown")
     parser.add_argument("--rounds", type=positive_int, default=3)
+    parser.add_argument("--matmul", choices=["highest", "medium"], default="highest")
     return parser.parse_args()
 
 
 def qkv(args, config, threads):
-    return tagger_bench(args.tagger, config, threads)
+    return tagger_bench(args.tagger, config, threads, extra=["--matmul", args.matmul])
 
 
 def torch(config, threads, blas):
