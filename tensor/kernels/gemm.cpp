@@ -178,18 +178,15 @@ void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, St
                    float beta, float* C, int64_t ldc, bool c_trans, const float* bias, float* b_packed) {
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t n = std::min(NC, N - jc);
-    const auto [row_blocks, chunks] = task_grid(M, n, threads);
+    const TaskGrid grid = task_grid(M, n, threads);
     for (int64_t pc = 0; pc < K; pc += KC) {
       const int64_t k = std::min(KC, K - pc);
       const Strided b_block{b.at(pc, jc), b.rs, b.cs};
       parallel_tasks(threads, threads, k * n, [&](int64_t t, int) {
         pack_b(b_block, k, split_point(n, threads, NR, t), split_point(n, threads, NR, t + 1), b_packed);
       });
-      parallel_tasks(row_blocks * chunks, threads, M * n * k, [&](int64_t task, int) {
-        const int64_t block = task / chunks, chunk = task % chunks;
-        const int64_t i0 = split_point(M, row_blocks, MR, block),
-                      i1 = split_point(M, row_blocks, MR, block + 1);
-        const int64_t j0 = split_point(n, chunks, NR, chunk), j1 = split_point(n, chunks, NR, chunk + 1);
+      parallel_tasks(grid.row_blocks * grid.col_chunks, threads, M * n * k, [&](int64_t task, int) {
+        const auto [i0, i1, j0, j1] = task_bounds(grid, M, n, task);
         if (i0 == i1 || j0 == j1) return;
         const Strided a_block{a.at(i0, pc), a.rs, a.cs};
         ABlock source{a_block, nullptr};

@@ -170,18 +170,15 @@ void gemm_bf16(int threads, int64_t M, int64_t N, int64_t K, float alpha, Stride
   uint32_t* b_packed = t_b_pairs.get((std::min(KC2, K) + 1) / 2 * ceil_div(std::min(NC, N), NR) * NR);
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t n = std::min(NC, N - jc);
-    const auto [row_blocks, chunks] = task_grid(M, n, threads);
+    const TaskGrid grid = task_grid(M, n, threads);
     for (int64_t pc = 0; pc < K; pc += KC2) {
       const int64_t k = std::min(KC2, K - pc), pairs = (k + 1) / 2;
       parallel_tasks(threads, threads, k * n, [&](int64_t t, int) {
         const int64_t j0 = split_point(n, threads, NR, t), j1 = split_point(n, threads, NR, t + 1);
         pack_pairs<NR>(b.at(pc, jc + j0), b.cs, b.rs, j1 - j0, k, b_packed + j0 * pairs);
       });
-      parallel_tasks(row_blocks * chunks, threads, M * n * k, [&](int64_t task, int) {
-        const int64_t block = task / chunks, chunk = task % chunks;
-        const int64_t i0 = split_point(M, row_blocks, MR, block),
-                      i1 = split_point(M, row_blocks, MR, block + 1);
-        const int64_t j0 = split_point(n, chunks, NR, chunk), j1 = split_point(n, chunks, NR, chunk + 1);
+      parallel_tasks(grid.row_blocks * grid.col_chunks, threads, M * n * k, [&](int64_t task, int) {
+        const auto [i0, i1, j0, j1] = task_bounds(grid, M, n, task);
         if (i0 == i1 || j0 == j1) return;
         uint32_t* a_packed = t_a_pairs.get(ceil_div(i1 - i0, MR) * MR * pairs);
         pack_pairs<MR>(a.at(i0, pc), a.rs, a.cs, i1 - i0, k, a_packed);

@@ -80,6 +80,18 @@ inline TaskGrid task_grid(int64_t M, int64_t n, int threads) {
   return best;
 }
 
+// The rows [i0, i1) and columns [j0, j1) of the M×n output that task `task` of `grid` computes:
+// row blocks and column chunks as even as their multiples of MR and NR allow. Possibly empty.
+struct TaskBounds {
+  int64_t i0, i1, j0, j1;
+};
+
+inline TaskBounds task_bounds(TaskGrid grid, int64_t M, int64_t n, int64_t task) {
+  const int64_t block = task / grid.col_chunks, chunk = task % grid.col_chunks;
+  return {split_point(M, grid.row_blocks, MR, block), split_point(M, grid.row_blocks, MR, block + 1),
+          split_point(n, grid.col_chunks, NR, chunk), split_point(n, grid.col_chunks, NR, chunk + 1)};
+}
+
 // C = alpha · op(A)·op(B) + beta · C, then + bias[j] on every row when bias is set, with the
 // operands rounded to bfloat16 and the products summed in float32 (gemm_bf16.cpp), on `threads`
 // threads. Only in a build where gemm_bf16_available() (gemm.h); elsewhere it does nothing.
