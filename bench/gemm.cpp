@@ -9,9 +9,10 @@
 // faster). of_peak compares qkv with the machine's FMA peak, measured first with the
 // micro-kernel's own instruction set (tensor/kernels/peak.h, which `tagger bench` uses too). The
 // `batched` lines time gemm_batched on attention-sized products (the tagger's per-head Q·Kᵀ and
-// weights·V) against a loop of single products in Eigen and OpenBLAS; the `steps` lines time, on
-// one thread, the three GEMMs a reader meets in turn: the reference triple loop, the plainly
-// blocked gemm_blocked and the fast gemm.
+// weights·V) against a loop of single products in Eigen and OpenBLAS; the `training` lines the
+// products of one training step of `tagger bench --config base`; the `steps` lines time, on one
+// thread, the three GEMMs a reader meets in turn: the reference triple loop, the plainly blocked
+// gemm_blocked and the fast gemm.
 
 #include "tensor/kernels/gemm.h"
 
@@ -45,7 +46,7 @@ constexpr const char* kUsage =
     "  --threads LIST  thread counts to run, like 1,2 (the default)\n"
     "  --rounds N      rounds of calls per library and shape (3)\n"
     "  --peak          measure the FMA peak only, and stop\n"
-    "  VARIANT         among NN NT TN batched steps (default: NN NT TN batched)\n";
+    "  VARIANT         among NN NT TN batched steps training (default: NN NT TN batched)\n";
 
 struct Shape {
   int64_t M, N, K;
@@ -230,7 +231,8 @@ Options parse_options(int argc, char** argv) {
       o.rounds = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--peak") {
       o.peak_only = true;
-    } else if (arg == "NN" || arg == "NT" || arg == "TN" || arg == "batched" || arg == "steps") {
+    } else if (arg == "NN" || arg == "NT" || arg == "TN" || arg == "batched" || arg == "steps" ||
+               arg == "training") {
       o.variants.push_back(arg);
     } else {
       std::fputs(kUsage, arg == "--help" || arg == "-h" ? stdout : stderr);
@@ -273,6 +275,8 @@ struct Job {
 };
 
 // The products a variant times: the square and training-shaped products for NN, NT and TN; the
+// products of one `base` training step for `training` (forward x·Wᵀ, NT; dX = dY·W, NN; dW =
+// dYᵀ·X, TN; for the packed Q, K, V projection, the output projection and the FFN's two layers); the
 // tagger's attention products per head for `batched` (tiny: B·H = 32·4, T = 32, d = 16; small:
 // 32·8, 64, 16): scores Q·Kᵀ (NT), weights·V (NN), and the backward's transposed products (TN);
 // squares small enough for the reference loop for `steps`.
@@ -285,6 +289,11 @@ std::vector<Job> jobs_of(const std::string& variant) {
             {"NN", 256, {64, 16, 64}}};
   if (variant == "steps")
     return {{"NN", 1, {128, 128, 128}}, {"NN", 1, {256, 256, 256}}, {"NN", 1, {512, 512, 512}}};
+  if (variant == "training")  // `tagger bench --config base`: d 256, FFN 1024, B·T = 4096 positions
+    return {{"NT", 1, {4096, 768, 256}},  {"NT", 1, {4096, 256, 256}}, {"NT", 1, {4096, 1024, 256}},
+            {"NT", 1, {4096, 256, 1024}}, {"NN", 1, {4096, 256, 768}}, {"NN", 1, {4096, 256, 1024}},
+            {"NN", 1, {4096, 1024, 256}}, {"TN", 1, {768, 256, 4096}}, {"TN", 1, {256, 256, 4096}},
+            {"TN", 1, {1024, 256, 4096}}, {"TN", 1, {256, 1024, 4096}}};
   std::vector<Job> jobs;
   for (Shape s : std::vector<Shape>{{64, 64, 64},
                                     {128, 128, 128},
