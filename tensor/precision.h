@@ -7,10 +7,11 @@
 //            AVX512_BF16 one instruction does 32 multiply-adds of bfloat16 pairs where a float32
 //            FMA does 16, so large products run up to twice as fast (docs/PERFORMANCE.md).
 //
-// The setting applies to every product the GEMM kernel computes (Linear, matmul, attention, the
-// GRU's gates), on every thread, from the next call on. Tensors stay float32: only the inputs of
-// the multiplications are rounded. Mixed-precision training in this sense keeps its accuracy
-// because the sums, the optimizer and everything around the products stay in float32.
+// The setting applies to the products the GEMM kernel computes (Linear, matmul, attention, the
+// GRU's gates), on every thread, from the next call on; products of fewer than
+// kernels::kMinBf16Product multiply-adds stay in float32, where bfloat16 would be slower. Tensors stay
+// float32: only the inputs of the multiplications are rounded. Mixed-precision training in this sense keeps
+// its accuracy because the sums, the optimizer and everything around the products stay in float32.
 #pragma once
 
 namespace qkv {

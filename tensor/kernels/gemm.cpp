@@ -218,7 +218,7 @@ void gemm_epilogue(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
   Strided a = trans_a ? Strided{A, 1, lda} : Strided{A, lda, 1};
   Strided b = trans_b ? Strided{B, 1, ldb} : Strided{B, ldb, 1};
   const int threads = in_parallel_task() || M * N * K < kMinParallelProduct ? 1 : get_num_threads();
-  if (get_matmul_precision() == MatmulPrecision::medium) {
+  if (get_matmul_precision() == MatmulPrecision::medium && M * N * K >= kMinBf16Product) {
     gemm_bf16(threads, M, N, K, alpha, a, b, beta, C, ldc, bias);
     return;
   }

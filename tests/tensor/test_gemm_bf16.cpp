@@ -5,6 +5,7 @@
 // alpha, beta, the bias, strided C; and against the float32 product within bfloat16's rounding.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -67,16 +68,17 @@ struct Product {
   }
 };
 
-// Checks the medium-precision product element by element against the exact product of the rounded
-// operands: within float32's error of a K-term sum (2·(K + 2)·eps·S, S the sum of the terms'
-// magnitudes), where a wrong, missing or unrounded term is off by about S/K or S·2⁻⁹. Columns past
-// N must keep their values.
+// Checks the medium-precision product (one of at least kMinBf16Product multiply-adds, so that it
+// runs in bfloat16) element by element against the exact product of the rounded operands: within float32's
+// error of a K-term sum (2·(K + 2)·eps·S, S the sum of the terms' magnitudes), where a wrong, missing or
+// unrounded term is off by about S/K or S·2⁻⁹. Columns past N must keep their values.
 void check_bf16(const Product& p) {
   CAPTURE(p.ta);
   CAPTURE(p.tb);
   CAPTURE(p.M);
   CAPTURE(p.N);
   CAPTURE(p.K);
+  REQUIRE(p.M * p.N * p.K >= kMinBf16Product);
   const PrecisionScope medium(qkv::MatmulPrecision::medium);
   const std::vector<float> got = p.run(), C0 = p.C(), bias = p.bias();
   std::vector<float> A = p.A(), B = p.B();
@@ -128,21 +130,40 @@ TEST_CASE("set_matmul_precision(medium) is refused exactly where the build has n
   CHECK(qkv::get_matmul_precision() == qkv::MatmulPrecision::medium);
 }
 
+// The smallest depth at least `k` that makes an M×N product reach the bfloat16 kernel, odd (a
+// pair padded with a zero) when `odd`.
+int64_t depth_for_bf16(int64_t M, int64_t N, int64_t k, bool odd) {
+  const int64_t d = std::max(k, (kMinBf16Product + M * N - 1) / (M * N));
+  return d % 2 == (odd ? 1 : 0) ? d : d + 1;
+}
+
 TEST_CASE("medium precision gemm sums the rounded operands' products in float32 on every tile tail") {
   if (!qkv::bf16_matmul_available()) return;  // the refusal is checked above
   const GemmConfig cfg = gemm_config();
   for (auto [ta, tb] : kTrans) {
     for (int64_t M : {int64_t{1}, cfg.mr - 1, cfg.mr + 1, cfg.mc + cfg.mr + 1})
       for (int64_t N : {int64_t{1}, cfg.nr - 1, cfg.nr + 1})
-        for (int64_t K : {int64_t{1}, int64_t{2}, int64_t{7}, 4 * cfg.kc + 5}) check_bf16({ta, tb, M, N, K});
-    check_bf16({ta, tb, 3, cfg.nc + cfg.nr + 1, 4});  // more columns than one B block
-    Product scaled{ta, tb, 19, 35, 2 * cfg.kc + 3, /*pad=*/5};
+        for (bool odd : {false, true}) check_bf16({ta, tb, M, N, depth_for_bf16(M, N, 4 * cfg.kc + 5, odd)});
+    check_bf16({ta, tb, 3, cfg.nc + cfg.nr + 1, 15});  // more columns than one B block
+    Product scaled{ta, tb, 19, 35, depth_for_bf16(19, 35, 1, true), /*pad=*/5};
     scaled.alpha = -0.5f, scaled.beta = 0.5f;
     check_bf16(scaled);
-    Product biased{ta, tb, 29, 37, 2 * cfg.kc + 9, /*pad=*/3};
+    Product biased{ta, tb, 29, 37, depth_for_bf16(29, 37, 1, true), /*pad=*/3};
     biased.with_bias = true;
     check_bf16(biased);
   }
+}
+
+TEST_CASE("medium precision leaves products under kMinBf16Product in float32, to the bit") {
+  if (!qkv::bf16_matmul_available()) return;
+  for (auto [ta, tb] : kTrans)
+    for (Product p : {Product{ta, tb, 1, 1, 7}, Product{ta, tb, 64, 45, 16}, Product{ta, tb, 13, 33, 300}}) {
+      REQUIRE(p.M * p.N * p.K < kMinBf16Product);
+      const std::vector<float> fp32 = p.run();
+      const PrecisionScope medium(qkv::MatmulPrecision::medium);
+      const std::vector<float> got = p.run();
+      CHECK(std::memcmp(got.data(), fp32.data(), got.size() * sizeof(float)) == 0);
+    }
 }
 
 TEST_CASE("medium precision stays within bfloat16's rounding of the float32 product") {
