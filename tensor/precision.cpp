@@ -17,9 +17,8 @@ bool bf16_matmul_available() { return kernels::gemm_bf16_available(); }
 void set_matmul_precision(MatmulPrecision precision) {
   if (precision == MatmulPrecision::medium && !bf16_matmul_available())
     throw ValueError(
-        "set_matmul_precision(medium): this build has no bfloat16 kernel (it needs a CPU with AVX512_BF16 "
-        "and "
-        "a build with QKV_NATIVE=ON on it)");
+        "set_matmul_precision(medium): this build has no bfloat16 kernel; it needs a CPU with AVX512_BF16 "
+        "and a build for it (QKV_NATIVE=ON, the default, on that CPU)");
   g_precision.store(precision, std::memory_order_relaxed);
 }
 

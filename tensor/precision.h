@@ -3,7 +3,7 @@
 //   highest  float32 operands, float32 accumulation: the default, and what every test of an op
 //            against PyTorch assumes.
 //   medium   each operand rounded to bfloat16 (float32's 8 exponent bits, 8 significant bits:
-//            relative error up to 2⁻⁹) and the products summed in float32. On a CPU with
+//            relative error up to 2⁻⁸) and the products summed in float32. On a CPU with
 //            AVX512_BF16 one instruction does 32 multiply-adds of bfloat16 pairs where a float32
 //            FMA does 16, so large products run up to twice as fast (docs/PERFORMANCE.md).
 //

@@ -60,15 +60,16 @@ void set_threads(const Args& a) {
     qkv::set_num_threads(static_cast<int>(n));
 }
 
-// --matmul: how float32 products are computed (tensor/precision.h), checked before anything runs.
-void set_matmul_precision(const Args& a) {
-  const std::string p = a.str("matmul");
-  if (p != "highest" && p != "medium")
-    throw qkv::ValueError("--matmul: expected highest or medium, got '" + p + "'");
-  if (p == "medium" && !qkv::bf16_matmul_available())
-    throw qkv::ValueError(
-        "--matmul medium: this build has no bfloat16 kernel (it needs a CPU with AVX512_BF16)");
-  qkv::set_matmul_precision(p == "medium" ? qkv::MatmulPrecision::medium : qkv::MatmulPrecision::highest);
+// How float32 products are computed from now on (tensor/precision.h): "highest" or "medium", the
+// value of --matmul (bench) or of the run's config (train, ablate, resume), already checked to be
+// one of the two. Refused, naming the option, where this build has no bfloat16 kernel.
+void use_matmul(const std::string& precision) {
+  try {
+    qkv::set_matmul_precision(precision == "medium" ? qkv::MatmulPrecision::medium
+                                                    : qkv::MatmulPrecision::highest);
+  } catch (const qkv::ValueError& e) {
+    throw qkv::ValueError(std::string("--matmul medium: ") + e.what());
+  }
 }
 
 void announce(const TrainOptions& options) {
@@ -93,10 +94,10 @@ int cmd_train(const Args& a) {
   a.refuse_positional();
   if (a.flag("resume")) refuse_options_resume_ignores(a);
   set_threads(a);
-  set_matmul_precision(a);
   const Config config = config_from(a);
   TrainOptions options = train_options_from(a);
   if (!a.flag("resume")) {
+    use_matmul(config.matmul);
     const Data data = load_data(config);
     announce(options);
     train(config, data, options);
@@ -106,6 +107,7 @@ int cmd_train(const Args& a) {
   SavedRun saved = load_saved_run(options.run_dir, "last.safetensors");
   if (!a.given("example") && reads_real_text(saved.config)) options.example = kRealTextExample;
   if (a.given("epochs")) saved.config.epochs = std::max(saved.config.epochs, config.epochs);
+  use_matmul(saved.config.matmul);
   const Data data = load_data(saved.config);
   announce(options);
   resume(std::move(saved), data, options);
@@ -260,8 +262,8 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
 int cmd_ablate(const Args& a) {
   a.refuse_positional();
   set_threads(a);
-  set_matmul_precision(a);
   const Config base = config_from(a);
+  use_matmul(base.matmul);
   const std::vector<Variant> variants = ablation_variants(base, a);  // all validated before training
   const Data data = load_data(base);
   const TagLexicon lexicon(data.train);
@@ -336,7 +338,10 @@ int cmd_data(const Args& a) {
 int cmd_bench(const Args& a) {
   a.refuse_positional();
   set_threads(a);
-  set_matmul_precision(a);
+  const std::string matmul = a.str("matmul");
+  if (matmul != "highest" && matmul != "medium")
+    throw qkv::ValueError("option --matmul is '" + matmul + "'; expected one of highest, medium");
+  use_matmul(matmul);
   const BenchConfig config = bench_config(a.str("config"));
   const BenchResult r =
       run_bench(config, a.integer_in("steps", 1, kMaxBenchSteps), a.integer_in("warmup", 0, kMaxBenchWarmup));

@@ -46,6 +46,7 @@ void for_each_field(Config& c, Fn&& fn) {
   fn("warmup_steps", c.warmup_steps);
   fn("min_freq", c.min_freq);
   fn("seed", c.seed);
+  fn("matmul", c.matmul);
   fn("train_sentences", c.train_sentences);
   fn("dev_sentences", c.dev_sentences);
   fn("test_sentences", c.test_sentences);
@@ -180,6 +181,7 @@ void Config::validate() const {
   check_one_of("model", model, {"transformer", "gru"});
   check_one_of("positions", positions, qkv::nn::position_scheme_names());
   check_one_of("norm", norm, {"post", "pre"});
+  check_one_of("matmul", matmul, {"highest", "medium"});
   check_one_of("ffn", ffn, qkv::nn::feed_forward_names(), " (its hidden width is ffn_width, --ffn-width)");
   check_range("d_model", d_model, 2, 8192);
   if (d_model % 2 != 0)

@@ -67,6 +67,9 @@ struct Config {
   int64_t warmup_steps = 200;
   int64_t min_freq = 2;  // rarer training words become <unk>, so <unk> is trained for unseen words
   uint64_t seed = 0;
+  // how training computes its products (tensor/precision.h): "highest" (float32) or "medium"
+  // (bfloat16 operands, float32 sums); saved with the run, so that --resume keeps it
+  std::string matmul = "highest";
   // data: built-in corpus sizes (ignored with files)
   int64_t train_sentences = 20000, dev_sentences = 1000, test_sentences = 1000;
   // data: CoNLL files instead (all three, or none for the built-in corpus)

@@ -129,6 +129,7 @@ Config config_from(const qkv::examples::Args& a) {
   take(a, "clip", c.clip);
   take(a, "min-freq", c.min_freq);
   take(a, "seed", c.seed);
+  take(a, "matmul", c.matmul);
   take(a, "sentences", c.train_sentences);
   auto absolute = [](const std::string& p) {
     return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();

@@ -10,7 +10,7 @@
 //     for pc in steps of KC over k                       pack op(B)[pc.., jc..] once for all threads
 //       for each (row block ic of MC rows, column chunk) task, spread over threads:
 //         pack op(A)[ic.., pc..] (or read it in place)     A block: MC×KC, private, stays in L2
-//         for jr in steps of NR over the chunk             B sliver: KC×NR, stays in L1
+//         for jr in steps of NR over the chunk             B sliver: KC×NR, in L1 or L2
 //           for ir in steps of MR over the block
 //             micro-kernel: C[ic+ir.., jc+jr..] (MR×NR) = alpha · A sliver · B sliver + beta' · C
 //
@@ -113,20 +113,21 @@ void macro_kernel(int64_t m, int64_t n, int64_t k, ABlock a, const float* b, flo
   const Strided& in_place = a.in_place;
   const int64_t whole = in_place.p ? m / MR * MR : m;
   if (whole < m) pack_a(Strided{in_place.at(whole, 0), in_place.rs, in_place.cs}, m - whole, k, tail);
-  // The rows × cols tile of rows [i, i + rows) of A and the B sliver b_sliver, into c.
+  // The rows × cols tile of C at c from rows [i, i + MR) of the A block and the B sliver b_sliver.
+  // Rows of a row-major A read in place always make a whole sliver (the MR-row instance); every
+  // other sliver is read down its columns: the packed copy, the partial last sliver packed aside,
+  // or a transposed A in place.
   const auto tile = [&](int64_t i, const float* b_sliver, float* c, int64_t ldc_tile, int64_t rows,
                         int64_t cols) {
-    const auto run = [&](auto sliver) {
-      tile_kernel(k, sliver, b_sliver, alpha, beta, c, ldc_tile, rows, cols);
-    };
-    if (!in_place.p)
-      run(ColumnSliver{a.packed + i * k, MR});
-    else if (i >= whole)
-      run(ColumnSliver{tail, MR});
-    else if (in_place.cs == 1)
-      run(RowSliver{in_place.at(i, 0), in_place.rs});
-    else  // a transposed A: in_place.rs == 1
-      run(ColumnSliver{in_place.at(i, 0), in_place.cs});
+    if (in_place.p && i < whole && in_place.cs == 1) {
+      tile_kernel<MR>(k, RowSliver{in_place.at(i, 0), in_place.rs}, b_sliver, alpha, beta, c, ldc_tile, rows,
+                      cols);
+      return;
+    }
+    const ColumnSliver sliver = !in_place.p  ? ColumnSliver{a.packed + i * k, MR}
+                                : i >= whole ? ColumnSliver{tail, MR}
+                                             : ColumnSliver{in_place.at(i, 0), in_place.cs};
+    tile_kernel(k, sliver, b_sliver, alpha, beta, c, ldc_tile, rows, cols);
   };
   for (int64_t j = 0; j < n; j += NR) {
     const int64_t cols = std::min(NR, n - j);

@@ -14,8 +14,10 @@
 //
 // Like gemm.cpp, threads share output blocks and never split k, so the result does not depend on
 // the thread count. It differs from the float32 product by the rounding of the operands (relative
-// error up to 2⁻⁹ each) and from gemm's float32 sums by the order of additions within a pair.
+// error up to 2⁻⁸ each) and from gemm's float32 sums by the order of additions within a pair.
 #include <bit>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 
 #include "tensor/kernels/gemm.h"
@@ -33,8 +35,11 @@ namespace qkv::kernels {
 bool gemm_bf16_available() { return false; }
 
 namespace gemm_detail {
-void gemm_bf16(int, int64_t, int64_t, int64_t, float, Strided, Strided, float, float*, int64_t,
-               const float*) {}
+void gemm_bf16(int, int64_t, int64_t, int64_t, float, Strided, Strided, float, float*, int64_t, const float*) {
+  // set_matmul_precision refuses medium in this build, so gemm never comes here.
+  std::fputs("qkv: gemm_bf16 called in a build without AVX512_BF16\n", stderr);
+  std::abort();
+}
 }  // namespace gemm_detail
 
 #else
@@ -139,7 +144,7 @@ void micro_kernel_bf16(int64_t pairs, const uint32_t* a, const uint32_t* b, floa
 // copied out.
 void macro_kernel_bf16(int64_t m, int64_t n, int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha,
                        float beta, float* C, int64_t ldc, const float* bias) {
-  alignas(64) float edge[MR * NR];
+  alignas(64) float edge[MR * NR] = {};  // the kernel reads all of it when beta != 0
   for (int64_t j = 0; j < n; j += NR) {
     const int64_t cols = std::min(NR, n - j);
     for (int64_t i = 0; i < m; i += MR) {

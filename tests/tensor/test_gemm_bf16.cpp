@@ -71,7 +71,8 @@ struct Product {
 // Checks the medium-precision product (one of at least kMinBf16Product multiply-adds, so that it
 // runs in bfloat16) element by element against the exact product of the rounded operands: within float32's
 // error of a K-term sum (2·(K + 2)·eps·S, S the sum of the terms' magnitudes), where a wrong, missing or
-// unrounded term is off by about S/K or S·2⁻⁹. Columns past N must keep their values.
+// unrounded term is off by about S/K. (Rounding itself is checked exactly below.) Columns past N must keep
+// their values.
 void check_bf16(const Product& p) {
   CAPTURE(p.ta);
   CAPTURE(p.tb);
@@ -168,8 +169,9 @@ TEST_CASE("medium precision leaves products under kMinBf16Product in float32, to
 
 TEST_CASE("medium precision stays within bfloat16's rounding of the float32 product") {
   if (!qkv::bf16_matmul_available()) return;
-  // Each operand moves by at most 2⁻⁹ of itself, so each term by about 2⁻⁸: the product is off
-  // by at most 2⁻⁸·S, and by much more than float32's error, so the two precisions do differ.
+  // Each operand moves by at most 2⁻⁸ of itself, so each term by at most about 2⁻⁷: the product is
+  // off by at most 2⁻⁷·S (and float32's error), and by much more than float32's error, so the two
+  // precisions do differ.
   const Product p{false, true, 64, 96, 256};
   const std::vector<float> fp32 = p.run();
   std::vector<float> bf16;
@@ -187,8 +189,114 @@ TEST_CASE("medium precision stays within bfloat16's rounding of the float32 prod
       worst = std::max(worst, d / S);
       differ += d > 0;
     }
-  CHECK(worst <= std::ldexp(1.0, -8));
+  CHECK(worst <= std::ldexp(1.0, -7) + 2.0 * (p.K + 2) * std::numeric_limits<float>::epsilon());
   CHECK(differ > 0.9 * p.M * p.N);
+}
+
+TEST_CASE("medium precision gemm on small integers is exact, every term once") {
+  if (!qkv::bf16_matmul_available()) return;
+  // Integers up to 15 are bfloat16 values, and the sums of their products here stay below 2²⁴:
+  // every step is exact, so a term missing, repeated or paired with the wrong one shows to the bit.
+  const GemmConfig cfg = gemm_config();
+  for (auto [ta, tb] : kTrans)
+    for (const Product& p : {Product{ta, tb, cfg.mc + cfg.mr + 1, cfg.nr + 1, 4 * cfg.kc + 5, /*pad=*/2},
+                             Product{ta, tb, 5, 3, depth_for_bf16(5, 3, 1, true)}}) {
+      CAPTURE(p.M);
+      std::vector<float> A = p.A(), B = p.B();
+      for (float& x : A) x = std::round(x * 15.0f);
+      for (float& x : B) x = std::round(x * 15.0f);
+      std::vector<float> C(static_cast<size_t>(p.M * p.ldc()), -1.0f);
+      const PrecisionScope medium(qkv::MatmulPrecision::medium);
+      gemm(ta, tb, p.M, p.N, p.K, 1.0f, A.data(), p.lda(), B.data(), p.ldb(), 0.0f, C.data(), p.ldc());
+      int64_t bad = 0;
+      for (int64_t i = 0; i < p.M; ++i)
+        for (int64_t j = 0; j < p.ldc(); ++j) {
+          double exact = -1.0;  // the padding keeps its value
+          if (j < p.N) {
+            exact = 0.0;
+            for (int64_t k = 0; k < p.K; ++k) exact += static_cast<double>(p.a(A, i, k)) * p.b(B, k, j);
+          }
+          bad += C[i * p.ldc() + j] != exact;
+        }
+      CHECK(bad == 0);
+    }
+}
+
+TEST_CASE("medium precision rounds each operand to nearest bfloat16, ties to even, in every packing path") {
+  if (!qkv::bf16_matmul_available()) return;
+  // C = A·B with every element of A equal to x and of B equal to 1 is K·bf16(x), exactly. K = 40
+  // packs 32 values of a line with SIMD and the last 8 one at a time (lines along k), or pairs
+  // of k across 16 lines with SIMD (one k across lines), for each transpose.
+  const int64_t M = 64, N = 64, K = 40;
+  const std::pair<float, float> cases[] = {
+      {1.0f + 3.0f / 512, 1.0f + 1.0f / 128},  // nearer the value above
+      {1.0f + 1.0f / 256, 1.0f},               // a tie: to the even 1.0
+      {1.0f + 3.0f / 256, 1.0f + 1.0f / 64},   // a tie: to the even 1 + 2⁻⁶
+      {-2.0f - 1.0f / 512, -2.0f},             // nearer the value below, negative
+      {1e-39f, 0.0f},                          // a denormal: zero, as VDPBF16PS reads it
+  };
+  for (auto [ta, tb] : kTrans)
+    for (auto [x, rounded] : cases) {
+      CAPTURE(x);
+      const std::vector<float> A(M * K, x), B(K * N, 1.0f);
+      std::vector<float> C(M * N);
+      const PrecisionScope medium(qkv::MatmulPrecision::medium);
+      gemm(ta, tb, M, N, K, 1.0f, A.data(), ta ? M : K, B.data(), tb ? K : N, 0.0f, C.data(), N);
+      CHECK(std::count(C.begin(), C.end(), K * rounded) == M * N);
+    }
+}
+
+TEST_CASE("medium precision with beta 0 never reads C, and a NaN of A reaches its row only") {
+  if (!qkv::bf16_matmul_available()) return;
+  const int64_t M = 40, N = 50, K = 70;
+  std::vector<float> A = random_floats(M * K, 21), B = random_floats(K * N, 22);
+  std::vector<float> C(M * N, std::numeric_limits<float>::quiet_NaN());
+  A[7 * K + 3] = std::numeric_limits<float>::quiet_NaN();
+  const PrecisionScope medium(qkv::MatmulPrecision::medium);
+  gemm(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, C.data(), N);
+  int64_t nan_rows = 0, nans_elsewhere = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      const bool nan = std::isnan(C[i * N + j]);
+      if (i == 7)
+        nan_rows += nan;
+      else
+        nans_elsewhere += nan;
+    }
+  CHECK(nan_rows == N);
+  CHECK(nans_elsewhere == 0);
+}
+
+TEST_CASE("medium precision gemm_bias and gemm_batched give one gemm's result, for 1 and 2 threads") {
+  if (!qkv::bf16_matmul_available()) return;
+  const int saved = qkv::get_num_threads();
+  const PrecisionScope medium(qkv::MatmulPrecision::medium);
+  // gemm_bias: the product, then the bias, to the bit, on any thread count.
+  Product biased{false, true, 300, 70, 200};
+  biased.with_bias = true;
+  qkv::set_num_threads(1);
+  const std::vector<float> one = biased.run();
+  qkv::set_num_threads(2);
+  CHECK(biased.run() == one);
+  Product plain = biased;
+  plain.with_bias = false;
+  std::vector<float> want = plain.run();
+  const std::vector<float> bias = biased.bias();
+  for (int64_t i = 0; i < plain.M; ++i)
+    for (int64_t j = 0; j < plain.N; ++j) want[i * plain.N + j] += bias[j];
+  CHECK(one == want);
+  // gemm_batched: products of 64³ (above kMinBf16Product) spread one per thread, each as gemm.
+  const int64_t batch = 6, n = 64, size = n * n;
+  const std::vector<float> A = random_floats(batch * size, 31), B = random_floats(batch * size, 32);
+  std::vector<float> batched(batch * size), single(batch * size);
+  gemm_batched(batch, false, true, n, n, n, 1.0f, A.data(), n, size, B.data(), n, size, 0.0f, batched.data(),
+               n, size);
+  qkv::set_num_threads(1);
+  for (int64_t b = 0; b < batch; ++b)
+    gemm(false, true, n, n, n, 1.0f, A.data() + b * size, n, B.data() + b * size, n, 0.0f,
+         single.data() + b * size, n);
+  CHECK(batched == single);
+  qkv::set_num_threads(saved);
 }
 
 TEST_CASE("medium precision gemm is bitwise identical for 1 and 2 threads") {
