@@ -121,8 +121,12 @@ Tensor Tensor::sigmoid() const {
 }
 
 Tensor Tensor::relu() const {
-  return pointwise("relu", *this, [](float v) { return v > 0.0f ? v : 0.0f; },
-                   [](float v) { return v > 0.0f ? 1.0f : 0.0f; });
+  // y > 0 exactly where x > 0, so the output serves backward as well as the input. The output is
+  // what the next layer saves anyway (an FFN's second Linear reads it for its weight gradient):
+  // saving y keeps one (rows, hidden) tensor alive until backward instead of two.
+  return pointwise(
+      "relu", *this, [](float v) { return v > 0.0f ? v : 0.0f; },
+      [](float y) { return y > 0.0f ? 1.0f : 0.0f; }, /*from_output=*/true);
 }
 
 Tensor Tensor::gelu(bool tanh_approximation) const {
