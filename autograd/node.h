@@ -40,6 +40,10 @@ struct BackwardContext {
   // over it and return it, instead of taking a new buffer (an elementwise backward then passes the
   // gradient's memory on to its input, as an in-place op would).
   bool grad_is_scratch = false;
+  // True when the engine frees the saved tensors right after this call (the graph is not
+  // retained): backward may then write a gradient over a saved tensor whose storage nothing else
+  // holds, once it has read what it needs there.
+  bool saved_freed_after = false;
 };
 
 // Returns one gradient per input, in order; an undefined Tensor for an input that needs none.
