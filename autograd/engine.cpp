@@ -108,11 +108,13 @@ void check_not_released(const Node& node) {
 }
 
 // Calls the node's backward function on g: one gradient per input, undefined where none is needed.
-std::vector<Tensor> run_backward(Node& node, const Tensor& g) {
+// g is scratch when nothing else holds it and no observer will read it after the call.
+std::vector<Tensor> run_backward(Node& node, const Tensor& g, bool observers_read_g, bool retain_graph) {
   check_saved_versions(node);
   std::vector<bool> needs(node.inputs.size());
   for (size_t i = 0; i < needs.size(); ++i) needs[i] = node.inputs[i].needed();
-  std::vector<Tensor> grads = node.backward(g, BackwardContext{node.saved, needs});
+  const bool scratch = !observers_read_g && sole_owner(g);
+  std::vector<Tensor> grads = node.backward(g, BackwardContext{node.saved, needs, scratch, !retain_graph});
   if (grads.size() != node.inputs.size())
     throw Error("backward of '" + node.op + "' returned " + std::to_string(grads.size()) + " gradients for " +
                 std::to_string(node.inputs.size()) + " inputs");
@@ -149,6 +151,7 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   }
   const std::vector<std::shared_ptr<Node>> order = topological_order(root_node);
   if (observed()) detail::notify_backward_started(order);
+  const bool observers_read_g = node_gradient_observed();
   root_node->grad_sum = seed;
   for (const std::shared_ptr<Node>& node : order) {
     check_not_released(*node);
@@ -156,7 +159,7 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     node->grad_sum = Tensor();
     if (g.defined()) {  // else no gradient reached this node: all its consumers sent none
       const OpScope scope(node->op.c_str(), Pass::Backward);
-      std::vector<Tensor> grads = run_backward(*node, g);
+      std::vector<Tensor> grads = run_backward(*node, g, observers_read_g, retain_graph);
       if (observed()) detail::notify_node_finished(*node, g, grads);
       g = Tensor();  // the gradients sent on may be views of g: a leaf can then take one alone
       send_to_inputs(*node, std::move(grads));

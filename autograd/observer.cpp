@@ -34,6 +34,13 @@ void remove_observer(Observer* observer) {
   detail::observer_count.store(static_cast<int>(g_observers.size()));
 }
 
+bool node_gradient_observed() {
+  if (!observed()) return false;
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  return std::any_of(g_observers.begin(), g_observers.end(),
+                     [](const Observer* o) { return o->reads_node_gradient(); });
+}
+
 namespace detail {
 
 void notify_op_started(const char* op, Pass pass) {

@@ -41,6 +41,10 @@ class Observer {
   virtual void flops_counted(int64_t /*flops*/) {}
   virtual void backward_started(const std::vector<std::shared_ptr<Node>>& /*order*/) {}
   virtual void node_finished(Node& /*node*/, const Tensor& /*grad*/, const std::vector<Tensor>& /*grads*/) {}
+  // Whether node_finished reads the values of `grad`, the gradient the node received (anomaly mode
+  // looks for NaN in it). While no observer does, a backward may write its result over that
+  // gradient (BackwardContext::grad_is_scratch), and node_finished gets the reused buffer.
+  virtual bool reads_node_gradient() const { return false; }
 };
 
 // Observers hear about every thread's ops, in the order they registered; one that cares about its
@@ -60,6 +64,9 @@ void notify_node_finished(Node& node, const Tensor& grad, const std::vector<Tens
 
 // True when some observer is registered: the test that guards every announcement.
 inline bool observed() { return detail::observer_count.load(std::memory_order_relaxed) != 0; }
+
+// True when some registered observer reads the gradient a node received (reads_node_gradient).
+bool node_gradient_observed();
 
 // Marks the running of one op: opened first thing by every op's forward (named as the op records
 // its node), and by the engine around each node's backward.

@@ -9,11 +9,13 @@ AddNorm::AddNorm(int64_t normalized_shape, float p) {
   ln = register_module("ln", std::make_shared<LayerNorm>(normalized_shape));
 }
 
-Tensor AddNorm::forward(const Tensor& X, const Tensor& Y) const {
+Tensor AddNorm::forward(const Tensor& X, Tensor Y) const {
   if (X.shape() != Y.shape())
     throw ShapeError("AddNorm: X of shape " + shape_str(X.shape()) + " and Y of shape " + shape_str(Y.shape()) +
                      " must have the same shape");
-  return ln->forward(dropout->forward(Y) + X);
+  const Tensor sum = dropout->forward(Y) + X;
+  Y = Tensor();  // freed here if the caller handed over its last handle, before ln allocates
+  return ln->forward(sum);
 }
 
 }  // namespace qkv::nn

@@ -6,6 +6,11 @@
 //
 // normalized_shape is D; ln is a LayerNorm(D) (parameters ln.weight, ln.bias, as in d2l) and
 // dropout a Dropout(p), active only in training. X and Y must have the same shape.
+//
+// Y is taken by value: the sublayer's output is needed only for the sum (neither dropout nor the
+// addition saves it for backward), so when the caller hands it over, as a Transformer block does,
+// Y and its dropout are freed before the norm allocates its output, two (..., D) tensors fewer at
+// that moment of the forward pass.
 #pragma once
 
 #include <memory>
@@ -19,7 +24,7 @@ namespace qkv::nn {
 class AddNorm : public Module {
  public:
   AddNorm(int64_t normalized_shape, float dropout);
-  Tensor forward(const Tensor& X, const Tensor& Y) const;
+  Tensor forward(const Tensor& X, Tensor Y) const;
 
   std::shared_ptr<Dropout> dropout;
   std::shared_ptr<LayerNorm> ln;

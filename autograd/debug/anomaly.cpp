@@ -229,6 +229,7 @@ class AnomalyObserver : public Observer {
   void node_finished(Node& node, const Tensor& grad, const std::vector<Tensor>& grads) override {
     check_backward(node, grad, grads);
   }
+  bool reads_node_gradient() const override { return true; }
 
  private:
   static thread_local int t_backward_depth;

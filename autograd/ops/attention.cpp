@@ -161,18 +161,22 @@ PackedHeads packed_heads(const Tensor& qkv, const kernels::AttentionSizes& n) {
 }
 
 // The gradients of the packed projection and of the bias: dq, dk and dv written straight into the
-// column blocks of one (B, T, 3·H·d) gradient, as the projection is laid out.
+// column blocks of one (B, T, 3·H·d) gradient, as the projection is laid out. When the projection
+// is freed after this call and nothing else holds it, the gradient is written over it: one
+// (B, T, 3·H·d) buffer fewer while every earlier layer's activations are still alive.
 Grads backward_packed(const kernels::AttentionSizes& n, const IndexTensor& lens,
                       const kernels::DropoutDraw& keep, const Tensor& g, const BackwardContext& ctx) {
   const Tensor &qkv = ctx.saved[0], &weights = ctx.saved[1];
   const int64_t D = n.H * n.d;
   const Tensor gc = g.contiguous();
-  Tensor dqkv = ctx.needs[0] ? Tensor::empty({n.B, n.Tq, 3 * D}) : Tensor();
+  const bool over_qkv = ctx.needs[0] && ctx.saved_freed_after && qkv.storage().use_count() == 1;
+  Tensor dqkv = !ctx.needs[0] ? Tensor() : over_qkv ? qkv : Tensor::empty({n.B, n.Tq, 3 * D});
   Tensor dbias = ctx.needs[1] ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
   float* d = data_or_null(dqkv);
   const PackedHeads h = packed_heads(qkv, n);
-  kernels::attention_backward(n, h.q, h.k, h.v, lens_or_null(lens), weights.data(), keep, gc.data(),
-                              {d, d ? d + D : nullptr, d ? d + 2 * D : nullptr, data_or_null(dbias), 3 * D});
+  kernels::attention_backward(
+      n, h.q, h.k, h.v, lens_or_null(lens), weights.data(), keep, gc.data(),
+      {d, d ? d + D : nullptr, d ? d + 2 * D : nullptr, data_or_null(dbias), 3 * D, over_qkv});
   count_products(n, lens, d ? 4 : 1);  // dP' = dO·Vᵀ, then dV, dQ and dK
   return {dqkv, dbias};
 }

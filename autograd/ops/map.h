@@ -20,13 +20,20 @@ Tensor map1(const Tensor& x, F f) {
   return out;
 }
 
+// out = f(a, b) with a and b broadcast to out's shape, which is contiguous. out may be a itself
+// (then every element is read before it is written, in the same iteration).
+template <class F>
+void map2_into(Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  const Shape& shape = out.shape();
+  kernels::binary_map(shape, a.data(), broadcast_strides(a.shape(), a.strides(), shape), b.data(),
+                      broadcast_strides(b.shape(), b.strides(), shape), out.data(), f);
+}
+
 // out = f(a, b) with a and b broadcast together; `op` names the op in shape errors.
 template <class F>
 Tensor map2(const Tensor& a, const Tensor& b, const char* op, F f) {
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
-  Tensor out = Tensor::empty(shape);
-  kernels::binary_map(shape, a.data(), broadcast_strides(a.shape(), a.strides(), shape), b.data(),
-                      broadcast_strides(b.shape(), b.strides(), shape), out.data(), f);
+  Tensor out = Tensor::empty(broadcast_shapes(a.shape(), b.shape(), op));
+  map2_into(out, a, b, f);
   return out;
 }
 

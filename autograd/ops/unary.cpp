@@ -18,16 +18,21 @@ using ops::map1;
 using ops::map2;
 
 // An op whose gradient is g · dy/dx, with dy/dx computed elementwise from x (or from y, when
-// `from_output`) by `derivative`.
+// `from_output`) by `derivative`. dx has g's shape: when g is scratch (BackwardContext), dx is
+// written over it, and a backward pass through a (rows, hidden) activation takes no new buffer.
 template <class F, class D>
 Tensor pointwise(const char* op, const Tensor& x, F f, D derivative, bool from_output = false) {
   const autograd::OpScope scope(op);
   Tensor out = map1(x, f);
   const Tensor& saved = from_output ? out : x;
   return autograd::record(op, out, {x}, {saved},
-      [derivative, op](const Tensor& g, const BackwardContext& ctx) -> Grads {
-        return {map2(g, ctx.saved[0], op, [derivative](float gv, float v) { return gv * derivative(v); })};
-      });
+                          [derivative, op](const Tensor& g, const BackwardContext& ctx) -> Grads {
+                            const auto chain = [derivative](float gv, float v) { return gv * derivative(v); };
+                            if (!ctx.grad_is_scratch) return {map2(g, ctx.saved[0], op, chain)};
+                            Tensor dx = g;
+                            ops::map2_into(dx, g, ctx.saved[0], chain);
+                            return {dx};
+                          });
 }
 
 // y = scale·x + shift, whose gradient is g · scale.
@@ -121,8 +126,12 @@ Tensor Tensor::sigmoid() const {
 }
 
 Tensor Tensor::relu() const {
-  return pointwise("relu", *this, [](float v) { return v > 0.0f ? v : 0.0f; },
-                   [](float v) { return v > 0.0f ? 1.0f : 0.0f; });
+  // y > 0 exactly where x > 0, so the output serves backward as well as the input. The output is
+  // what the next layer saves anyway (an FFN's second Linear reads it for its weight gradient):
+  // saving y keeps one (rows, hidden) tensor alive until backward instead of two.
+  return pointwise(
+      "relu", *this, [](float v) { return v > 0.0f ? v : 0.0f; },
+      [](float y) { return y > 0.0f ? 1.0f : 0.0f; }, /*from_output=*/true);
 }
 
 Tensor Tensor::gelu(bool tanh_approximation) const {

@@ -106,10 +106,11 @@ void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, Heads
   const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
   const int64_t G = grads.row ? grads.row : D;  // from one row of dq, dk, dv to the next
   const float inv_root_d = 1.0f / std::sqrt(static_cast<float>(n.d));
-  // Scratch: dP (first dP', then masked by keep), P', dS unless it goes to grads.dscores, and the
-  // dropout multipliers.
+  // Scratch: dP (first dP', then masked by keep), P', dS unless it goes to grads.dscores, the
+  // dropout multipliers, and dQ when it is written over Q (dK still reads Q).
+  const int64_t dq_at = keep ? 4 * TT : 3 * TT, dq_scratch = grads.over_inputs ? n.Tq * n.d : 0;
   for_each_block(
-      blocks, blocks * TT * (4 * n.d + 8), keep ? 4 * TT : 3 * TT, [&](int64_t block, float* scratch) {
+      blocks, blocks * TT * (4 * n.d + 8), dq_at + dq_scratch, [&](int64_t block, float* scratch) {
         const int64_t b = block / n.H, h = block % n.H;
         float *dp = scratch, *dropped = scratch + TT;
         float* ds = grads.dscores ? grads.dscores + block * TT : scratch + 2 * TT;
@@ -136,14 +137,19 @@ void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, Heads
         // P = softmax(S): dS = P ∘ (dP − rowsum(dP ∘ P)), zero at every hidden key
         softmax_backward(n.Tq, n.Tk, 1, p, dp, ds, false);
         // S = Q Kᵀ / √d: dQ = dS K / √d, (Tq, tv)·(tv, d); dK = dSᵀ Q / √d, (tv, Tq)·(Tq, d)
-        if (grads.dq)
-          gemm(false, false, n.Tq, n.d, tv, inv_root_d, ds, n.Tk, head_of(k, b, h), k.row, 0.0f,
-               grads.dq + b * n.Tq * G + h * n.d, G);
+        float* dq_bh = grads.dq ? grads.dq + b * n.Tq * G + h * n.d : nullptr;
+        float* dq_out = grads.over_inputs ? scratch + dq_at : dq_bh;  // Q is read by dK below
+        const int64_t dq_row = grads.over_inputs ? n.d : G;
+        if (dq_bh)
+          gemm(false, false, n.Tq, n.d, tv, inv_root_d, ds, n.Tk, head_of(k, b, h), k.row, 0.0f, dq_out,
+               dq_row);
         if (grads.dk) {
           float* dk_bh = grads.dk + b * n.Tk * G + h * n.d;
           gemm(true, false, tv, n.d, n.Tq, inv_root_d, ds, n.Tk, head_of(q, b, h), q.row, 0.0f, dk_bh, G);
           zero_rows(dk_bh, tv, n.Tk, n.d, G);
         }
+        for (int64_t t = 0; dq_bh && dq_out != dq_bh && t < n.Tq; ++t)
+          std::copy(dq_out + t * n.d, dq_out + (t + 1) * n.d, dq_bh + t * G);
       });
 }
 

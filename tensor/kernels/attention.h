@@ -85,12 +85,15 @@ void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsV
 // Where backward writes: dq (B, Tq, H·d), dk and dv (B, Tk, H·d), rows `row` floats apart (H·d
 // when 0, contiguous; 3·H·d for the column blocks of one (B, T, 3·H·d) gradient), and dscores
 // (B, H, Tq, Tk) contiguous; a null pointer skips that gradient.
+// over_inputs: dq, dk and dv are where q, k and v are read (a projection nothing reads after
+// backward takes its own gradient): each block then reads its heads before writing over them.
 struct AttentionGrads {
   float* dq = nullptr;
   float* dk = nullptr;
   float* dv = nullptr;
   float* dscores = nullptr;
   int64_t row = 0;
+  bool over_inputs = false;
 };
 
 // The backward, given the forward's inputs (lens as given to the forward), its weights P and keep,

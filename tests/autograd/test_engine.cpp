@@ -204,6 +204,36 @@ TEST_CASE("a leaf's first gradient is its own: a fresh one is taken without a co
   CHECK(a.grad().to_vector() == std::vector<float>{11, 11});
 }
 
+TEST_CASE("an elementwise backward writes over the gradient it receives when nothing else holds it") {
+  const int64_t n = 4096;
+  Tensor x = randn({n}, true);
+  const Tensor c = randn({n});
+  auto relu_grad_and_bytes = [&] {
+    x.zero_grad();
+    const Tensor loss = (x.relu() * c).sum();
+    const int64_t before = memory_stats().allocated_bytes;
+    loss.backward();
+    return std::pair{x.grad().to_vector(), memory_stats().allocated_bytes - before};
+  };
+  // mul's backward makes g·c, a fresh buffer the engine alone holds; relu's backward writes
+  // dx = g·c·[x > 0] over it, and x takes it as its gradient. Buffers: the seed (1 float), g·c (n).
+  const auto [grad, bytes] = relu_grad_and_bytes();
+  CHECK(bytes == 4 * (1 + n));
+  const std::vector<float> xv = x.to_vector(), cv = c.to_vector();
+  for (int64_t i = 0; i < n; ++i) CHECK(grad[i] == (xv[i] > 0.0f ? cv[i] : 0.0f));
+  // Anomaly mode reads g after the backward call, so then g is left as it was: relu's gradient
+  // takes a buffer of its own, with the same values. An observer that does not read g, such as
+  // the profiler, changes nothing.
+  {
+    Profiler profiler;
+    CHECK(relu_grad_and_bytes().second == 4 * (1 + n));
+  }
+  const DetectAnomaly anomaly;
+  const auto [checked_grad, checked_bytes] = relu_grad_and_bytes();
+  CHECK(checked_bytes == 4 * (1 + 2 * n));
+  CHECK(checked_grad == grad);
+}
+
 TEST_CASE("graph nodes name their op and remember saved bytes") {
   Tensor x = randn({4, 8}, true);
   Tensor y = x.tanh();

@@ -1,6 +1,7 @@
 // The Transformer sublayer helpers of d2l 11.7: PositionWiseFFN and AddNorm.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "nn/add_norm.h"
@@ -51,4 +52,20 @@ TEST_CASE("AddNorm normalizes the residual sum and drops out Y only in training"
   CHECK(an.forward(X, Y).to_vector() != got);  // dropout on Y: some of its elements are zeroed
   CHECK_THROWS_WITH_AS(an.forward(X, randn({2, 4})),
                        "AddNorm: X of shape (2,3,4) and Y of shape (2,4) must have the same shape", ShapeError);
+}
+
+TEST_CASE("AddNorm frees the sublayer output it is handed before the norm allocates its own") {
+  const int64_t rows = 256, D = 64, bytes = rows * D * 4, statistics = 2 * rows * 4;
+  nn::AddNorm an(D, 0.5f);
+  const Tensor X = randn({rows, D}, true);
+  for (const bool training : {false, true}) {
+    an.train(training);
+    const int64_t before = memory_stats().live_bytes;
+    reset_peak_memory();
+    const Tensor out = an.forward(X, X * 2.0f);  // Y handed over: nobody else holds it
+    // The sum of Y and X (its dropout too, in training) is made while Y is alive; then Y is freed,
+    // and the norm's output and per-row statistics come beside the sum, which the norm saves.
+    const int64_t at_sum = (training ? 3 : 2) * bytes, at_norm = 2 * bytes + statistics;
+    CHECK(memory_stats().peak_bytes - before == std::max(at_sum, at_norm));
+  }
 }

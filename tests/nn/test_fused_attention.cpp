@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "autograd/node.h"
@@ -221,6 +222,34 @@ TEST_CASE("fused_attention_packed gives fused_attention's results on the column 
                        "fused_attention_packed: projection of shape (2,3,10) with 4 heads: expected (B, T, "
                        "3·H·d) for H = 4",
                        ShapeError);
+}
+
+TEST_CASE("fused_attention_packed writes the projection's gradient over the projection it alone keeps") {
+  // The projection x·w is the product's output, which only the attention node saves. Unless the
+  // graph is retained, backward writes dq, dk and dv over it once each head is read: the
+  // gradients are the same to the bit, for any thread count, and backward takes one (B, T, 3·H·d)
+  // buffer fewer.
+  Generator g(5);
+  const Tensor x0 = randn({4, 24, 32}, false, &g), w0 = randn({32, 96}, false, &g);
+  const Tensor cosines = arange(4.0f * 24 * 32).mul(0.3f).cos();
+  const auto run = [&](bool retain_graph) {
+    const Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+    manual_seed(3);
+    const Tensor out =
+        F::fused_attention_packed(x.matmul(w), 4, IndexTensor{24, 7, 0, 13}, Tensor(), Tensor(), 0.25f)
+            .output;
+    const Tensor loss = (out.reshape({-1}) * cosines).sum();
+    const int64_t before = memory_stats().allocated_bytes;
+    loss.backward(Tensor(), retain_graph);
+    std::vector<float> grads = x.grad().to_vector(), dw = w.grad().to_vector();
+    grads.insert(grads.end(), dw.begin(), dw.end());
+    return std::pair{grads, memory_stats().allocated_bytes - before};
+  };
+  const auto [grads, bytes] = run(false);
+  const auto [retained_grads, retained_bytes] = run(true);
+  CHECK(grads == retained_grads);
+  CHECK(retained_bytes - bytes == 4 * 24 * 96 * 4);
+  check_bitwise_identical_with_1_and_2_threads([&] { return run(false).first; });
 }
 
 TEST_CASE("MultiHeadAttention packs its projections for self-attention: the results of three") {
