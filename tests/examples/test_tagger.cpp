@@ -213,6 +213,16 @@ TEST_CASE("tagger config round trips through JSON and rejects bad values") {
   bad = small_config();
   bad.model = "lstm";
   CHECK_THROWS_AS(bad.validate(), qkv::ValueError);
+  // The products' precision is part of the run (--resume keeps it); a run saved before it existed
+  // trained in float32.
+  c.matmul = "medium";
+  CHECK(Config::from_json(c.to_json()).matmul == "medium");
+  CHECK(Config::from_json(qkv::io::parse_json(R"({"d_model": 64})")).matmul == "highest");
+  bad = small_config();
+  bad.matmul = "low";
+  CHECK_THROWS_WITH_AS(bad.validate(),
+                       doctest::Contains("matmul (--matmul) is 'low'; expected one of highest, medium"),
+                       qkv::ValueError);
 }
 
 TEST_CASE("tagger train options default to Config's values, and --help shows them") {
