@@ -81,8 +81,8 @@ void announce(const TrainOptions& options) {
 // The options --resume honours: where the run is, how long it goes on, and what it prints and draws.
 // Every other option is part of the run's saved config, which resume keeps.
 void refuse_options_resume_ignores(const Args& a) {
-  const std::vector<std::string> honoured = {"run",    "resume",     "epochs",  "threads",
-                                             "matmul", "no-figures", "profile", "example"};
+  const std::vector<std::string> honoured = {"run",        "resume",  "epochs", "threads",
+                                             "no-figures", "profile", "example"};
   for (const Args::Option& o : train_options()) {
     if (a.given(o.name) && std::find(honoured.begin(), honoured.end(), o.name) == honoured.end())
       throw qkv::ValueError("--resume continues the run with its saved config; --" + o.name +
