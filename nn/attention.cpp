@@ -117,8 +117,19 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   check_input("MultiHeadAttention", "keys", keys, queries.size(0), W_k->in_features);
   check_input("MultiHeadAttention", "values", values, queries.size(0), W_v->in_features);
   check_keys_values("MultiHeadAttention", keys, values);
-  if (packs_projections(queries, keys, values))
-    return W_o->forward(attend_packed(queries, valid_lens, mask, bias));  // (B, Q, D)
+  const Tensor out = packs_projections(queries, keys, values)
+                         ? W_o->forward(attend_packed(queries, valid_lens, mask, bias))  // (B, Q, D)
+                         : W_o->forward(attend_heads(queries, keys, values, valid_lens, mask, bias));
+  if (!keeps_weights()) attention_weights = attention->attention_weights = Tensor();
+  return out;
+}
+
+bool MultiHeadAttention::keeps_weights() const { return keep_weights_in_training || !is_training(); }
+
+// The heads of the three projections, transformed by the position scheme, and attend on them:
+// (B, Q, D).
+Tensor MultiHeadAttention::attend_heads(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                        const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
   const int64_t D = W_o->in_features, d = D / num_heads;
   // (B, T, D) → (B, H, T, d): d2l's transpose_qkv without its final reshape, so a view.
   auto split_heads = [&](const Tensor& x) {
@@ -127,7 +138,7 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   Tensor q = split_heads(W_q->forward(queries)), k = split_heads(W_k->forward(keys));
   const Tensor v = split_heads(W_v->forward(values));
   if (positions) std::tie(q, k) = positions->transform_qk(q, k);
-  return W_o->forward(attend(q, k, v, valid_lens, mask, bias));  // attend: (B, Q, D)
+  return attend(q, k, v, valid_lens, mask, bias);
 }
 
 // Self-attention (one tensor as queries, keys and values) on the fused path, dense, with heads that
@@ -163,7 +174,8 @@ Tensor MultiHeadAttention::attend_packed(const Tensor& x, const IndexTensor& val
   }
   const auto [all_mask, all_bias] = mask_and_bias(T, T, mask, bias);
   const functional::AttentionOutput out = functional::fused_attention_packed(
-      qkv, num_heads, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f);
+      qkv, num_heads, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f, nullptr,
+      keeps_weights());
   attention->attention_weights = attention_weights = out.weights;
   return out.output;
 }
@@ -185,7 +197,8 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
   const auto [all_mask, all_bias] = mask_and_bias(Q, K, mask, bias);
   if (fused) {
     const functional::AttentionOutput out = functional::fused_attention(
-        q, k, v, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f);
+        q, k, v, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f, nullptr,
+        keeps_weights());
     attention->attention_weights = attention_weights = out.weights;
     return out.output;
   }

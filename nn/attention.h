@@ -143,8 +143,18 @@ class MultiHeadAttention : public Module {
   AttentionRestriction restriction;
   bool fused = true;         // dense attention by functional::fused_attention, else composed (see above)
   Tensor attention_weights;  // (B, H, Q, K), or the band (B, H, T, 2w+1) with a window
+  // Whether a forward in training mode keeps attention_weights (always kept in evaluation). When
+  // it does not, attention_weights is undefined after it, and the fused ops keep no weights for
+  // backward either: they recompute them there (functional::fused_attention's need_weights), a
+  // (B, H, Q, K) tensor less per layer from forward to backward for a third product per head.
+  // PyTorch's TransformerEncoderLayer asks its attention for no weights; the Transformer encoder
+  // here sets this from its keep_weights_in_training option.
+  bool keep_weights_in_training = true;
 
  private:
+  bool keeps_weights() const;
+  Tensor attend_heads(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                      const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
                 const Tensor& mask, const Tensor& bias);
   Tensor attend_band(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens);

@@ -16,6 +16,7 @@ TransformerEncoderBlock::TransformerEncoderBlock(const TransformerBlockOptions& 
       "attention", std::make_shared<MultiHeadAttention>(D, D, D, D, o.num_heads, o.dropout, o.use_bias));
   attention->positions = o.positions;
   attention->restriction = o.attend;
+  attention->keep_weights_in_training = o.keep_weights_in_training;
   if (norm == NormPlacement::Pre) {
     norm1 = register_module("norm1", std::make_shared<LayerNorm>(D));
     ffn = register_module("ffn", o.ffn(D, o.ffn_num_hiddens));
@@ -70,7 +71,8 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o)
                                       .norm = o.norm,
                                       .ffn = o.ffn,
                                       .attend = o.attend,
-                                      .positions = positions};
+                                      .positions = positions,
+                                      .keep_weights_in_training = o.keep_weights_in_training};
   for (int64_t i = 0; i < o.num_layers; ++i)
     blocks->push_back(std::make_shared<TransformerEncoderBlock>(block));
   if (o.norm == NormPlacement::Pre)

@@ -70,6 +70,9 @@ struct TransformerBlockOptions {
   FeedForwardFactory ffn = feed_forward("relu");
   AttentionRestriction attend = AttentionRestriction::full();
   std::shared_ptr<PositionScheme> positions = nullptr;  // acts inside attention; shared, not a child
+  // Keep the attention weights of a training forward (MultiHeadAttention::keep_weights_in_training).
+  // Off, as PyTorch's TransformerEncoderLayer: backward recomputes them instead of holding them.
+  bool keep_weights_in_training = false;
 };
 
 class TransformerEncoderBlock : public Module {
@@ -102,6 +105,7 @@ struct TransformerEncoderOptions {
   AttentionRestriction attend = AttentionRestriction::full();
   FeedForwardFactory ffn = feed_forward("relu");
   NormPlacement norm = NormPlacement::Post;
+  bool keep_weights_in_training = false;  // as TransformerBlockOptions'
 };
 
 class TransformerEncoder : public Module {
@@ -111,7 +115,7 @@ class TransformerEncoder : public Module {
   // From token vectors (B, T, D) instead of ids: positions, dropout, the blocks.
   Tensor forward(const Tensor& embedded, const IndexTensor& valid_lens = IndexTensor());
   // Each block's attention weights from the last forward, (B, H, T, T), detached; zero outside a
-  // window.
+  // window. Undefined after a forward in training mode unless options.keep_weights_in_training.
   std::vector<Tensor> attention_weights() const;
   std::string extra_repr() const override;
 

@@ -266,19 +266,22 @@ Tensor dropout(const Tensor& x, float p, Generator& gen);
 //   through view and permute are read in place. valid_lens (B) or (B, Q); mask (0/1) and bias
 //   broadcast to (B, H, Q, K); each may be undefined. Dropout with probability dropout_p from gen,
 //   drawn as dropout() would draw it on the (B, H, Q, K) weights.
-//   → output (B, Q, H·d), the heads side by side; weights (B, H, Q, K) before dropout, detached.
+//   → output (B, Q, H·d), the heads side by side; weights (B, H, Q, K) before dropout, detached,
+//     or undefined unless need_weights (then backward recomputes them).
 struct FusedAttention {
   Tensor output;
   Tensor weights;
 };
 FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
-                               const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen);
+                               const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen,
+                               bool need_weights = true);
 // The same for self-attention on one packed projection qkv (B, T, 3·H·d), the queries, keys and
 // values its three column blocks (x·[W_q; W_k; W_v]ᵀ): the heads are read in place, and backward
 // writes one (B, T, 3·H·d) gradient, so the projection's backward is one product, not three and
 // a sum. The op behind nn::functional::fused_attention_packed (use that).
 FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const IndexTensor& valid_lens,
-                                      const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen);
+                                      const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen,
+                                      bool need_weights = true);
 // Layer normalization over the last dim, fused (one kernel forward, one backward):
 //   y = (x - mean) / sqrt(var + eps) · weight + bias,   mean and biased var over the last D values
 // x: (..., D) → y: (..., D); weight and bias are (D), or undefined to leave them out.

@@ -54,6 +54,7 @@ kernels::ScoresView scores_view(const Tensor& x) {
 }
 
 float* data_or_null(Tensor& x) { return x.defined() ? x.data() : nullptr; }
+const float* data_or_null(const Tensor& x) { return x.defined() ? x.data() : nullptr; }
 
 // Writes out[i] = elements first + i, i < n, of the multipliers (0 with probability p, else
 // 1/(1-p)) that bernoulli_scale over ones would give from `start`. Two elements come from each
@@ -113,14 +114,24 @@ void count_products(const kernels::AttentionSizes& n, const IndexTensor& lens, i
   if (autograd::observed()) autograd::add_flops(products * 2 * kernels::attention_product_madds(n, lens_or_null(lens)));
 }
 
-// The forward kernel: → output (B, Tq, H·d) and weights (B, H, Tq, Tk).
+// The forward kernel: → output (B, Tq, H·d) and weights (B, H, Tq, Tk), or no weights unless
+// need_weights.
 std::pair<Tensor, Tensor> run_forward(const kernels::AttentionSizes& n, kernels::HeadsView q,
-                                      kernels::HeadsView k, kernels::HeadsView v, const Extras& e) {
-  Tensor weights = Tensor::empty({n.B, n.H, n.Tq, n.Tk}), out = Tensor::empty({n.B, n.Tq, n.H * n.d});
+                                      kernels::HeadsView k, kernels::HeadsView v, const Extras& e,
+                                      bool need_weights) {
+  Tensor weights = need_weights ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
+  Tensor out = Tensor::empty({n.B, n.Tq, n.H * n.d});
   kernels::attention_forward(n, q, k, v, lens_or_null(e.lens), scores_view(e.mask), scores_view(e.bias),
-                             e.keep, weights.data(), out.data());
+                             e.keep, data_or_null(weights), out.data());
   count_products(n, e.lens, 2);  // S = Q·Kᵀ and O = P'·V
   return {out, weights};
+}
+
+// What backward needs besides the heads: the forward's weights, or when it did not keep them, the
+// mask and bias to make them again (tensor/kernels/attention.h). Saved after the heads, in order.
+std::vector<Tensor> saved_for_weights(const Tensor& weights, const Extras& e) {
+  if (weights.defined()) return {weights, Tensor(), Tensor()};
+  return {Tensor(), e.mask, e.bias};
 }
 
 // The gradients of q, k, v and the broadcast bias from the kernel. dq, dk, dv are written (B, T, H, d)
@@ -128,7 +139,8 @@ std::pair<Tensor, Tensor> run_forward(const kernels::AttentionSizes& n, kernels:
 // (B, H, T, d) views, so the permute's backward is a view too, not a copy.
 Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const kernels::DropoutDraw& keep,
                const Tensor& g, const BackwardContext& ctx) {
-  const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2], &weights = ctx.saved[3];
+  const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2];
+  const Tensor &weights = ctx.saved[3], &mask = ctx.saved[4], &bias = ctx.saved[5];
   const Tensor gc = g.contiguous();
   const auto buffer = [&](size_t input, int64_t T) {
     return ctx.needs[input] ? Tensor::empty({n.B, T, n.H, n.d}) : Tensor();
@@ -136,7 +148,7 @@ Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const 
   Tensor dq = buffer(0, n.Tq), dk = buffer(1, n.Tk), dv = buffer(2, n.Tk);
   Tensor dbias = ctx.needs[3] ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
   kernels::attention_backward(n, heads_view(q), heads_view(k), heads_view(v), lens_or_null(lens),
-                              weights.data(), keep, gc.data(),
+                              scores_view(mask), scores_view(bias), data_or_null(weights), keep, gc.data(),
                               {data_or_null(dq), data_or_null(dk), data_or_null(dv), data_or_null(dbias)});
   // dP' = dO·Vᵀ always, then dV, dQ and dK for the inputs that need them: each a product of the
   // size of one forward product.
@@ -166,7 +178,7 @@ PackedHeads packed_heads(const Tensor& qkv, const kernels::AttentionSizes& n) {
 // (B, T, 3·H·d) buffer fewer while every earlier layer's activations are still alive.
 Grads backward_packed(const kernels::AttentionSizes& n, const IndexTensor& lens,
                       const kernels::DropoutDraw& keep, const Tensor& g, const BackwardContext& ctx) {
-  const Tensor &qkv = ctx.saved[0], &weights = ctx.saved[1];
+  const Tensor &qkv = ctx.saved[0], &weights = ctx.saved[1], &mask = ctx.saved[2], &bias = ctx.saved[3];
   const int64_t D = n.H * n.d;
   const Tensor gc = g.contiguous();
   const bool over_qkv = ctx.needs[0] && ctx.saved_freed_after && qkv.storage().use_count() == 1;
@@ -175,7 +187,8 @@ Grads backward_packed(const kernels::AttentionSizes& n, const IndexTensor& lens,
   float* d = data_or_null(dqkv);
   const PackedHeads h = packed_heads(qkv, n);
   kernels::attention_backward(
-      n, h.q, h.k, h.v, lens_or_null(lens), weights.data(), keep, gc.data(),
+      n, h.q, h.k, h.v, lens_or_null(lens), scores_view(mask), scores_view(bias), data_or_null(weights), keep,
+      gc.data(),
       {d, d ? d + D : nullptr, d ? d + 2 * D : nullptr, data_or_null(dbias), 3 * D, over_qkv});
   count_products(n, lens, d ? 4 : 1);  // dP' = dO·Vᵀ, then dV, dQ and dK
   return {dqkv, dbias};
@@ -185,15 +198,17 @@ Grads backward_packed(const kernels::AttentionSizes& n, const IndexTensor& lens,
 
 FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias,
-                               float dropout_p, Generator& gen) {
+                               float dropout_p, Generator& gen, bool need_weights) {
   const autograd::OpScope scope("fused_attention");
   check_heads(q, k, v);
   const kernels::AttentionSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
   const Tensor qs = unit_last_stride(q), ks = unit_last_stride(k), vs = unit_last_stride(v);
   const Extras e = extras("fused_attention", n, valid_lens, mask, bias, dropout_p, gen);
-  auto [out, weights] = run_forward(n, heads_view(qs), heads_view(ks), heads_view(vs), e);
+  auto [out, weights] = run_forward(n, heads_view(qs), heads_view(ks), heads_view(vs), e, need_weights);
+  std::vector<Tensor> save{qs, ks, vs};
+  for (Tensor& t : saved_for_weights(weights, e)) save.push_back(std::move(t));
   Tensor recorded =
-      autograd::record("fused_attention", out, {qs, ks, vs, e.bias}, {qs, ks, vs, weights},
+      autograd::record("fused_attention", out, {qs, ks, vs, e.bias}, save,
                        [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
                          return backward(n, lens, keep, g, ctx);
                        });
@@ -202,7 +217,7 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
 
 FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const IndexTensor& valid_lens,
                                       const Tensor& mask, const Tensor& bias, float dropout_p,
-                                      Generator& gen) {
+                                      Generator& gen, bool need_weights) {
   const autograd::OpScope scope("fused_attention_packed");
   if (qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)
     throw ShapeError("fused_attention_packed: projection of shape " + shape_str(qkv.shape()) + " with " +
@@ -213,9 +228,11 @@ FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const In
   const Tensor x = qkv.contiguous();
   const Extras e = extras("fused_attention_packed", n, valid_lens, mask, bias, dropout_p, gen);
   const PackedHeads h = packed_heads(x, n);
-  auto [out, weights] = run_forward(n, h.q, h.k, h.v, e);
+  auto [out, weights] = run_forward(n, h.q, h.k, h.v, e, need_weights);
+  std::vector<Tensor> save{x};
+  for (Tensor& t : saved_for_weights(weights, e)) save.push_back(std::move(t));
   Tensor recorded =
-      autograd::record("fused_attention_packed", out, {x, e.bias}, {x, weights},
+      autograd::record("fused_attention_packed", out, {x, e.bias}, save,
                        [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
                          return backward_packed(n, lens, keep, g, ctx);
                        });

@@ -114,19 +114,20 @@ AttentionOutput scaled_dot_product_attention(const Tensor& queries, const Tensor
 
 AttentionOutput fused_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                 const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias, float dropout_p,
-                                Generator* gen) {
+                                Generator* gen, bool need_weights) {
   if (queries.dim() != 4)
     throw ShapeError("fused_attention: queries of shape " + shape_str(queries.shape()) + " must be (B, H, Q, d)");
   const Shape scores{queries.size(0), queries.size(1), queries.size(2), keys.dim() == 4 ? keys.size(2) : 0};
   const FusedAttention out = qkv::fused_attention(
       queries, keys, values, valid_lens, mask.defined() ? fit_to_scores(mask, scores, "fused_attention", "mask") : mask,
       bias.defined() ? fit_to_scores(bias, scores, "fused_attention", "bias") : bias, dropout_p,
-      gen ? *gen : default_generator());
+      gen ? *gen : default_generator(), need_weights);
   return {out.output, out.weights};
 }
 
 AttentionOutput fused_attention_packed(const Tensor& qkv, int64_t heads, const IndexTensor& valid_lens,
-                                       const Tensor& mask, const Tensor& bias, float dropout_p, Generator* gen) {
+                                       const Tensor& mask, const Tensor& bias, float dropout_p, Generator* gen,
+                                       bool need_weights) {
   if (qkv.dim() != 3 || heads <= 0)
     throw ShapeError("fused_attention_packed: projection of shape " + shape_str(qkv.shape()) +
                      " must be (B, T, 3·H·d)");
@@ -134,7 +135,8 @@ AttentionOutput fused_attention_packed(const Tensor& qkv, int64_t heads, const I
   const char* op = "fused_attention_packed";
   const FusedAttention out = qkv::fused_attention_packed(
       qkv, heads, valid_lens, mask.defined() ? fit_to_scores(mask, scores, op, "mask") : mask,
-      bias.defined() ? fit_to_scores(bias, scores, op, "bias") : bias, dropout_p, gen ? *gen : default_generator());
+      bias.defined() ? fit_to_scores(bias, scores, op, "bias") : bias, dropout_p, gen ? *gen : default_generator(),
+      need_weights);
   return {out.output, out.weights};
 }
 

@@ -102,10 +102,14 @@ AttentionOutput scaled_dot_product_attention(const Tensor& queries, const Tensor
 //   → output (B, Q, H·d), the heads side by side (d2l's transpose_output done); weights
 //     (B, H, Q, K) before dropout, detached: the op's backward does not go through them
 // gen: the generator of the dropout mask, default_generator() when null.
+// need_weights: false returns no weights (as PyTorch's multi_head_attention_forward with
+// need_weights=False). Then nothing of the weights is kept for backward either: it recomputes them
+// from the queries and keys, as FlashAttention does (a third product per head, the forward's
+// Q·Kᵀ, for a (B, H, Q, K) tensor less in memory); the output and gradients are the same to the bit.
 AttentionOutput fused_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                 const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
                                 const Tensor& bias = Tensor(), float dropout_p = 0.0f,
-                                Generator* gen = nullptr);
+                                Generator* gen = nullptr, bool need_weights = true);
 
 // fused_attention for self-attention whose queries, keys and values are the three column blocks of
 // one projection qkv (B, T, 3·H·d), as x·[W_q; W_k; W_v]ᵀ gives them: the same values, weights and
@@ -114,6 +118,7 @@ AttentionOutput fused_attention(const Tensor& queries, const Tensor& keys, const
 AttentionOutput fused_attention_packed(const Tensor& qkv, int64_t heads,
                                        const IndexTensor& valid_lens = IndexTensor(),
                                        const Tensor& mask = Tensor(), const Tensor& bias = Tensor(),
-                                       float dropout_p = 0.0f, Generator* gen = nullptr);
+                                       float dropout_p = 0.0f, Generator* gen = nullptr,
+                                       bool need_weights = true);
 
 }  // namespace qkv::nn::functional

@@ -65,6 +65,18 @@ int64_t visible_keys(const AttentionSizes& n, const int64_t* lens, int64_t block
   return std::clamp<int64_t>(*std::max_element(row, row + n.Tq), 0, n.Tk);
 }
 
+// The weights P of block b·H + h, (Tq, Tk) into p: S = Q_bh K_bhᵀ over the tv visible keys into
+// the scratch s (Kᵀ is read through the GEMM's packing, not copied), finished as finish_scores
+// says, and its masked softmax. The forward and a backward that did not keep P both call this, so
+// the weights backward recomputes are the forward's to the bit.
+void block_weights(const AttentionSizes& n, int64_t block, int64_t tv, HeadsView q, HeadsView k,
+                   const int64_t* lens, ScoresView mask, ScoresView bias, float* s, float* p) {
+  const int64_t b = block / n.H, h = block % n.H;
+  gemm(false, true, n.Tq, tv, n.d, 1.0f, head_of(q, b, h), q.row, head_of(k, b, h), k.row, 0.0f, s, n.Tk);
+  finish_scores(n, b, h, tv, mask, bias, s);
+  masked_softmax_forward(n.Tq, n.Tk, s, lens ? lens + block * n.Tq : nullptr, p);
+}
+
 // Zeros rows [from, to) of a head's d columns in a gradient whose rows are `row` floats apart,
 // starting at `head`.
 void zero_rows(float* head, int64_t from, int64_t to, int64_t d, int64_t row) {
@@ -77,19 +89,17 @@ void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsV
                        ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* weights,
                        float* out) {
   const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
-  // Scratch: the block's scores S, then its dropped-out weights P'; its dropout multipliers.
-  for_each_block(blocks, blocks * TT * (2 * n.d + 8), keep ? 2 * TT : TT, [&](int64_t block, float* s) {
+  // Scratch: the block's scores S, then its dropped-out weights P'; its dropout multipliers; its
+  // weights P when they are not kept.
+  const int64_t keep_at = TT, p_at = keep ? 2 * TT : TT;
+  for_each_block(blocks, blocks * TT * (2 * n.d + 8), p_at + (weights ? 0 : TT), [&](int64_t block, float* s) {
     const int64_t b = block / n.H, h = block % n.H;
-    float* p = weights + block * TT;
+    float* p = weights ? weights + block * TT : s + p_at;
     const int64_t tv = visible_keys(n, lens, block);
-    // S = Q_bh K_bhᵀ: (Tq, d)·(d, tv), the visible keys; Kᵀ is read through the GEMM's packing, not
-    // copied.
-    gemm(false, true, n.Tq, tv, n.d, 1.0f, head_of(q, b, h), q.row, head_of(k, b, h), k.row, 0.0f, s, n.Tk);
-    finish_scores(n, b, h, tv, mask, bias, s);
-    masked_softmax_forward(n.Tq, n.Tk, s, lens ? lens + block * n.Tq : nullptr, p);
+    block_weights(n, block, tv, q, k, lens, mask, bias, s, p);
     const float* dropped = p;
     if (keep) {  // P' = P ∘ keep, the product the composed dropout forms
-      float* keep_bh = s + TT;
+      float* keep_bh = s + keep_at;
       keep(block, keep_bh);
       for (int64_t i = 0; i < TT; ++i) s[i] = p[i] * keep_bh[i];
       dropped = s;
@@ -101,29 +111,33 @@ void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsV
 }
 
 void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                        const float* weights, const DropoutDraw& keep, const float* dout,
-                        const AttentionGrads& grads) {
+                        ScoresView mask, ScoresView bias, const float* weights, const DropoutDraw& keep,
+                        const float* dout, const AttentionGrads& grads) {
   const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
   const int64_t G = grads.row ? grads.row : D;  // from one row of dq, dk, dv to the next
   const float inv_root_d = 1.0f / std::sqrt(static_cast<float>(n.d));
-  // Scratch: dP (first dP', then masked by keep), P', dS unless it goes to grads.dscores, the
-  // dropout multipliers, and dQ when it is written over Q (dK still reads Q).
-  const int64_t dq_at = keep ? 4 * TT : 3 * TT, dq_scratch = grads.over_inputs ? n.Tq * n.d : 0;
+  // Scratch: dP (first dP', then masked by keep), P' (or S while P is recomputed), dS unless it
+  // goes to grads.dscores, the dropout multipliers, P when the forward did not keep it, and dQ when
+  // it is written over Q (dK still reads Q).
+  const int64_t keep_at = 3 * TT, p_at = keep ? 4 * TT : 3 * TT;
+  const int64_t dq_at = p_at + (weights ? 0 : TT), dq_scratch = grads.over_inputs ? n.Tq * n.d : 0;
   for_each_block(
-      blocks, blocks * TT * (4 * n.d + 8), dq_at + dq_scratch, [&](int64_t block, float* scratch) {
+      blocks, blocks * TT * ((weights ? 4 : 5) * n.d + 8), dq_at + dq_scratch, [&](int64_t block, float* scratch) {
         const int64_t b = block / n.H, h = block % n.H;
         float *dp = scratch, *dropped = scratch + TT;
         float* ds = grads.dscores ? grads.dscores + block * TT : scratch + 2 * TT;
-        const float* p = weights + block * TT;
         const float* dout_bh = dout + b * n.Tq * D + h * n.d;
         // Keys past tv have weight 0 (visible_keys): their rows of dK and dV are 0, and so is dP there.
         const int64_t tv = visible_keys(n, lens, block);
+        const float* p = weights ? weights + block * TT : scratch + p_at;
+        // P again, as the forward made it, before anything is written over Q, K or V.
+        if (!weights) block_weights(n, block, tv, q, k, lens, mask, bias, dropped, scratch + p_at);
         // in the forward pass this was: O = P' V, so dP' = dO Vᵀ: (Tq, d)·(d, tv)
         gemm(false, true, n.Tq, tv, n.d, 1.0f, dout_bh, D, head_of(v, b, h), v.row, 0.0f, dp, n.Tk);
         for (int64_t i = 0; i < n.Tq; ++i) std::fill(dp + i * n.Tk + tv, dp + (i + 1) * n.Tk, 0.0f);
         const float* p_dropped = p;
         if (keep) {  // P' = P ∘ keep, so dP = dP' ∘ keep
-          float* keep_bh = scratch + 3 * TT;
+          float* keep_bh = scratch + keep_at;
           keep(block, keep_bh);
           for (int64_t i = 0; i < TT; ++i) dropped[i] = p[i] * keep_bh[i], dp[i] *= keep_bh[i];
           p_dropped = dropped;

@@ -20,9 +20,13 @@
 // H·d) projection is rows of stride H·d starting at column h·d), keeps S and P' in a small
 // per-thread scratch, and writes its output straight into the merged (B, Tq, H·d) layout. This is
 // the idea of FlashAttention (Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient Exact
-// Attention with IO-Awareness"): no per-head copies, softmax fused with the two products. Unlike
-// FlashAttention this kernel stores P (Tq × Tk per head is small here) instead of recomputing it in
-// backward, and the layers keep it to plot.
+// Attention with IO-Awareness"): no per-head copies, softmax fused with the two products. The
+// weights P are written out when the caller asks for them (to plot, or to save backward the work
+// of making them again), and backward takes them if it gets them. Otherwise backward recomputes
+// each block's P from Q and K, as FlashAttention does: a third product per block, Q·Kᵀ, and the
+// softmax again (the same code, so the same bits), for a (B, H, Tq, Tk) tensor less between
+// forward and backward. Unlike FlashAttention the whole (Tq, Tk) block is made at once, not in
+// tiles with a running maximum: at the tagger's sizes it fits the per-thread scratch.
 //
 // Backward, for the same block, given dO (the gradient of O):
 //   dP' = dO_bh V_bhᵀ                         from O = P' V
@@ -78,7 +82,8 @@ using DropoutDraw = std::function<void(int64_t block, float* out)>;
 //   lens: (B, H, Tq) keys visible to each row, or nullptr for all
 //   mask: nonzero where the query may see the key; bias: added to the scores (either may be absent)
 //   keep: the dropout multipliers, or empty without dropout
-//   → weights P (B, H, Tq, Tk) contiguous, before dropout; out (B, Tq, H·d) contiguous
+//   → weights P (B, H, Tq, Tk) contiguous, before dropout, unless weights is null; out (B, Tq, H·d)
+//     contiguous
 void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
                        ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* weights, float* out);
 
@@ -96,11 +101,11 @@ struct AttentionGrads {
   bool over_inputs = false;
 };
 
-// The backward, given the forward's inputs (lens as given to the forward), its weights P and keep,
-// and dout (B, Tq, H·d) contiguous.
+// The backward, given the forward's inputs (lens, mask, bias and keep as given to the forward), its
+// weights P or null to recompute them from q and k, and dout (B, Tq, H·d) contiguous.
 void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                        const float* weights, const DropoutDraw& keep, const float* dout,
-                        const AttentionGrads& grads);
+                        ScoresView mask, ScoresView bias, const float* weights, const DropoutDraw& keep,
+                        const float* dout, const AttentionGrads& grads);
 
 // The multiply-adds of one of the block products (Q·Kᵀ, P'·V, or one of the four in backward)
 // over all B·H blocks, as the kernels compute them: keys past a block's longest valid length are

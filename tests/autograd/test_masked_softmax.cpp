@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "autograd/node.h"
 #include "nn/attention_testing.h"
@@ -44,6 +45,24 @@ TEST_CASE("fused masked_softmax matches d2l's masked_fill then softmax forward a
     check_close(fused.y, ref.y, 1e-6f);
     check_close(fused.dx, ref.dx, 1e-5f);
   }
+}
+
+TEST_CASE("fused masked_softmax matches d2l's on rows of every length around the vector width") {
+  // Rows are reduced in groups of 16 and a padded last group: lengths 1 to 50 cover rows in one
+  // partial group, in whole groups and in both, with -inf logits (which get weight 0) scattered in.
+  Generator g(7);
+  Tensor x = randn({1, 50, 50}, false, &g) * 3.0f;
+  float* data = x.data();
+  for (int64_t i = 0; i < 50; ++i)
+    for (int64_t j = 1; j < 50; ++j)
+      if ((7 * i + j) % 11 == 0) data[i * 50 + j] = -std::numeric_limits<float>::infinity();
+  std::vector<int64_t> lengths(50);
+  for (int64_t i = 0; i < 50; ++i) lengths[static_cast<size_t>(i)] = i + 1;
+  const IndexTensor lens(lengths, {1, 50});
+  const Run fused = run(true, x, lens), ref = run(false, x, lens);
+  check_close(fused.y, ref.y, 1e-6f);
+  check_close(fused.dx, ref.dx, 1e-5f);
+  check_close(fused.y.sum({-1}), ones({1, 50}), 1e-6f);
 }
 
 TEST_CASE("the valid-lengths masked_softmax is one node of the graph reading X directly") {

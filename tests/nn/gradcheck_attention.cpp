@@ -52,6 +52,15 @@ QKV_GRADCHECK(
       const Tensor mask = tensor({{1.f, 1.f, 0.f, 1.f}, {0.f, 0.f, 0.f, 0.f}, {1.f, 0.f, 1.f, 1.f}});
       return F::fused_attention(x[0], x[1], x[2], IndexTensor{4, 2}, mask, x[3], 0.3f, &gen).output;
     });
+// The same without weights: backward recomputes them (from the heads, the mask and the bias).
+QKV_GRADCHECK(
+    "fused_attention without weights, recomputed in backward",
+    {In::normal({2, 2, 3, 3}), In::normal({2, 2, 4, 3}), In::normal({2, 2, 4, 3}), In::normal({1, 2, 3, 4})},
+    [](const Inputs& x) {
+      Generator gen(3);
+      const Tensor mask = tensor({{1.f, 1.f, 0.f, 1.f}, {0.f, 0.f, 0.f, 0.f}, {1.f, 0.f, 1.f, 1.f}});
+      return F::fused_attention(x[0], x[1], x[2], IndexTensor{4, 2}, mask, x[3], 0.3f, &gen, false).output;
+    });
 // Queries, keys and values as column blocks of one packed (B, T, 3·D) projection, read through
 // strides; lengths per query, and a bias per sequence and head.
 QKV_GRADCHECK("fused_attention on column blocks of a packed projection",
@@ -69,6 +78,13 @@ QKV_GRADCHECK("fused_attention_packed with lengths, a learned bias and dropout",
               {In::normal({2, 3, 12}), In::normal({1, 2, 3, 3})}, [](const Inputs& x) {
                 Generator gen(5);
                 return F::fused_attention_packed(x[0], 2, IndexTensor{3, 2}, Tensor(), x[1], 0.3f, &gen).output;
+              });
+QKV_GRADCHECK("fused_attention_packed without weights, recomputed in backward",
+              {In::normal({2, 3, 12}), In::normal({1, 2, 3, 3})}, [](const Inputs& x) {
+                Generator gen(5);
+                return F::fused_attention_packed(x[0], 2, IndexTensor{3, 2}, F::causal_mask(3, 3), x[1], 0.3f,
+                                                 &gen, false)
+                    .output;
               });
 QKV_GRADCHECK_MODULE("MultiHeadAttention self-attention with biases", {In::normal({2, 4, 6})},
                      [] { return std::make_shared<nn::MultiHeadAttention>(6, 6, 6, 6, 2, 0.0f, true); },

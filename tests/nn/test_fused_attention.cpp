@@ -46,7 +46,7 @@ struct Problem {
 
 // The output, the weights, and the gradients of x, packed and bias for the loss Σ out[n]·cos(0.3·n),
 // by the fused op or by the composed one (scaled_dot_product_attention on the heads, then merged).
-std::vector<Tensor> run(const Problem& p, bool fused, float dropout_p, uint64_t seed) {
+std::vector<Tensor> run(const Problem& p, bool fused, float dropout_p, uint64_t seed, bool need_weights = true) {
   const auto leaf = [](const Tensor& t) { return t.detach().clone().requires_grad_(); };
   const Tensor x = leaf(p.x), packed = leaf(p.packed), bias = leaf(p.bias);
   manual_seed(seed);
@@ -55,14 +55,15 @@ std::vector<Tensor> run(const Problem& p, bool fused, float dropout_p, uint64_t 
                v = heads(packed.narrow(2, D, D), p.H);
   F::AttentionOutput out;
   if (fused) {
-    out = F::fused_attention(q, k, v, p.valid_lens, p.mask, bias, dropout_p);
+    out = F::fused_attention(q, k, v, p.valid_lens, p.mask, bias, dropout_p, nullptr, need_weights);
   } else {
     out = F::scaled_dot_product_attention(q, k, v, p.valid_lens, p.mask, bias, dropout_p);
     out.output = out.output.permute({0, 2, 1, 3}).reshape({x.size(0), x.size(1), D});
   }
   const Tensor cosines = arange(static_cast<float>(out.output.numel())).mul(0.3f).cos();
   (out.output.reshape({-1}) * cosines).sum().backward();
-  return {out.output, out.weights.detach(), x.grad(), packed.grad(), bias.grad()};
+  return {out.output, out.weights.defined() ? out.weights.detach() : out.weights, x.grad(), packed.grad(),
+          bias.grad()};
 }
 
 // Cross attention B 3, H 4, Q 7, K 9, d 5: a causal mask, lengths 9, 0 (every row hidden) and 4,
@@ -161,6 +162,86 @@ TEST_CASE("fused_attention gives the same bits with 1 and 2 threads") {
     all.insert(all.end(), grad.begin(), grad.end());
     return all;
   });
+}
+
+TEST_CASE("fused_attention without weights recomputes them in backward: the same bits, less kept") {
+  // need_weights = false: no (B, H, Q, K) weights returned or saved; backward makes each block's
+  // weights again from Q, K, the mask and the bias. Lengths per sequence and per query (one row
+  // with nothing visible), a causal or window mask, a learned bias (whose gradient needs the
+  // recomputed weights), with and without dropout, 1 and 2 threads: output and every gradient are
+  // those of the op that kept its weights, to the bit.
+  Generator g(21);
+  Problem p = mixed_problem();
+  SUBCASE("lengths per sequence, a causal mask, a bias shared by the batch") {}
+  SUBCASE("lengths per query, a window mask, a bias per sequence and head") {
+    p.valid_lens = IndexTensor({9, 1, 3, 0, 5, 2, 7, 0, 9, 9, 9, 9, 9, 9, 4, 4, 4, 4, 4, 4, 4}, {3, 7});
+    p.mask = F::window_mask(7, 9, 2);
+    p.bias = randn({3, 4, 7, 9}, false, &g);
+  }
+  for (const float dropout_p : {0.0f, 0.3f}) {
+    CAPTURE(dropout_p);
+    const std::vector<Tensor> kept = run(p, true, dropout_p, 42), recomputed = run(p, true, dropout_p, 42, false);
+    CHECK_FALSE(recomputed[1].defined());
+    for (const size_t i : {0, 2, 3, 4}) {
+      CAPTURE(i);
+      CHECK(recomputed[i].contiguous().to_vector() == kept[i].contiguous().to_vector());
+    }
+  }
+  check_bitwise_identical_with_1_and_2_threads([&] {
+    std::vector<float> all;
+    for (const Tensor& t : run(p, true, 0.2f, 9, false)) {
+      if (!t.defined()) continue;
+      const std::vector<float> v = t.contiguous().to_vector();
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  });
+  // The graph keeps the heads, and the mask and bias it needs to make the weights again: no weights.
+  const Tensor q = randn({2, 2, 5, 4}, true, &g), k = randn({2, 2, 5, 4}, true, &g);
+  const Tensor bias = randn({2, 2, 5, 5}, true, &g);
+  const auto saved_bytes = [&](bool need_weights) {
+    return F::fused_attention(q, k, k, IndexTensor(), Tensor(), bias, 0.5f, nullptr, need_weights)
+        .output.grad_fn()
+        ->saved_bytes();
+  };
+  CHECK(saved_bytes(true) == 4 * (3 * 2 * 2 * 5 * 4 + 2 * 2 * 5 * 5));
+  CHECK(saved_bytes(false) == 4 * (3 * 2 * 2 * 5 * 4 + 2 * 2 * 5 * 5));  // the bias instead of the weights
+  const auto saved_without_bias = [&](bool need_weights) {
+    return F::fused_attention(q, k, k, IndexTensor{5, 3}, Tensor(), Tensor(), 0.0f, nullptr, need_weights)
+        .output.grad_fn()
+        ->saved_bytes();
+  };
+  CHECK(saved_without_bias(false) == 4 * 3 * 2 * 2 * 5 * 4);
+  CHECK(saved_without_bias(true) - saved_without_bias(false) == 4 * 2 * 2 * 5 * 5);
+}
+
+TEST_CASE("fused_attention_packed without weights gives the same bits, written over the projection too") {
+  // The packed op's backward reads the heads to recompute the weights before it writes the
+  // gradient over the projection (when nothing else keeps it): the same bits either way.
+  Generator g(5);
+  const Tensor x0 = randn({4, 24, 32}, false, &g), w0 = randn({32, 96}, false, &g);
+  const Tensor bias0 = randn({1, 4, 24, 24}, false, &g);
+  const Tensor cosines = arange(4.0f * 24 * 32).mul(0.3f).cos();
+  const auto run = [&](bool need_weights, bool retain_graph) {
+    const Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+    const Tensor bias = bias0.clone().requires_grad_();
+    manual_seed(3);
+    const F::AttentionOutput out = F::fused_attention_packed(x.matmul(w), 4, IndexTensor{24, 7, 0, 13},
+                                                             F::causal_mask(24, 24), bias, 0.25f, nullptr,
+                                                             need_weights);
+    CHECK(out.weights.defined() == need_weights);
+    (out.output.reshape({-1}) * cosines).sum().backward(Tensor(), retain_graph);
+    std::vector<float> all = out.output.to_vector();
+    for (const Tensor& grad : {x.grad(), w.grad(), bias.grad()}) {
+      const std::vector<float> v = grad.to_vector();
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  };
+  const std::vector<float> kept = run(true, false);
+  CHECK(run(false, false) == kept);
+  CHECK(run(false, true) == kept);
+  check_bitwise_identical_with_1_and_2_threads([&] { return run(false, false); });
 }
 
 TEST_CASE("fused_attention leaves keys past every valid length out of its products") {

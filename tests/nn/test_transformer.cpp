@@ -11,6 +11,8 @@
 #include "nn/transformer.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
+#include "tensor/random.h"
+#include "tensor/storage.h"
 
 using namespace qkv;
 using namespace qkv::testing;
@@ -93,6 +95,7 @@ TEST_CASE("TransformerEncoder parameters carry d2l's names") {
 
 TEST_CASE("TransformerEncoder keeps every block's weights masked past each valid length") {
   nn::TransformerEncoder encoder(small_options());
+  encoder.eval();  // a training forward keeps none, unless asked (the next test)
   const Tensor out = encoder.forward(IndexTensor({1, 2, 3, 4, 5, 6, 7, 8, 9, 0}, {2, 5}), IndexTensor{3, 5});
   CHECK(out.shape() == Shape{2, 5, 8});
   const std::vector<Tensor> weights = encoder.attention_weights();
@@ -108,9 +111,51 @@ TEST_CASE("TransformerEncoder keeps every block's weights masked past each valid
   check_close(other.select(0, 0).narrow(0, 0, 3), out.select(0, 0).narrow(0, 0, 3), 1e-6f);
 }
 
+TEST_CASE("TransformerEncoder keeps no attention weights of a training forward unless asked: the same bits") {
+  // Without keep_weights_in_training (the default, as PyTorch's encoder layer) a training forward
+  // leaves attention_weights undefined, and the graph holds no (B, H, T, T) weights per block:
+  // backward recomputes them. Dropout on the weights and in the residuals, packed and unpacked
+  // projections (rotary heads are not packed): the output and every gradient are the same.
+  const IndexTensor ids({1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2}, {2, 6}), lens{4, 6};
+  for (const char* positions : {"sinusoidal", "rotary"}) {
+    CAPTURE(positions);
+    const auto step = [&](bool keep) {
+      nn::TransformerEncoderOptions o = small_options();
+      o.dropout = 0.2f;
+      o.positions = nn::position_scheme(positions);
+      o.keep_weights_in_training = keep;
+      manual_seed(5);
+      nn::TransformerEncoder encoder(o);
+      const int64_t before = memory_stats().live_bytes;
+      const Tensor out = encoder.forward(ids, lens);
+      const int64_t held = memory_stats().live_bytes - before;  // the graph, the output, kept weights
+      for (const Tensor& w : encoder.attention_weights()) CHECK(w.defined() == keep);
+      (out * out).sum().backward();
+      std::vector<float> all = out.to_vector();
+      for (const auto& [name, p] : encoder.named_parameters()) {
+        const std::vector<float> g = p.grad().to_vector();
+        all.insert(all.end(), g.begin(), g.end());
+      }
+      return std::pair{all, held};
+    };
+    const auto [kept, kept_bytes] = step(true);
+    const auto [recomputed, recomputed_bytes] = step(false);
+    CHECK(recomputed == kept);
+    // Two blocks' (2, 2, 6, 6) weights.
+    CHECK(kept_bytes - recomputed_bytes == 2 * 2 * 2 * 6 * 6 * 4);
+  }
+  nn::TransformerEncoder encoder(small_options());
+  encoder.forward(ids, lens);
+  for (const Tensor& w : encoder.attention_weights()) CHECK_FALSE(w.defined());
+  encoder.eval();  // evaluation keeps them: to plot
+  encoder.forward(ids, lens);
+  for (const Tensor& w : encoder.attention_weights()) CHECK(w.shape() == Shape{2, 2, 6, 6});
+}
+
 TEST_CASE("the window option restricts attention to plus or minus w composed with valid lengths") {
   nn::TransformerEncoderOptions o = small_options();
   o.attend = nn::AttentionRestriction::window(1);
+  o.keep_weights_in_training = true;
   nn::TransformerEncoder encoder(o);
   encoder.forward(IndexTensor({1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2}, {2, 6}), IndexTensor{4, 6});
   const Tensor keep = nn::functional::mask_and(nn::functional::window_mask(6, 6, 1),
