@@ -117,14 +117,18 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   check_input("MultiHeadAttention", "keys", keys, queries.size(0), W_k->in_features);
   check_input("MultiHeadAttention", "values", values, queries.size(0), W_v->in_features);
   check_keys_values("MultiHeadAttention", keys, values);
+  keep_weights_ = keeps_weights(queries.size(0), queries.size(1), keys.size(1));
   const Tensor out = packs_projections(queries, keys, values)
                          ? W_o->forward(attend_packed(queries, valid_lens, mask, bias))  // (B, Q, D)
                          : W_o->forward(attend_heads(queries, keys, values, valid_lens, mask, bias));
-  if (!keeps_weights()) attention_weights = attention->attention_weights = Tensor();
+  if (!keep_weights_) attention_weights = attention->attention_weights = Tensor();
   return out;
 }
 
-bool MultiHeadAttention::keeps_weights() const { return keep_weights_in_training || !is_training(); }
+bool MultiHeadAttention::keeps_weights(int64_t B, int64_t Q, int64_t K) const {
+  const double bytes = static_cast<double>(B) * num_heads * Q * K * sizeof(float);
+  return !is_training() || bytes <= static_cast<double>(recompute_weights_above);
+}
 
 // The heads of the three projections, transformed by the position scheme, and attend on them:
 // (B, Q, D).
@@ -175,7 +179,7 @@ Tensor MultiHeadAttention::attend_packed(const Tensor& x, const IndexTensor& val
   const auto [all_mask, all_bias] = mask_and_bias(T, T, mask, bias);
   const functional::AttentionOutput out = functional::fused_attention_packed(
       qkv, num_heads, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f, nullptr,
-      keeps_weights());
+      keep_weights_);
   attention->attention_weights = attention_weights = out.weights;
   return out.output;
 }
@@ -198,7 +202,7 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
   if (fused) {
     const functional::AttentionOutput out = functional::fused_attention(
         q, k, v, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f, nullptr,
-        keeps_weights());
+        keep_weights_);
     attention->attention_weights = attention_weights = out.weights;
     return out.output;
   }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -143,16 +144,18 @@ class MultiHeadAttention : public Module {
   AttentionRestriction restriction;
   bool fused = true;         // dense attention by functional::fused_attention, else composed (see above)
   Tensor attention_weights;  // (B, H, Q, K), or the band (B, H, T, 2w+1) with a window
-  // Whether a forward in training mode keeps attention_weights (always kept in evaluation). When
-  // it does not, attention_weights is undefined after it, and the fused ops keep no weights for
-  // backward either: they recompute them there (functional::fused_attention's need_weights), a
-  // (B, H, Q, K) tensor less per layer from forward to backward for a third product per head.
-  // PyTorch's TransformerEncoderLayer asks its attention for no weights; the Transformer encoder
-  // here sets this from its keep_weights_in_training option.
-  bool keep_weights_in_training = true;
+  // A forward in training mode whose (B, H, Q, K) weights take more than this many bytes keeps
+  // no attention_weights (undefined after it), and the fused ops keep no weights for backward
+  // either: they recompute them there (functional::fused_attention's need_weights), a tensor less
+  // from forward to backward for a third product per head and the softmax again. Evaluation
+  // always keeps them. 0 recomputes always, as PyTorch's TransformerEncoderLayer, which asks its
+  // attention for no weights; the default keeps them always. The Transformer encoder sets it from
+  // its recompute_weights_above option.
+  int64_t recompute_weights_above = std::numeric_limits<int64_t>::max();
 
  private:
-  bool keeps_weights() const;
+  bool keeps_weights(int64_t B, int64_t Q, int64_t K) const;
+  bool keep_weights_ = true;  // this forward's keeps_weights
   Tensor attend_heads(const Tensor& queries, const Tensor& keys, const Tensor& values,
                       const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,

@@ -16,7 +16,7 @@ TransformerEncoderBlock::TransformerEncoderBlock(const TransformerBlockOptions& 
       "attention", std::make_shared<MultiHeadAttention>(D, D, D, D, o.num_heads, o.dropout, o.use_bias));
   attention->positions = o.positions;
   attention->restriction = o.attend;
-  attention->keep_weights_in_training = o.keep_weights_in_training;
+  attention->recompute_weights_above = o.recompute_weights_above;
   if (norm == NormPlacement::Pre) {
     norm1 = register_module("norm1", std::make_shared<LayerNorm>(D));
     ffn = register_module("ffn", o.ffn(D, o.ffn_num_hiddens));
@@ -72,7 +72,7 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o)
                                       .ffn = o.ffn,
                                       .attend = o.attend,
                                       .positions = positions,
-                                      .keep_weights_in_training = o.keep_weights_in_training};
+                                      .recompute_weights_above = o.recompute_weights_above};
   for (int64_t i = 0; i < o.num_layers; ++i)
     blocks->push_back(std::make_shared<TransformerEncoderBlock>(block));
   if (o.norm == NormPlacement::Pre)

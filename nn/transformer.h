@@ -70,9 +70,13 @@ struct TransformerBlockOptions {
   FeedForwardFactory ffn = feed_forward("relu");
   AttentionRestriction attend = AttentionRestriction::full();
   std::shared_ptr<PositionScheme> positions = nullptr;  // acts inside attention; shared, not a child
-  // Keep the attention weights of a training forward (MultiHeadAttention::keep_weights_in_training).
-  // Off, as PyTorch's TransformerEncoderLayer: backward recomputes them instead of holding them.
-  bool keep_weights_in_training = false;
+  // Above this many bytes of (B, H, T, T) weights per block, a training forward keeps none and
+  // backward recomputes them (MultiHeadAttention::recompute_weights_above). Recomputing costs a
+  // similar share of a step at every size (the tagger's bench configs, one thread: +7 % on tiny,
+  // +4 % on small, +3 % on brown, +2.4 % on base), and the memory it saves matters only where the
+  // weights are big (base: 16 MiB per block, 64 of its 389 MiB). 0: always, as PyTorch's
+  // encoder layer.
+  int64_t recompute_weights_above = int64_t{8} << 20;
 };
 
 class TransformerEncoderBlock : public Module {
@@ -105,7 +109,7 @@ struct TransformerEncoderOptions {
   AttentionRestriction attend = AttentionRestriction::full();
   FeedForwardFactory ffn = feed_forward("relu");
   NormPlacement norm = NormPlacement::Post;
-  bool keep_weights_in_training = false;  // as TransformerBlockOptions'
+  int64_t recompute_weights_above = int64_t{8} << 20;  // as TransformerBlockOptions'
 };
 
 class TransformerEncoder : public Module {
@@ -115,7 +119,8 @@ class TransformerEncoder : public Module {
   // From token vectors (B, T, D) instead of ids: positions, dropout, the blocks.
   Tensor forward(const Tensor& embedded, const IndexTensor& valid_lens = IndexTensor());
   // Each block's attention weights from the last forward, (B, H, T, T), detached; zero outside a
-  // window. Undefined after a forward in training mode unless options.keep_weights_in_training.
+  // window. Undefined after a forward in training mode whose weights are above
+  // options.recompute_weights_above bytes per block.
   std::vector<Tensor> attention_weights() const;
   std::string extra_repr() const override;
 

@@ -95,7 +95,6 @@ TEST_CASE("TransformerEncoder parameters carry d2l's names") {
 
 TEST_CASE("TransformerEncoder keeps every block's weights masked past each valid length") {
   nn::TransformerEncoder encoder(small_options());
-  encoder.eval();  // a training forward keeps none, unless asked (the next test)
   const Tensor out = encoder.forward(IndexTensor({1, 2, 3, 4, 5, 6, 7, 8, 9, 0}, {2, 5}), IndexTensor{3, 5});
   CHECK(out.shape() == Shape{2, 5, 8});
   const std::vector<Tensor> weights = encoder.attention_weights();
@@ -111,25 +110,26 @@ TEST_CASE("TransformerEncoder keeps every block's weights masked past each valid
   check_close(other.select(0, 0).narrow(0, 0, 3), out.select(0, 0).narrow(0, 0, 3), 1e-6f);
 }
 
-TEST_CASE("TransformerEncoder keeps no attention weights of a training forward unless asked: the same bits") {
-  // Without keep_weights_in_training (the default, as PyTorch's encoder layer) a training forward
-  // leaves attention_weights undefined, and the graph holds no (B, H, T, T) weights per block:
-  // backward recomputes them. Dropout on the weights and in the residuals, packed and unpacked
-  // projections (rotary heads are not packed): the output and every gradient are the same.
+TEST_CASE("TransformerEncoder recomputes attention weights above recompute_weights_above: the same bits") {
+  // A training forward whose weights take more than recompute_weights_above bytes per block leaves
+  // attention_weights undefined, and the graph holds no (B, H, T, T) weights: backward recomputes
+  // them. Dropout on the weights and in the residuals, packed and unpacked projections (rotary
+  // heads are not packed): the output and every gradient are the same either way.
   const IndexTensor ids({1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2}, {2, 6}), lens{4, 6};
+  const int64_t weight_bytes = 2 * 2 * 6 * 6 * 4;  // one block's (2, 2, 6, 6) weights
   for (const char* positions : {"sinusoidal", "rotary"}) {
     CAPTURE(positions);
-    const auto step = [&](bool keep) {
+    const auto step = [&](int64_t recompute_above, bool kept) {
       nn::TransformerEncoderOptions o = small_options();
       o.dropout = 0.2f;
       o.positions = nn::position_scheme(positions);
-      o.keep_weights_in_training = keep;
+      o.recompute_weights_above = recompute_above;
       manual_seed(5);
       nn::TransformerEncoder encoder(o);
       const int64_t before = memory_stats().live_bytes;
       const Tensor out = encoder.forward(ids, lens);
       const int64_t held = memory_stats().live_bytes - before;  // the graph, the output, kept weights
-      for (const Tensor& w : encoder.attention_weights()) CHECK(w.defined() == keep);
+      for (const Tensor& w : encoder.attention_weights()) CHECK(w.defined() == kept);
       (out * out).sum().backward();
       std::vector<float> all = out.to_vector();
       for (const auto& [name, p] : encoder.named_parameters()) {
@@ -138,24 +138,29 @@ TEST_CASE("TransformerEncoder keeps no attention weights of a training forward u
       }
       return std::pair{all, held};
     };
-    const auto [kept, kept_bytes] = step(true);
-    const auto [recomputed, recomputed_bytes] = step(false);
+    const auto [kept, kept_bytes] = step(weight_bytes, true);  // not above: kept
+    const auto [recomputed, recomputed_bytes] = step(weight_bytes - 1, false);
     CHECK(recomputed == kept);
-    // Two blocks' (2, 2, 6, 6) weights.
-    CHECK(kept_bytes - recomputed_bytes == 2 * 2 * 2 * 6 * 6 * 4);
+    CHECK(kept_bytes - recomputed_bytes == 2 * weight_bytes);  // two blocks
+    CHECK(step(0, false).first == kept);
   }
+  // The default keeps weights this small, and evaluation keeps them whatever their size (to plot).
   nn::TransformerEncoder encoder(small_options());
   encoder.forward(ids, lens);
-  for (const Tensor& w : encoder.attention_weights()) CHECK_FALSE(w.defined());
-  encoder.eval();  // evaluation keeps them: to plot
-  encoder.forward(ids, lens);
   for (const Tensor& w : encoder.attention_weights()) CHECK(w.shape() == Shape{2, 2, 6, 6});
+  nn::TransformerEncoderOptions o = small_options();
+  o.recompute_weights_above = 0;
+  nn::TransformerEncoder recomputing(o);
+  recomputing.forward(ids, lens);
+  for (const Tensor& w : recomputing.attention_weights()) CHECK_FALSE(w.defined());
+  recomputing.eval();
+  recomputing.forward(ids, lens);
+  for (const Tensor& w : recomputing.attention_weights()) CHECK(w.shape() == Shape{2, 2, 6, 6});
 }
 
 TEST_CASE("the window option restricts attention to plus or minus w composed with valid lengths") {
   nn::TransformerEncoderOptions o = small_options();
   o.attend = nn::AttentionRestriction::window(1);
-  o.keep_weights_in_training = true;
   nn::TransformerEncoder encoder(o);
   encoder.forward(IndexTensor({1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1, 2}, {2, 6}), IndexTensor{4, 6});
   const Tensor keep = nn::functional::mask_and(nn::functional::window_mask(6, 6, 1),
