@@ -7,7 +7,8 @@
 //   optional and composable; nn/functional/attention.h defines them, their shapes and the
 //   fully-masked-row rule (all-zero weights).
 // and keeps the weights of its last forward in `attention_weights`, detached from the graph (for
-// plotting; keeping them does not keep the graph alive). They are taken before dropout, as in d2l:
+// plotting; keeping them does not keep the graph alive); MultiHeadAttention keeps none of a
+// training forward whose weights are above its recompute_weights_above bytes. They are taken before dropout, as in d2l:
 // each row sums to 1 over its visible keys and is 0 at the others.
 //
 // Dropout acts on the attention weights, as in d2l: a query randomly ignores some keys in

@@ -151,8 +151,8 @@ Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const 
                               scores_view(mask), scores_view(bias), data_or_null(weights), keep, gc.data(),
                               {data_or_null(dq), data_or_null(dk), data_or_null(dv), data_or_null(dbias)});
   // dP' = dO·Vᵀ always, then dV, dQ and dK for the inputs that need them: each a product of the
-  // size of one forward product.
-  int64_t products = 1;
+  // size of one forward product; and Q·Kᵀ again when the weights are recomputed.
+  int64_t products = weights.defined() ? 1 : 2;
   for (size_t input = 0; input < 3; ++input) products += ctx.needs[input] ? 1 : 0;
   count_products(n, lens, products);
   const auto as_heads = [](const Tensor& x) { return x.defined() ? x.permute({0, 2, 1, 3}) : x; };
@@ -190,7 +190,8 @@ Grads backward_packed(const kernels::AttentionSizes& n, const IndexTensor& lens,
       n, h.q, h.k, h.v, lens_or_null(lens), scores_view(mask), scores_view(bias), data_or_null(weights), keep,
       gc.data(),
       {d, d ? d + D : nullptr, d ? d + 2 * D : nullptr, data_or_null(dbias), 3 * D, over_qkv});
-  count_products(n, lens, d ? 4 : 1);  // dP' = dO·Vᵀ, then dV, dQ and dK
+  // dP' = dO·Vᵀ, then dV, dQ and dK; and Q·Kᵀ again when the weights are recomputed.
+  count_products(n, lens, (d ? 4 : 1) + (weights.defined() ? 0 : 1));
   return {dqkv, dbias};
 }
 

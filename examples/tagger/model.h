@@ -152,6 +152,8 @@ class TaggerModel : public qkv::nn::Module {
   // For a model that reads no characters: ids (B, T), valid_lens (B).
   Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens);
   // Each layer's attention weights (B, H, T, T) from the last forward; empty for models without.
+  // Undefined after a training forward whose weights the encoder recomputes (nn/transformer.h's
+  // recompute_weights_above): plot after a forward in eval().
   virtual std::vector<Tensor> attention_weights() const { return {}; }
   // The positional-encoding table (max_len, d) the model adds to its embeddings, if any.
   virtual Tensor positional_table() const { return Tensor(); }

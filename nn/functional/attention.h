@@ -106,6 +106,9 @@ AttentionOutput scaled_dot_product_attention(const Tensor& queries, const Tensor
 // need_weights=False). Then nothing of the weights is kept for backward either: it recomputes them
 // from the queries and keys, as FlashAttention does (a third product per head, the forward's
 // Q·Kᵀ, for a (B, H, Q, K) tensor less in memory); the output and gradients are the same to the bit.
+// The graph then keeps the mask and bias instead (views of the caller's, so nothing new unless a
+// bias was made for this call), and changing them in place before backward is an error, as for
+// any tensor a backward reads.
 AttentionOutput fused_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                 const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
                                 const Tensor& bias = Tensor(), float dropout_p = 0.0f,

@@ -112,11 +112,14 @@ void masked_softmax_row(int64_t n, int64_t len, const float* x, float* y) {
   const int64_t full = len - len % kLanes;
   float tail[kLanes], lanes[kLanes];
   for (int64_t i = 0; i < kLanes; ++i) tail[i] = full + i < len ? x[full + i] : kNegInf;
-  for (int64_t i = 0; i < kLanes; ++i) lanes[i] = tail[i];
+  // The maximum ignores NaN (x > m is false for it), as a reduction(max) does: a NaN logit makes
+  // its row NaN through the exponentials, unless nothing else is visible.
+  for (int64_t i = 0; i < kLanes; ++i) lanes[i] = kNegInf;
   for (int64_t k = 0; k < full; k += kLanes) {
 #pragma omp simd
     for (int64_t i = 0; i < kLanes; ++i) lanes[i] = x[k + i] > lanes[i] ? x[k + i] : lanes[i];
   }
+  for (int64_t i = 0; i < kLanes; ++i) lanes[i] = tail[i] > lanes[i] ? tail[i] : lanes[i];
   const float m = max_of_lanes(lanes);
   if (m == kNegInf) {  // nothing visible: an empty row, or every logit -inf
     for (int64_t k = 0; k < n; ++k) y[k] = 0.0f;

@@ -187,9 +187,13 @@ TEST_CASE("fused_attention without weights recomputes them in backward: the same
       CHECK(recomputed[i].contiguous().to_vector() == kept[i].contiguous().to_vector());
     }
   }
+  // Large enough for the blocks to be shared by two threads.
+  const Problem wide{randn({4, 24, 32}, false, &g),    randn({4, 20, 64}, false, &g),
+                     randn({1, 4, 24, 20}, false, &g), F::window_mask(24, 20, 6),
+                     IndexTensor{20, 7, 0, 13},        4};
   check_bitwise_identical_with_1_and_2_threads([&] {
     std::vector<float> all;
-    for (const Tensor& t : run(p, true, 0.2f, 9, false)) {
+    for (const Tensor& t : run(wide, true, 0.2f, 9, false)) {
       if (!t.defined()) continue;
       const std::vector<float> v = t.contiguous().to_vector();
       all.insert(all.end(), v.begin(), v.end());

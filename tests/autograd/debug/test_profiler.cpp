@@ -73,6 +73,15 @@ TEST_CASE("the profiler counts fused_attention's products, and backward only tho
   REQUIRE(bwd != nullptr);
   CHECK(fwd->flops == 2 * product);
   CHECK(bwd->flops == 3 * product);  // dP, dQ, dK: v needs no gradient, so no dV
+  // Without weights, backward computes Q·Kᵀ again, and that is counted too.
+  Profiler recomputing;
+  fused_attention(q, k, v, IndexTensor(), Tensor(), Tensor(), 0.0f, default_generator(), /*need_weights=*/false)
+      .output.backward(ones({2, 4, 15}));
+  recomputing.stop();
+  const std::vector<OpProfile> recomputed = recomputing.ops();
+  REQUIRE(row(recomputed, "fused_attention", Pass::Backward) != nullptr);
+  CHECK(row(recomputed, "fused_attention", Pass::Forward)->flops == 2 * product);
+  CHECK(row(recomputed, "fused_attention", Pass::Backward)->flops == 4 * product);
 }
 
 TEST_CASE("the profiler counts only the keys fused_attention computes with: none past a valid length") {
