@@ -117,11 +117,11 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   check_input("MultiHeadAttention", "keys", keys, queries.size(0), W_k->in_features);
   check_input("MultiHeadAttention", "values", values, queries.size(0), W_v->in_features);
   check_keys_values("MultiHeadAttention", keys, values);
-  keep_weights_ = keeps_weights(queries.size(0), queries.size(1), keys.size(1));
   const Tensor out = packs_projections(queries, keys, values)
                          ? W_o->forward(attend_packed(queries, valid_lens, mask, bias))  // (B, Q, D)
                          : W_o->forward(attend_heads(queries, keys, values, valid_lens, mask, bias));
-  if (!keep_weights_) attention_weights = attention->attention_weights = Tensor();
+  if (!keeps_weights(queries.size(0), queries.size(1), keys.size(1)))
+    attention_weights = attention->attention_weights = Tensor();
   return out;
 }
 
@@ -133,7 +133,8 @@ bool MultiHeadAttention::keeps_weights(int64_t B, int64_t Q, int64_t K) const {
 // The heads of the three projections, transformed by the position scheme, and attend on them:
 // (B, Q, D).
 Tensor MultiHeadAttention::attend_heads(const Tensor& queries, const Tensor& keys, const Tensor& values,
-                                        const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
+                                        const IndexTensor& valid_lens, const Tensor& mask,
+                                        const Tensor& bias) {
   const int64_t D = W_o->in_features, d = D / num_heads;
   // (B, T, D) → (B, H, T, d): d2l's transpose_qkv without its final reshape, so a view.
   auto split_heads = [&](const Tensor& x) {
@@ -179,7 +180,7 @@ Tensor MultiHeadAttention::attend_packed(const Tensor& x, const IndexTensor& val
   const auto [all_mask, all_bias] = mask_and_bias(T, T, mask, bias);
   const functional::AttentionOutput out = functional::fused_attention_packed(
       qkv, num_heads, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f, nullptr,
-      keep_weights_);
+      keeps_weights(x.size(0), T, T));
   attention->attention_weights = attention_weights = out.weights;
   return out.output;
 }
@@ -202,7 +203,7 @@ Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor
   if (fused) {
     const functional::AttentionOutput out = functional::fused_attention(
         q, k, v, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f, nullptr,
-        keep_weights_);
+        keeps_weights(q.size(0), Q, K));
     attention->attention_weights = attention_weights = out.weights;
     return out.output;
   }

@@ -8,8 +8,8 @@
 //   fully-masked-row rule (all-zero weights).
 // and keeps the weights of its last forward in `attention_weights`, detached from the graph (for
 // plotting; keeping them does not keep the graph alive); MultiHeadAttention keeps none of a
-// training forward whose weights are above its recompute_weights_above bytes. They are taken before dropout, as in d2l:
-// each row sums to 1 over its visible keys and is 0 at the others.
+// training forward whose weights are above its recompute_weights_above bytes. They are taken
+// before dropout, as in d2l: each row sums to 1 over its visible keys and is 0 at the others.
 //
 // Dropout acts on the attention weights, as in d2l: a query randomly ignores some keys in
 // training; in eval() it is the identity.
@@ -149,14 +149,14 @@ class MultiHeadAttention : public Module {
   // no attention_weights (undefined after it), and the fused ops keep no weights for backward
   // either: they recompute them there (functional::fused_attention's need_weights), a tensor less
   // from forward to backward for a third product per head and the softmax again. Evaluation
-  // always keeps them. 0 recomputes always, as PyTorch's TransformerEncoderLayer, which asks its
-  // attention for no weights; the default keeps them always. The Transformer encoder sets it from
-  // its recompute_weights_above option.
+  // always keeps them. 0 (or less) recomputes always, as PyTorch's TransformerEncoderLayer, which
+  // asks its attention for no weights; the default keeps them always. The Transformer encoder sets
+  // it from its recompute_weights_above option.
   int64_t recompute_weights_above = std::numeric_limits<int64_t>::max();
 
  private:
+  // Whether this forward keeps its (B, H, Q, K) weights (recompute_weights_above).
   bool keeps_weights(int64_t B, int64_t Q, int64_t K) const;
-  bool keep_weights_ = true;  // this forward's keeps_weights
   Tensor attend_heads(const Tensor& queries, const Tensor& keys, const Tensor& values,
                       const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,

@@ -127,11 +127,12 @@ std::pair<Tensor, Tensor> run_forward(const kernels::AttentionSizes& n, kernels:
   return {out, weights};
 }
 
-// What backward needs besides the heads: the forward's weights, or when it did not keep them, the
-// mask and bias to make them again (tensor/kernels/attention.h). Saved after the heads, in order.
-std::vector<Tensor> saved_for_weights(const Tensor& weights, const Extras& e) {
-  if (weights.defined()) return {weights, Tensor(), Tensor()};
-  return {Tensor(), e.mask, e.bias};
+// What backward reads: the heads, then the forward's weights or, when it did not keep them, the
+// mask and bias to make them again (tensor/kernels/attention.h), in that order.
+std::vector<Tensor> saved_tensors(std::vector<Tensor> heads, const Tensor& weights, const Extras& e) {
+  const bool kept = weights.defined();
+  heads.insert(heads.end(), {weights, kept ? Tensor() : e.mask, kept ? Tensor() : e.bias});
+  return heads;
 }
 
 // The gradients of q, k, v and the broadcast bias from the kernel. dq, dk, dv are written (B, T, H, d)
@@ -206,10 +207,8 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
   const Tensor qs = unit_last_stride(q), ks = unit_last_stride(k), vs = unit_last_stride(v);
   const Extras e = extras("fused_attention", n, valid_lens, mask, bias, dropout_p, gen);
   auto [out, weights] = run_forward(n, heads_view(qs), heads_view(ks), heads_view(vs), e, need_weights);
-  std::vector<Tensor> save{qs, ks, vs};
-  for (Tensor& t : saved_for_weights(weights, e)) save.push_back(std::move(t));
   Tensor recorded =
-      autograd::record("fused_attention", out, {qs, ks, vs, e.bias}, save,
+      autograd::record("fused_attention", out, {qs, ks, vs, e.bias}, saved_tensors({qs, ks, vs}, weights, e),
                        [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
                          return backward(n, lens, keep, g, ctx);
                        });
@@ -230,10 +229,8 @@ FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const In
   const Extras e = extras("fused_attention_packed", n, valid_lens, mask, bias, dropout_p, gen);
   const PackedHeads h = packed_heads(x, n);
   auto [out, weights] = run_forward(n, h.q, h.k, h.v, e, need_weights);
-  std::vector<Tensor> save{x};
-  for (Tensor& t : saved_for_weights(weights, e)) save.push_back(std::move(t));
   Tensor recorded =
-      autograd::record("fused_attention_packed", out, {x, e.bias}, save,
+      autograd::record("fused_attention_packed", out, {x, e.bias}, saved_tensors({x}, weights, e),
                        [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
                          return backward_packed(n, lens, keep, g, ctx);
                        });

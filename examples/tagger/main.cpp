@@ -61,9 +61,12 @@ void set_threads(const Args& a) {
 }
 
 // How float32 products are computed from now on (tensor/precision.h): "highest" or "medium", the
-// value of --matmul (bench) or of the run's config (train, ablate, resume), already checked to be
-// one of the two. Refused, naming the option, where this build has no bfloat16 kernel.
+// value of --matmul (bench) or of the run's config (train, ablate, resume; Config::validate has
+// checked it there). Refused, naming the option, for any other value, and for medium where this
+// build has no bfloat16 kernel.
 void use_matmul(const std::string& precision) {
+  if (precision != "highest" && precision != "medium")
+    throw qkv::ValueError("option --matmul is '" + precision + "'; expected one of highest, medium");
   try {
     qkv::set_matmul_precision(precision == "medium" ? qkv::MatmulPrecision::medium
                                                     : qkv::MatmulPrecision::highest);
@@ -338,10 +341,7 @@ int cmd_data(const Args& a) {
 int cmd_bench(const Args& a) {
   a.refuse_positional();
   set_threads(a);
-  const std::string matmul = a.str("matmul");
-  if (matmul != "highest" && matmul != "medium")
-    throw qkv::ValueError("option --matmul is '" + matmul + "'; expected one of highest, medium");
-  use_matmul(matmul);
+  use_matmul(a.str("matmul"));
   const BenchConfig config = bench_config(a.str("config"));
   const BenchResult r =
       run_bench(config, a.integer_in("steps", 1, kMaxBenchSteps), a.integer_in("warmup", 0, kMaxBenchWarmup));
