@@ -10,28 +10,50 @@
 #include "autograd/observer.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv::autograd {
 namespace {
 
+// ---- Buffer reuse: the fast path's only tricks with memory, all off in the reference mode ------
+//
+// Each of the three lets a buffer that nothing else will read serve again instead of allocating
+// one more: a leaf takes its first gradient as it is (adopt_first_gradient), a backward writes its
+// input's gradient over the gradient it received (BackwardContext::grad_is_scratch) or over a
+// saved tensor the engine frees after it (BackwardContext::saved_freed_after). Whether nothing
+// else reads a buffer is a question of who holds it, which only reference counts answer; the
+// reference mode (tensor/reference_mode.h) answers "someone may" every time, so that every
+// gradient is a new tensor and a reader can follow the engine without them.
+
 // Whether `grad` is a whole buffer that nothing but this handle reaches: a fresh result, as most
 // backward functions return, rather than g passed through or a view of a tensor still in use.
 bool sole_owner(const Tensor& grad) {
+  if (reference_mode()) return false;
   return grad.shared_impl().use_count() == 1 && grad.storage().use_count() == 1 && grad.is_contiguous() &&
          grad.offset() == 0 && grad.numel() == grad.storage()->numel();
 }
 
-// Leaves accumulate: a parameter used twice, or two backward calls without zero_grad, sums up.
-// The first gradient becomes the leaf's own: taken as it is when nothing else reaches it (a copy
-// of a weight's gradient at every step would cost as much as the transpose it saved), else copied,
+// A leaf's first gradient becomes its own: taken as it is when nothing else reaches it (a copy of
+// a weight's gradient at every step would cost as much as the transpose it saved), else copied,
 // since a later += must not write into a tensor someone else reads.
+Tensor adopt_first_gradient(const Tensor& grad) { return sole_owner(grad) ? grad.detach() : grad.clone(); }
+
+// What a backward function may write over: g when nothing else holds it and no observer reads it
+// after the call; the saved tensors when the engine frees them right after it.
+BackwardContext reuse_allowed(const Node& node, const std::vector<bool>& needs, const Tensor& g,
+                              bool observers_read_g, bool retain_graph) {
+  return BackwardContext{node.saved, needs, !observers_read_g && sole_owner(g),
+                         !retain_graph && !reference_mode()};
+}
+
+// ---- The walk ---------------------------------------------------------------------------------
+
+// Leaves accumulate: a parameter used twice, or two backward calls without zero_grad, sums up.
 void accumulate_into_leaf(TensorImpl& leaf, Tensor grad) {
   if (leaf.grad)
     Tensor(leaf.grad).add_(grad);
-  else if (sole_owner(grad))
-    leaf.grad = grad.detach().shared_impl();
   else
-    leaf.grad = grad.clone().shared_impl();
+    leaf.grad = adopt_first_gradient(grad).shared_impl();
 }
 
 // Nodes reachable from root, each before the nodes of its inputs: the reverse of a depth-first
@@ -108,13 +130,11 @@ void check_not_released(const Node& node) {
 }
 
 // Calls the node's backward function on g: one gradient per input, undefined where none is needed.
-// g is scratch when nothing else holds it and no observer will read it after the call.
 std::vector<Tensor> run_backward(Node& node, const Tensor& g, bool observers_read_g, bool retain_graph) {
   check_saved_versions(node);
   std::vector<bool> needs(node.inputs.size());
   for (size_t i = 0; i < needs.size(); ++i) needs[i] = node.inputs[i].needed();
-  const bool scratch = !observers_read_g && sole_owner(g);
-  std::vector<Tensor> grads = node.backward(g, BackwardContext{node.saved, needs, scratch, !retain_graph});
+  std::vector<Tensor> grads = node.backward(g, reuse_allowed(node, needs, g, observers_read_g, retain_graph));
   if (grads.size() != node.inputs.size())
     throw Error("backward of '" + node.op + "' returned " + std::to_string(grads.size()) + " gradients for " +
                 std::to_string(node.inputs.size()) + " inputs");

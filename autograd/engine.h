@@ -8,6 +8,9 @@
 //      calling its backward function to get its inputs' gradients;
 //   3. add (+=) the gradients that reach leaves into their .grad();
 //   4. free each node's saved tensors and closure once it has run, unless retain_graph.
+// The fast path also lets buffers that nothing else reads serve again (a leaf adopts its first
+// gradient, a backward writes over the gradient it received or over what it saved); the reference
+// mode turns that off (engine.cpp, "Buffer reuse").
 // Observers (autograd/observer.h) hear when the walk starts, when each node's backward runs and
 // what it returned; the engine knows nothing of what they do with it.
 #pragma once

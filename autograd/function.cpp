@@ -47,10 +47,10 @@ bool needs_graph(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-Tensor record(const char* op, Tensor out, const std::vector<Tensor>& inputs, const std::vector<Tensor>& save,
-              BackwardFn backward) {
-  Node* node = needs_graph(inputs) ? attach_node(op, out, inputs, save, std::move(backward)) : nullptr;
-  if (observed()) detail::notify_op_recorded(op, out, inputs, node);
+Tensor Op::record(Tensor out, const std::vector<Tensor>& inputs, const std::vector<Tensor>& save,
+                  BackwardFn backward) const {
+  Node* node = needs_graph(inputs) ? attach_node(name_, out, inputs, save, std::move(backward)) : nullptr;
+  if (observed()) detail::notify_op_recorded(name_, out, inputs, node);
   return out;
 }
 

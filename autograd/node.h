@@ -38,11 +38,11 @@ struct BackwardContext {
   // True when the engine holds the only handle to the output gradient, a whole contiguous buffer
   // that nothing reads after this call: backward may write an input's gradient of the same shape
   // over it and return it, instead of taking a new buffer (an elementwise backward then passes the
-  // gradient's memory on to its input, as an in-place op would).
+  // gradient's memory on to its input, as an in-place op would). Never in the reference mode.
   bool grad_is_scratch = false;
   // True when the engine frees the saved tensors right after this call (the graph is not
   // retained): backward may then write a gradient over a saved tensor whose storage nothing else
-  // holds, once it has read what it needs there.
+  // holds, once it has read what it needs there. Never in the reference mode.
   bool saved_freed_after = false;
 };
 

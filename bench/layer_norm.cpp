@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "autograd/ops/layer_norm.h"
 #include "bench/timing.h"
 #include "tensor/factories.h"
 #include "tensor/threads.h"

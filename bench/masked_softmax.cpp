@@ -5,6 +5,7 @@
 // Usage: bench_masked_softmax; threads from QKV_NUM_THREADS.
 #include <cstdio>
 
+#include "autograd/ops/softmax.h"
 #include "bench/timing.h"
 #include "tensor/factories.h"
 #include "tensor/threads.h"

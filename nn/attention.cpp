@@ -9,6 +9,7 @@
 #include "nn/functional/basic.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv::nn {
 namespace {
@@ -31,11 +32,6 @@ void check_keys_values(const char* layer, const Tensor& keys, const Tensor& valu
     throw ShapeError(std::string(layer) + ": values of shape " + shape_str(values.shape()) +
                      " must pair with keys of shape " + shape_str(keys.shape()) + ": expected (" +
                      std::to_string(keys.size(0)) + ", " + std::to_string(keys.size(1)) + ", dv)");
-}
-
-// d2l's transpose_output: the heads (B, H, Q, d) → (B, Q, H, d) → (B, Q, D), side by side.
-Tensor merge_heads(const Tensor& heads) {
-  return heads.permute({0, 2, 1, 3}).reshape({heads.size(0), heads.size(2), heads.size(1) * heads.size(3)});
 }
 
 std::string dropout_repr(float p) { return "dropout=" + std::to_string(p); }
@@ -99,12 +95,12 @@ std::string AdditiveAttention::extra_repr() const { return dropout_repr(dropout)
 
 MultiHeadAttention::MultiHeadAttention(int64_t key_size, int64_t query_size, int64_t value_size,
                                        int64_t num_hiddens, int64_t num_heads_, float p, bool bias)
-    : num_heads(num_heads_) {
+    : num_heads(num_heads_), dropout(p) {
   if (num_heads <= 0 || num_hiddens % num_heads != 0)
     throw ValueError("MultiHeadAttention: num_hiddens " + std::to_string(num_hiddens) +
                      " must be a multiple of num_heads " + std::to_string(num_heads) +
                      " (each head takes num_hiddens / num_heads features)");
-  attention = register_module("attention", std::make_shared<DotProductAttention>(p));
+  check_dropout("MultiHeadAttention", p);
   W_q = register_module("W_q", std::make_shared<Linear>(query_size, num_hiddens, bias));
   W_k = register_module("W_k", std::make_shared<Linear>(key_size, num_hiddens, bias));
   W_v = register_module("W_v", std::make_shared<Linear>(value_size, num_hiddens, bias));
@@ -117,12 +113,15 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   check_input("MultiHeadAttention", "keys", keys, queries.size(0), W_k->in_features);
   check_input("MultiHeadAttention", "values", values, queries.size(0), W_v->in_features);
   check_keys_values("MultiHeadAttention", keys, values);
-  const Tensor out = packs_projections(queries, keys, values)
-                         ? W_o->forward(attend_packed(queries, valid_lens, mask, bias))  // (B, Q, D)
-                         : W_o->forward(attend_heads(queries, keys, values, valid_lens, mask, bias));
-  if (!keeps_weights(queries.size(0), queries.size(1), keys.size(1)))
-    attention_weights = attention->attention_weights = Tensor();
-  return out;
+  functional::AttentionOutput out;
+  if (restriction.banded())
+    out = attend_window(queries, keys, values, valid_lens, mask, bias);
+  else if (fused && !reference_mode())
+    out = attend_fused(queries, keys, values, valid_lens, mask, bias);
+  else
+    out = attend_composed(queries, keys, values, valid_lens, mask, bias);
+  attention_weights = keeps_weights(queries.size(0), queries.size(1), keys.size(1)) ? out.weights.detach() : Tensor();
+  return W_o->forward(out.output);
 }
 
 bool MultiHeadAttention::keeps_weights(int64_t B, int64_t Q, int64_t K) const {
@@ -130,99 +129,58 @@ bool MultiHeadAttention::keeps_weights(int64_t B, int64_t Q, int64_t K) const {
   return !is_training() || bytes <= static_cast<double>(recompute_weights_above);
 }
 
-// The heads of the three projections, transformed by the position scheme, and attend on them:
-// (B, Q, D).
-Tensor MultiHeadAttention::attend_heads(const Tensor& queries, const Tensor& keys, const Tensor& values,
-                                        const IndexTensor& valid_lens, const Tensor& mask,
-                                        const Tensor& bias) {
-  const int64_t D = W_o->in_features, d = D / num_heads;
-  // (B, T, D) → (B, H, T, d): d2l's transpose_qkv without its final reshape, so a view.
-  auto split_heads = [&](const Tensor& x) {
-    return x.view({x.size(0), x.size(1), num_heads, d}).permute({0, 2, 1, 3});
-  };
-  Tensor q = split_heads(W_q->forward(queries)), k = split_heads(W_k->forward(keys));
-  const Tensor v = split_heads(W_v->forward(values));
+// The fused path: one op from the projections to the merged heads (it packs the projections of
+// self-attention itself), the position scheme applied to the heads in between.
+functional::AttentionOutput MultiHeadAttention::attend_fused(const Tensor& queries, const Tensor& keys,
+                                                             const Tensor& values, const IndexTensor& valid_lens,
+                                                             const Tensor& mask, const Tensor& bias) {
+  functional::HeadTransform transform;
+  if (positions) {
+    transform.apply = [scheme = positions](const Tensor& q, const Tensor& k) { return scheme->transform_qk(q, k); };
+    transform.replaces_heads = positions->transforms_qk();
+  }
+  const auto [all_mask, all_bias] = mask_and_bias(queries.size(1), keys.size(1), mask, bias);
+  return functional::fused_multi_head_attention(
+      queries, keys, values, {W_q->weight, W_k->weight, W_v->weight, W_q->bias, W_k->bias, W_v->bias}, num_heads,
+      transform, valid_lens, all_mask, all_bias, is_training() ? dropout : 0.0f, nullptr,
+      keeps_weights(queries.size(0), queries.size(1), keys.size(1)));
+}
+
+// The composed path, d2l's MultiHeadAttention op by op: project, split the heads, attend, merge.
+functional::AttentionOutput MultiHeadAttention::attend_composed(const Tensor& queries, const Tensor& keys,
+                                                                const Tensor& values, const IndexTensor& valid_lens,
+                                                                const Tensor& mask, const Tensor& bias) {
+  Tensor q = functional::split_heads(W_q->forward(queries), num_heads), k = functional::split_heads(W_k->forward(keys), num_heads);
+  const Tensor v = functional::split_heads(W_v->forward(values), num_heads);
   if (positions) std::tie(q, k) = positions->transform_qk(q, k);
-  return attend(q, k, v, valid_lens, mask, bias);
+  const auto [all_mask, all_bias] = mask_and_bias(queries.size(1), keys.size(1), mask, bias);
+  const functional::AttentionOutput out = functional::scaled_dot_product_attention(
+      q, k, v, valid_lens, all_mask, all_bias, is_training() ? dropout : 0.0f);
+  return {functional::merge_heads(out.output), out.weights};
 }
 
-// Self-attention (one tensor as queries, keys and values) on the fused path, dense, with heads that
-// no position scheme transforms: then the three projections can run as one.
-bool MultiHeadAttention::packs_projections(const Tensor& queries, const Tensor& keys,
-                                           const Tensor& values) const {
-  const bool self = queries.impl() == keys.impl() && keys.impl() == values.impl();
-  const bool biases =
-      W_q->bias.defined() == W_k->bias.defined() && W_k->bias.defined() == W_v->bias.defined();
-  return fused && self && biases && !(positions && positions->transforms_qk()) && !restriction.banded();
-}
-
-// attend for self-attention, the projections packed: x·[W_q; W_k; W_v]ᵀ (+ [b_q; b_k; b_v]) is one
-// (B, T, 3D) product whose column blocks the fused op reads as Q, K and V, and whose gradient it
-// writes as one tensor, so that backward is one product for dx and one for the stacked weights
-// instead of three of each and a sum (the stacking copies 3·D² floats). The parameters stay three
-// Linears, so names, checkpoints and the PyTorch mapping are those of the unpacked layer.
-Tensor MultiHeadAttention::attend_packed(const Tensor& x, const IndexTensor& valid_lens, const Tensor& mask,
-                                         const Tensor& bias) {
-  const int64_t T = x.size(1), D = W_o->in_features;
-  const Tensor weight = cat({W_q->weight, W_k->weight, W_v->weight}, 0);
-  const Tensor qkv = W_q->bias.defined()
-                         ? functional::linear(x, weight, cat({W_q->bias, W_k->bias, W_v->bias}, 0))
-                         : functional::linear(x, weight, Tensor());
-  if (positions) {  // it said it leaves the heads alone (transforms_qk); one that does not is still obeyed
-    const auto heads = [&](int64_t block) {
-      return qkv.narrow(2, block * D, D).view({x.size(0), T, num_heads, D / num_heads}).permute({0, 2, 1, 3});
-    };
-    const Tensor q = heads(0), k = heads(1);
-    const auto [q2, k2] = positions->transform_qk(q, k);
-    if (q2.impl() != q.impl() || k2.impl() != k.impl())
-      return attend(q2, k2, heads(2), valid_lens, mask, bias);
-  }
-  const auto [all_mask, all_bias] = mask_and_bias(T, T, mask, bias);
-  const functional::AttentionOutput out = functional::fused_attention_packed(
-      qkv, num_heads, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f, nullptr,
-      keeps_weights(x.size(0), T, T));
-  attention->attention_weights = attention_weights = out.weights;
-  return out.output;
-}
-
-// The scores of the heads q (B, H, Q, d) against k (B, H, K, d), restricted and biased as this
-// layer's parts say, and the weighted sum of v, with the heads merged: (B, Q, D).
-Tensor MultiHeadAttention::attend(const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
-  const int64_t Q = q.size(2), K = k.size(2);
-  if (restriction.banded()) {
-    if (Q != K || mask.defined() || bias.defined())
-      throw ValueError(
-          "MultiHeadAttention: a window is computed on the band, for self-attention without a mask "
-          "or bias of its own; got " +
-          std::to_string(Q) + " queries, " + std::to_string(K) + " keys" +
-          (mask.defined() ? ", a mask" : "") + (bias.defined() ? ", a bias" : ""));
-    return merge_heads(attend_band(q, k, v, valid_lens));
-  }
-  const auto [all_mask, all_bias] = mask_and_bias(Q, K, mask, bias);
-  if (fused) {
-    const functional::AttentionOutput out = functional::fused_attention(
-        q, k, v, valid_lens, all_mask, all_bias, is_training() ? attention->dropout : 0.0f, nullptr,
-        keeps_weights(q.size(0), Q, K));
-    attention->attention_weights = attention_weights = out.weights;
-    return out.output;
-  }
-  const Tensor heads = attention->forward(q, k, v, valid_lens, all_mask, all_bias);
-  attention_weights = attention->attention_weights;
-  return merge_heads(heads);
-}
-
-Tensor MultiHeadAttention::attend_band(const Tensor& q, const Tensor& k, const Tensor& v,
-                                       const IndexTensor& valid_lens) {
+// A window: each query sees the keys within ±w of it, computed on the band only (self-attention).
+functional::AttentionOutput MultiHeadAttention::attend_window(const Tensor& queries, const Tensor& keys,
+                                                              const Tensor& values, const IndexTensor& valid_lens,
+                                                              const Tensor& mask, const Tensor& bias) {
+  const int64_t T = queries.size(1);
+  if (keys.size(1) != T || mask.defined() || bias.defined())
+    throw ValueError(
+        "MultiHeadAttention: a window is computed on the band, for self-attention without a mask "
+        "or bias of its own; got " +
+        std::to_string(T) + " queries, " + std::to_string(keys.size(1)) + " keys" +
+        (mask.defined() ? ", a mask" : "") + (bias.defined() ? ", a bias" : ""));
+  Tensor q = functional::split_heads(W_q->forward(queries), num_heads), k = functional::split_heads(W_k->forward(keys), num_heads);
+  const Tensor v = functional::split_heads(W_v->forward(values), num_heads);
+  if (positions) std::tie(q, k) = positions->transform_qk(q, k);
   // A window as wide as the sequence or wider sees the same keys as one of T − 1.
-  const int64_t w = std::min(restriction.window_size, std::max<int64_t>(q.size(2) - 1, 0));
+  const int64_t w = std::min(restriction.window_size, std::max<int64_t>(T - 1, 0));
   std::vector<int64_t> offsets(static_cast<size_t>(2 * w + 1));  // the band's offsets j − i: −w .. w
   for (int64_t o = 0; o <= 2 * w; ++o) offsets[o] = o - w;
   const Tensor offset_bias = positions ? positions->offset_bias(IndexTensor(offsets)) : Tensor();
   const functional::AttentionOutput out =
-      functional::banded_attention(q, k, v, w, valid_lens, offset_bias, attention->dropout, is_training());
-  attention_weights = out.weights.detach();
-  return out.output;
+      functional::banded_attention(q, k, v, w, valid_lens, offset_bias, dropout, is_training());
+  return {functional::merge_heads(out.output), out.weights};
 }
 
 std::pair<Tensor, Tensor> MultiHeadAttention::mask_and_bias(int64_t Q, int64_t K, const Tensor& mask,
@@ -253,8 +211,10 @@ Tensor MultiHeadAttention::position_bias(int64_t Q, int64_t K) const {
 }
 
 std::string MultiHeadAttention::extra_repr() const {
-  return "num_hiddens=" + std::to_string(W_o->in_features) + ", num_heads=" + std::to_string(num_heads) +
-         (restriction.describe() != "full" ? ", attend=" + restriction.describe() : std::string());
+  return "num_hiddens=" + std::to_string(W_o->in_features) + ", num_heads=" + std::to_string(num_heads) + ", " +
+         dropout_repr(dropout) +
+         (restriction.describe() != "full" ? ", attend=" + restriction.describe() : std::string()) +
+         (fused ? "" : ", fused=false");
 }
 
 // ---- AttentionRestriction ----------------------------------------------------------------------

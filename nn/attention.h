@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "nn/functional/attention.h"
 #include "nn/linear.h"
 #include "nn/module.h"
 #include "nn/position_scheme.h"
@@ -76,7 +77,7 @@ class AdditiveAttention : public Module {
 // Multi-head attention (Vaswani et al. 2017, section 3.2.2; d2l 11.5), with d2l's head layout:
 //   q = W_q(queries), k = W_k(keys), v = W_v(values)      (B, ·, D), D = num_hiddens
 //   head h reads features [h·d, (h+1)·d) of each,          d = D / num_heads
-//   output = W_o(concat over heads of DotProductAttention(q_h, k_h, v_h))
+//   output = W_o(concat over heads of scaled dot-product attention(q_h, k_h, v_h))
 //   queries (B, Q, query_size), keys (B, K, key_size), values (B, K, value_size) → output (B, Q, D)
 //   attention_weights: (B, H, Q, K), per head
 // The heads are views of the projections, (B, H, ·, d) through a permute, not copies; d2l folds
@@ -97,20 +98,17 @@ class AdditiveAttention : public Module {
 //    embeddings), and its offset_bias added to every head's scores (relative biases, ALiBi). The
 //    Transformer encoder sets it to the scheme it owns; it is not a child of this module.
 //  - restriction says which keys a query may see besides the padding: all, a window ±w, the keys
-//    up to itself (causal), or an arbitrary mask (AttentionRestriction below). A window is computed
-//    on the band only, in O(T·w) (nn/functional/banded_attention.h), for self-attention; then
-//    attention_weights holds the band, (B, H, T, 2w'+1) with w' = min(w, T − 1), which
-//    functional::band_to_dense spreads out.
-// forward's own mask and bias compose with these (dense attention only).
+//    up to itself (causal), or an arbitrary mask (AttentionRestriction below).
+// forward's own mask and bias compose with these.
 //
-// Dense attention runs as one fused op (functional::fused_attention: the heads read in place, no
-// per-head copies, one kernel forward and one backward; rotary's rotated heads are read as they
-// come from transform_qk) when `fused` is true, the default. Self-attention without a position
-// scheme then also packs the three projections into one product (functional::fused_attention_packed;
-// W_q, W_k and W_v stay separate parameters); with
-// fused = false it runs the composed computation above, DotProductAttention on the heads, which
-// gives the same values to float32 rounding and draws the same dropout mask. The band of a window
-// always takes its own path.
+// Two paths, as nanoGPT's attention has (its `flash` switch): dense attention is fused, the default
+// (functional::fused_multi_head_attention: the fused attention op, reading the heads in place, and
+// for self-attention one product for the three projections), or composed when `fused` is false or
+// the reference mode is on (tensor/reference_mode.h): the computation above op by op, d2l's
+// code in C++, which gives the same values to float32 rounding and draws the same dropout mask.
+// A window is the restriction's own case: self-attention computed on the band only, in O(T·w)
+// (nn/functional/banded_attention.h); then attention_weights holds the band, (B, H, T, 2w'+1)
+// with w' = min(w, T − 1), which functional::band_to_dense spreads out.
 
 // Which keys a query may see, besides those past its sequence's valid length.
 struct AttentionRestriction {
@@ -139,11 +137,11 @@ class MultiHeadAttention : public Module {
   std::string extra_repr() const override;
 
   int64_t num_heads;
-  std::shared_ptr<DotProductAttention> attention;
+  float dropout;  // on the attention weights, in training
   std::shared_ptr<Linear> W_q, W_k, W_v, W_o;
   std::shared_ptr<PositionScheme> positions;  // not a child: owned by whoever shares it
   AttentionRestriction restriction;
-  bool fused = true;         // dense attention by functional::fused_attention, else composed (see above)
+  bool fused = true;         // dense attention fused (the default) or composed (see above)
   Tensor attention_weights;  // (B, H, Q, K), or the band (B, H, T, 2w+1) with a window
   // A forward in training mode whose (B, H, Q, K) weights take more than this many bytes keeps
   // no attention_weights (undefined after it), and the fused ops keep no weights for backward
@@ -157,14 +155,15 @@ class MultiHeadAttention : public Module {
  private:
   // Whether this forward keeps its (B, H, Q, K) weights (recompute_weights_above).
   bool keeps_weights(int64_t B, int64_t Q, int64_t K) const;
-  Tensor attend_heads(const Tensor& queries, const Tensor& keys, const Tensor& values,
-                      const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);
-  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
-                const Tensor& mask, const Tensor& bias);
-  Tensor attend_band(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens);
-  bool packs_projections(const Tensor& queries, const Tensor& keys, const Tensor& values) const;
-  Tensor attend_packed(const Tensor& x, const IndexTensor& valid_lens, const Tensor& mask,
-                       const Tensor& bias);
+  // The two dense paths, from the inputs to the merged heads (B, Q, D), and their weights.
+  functional::AttentionOutput attend_fused(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                           const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);
+  functional::AttentionOutput attend_composed(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                              const IndexTensor& valid_lens, const Tensor& mask,
+                                              const Tensor& bias);
+  // A window's own path: self-attention on the band.
+  functional::AttentionOutput attend_window(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                            const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);
   Tensor position_bias(int64_t Q, int64_t K) const;
   // The mask and bias of Q queries against K keys: the caller's, and this layer's restriction and
   // position bias.

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/ops/unfold.h"
 #include "nn/functional/basic.h"
 #include "nn/functional/conv.h"
 #include "nn/functional/pooling.h"

@@ -1,5 +1,6 @@
 #include "nn/embedding.h"
 
+#include "autograd/ops/embedding.h"
 #include "autograd/grad_mode.h"
 #include "nn/init.h"
 #include "tensor/error.h"

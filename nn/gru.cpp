@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/ops/gru.h"
 #include "nn/functional/basic.h"
 #include "nn/init.h"
 #include "tensor/error.h"

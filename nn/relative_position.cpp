@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "autograd/ops/embedding.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 

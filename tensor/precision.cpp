@@ -3,7 +3,6 @@
 #include <atomic>
 
 #include "tensor/error.h"
-#include "tensor/kernels/gemm.h"
 
 namespace qkv {
 namespace {
@@ -11,8 +10,6 @@ namespace {
 std::atomic<MatmulPrecision> g_precision{MatmulPrecision::highest};
 
 }  // namespace
-
-bool bf16_matmul_available() { return kernels::gemm_bf16_available(); }
 
 void set_matmul_precision(MatmulPrecision precision) {
   if (precision == MatmulPrecision::medium && !bf16_matmul_available())

@@ -4,11 +4,13 @@
 // reference). The data lives in a Storage; shape, strides and offset say how to read it, so views
 // (reshape, permute, transpose, slice, expand, ...) share the storage and cost nothing.
 //
-// This header declares the whole method API, as PyTorch's TensorBody.h does. The data side (storage,
-// shapes, element access, in-place writes, printing, factories) is implemented in tensor/. Every
-// method that computes a new tensor is differentiable and is implemented in autograd/ops/, next to
-// its backward; the graph side (requires_grad, grad, backward) in autograd/tensor.cpp. The Tensor
-// only carries an opaque pointer to the graph node that produced it.
+// This header declares the primitive API, as PyTorch's TensorBody.h does: views, elementwise math,
+// reductions, matmul, softmax, indexing. The data side (storage, shapes, element access, in-place
+// writes, printing, factories) is implemented in tensor/. Every method that computes a new tensor
+// is differentiable and is implemented in autograd/ops/, next to its backward; the graph side
+// (requires_grad, grad, backward) in autograd/tensor.cpp. The Tensor only carries an opaque pointer
+// to the graph node that produced it. The fused ops of the model layers (attention, layer norm,
+// the GRU, the losses...) are declared by their own families, autograd/ops/<family>.h.
 //
 // Glossary used in shape comments: B batch, T (or Q/K) sequence lengths, D model width, H heads.
 #pragma once
@@ -16,7 +18,6 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
-#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -33,7 +34,6 @@ struct Node;  // the graph node that produced a tensor (autograd/node.h)
 }
 
 class Tensor;
-class Generator;  // tensor/random.h
 
 // The state behind a Tensor handle.
 struct TensorImpl {
@@ -228,90 +228,6 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
-// Softmax over the last dim of the first valid_lens keys, fused (one kernel forward, one backward):
-// the op behind nn::functional::masked_softmax (nn/functional/attention.h documents its semantics;
-// use that). x is (B, Q, K), or (B, H, Q, K) with the lengths shared by the H heads; valid_lens is
-// (B) or (B, Q) with values in [0, K], or undefined for every key. -inf logits are hidden too, and
-// a row with nothing visible is all zeros.
-Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens);
-// Max over the first valid_lens positions of each sequence, the op behind nn::functional::masked_max
-// (nn/functional/pooling.h documents its semantics; use that): x (N, L, F), valid_lens (N) with
-// values in [1, L] → (N, F). The gradient goes to the position picked, the first on ties.
-Tensor masked_max(const Tensor& x, const IndexTensor& valid_lens);
-// im2col for a one-dimensional convolution of channels-last sequences, the op behind
-// nn::functional::conv1d (nn/functional/conv.h; tensor/kernels/unfold.h has the equation):
-// x (N, L, C) → (N, L_out, K·C), row t holding the K taps x[t − padding + j·dilation] (zero outside
-// the sequence) one after the other, L_out = L + 2·padding − dilation·(K − 1).
-Tensor unfold1d(const Tensor& x, int64_t kernel_size, int64_t padding = 0, int64_t dilation = 1);
-// The two products of windowed attention on the band, W = 2·window + 1 offsets per query, the
-// ops behind nn::functional::banded_attention (use that; tensor/kernels/band.h has the equations):
-//   band_scores: q (B, H, T, d), k (B, H, T, d) → (B, H, T, W), scale · q_i·k_{i+o−window}
-//   band_sum:    p (B, H, T, W), v (B, H, T, dv) → (B, H, T, dv), Σ_o p[i, o] · v_{i+o−window}
-// Keys outside [0, T) contribute 0.
-Tensor band_scores(const Tensor& q, const Tensor& k, int64_t window, float scale);
-Tensor band_sum(const Tensor& p, const Tensor& v, int64_t window);
-// A linear layer's y = x·Wᵀ + b as one op, the bias added by the GEMM to each output tile while it
-// is in cache: the op behind nn::functional::linear (use that). x (..., in), weight (out, in),
-// bias (out) → (..., out).
-Tensor linear_with_bias(const Tensor& x, const Tensor& weight, const Tensor& bias);
-// Inverted dropout, fused: each element is zeroed with probability p, drawn from `gen`, and the
-// others scaled by 1/(1-p); the mask is drawn in the same pass and never stored (backward draws
-// it again from the generator's state at the call). x: any shape → same shape. The op behind
-// nn::functional::dropout, which adds the training flag (use that); p == 0 returns x.
-Tensor dropout(const Tensor& x, float p, Generator& gen);
-// Multi-head scaled dot-product attention as one op, forward and backward each one kernel
-// (tensor/kernels/attention.h has the equations): the op behind nn::functional::fused_attention,
-// which documents its semantics (use that).
-//   q (B, H, Q, d), k and v (B, H, K, d), any strides: the heads of a (B, T, H·d) projection seen
-//   through view and permute are read in place. valid_lens (B) or (B, Q); mask (0/1) and bias
-//   broadcast to (B, H, Q, K); each may be undefined. Dropout with probability dropout_p from gen,
-//   drawn as dropout() would draw it on the (B, H, Q, K) weights.
-//   → output (B, Q, H·d), the heads side by side; weights (B, H, Q, K) before dropout, detached,
-//     or undefined unless need_weights (then backward recomputes them).
-struct FusedAttention {
-  Tensor output;
-  Tensor weights;
-};
-FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
-                               const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen,
-                               bool need_weights = true);
-// The same for self-attention on one packed projection qkv (B, T, 3·H·d), the queries, keys and
-// values its three column blocks (x·[W_q; W_k; W_v]ᵀ): the heads are read in place, and backward
-// writes one (B, T, 3·H·d) gradient, so the projection's backward is one product, not three and
-// a sum. The op behind nn::functional::fused_attention_packed (use that).
-FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const IndexTensor& valid_lens,
-                                      const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen,
-                                      bool need_weights = true);
-// Layer normalization over the last dim, fused (one kernel forward, one backward):
-//   y = (x - mean) / sqrt(var + eps) · weight + bias,   mean and biased var over the last D values
-// x: (..., D) → y: (..., D); weight and bias are (D), or undefined to leave them out.
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
-// Rows of weight (V, D) picked by token ids of any shape, like torch.nn.functional.embedding:
-// ids (...) → (..., D). An id outside [0, V) throws IndexError. Row padding_idx (negative counts
-// from the end) receives no gradient.
-Tensor embedding(const IndexTensor& ids, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
-// GRU recurrences, fused (nn/gru.h has the equations; tensor/kernels/gru.h the gate math and its
-// derivatives). Gates are stacked r, z, n along the 3H dim, as in PyTorch.
-// One step: gi = x·W_ihᵀ + b_ih (B, 3H), gh = h·W_hhᵀ + b_hh (B, 3H), h (B, H) → h' (B, H).
-Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h);
-// A whole sequence in one direction: gi (T, B, 3H) holds x_t·W_ihᵀ + b_ih for every step, h0 is
-// (B, H), w_hh (3H, H), b_hh (3H) or undefined. Returns every hidden state (T, B, H): h_t at t.
-// With reverse, steps run from t = T-1 down to 0 (the backward direction of a bidirectional GRU).
-Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, const Tensor& b_hh, bool reverse = false);
-
-// The fused losses behind nn::functional::cross_entropy and binary_cross_entropy_with_logits
-// (nn/functional/loss.h documents their semantics; use those). Both are unreduced.
-//
-// Per-row cross-entropy of logits (N, C) against targets (N), log-softmax and NLL in one node:
-//   loss_n = (1-ε)·w[y_n]·(-log p_n[y_n]) + (ε/C)·Σ_c w[c]·(-log p_n[c]),  p_n = softmax(logits_n)
-// and 0 where y_n == ignore_index; w = 1 when `weight` (C) is undefined; ε is label_smoothing.
-// The weight is a constant: it receives no gradient (as in PyTorch).
-Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, const Tensor& weight,
-                             int64_t ignore_index, float label_smoothing);
-// Elementwise -[pw·y·log σ(x) + (1-y)·log(1-σ(x))] for x and y of one shape; pw (pos_weight)
-// broadcasts to it, or is undefined (1).
-Tensor sigmoid_cross_entropy(const Tensor& x, const Tensor& y, const Tensor& pos_weight);
-
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);

@@ -21,7 +21,7 @@
 // Each entry runs twice: with contiguous inputs, and with every input of 2+ dims made
 // non-contiguous (the same values stored transposed in memory), so strided paths are checked too.
 // The runner also checks that every op defined in autograd/ops is reached by some entry: it finds
-// op names as the string literal that opens a call, `record("mul", ...)` or `pointwise("exp", ...)`
+// op names as the string literal that opens a call, `Op op("mul")` or `pointwise("exp", ...)`
 // (define new ops the same way), and an op that no entry's graph contains fails the suite.
 #pragma once
 

@@ -1,27 +1,32 @@
-// fused_attention: multi-head scaled dot-product attention as one op (Vaswani et al. 2017, eq. 1),
-// where the composed version is per-head permute copies, two batched products, a masked softmax,
-// a dropout and the permute back, each with a backward of its own. tensor/kernels/attention.h has
-// the equations of the forward and backward kernels and why they are fused; this file joins them
-// to the graph.
+// fused_attention and fused_attention_packed (autograd/ops/attention.h): multi-head scaled
+// dot-product attention as one op (Vaswani et al. 2017, eq. 1), and beside them their composed
+// reference, composed_attention: per-head products, a masked softmax, a dropout and the merge of
+// the heads, each with a backward of its own. tensor/kernels/attention.h has the equations of the
+// fused forward and backward kernels and why they are fused; this file joins them to the graph.
 //
 // The dropout mask is the one the composed path draws: one bernoulli_scale call over the
 // (B, H, Q, K) weights, from the same generator, so a seeded run gives the same mask either way.
 // The generator is counter-based (tensor/random.h), so each block's part of that draw can be made
 // alone, from the state the op started at: the kernel asks for a block's multipliers when it
 // needs them, in forward and again in backward, and nothing of the mask is stored (as the dropout
-// op, which draws its mask again in backward too). Stored, it took one float per weight until
-// backward: 64 MB of the tagger's base bench step.
-#include "tensor/kernels/attention.h"
+// op, which draws its mask again in backward too). Stored, it would take one float per weight from
+// forward to backward, as much memory as the weights.
+#include "autograd/ops/attention.h"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "autograd/function.h"
-#include "autograd/observer.h"
+#include "autograd/ops/dropout.h"
 #include "autograd/ops/row_lengths.h"
+#include "autograd/ops/softmax.h"
 #include "tensor/error.h"
-#include "tensor/random.h"
+#include "tensor/factories.h"
+#include "tensor/kernels/attention.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv {
 namespace {
@@ -196,19 +201,61 @@ Grads backward_packed(const kernels::AttentionSizes& n, const IndexTensor& lens,
   return {dqkv, dbias};
 }
 
+void check_packed(const Tensor& qkv, int64_t heads) {
+  if (qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)
+    throw ShapeError("fused_attention_packed: projection of shape " + shape_str(qkv.shape()) + " with " +
+                     std::to_string(heads) +
+                     " heads: expected (B, T, 3·H·d) for H = " + std::to_string(heads));
+}
+
 }  // namespace
+
+FusedAttention composed_attention(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
+                                  const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen) {
+  // Dividing by √d keeps the scores' variance at 1 for unit-variance queries and keys, whatever d
+  // (Vaswani et al. 2017, section 3.2.1). k.transpose is a view: the matmul reads it as Kᵀ.
+  Tensor scores = q.matmul(k.transpose(-1, -2)) / std::sqrt(static_cast<float>(q.size(-1)));
+  if (bias.defined()) scores = scores + bias;
+  // A hidden key becomes −∞, which masked_softmax hides like a key past the valid length.
+  if (mask.defined()) scores = where(mask, scores, scalar_tensor(-std::numeric_limits<float>::infinity()));
+  const Tensor weights = masked_softmax(scores, valid_lens);
+  return {dropout(weights, dropout_p, gen).matmul(v), weights};
+}
+
+FusedAttention fused_attention_reference(const Tensor& q, const Tensor& k, const Tensor& v,
+                                         const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias,
+                                         float dropout_p, Generator& gen, bool need_weights) {
+  const FusedAttention heads = composed_attention(q, k, v, valid_lens, mask, bias, dropout_p, gen);
+  const Tensor& o = heads.output;  // (B, H, Q, d) → (B, Q, H, d) → (B, Q, H·d)
+  const Tensor merged = o.permute({0, 2, 1, 3}).reshape({o.size(0), o.size(2), o.size(1) * o.size(3)});
+  return {merged, need_weights ? heads.weights.detach() : Tensor()};
+}
+
+FusedAttention fused_attention_packed_reference(const Tensor& qkv, int64_t heads, const IndexTensor& valid_lens,
+                                                const Tensor& mask, const Tensor& bias, float dropout_p,
+                                                Generator& gen, bool need_weights) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), D = qkv.size(2) / 3;
+  // Column block i of the projection, (B, T, D) → (B, T, H, d) → (B, H, T, d)
+  const auto block = [&](int64_t i) {
+    return qkv.narrow(2, i * D, D).reshape({B, T, heads, D / heads}).permute({0, 2, 1, 3});
+  };
+  return fused_attention_reference(block(0), block(1), block(2), valid_lens, mask, bias, dropout_p, gen,
+                                   need_weights);
+}
 
 FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias,
                                float dropout_p, Generator& gen, bool need_weights) {
-  const autograd::OpScope scope("fused_attention");
   check_heads(q, k, v);
+  if (reference_mode())
+    return fused_attention_reference(q, k, v, valid_lens, mask, bias, dropout_p, gen, need_weights);
+  const autograd::Op op("fused_attention");
   const kernels::AttentionSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
   const Tensor qs = unit_last_stride(q), ks = unit_last_stride(k), vs = unit_last_stride(v);
-  const Extras e = extras("fused_attention", n, valid_lens, mask, bias, dropout_p, gen);
+  const Extras e = extras(op.name(), n, valid_lens, mask, bias, dropout_p, gen);
   auto [out, weights] = run_forward(n, heads_view(qs), heads_view(ks), heads_view(vs), e, need_weights);
   Tensor recorded =
-      autograd::record("fused_attention", out, {qs, ks, vs, e.bias}, saved_tensors({qs, ks, vs}, weights, e),
+      op.record(out, {qs, ks, vs, e.bias}, saved_tensors({qs, ks, vs}, weights, e),
                        [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
                          return backward(n, lens, keep, g, ctx);
                        });
@@ -218,19 +265,18 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
 FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const IndexTensor& valid_lens,
                                       const Tensor& mask, const Tensor& bias, float dropout_p,
                                       Generator& gen, bool need_weights) {
-  const autograd::OpScope scope("fused_attention_packed");
-  if (qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)
-    throw ShapeError("fused_attention_packed: projection of shape " + shape_str(qkv.shape()) + " with " +
-                     std::to_string(heads) +
-                     " heads: expected (B, T, 3·H·d) for H = " + std::to_string(heads));
+  check_packed(qkv, heads);
+  if (reference_mode())
+    return fused_attention_packed_reference(qkv, heads, valid_lens, mask, bias, dropout_p, gen, need_weights);
+  const autograd::Op op("fused_attention_packed");
   const int64_t D = qkv.size(2) / 3;
   const kernels::AttentionSizes n{qkv.size(0), heads, qkv.size(1), qkv.size(1), D / heads};
   const Tensor x = qkv.contiguous();
-  const Extras e = extras("fused_attention_packed", n, valid_lens, mask, bias, dropout_p, gen);
+  const Extras e = extras(op.name(), n, valid_lens, mask, bias, dropout_p, gen);
   const PackedHeads h = packed_heads(x, n);
   auto [out, weights] = run_forward(n, h.q, h.k, h.v, e, need_weights);
   Tensor recorded =
-      autograd::record("fused_attention_packed", out, {x, e.bias}, saved_tensors({x}, weights, e),
+      op.record(out, {x, e.bias}, saved_tensors({x}, weights, e),
                        [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
                          return backward_packed(n, lens, keep, g, ctx);
                        });

@@ -19,27 +19,27 @@ using ops::map3;
 }  // namespace
 
 Tensor Tensor::add(const Tensor& other) const {
-  const autograd::OpScope scope("add");
-  Tensor out = map2(*this, other, "add", [](float a, float b) { return a + b; });
-  return autograd::record("add", out, {*this, other}, {},
+  const autograd::Op op("add");
+  Tensor out = map2(*this, other, op.name(), [](float a, float b) { return a + b; });
+  return op.record(out, {*this, other}, {},
       [sa = shape(), sb = other.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
         return {ctx.needs[0] ? g.sum_to(sa) : Tensor(), ctx.needs[1] ? g.sum_to(sb) : Tensor()};
       });
 }
 
 Tensor Tensor::sub(const Tensor& other) const {
-  const autograd::OpScope scope("sub");
-  Tensor out = map2(*this, other, "sub", [](float a, float b) { return a - b; });
-  return autograd::record("sub", out, {*this, other}, {},
+  const autograd::Op op("sub");
+  Tensor out = map2(*this, other, op.name(), [](float a, float b) { return a - b; });
+  return op.record(out, {*this, other}, {},
       [sa = shape(), sb = other.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
         return {ctx.needs[0] ? g.sum_to(sa) : Tensor(), ctx.needs[1] ? g.neg().sum_to(sb) : Tensor()};
       });
 }
 
 Tensor Tensor::mul(const Tensor& other) const {
-  const autograd::OpScope scope("mul");
-  Tensor out = map2(*this, other, "mul", [](float a, float b) { return a * b; });
-  return autograd::record("mul", out, {*this, other}, {*this, other},
+  const autograd::Op op("mul");
+  Tensor out = map2(*this, other, op.name(), [](float a, float b) { return a * b; });
+  return op.record(out, {*this, other}, {*this, other},
       [](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &a = ctx.saved[0], &b = ctx.saved[1];
         return {ctx.needs[0] ? (g * b).sum_to(a.shape()) : Tensor(),
@@ -48,14 +48,14 @@ Tensor Tensor::mul(const Tensor& other) const {
 }
 
 Tensor Tensor::div(const Tensor& other) const {
-  const autograd::OpScope scope("div");
-  Tensor out = map2(*this, other, "div", [](float a, float b) { return a / b; });
-  return autograd::record("div", out, {*this, other}, {*this, other},
-      [](const Tensor& g, const BackwardContext& ctx) -> Grads {
+  const autograd::Op op("div");
+  Tensor out = map2(*this, other, op.name(), [](float a, float b) { return a / b; });
+  return op.record(out, {*this, other}, {*this, other},
+      [name = op.name()](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &a = ctx.saved[0], &b = ctx.saved[1];
         // d(a/b)/da = 1/b,  d(a/b)/db = -a/b²
         return {ctx.needs[0] ? (g / b).sum_to(a.shape()) : Tensor(),
-                ctx.needs[1] ? map3(g, a, b, "div", [](float gv, float av, float bv) {
+                ctx.needs[1] ? map3(g, a, b, name, [](float gv, float av, float bv) {
                                  return -gv * av / (bv * bv);
                                }).sum_to(b.shape())
                              : Tensor()};
@@ -63,20 +63,20 @@ Tensor Tensor::div(const Tensor& other) const {
 }
 
 Tensor Tensor::pow(const Tensor& exponent) const {
-  const autograd::OpScope scope("pow");
-  Tensor out = map2(*this, exponent, "pow", [](float a, float b) { return std::pow(a, b); });
-  return autograd::record("pow", out, {*this, exponent}, {*this, exponent, out},
-      [](const Tensor& g, const BackwardContext& ctx) -> Grads {
+  const autograd::Op op("pow");
+  Tensor out = map2(*this, exponent, op.name(), [](float a, float b) { return std::pow(a, b); });
+  return op.record(out, {*this, exponent}, {*this, exponent, out},
+      [name = op.name()](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &a = ctx.saved[0], &b = ctx.saved[1], &y = ctx.saved[2];
         // d(a^b)/da = b·a^(b-1);  d(a^b)/db = a^b·ln a, taken as 0 where a = 0 (as PyTorch does:
         // the limit along a > 0 when b > 0, and the only finite choice otherwise).
         Tensor ga, gb;
         if (ctx.needs[0])
-          ga = map3(g, a, b, "pow", [](float gv, float av, float bv) {
+          ga = map3(g, a, b, name, [](float gv, float av, float bv) {
                  return bv == 0.0f ? 0.0f : gv * bv * std::pow(av, bv - 1.0f);
                }).sum_to(a.shape());
         if (ctx.needs[1])
-          gb = map3(g, y, a, "pow", [](float gv, float yv, float av) {
+          gb = map3(g, y, a, name, [](float gv, float yv, float av) {
                  return av == 0.0f ? 0.0f : gv * yv * std::log(av);
                }).sum_to(b.shape());
         return {ga, gb};
@@ -87,21 +87,21 @@ namespace {
 
 // maximum/minimum: the gradient goes to the larger (smaller) input; on a tie it is split evenly,
 // as PyTorch does, which keeps the gradient a valid subgradient and symmetric in a and b.
-Tensor extremum(const char* op, const Tensor& a, const Tensor& b, bool is_max) {
-  const autograd::OpScope scope(op);
-  Tensor out = map2(a, b, op, [is_max](float x, float y) {
+Tensor extremum(const char* name, const Tensor& a, const Tensor& b, bool is_max) {
+  const autograd::Op op(name);
+  Tensor out = map2(a, b, name, [is_max](float x, float y) {
     if (std::isnan(x) || std::isnan(y)) return NAN;
     return is_max ? std::fmax(x, y) : std::fmin(x, y);
   });
-  return autograd::record(op, out, {a, b}, {a, b},
-      [is_max, op](const Tensor& g, const BackwardContext& ctx) -> Grads {
+  return op.record(out, {a, b}, {a, b},
+      [is_max, name](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &x = ctx.saved[0], &y = ctx.saved[1];
         auto share = [is_max](float gv, float mine, float other) {
           if (mine == other) return 0.5f * gv;
           return (is_max ? mine > other : mine < other) ? gv : 0.0f;
         };
-        return {ctx.needs[0] ? map3(g, x, y, op, share).sum_to(x.shape()) : Tensor(),
-                ctx.needs[1] ? map3(g, y, x, op, share).sum_to(y.shape()) : Tensor()};
+        return {ctx.needs[0] ? map3(g, x, y, name, share).sum_to(x.shape()) : Tensor(),
+                ctx.needs[1] ? map3(g, y, x, name, share).sum_to(y.shape()) : Tensor()};
       });
 }
 
@@ -113,27 +113,27 @@ Tensor maximum(const Tensor& a, const Tensor& b) { return a.maximum(b); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return a.minimum(b); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  const autograd::OpScope scope("where");
-  Tensor out = map3(cond, a, b, "where", [](float c, float x, float y) { return c != 0.0f ? x : y; });
-  return autograd::record("where", out, {a, b}, {cond},
-      [sa = a.shape(), sb = b.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
+  const autograd::Op op("where");
+  Tensor out = map3(cond, a, b, op.name(), [](float c, float x, float y) { return c != 0.0f ? x : y; });
+  return op.record(out, {a, b}, {cond},
+      [sa = a.shape(), sb = b.shape(), name = op.name()](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor& c = ctx.saved[0];
-        return {ctx.needs[0] ? map2(c, g, "where", [](float cv, float gv) { return cv != 0.0f ? gv : 0.0f; }).sum_to(sa)
+        return {ctx.needs[0] ? map2(c, g, name, [](float cv, float gv) { return cv != 0.0f ? gv : 0.0f; }).sum_to(sa)
                              : Tensor(),
-                ctx.needs[1] ? map2(c, g, "where", [](float cv, float gv) { return cv != 0.0f ? 0.0f : gv; }).sum_to(sb)
+                ctx.needs[1] ? map2(c, g, name, [](float cv, float gv) { return cv != 0.0f ? 0.0f : gv; }).sum_to(sb)
                              : Tensor()};
       });
 }
 
 Tensor Tensor::masked_fill(const Tensor& mask, float value) const {
-  const autograd::OpScope scope("masked_fill");
-  if (broadcast_shapes(shape(), mask.shape(), "masked_fill") != shape())
-    throw ShapeError("masked_fill: mask of shape " + shape_str(mask.shape()) +
+  const autograd::Op op("masked_fill");
+  if (broadcast_shapes(shape(), mask.shape(), op.name()) != shape())
+    throw ShapeError(std::string(op.name()) + ": mask of shape " + shape_str(mask.shape()) +
                      " does not broadcast to the input's shape " + shape_str(shape()));
-  Tensor out = map2(*this, mask, "masked_fill", [value](float x, float m) { return m != 0.0f ? value : x; });
-  return autograd::record("masked_fill", out, {*this}, {mask},
-      [](const Tensor& g, const BackwardContext& ctx) -> Grads {
-        return {map2(g, ctx.saved[0], "masked_fill", [](float gv, float m) { return m != 0.0f ? 0.0f : gv; })};
+  Tensor out = map2(*this, mask, op.name(), [value](float x, float m) { return m != 0.0f ? value : x; });
+  return op.record(out, {*this}, {mask},
+      [name = op.name()](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        return {map2(g, ctx.saved[0], name, [](float gv, float m) { return m != 0.0f ? 0.0f : gv; })};
       });
 }
 
@@ -141,11 +141,11 @@ Tensor Tensor::masked_fill(const Tensor& mask, float value) const {
 
 #define QKV_COMPARISON(name, expr)                                                        \
   Tensor Tensor::name(const Tensor& other) const {                                        \
-    const autograd::OpScope scope(#name);                                                 \
+    const autograd::Op op(#name);                                                 \
     return map2(*this, other, #name, [](float a, float b) { return (expr) ? 1.0f : 0.0f; }); \
   }                                                                                       \
   Tensor Tensor::name(float s) const {                                                    \
-    const autograd::OpScope scope(#name "_scalar");                                       \
+    const autograd::Op op(#name "_scalar");                                       \
     return ops::map1(*this, [s](float a) { const float b = s; return (expr) ? 1.0f : 0.0f; }); \
   }
 QKV_COMPARISON(eq, a == b)

@@ -1,17 +1,21 @@
-// Cross-entropy losses taken from logits, fused: the log-softmax (or log-sigmoid) and the
-// negative log-likelihood are one node, so backward needs only the logits and one log-sum-exp
-// per row instead of an (N, C) tensor of log-probabilities, and the gradient is the well-known
-// closed form "probabilities minus targets" instead of a chain of five ops.
+// Cross-entropy losses taken from logits (autograd/ops/cross_entropy.h), fused: the log-softmax (or
+// log-sigmoid) and the negative log-likelihood are one node, so backward needs only the logits and
+// one log-sum-exp per row instead of an (N, C) tensor of log-probabilities, and the gradient is the
+// well-known closed form "probabilities minus targets" instead of a chain of five ops. Beside each,
+// its composed reference: those ops, one by one.
+#include "autograd/ops/cross_entropy.h"
+
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "autograd/function.h"
-#include "autograd/observer.h"
 #include "autograd/ops/map.h"
 #include "tensor/error.h"
+#include "tensor/factories.h"
 #include "tensor/kernels/parallel.h"
 #include "tensor/kernels/vecmath.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv {
 namespace {
@@ -72,9 +76,26 @@ float sigmoid(float x) {
 
 }  // namespace
 
+Tensor softmax_cross_entropy_reference(const Tensor& logits, const IndexTensor& target, const Tensor& weight,
+                                       int64_t ignore_index, float label_smoothing) {
+  const int64_t N = logits.size(0), C = logits.size(1);
+  std::vector<int64_t> picked(static_cast<size_t>(N));  // the target, or class 0 where ignored
+  std::vector<float> ignored(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) {
+    const bool skip = target[n] == ignore_index;
+    picked[static_cast<size_t>(n)] = skip ? 0 : target[n];
+    ignored[static_cast<size_t>(n)] = skip ? 1.0f : 0.0f;
+  }
+  const Tensor w = weight.defined() ? weight.detach() : ones({C});  // a constant: no gradient
+  const IndexTensor y(picked, {N});
+  const Tensor nll = -logits.log_softmax(1);  // (N, C): -log p
+  Tensor loss = nll.gather(1, y.reshape({N, 1})).reshape({N}) * w.index_select(0, y) * (1.0f - label_smoothing);
+  if (label_smoothing > 0.0f) loss = loss + (nll * w).sum({1}) * (label_smoothing / static_cast<float>(C));
+  return loss.masked_fill(tensor(ignored, {N}), 0.0f);
+}
+
 Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, const Tensor& weight,
                              int64_t ignore_index, float label_smoothing) {
-  const autograd::OpScope scope("cross_entropy");
   if (logits.dim() != 2)
     throw ShapeError("cross_entropy: logits must be (N, C), got shape " + shape_str(logits.shape()));
   const int64_t N = logits.size(0), C = logits.size(1);
@@ -87,6 +108,8 @@ Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, co
   if (!(label_smoothing >= 0.0f && label_smoothing <= 1.0f))
     throw ValueError("cross_entropy: label_smoothing must be in [0, 1], got " + std::to_string(label_smoothing));
   check_targets(target, C, ignore_index);
+  if (reference_mode()) return softmax_cross_entropy_reference(logits, target, weight, ignore_index, label_smoothing);
+  const autograd::Op op("cross_entropy");
 
   // logits is (N, C); loss and lse (the log-sum-exp of each row) are (N).
   const Tensor z = logits.detach().contiguous();
@@ -121,7 +144,7 @@ Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, co
     }
   });
 
-  return autograd::record("cross_entropy", loss, {logits}, {z, lse, w},
+  return op.record(loss, {logits}, {z, lse, w},
       [target, ignore_index, keep, spread, N, C](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor gc = g.contiguous();
         const float* zp = ctx.saved[0].data();
@@ -157,36 +180,43 @@ Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, co
       });
 }
 
+Tensor sigmoid_cross_entropy_reference(const Tensor& x, const Tensor& y, const Tensor& pos_weight) {
+  const Tensor softplus_neg_x = (-x).relu() + ((-x.abs()).exp() + 1.0f).log();
+  const Tensor positive = pos_weight.defined() ? (pos_weight - 1.0f) * y + 1.0f : Tensor();
+  return (1.0f - y) * x + (positive.defined() ? positive * softplus_neg_x : softplus_neg_x);
+}
+
 Tensor sigmoid_cross_entropy(const Tensor& x, const Tensor& y, const Tensor& pos_weight) {
-  const autograd::OpScope scope("binary_cross_entropy_with_logits");
-  const char* op = "binary_cross_entropy_with_logits";
+  const char* name = "binary_cross_entropy_with_logits";
   if (y.shape() != x.shape())
-    throw ShapeError(std::string(op) + ": target of shape " + shape_str(y.shape()) + " must have the input's shape " +
+    throw ShapeError(std::string(name) + ": target of shape " + shape_str(y.shape()) + " must have the input's shape " +
                      shape_str(x.shape()));
   const Tensor pw = pos_weight.defined() ? pos_weight : Tensor::empty({}).fill_(1.0f);
-  if (broadcast_shapes(x.shape(), pw.shape(), op) != x.shape())
-    throw ShapeError(std::string(op) + ": pos_weight of shape " + shape_str(pw.shape()) +
+  if (broadcast_shapes(x.shape(), pw.shape(), name) != x.shape())
+    throw ShapeError(std::string(name) + ": pos_weight of shape " + shape_str(pw.shape()) +
                      " does not broadcast to the input's shape " + shape_str(x.shape()));
+  if (reference_mode()) return sigmoid_cross_entropy_reference(x, y, pos_weight);
+  const autograd::Op op(name);
   // -[pw·y·log σ(x) + (1-y)·log(1-σ(x))] = (1-y)·x + (1 + (pw-1)·y)·softplus(-x), as PyTorch writes
   // it, since log σ(x) = -softplus(-x) and log(1-σ(x)) = -x - softplus(-x).
-  Tensor out = ops::map3(x, y, pw, op, [](float xv, float yv, float p) {
+  Tensor out = ops::map3(x, y, pw, name, [](float xv, float yv, float p) {
     return (1.0f - yv) * xv + (1.0f + (p - 1.0f) * yv) * softplus(-xv);
   });
-  return autograd::record("binary_cross_entropy_with_logits", out, {x, y, pos_weight}, {x, y, pw},
-      [op](const Tensor& g, const BackwardContext& ctx) -> Grads {
+  return op.record(out, {x, y, pos_weight}, {x, y, pw},
+      [name](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &x = ctx.saved[0], &y = ctx.saved[1], &pw = ctx.saved[2];
         // dL/dx = (1-y) - (1 + (pw-1)·y)·σ(-x)   (= σ(x) - y when pw = 1)
         // dL/dy = -x + (pw-1)·softplus(-x)
         // dL/dpw = y·softplus(-x)
         Tensor gx, gy, gp;
         if (ctx.needs[0])
-          gx = ops::map3(x, y, pw, op, [](float xv, float yv, float p) {
+          gx = ops::map3(x, y, pw, name, [](float xv, float yv, float p) {
                  return (1.0f - yv) - (1.0f + (p - 1.0f) * yv) * sigmoid(-xv);
                }) * g;
         if (ctx.needs[1])
-          gy = ops::map2(x, pw, op, [](float xv, float p) { return -xv + (p - 1.0f) * softplus(-xv); }) * g;
+          gy = ops::map2(x, pw, name, [](float xv, float p) { return -xv + (p - 1.0f) * softplus(-xv); }) * g;
         if (ctx.needs[2])
-          gp = (ops::map2(x, y, op, [](float xv, float yv) { return yv * softplus(-xv); }) * g).sum_to(pw.shape());
+          gp = (ops::map2(x, y, name, [](float xv, float yv) { return yv * softplus(-xv); }) * g).sum_to(pw.shape());
         return {gx, gy, gp};
       });
 }

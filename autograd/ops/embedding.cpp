@@ -1,19 +1,36 @@
-// Embedding lookup: out[j] = weight[ids[j]]. Its backward adds each output row's gradient into the
-// row it was read from, skipping padding_idx, whose vector must stay as it is.
+// embedding (autograd/ops/embedding.h) and embedding_reference, its composed reference: a row
+// lookup whose backward adds each output row's gradient into the row it was read from, skipping
+// padding_idx, whose vector must stay as it is. The op reads the rows in parallel and writes the
+// weight's gradient column by column; the reference is index_select.
+#include "autograd/ops/embedding.h"
+
 #include <algorithm>
 #include <string>
 
 #include "autograd/function.h"
-#include "autograd/observer.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/kernels/parallel.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv {
 
+Tensor embedding_reference(const IndexTensor& ids, const Tensor& weight, std::optional<int64_t> padding_idx) {
+  const int64_t N = ids.numel(), V = weight.size(0);
+  const int64_t pad = !padding_idx ? -1 : *padding_idx < 0 ? *padding_idx + V : *padding_idx;
+  Tensor rows = weight.index_select(0, ids.reshape({N}));  // (N, D)
+  if (padding_idx) {  // where a row is the padding row, its value detached: no gradient goes back
+    std::vector<float> is_pad(static_cast<size_t>(N));
+    for (int64_t j = 0; j < N; ++j) is_pad[static_cast<size_t>(j)] = ids.data()[j] == pad ? 1.0f : 0.0f;
+    rows = where(tensor(is_pad, {N, 1}), rows.detach(), rows);
+  }
+  Shape out_shape = ids.shape();
+  out_shape.push_back(weight.size(1));
+  return rows.reshape(out_shape);
+}
+
 // ids (...) → (..., D), weight (V, D)
 Tensor embedding(const IndexTensor& ids, const Tensor& weight, std::optional<int64_t> padding_idx) {
-  const autograd::OpScope scope("embedding");
   if (weight.dim() != 2)
     throw ShapeError("embedding: weight must be 2-d (num_embeddings, embedding_dim), got shape " +
                      shape_str(weight.shape()));
@@ -29,6 +46,8 @@ Tensor embedding(const IndexTensor& ids, const Tensor& weight, std::optional<int
     if (id[j] < 0 || id[j] >= V)
       throw IndexError("embedding: id " + std::to_string(id[j]) + " is out of range for a vocabulary of " +
                        std::to_string(V) + " (ids must be in [0, " + std::to_string(V) + "))");
+  if (reference_mode()) return embedding_reference(ids, weight, padding_idx);
+  const autograd::Op op("embedding");
   Shape out_shape = ids.shape();
   out_shape.push_back(D);
   const Tensor w = weight.detach().contiguous();
@@ -37,7 +56,7 @@ Tensor embedding(const IndexTensor& ids, const Tensor& weight, std::optional<int
     for (int64_t j = begin; j < end; ++j) std::copy(w.data() + id[j] * D, w.data() + (id[j] + 1) * D, out.data() + j * D);
   });
   // The ids are copied: a caller may refill its id buffer with the next batch before backward.
-  return autograd::record("embedding", out, {weight}, {},
+  return op.record(out, {weight}, {},
       [ids = ids.clone(), pad = padding_idx.value_or(-1), V, D, N](const Tensor& g, const autograd::BackwardContext&)
           -> std::vector<Tensor> {
         // In the forward pass this was out[j] = weight[ids[j]], so dweight[ids[j]] += dout[j].

@@ -1,22 +1,21 @@
-// GRU recurrences as single graph nodes. The gate math of a step (tensor/kernels/gru.h) takes
-// about fifteen small ops when composed; gru_cell does it in one node. gru_sequence goes further and
-// runs a whole layer's time loop in one node, with backpropagation through time written out below:
-// a composed unroll would also slice the input projections step by step, and the backward of each
-// slice writes a gradient as large as the whole sequence (T² work over the unroll).
-//
-// Measured with bench/gru.cpp at sizes where the matrix products cost almost nothing, so that the
-// figure is everything else (`QKV_NUM_THREADS=1 bench_gru 35 4 8 8 20`, forward + backward, per
-// time step): composed ops 48 µs, GRUCell with gru_cell 22 µs, GRU with gru_sequence 3.1 µs.
+// GRU recurrences as single graph nodes (autograd/ops/gru.h), each beside its composed reference.
+// The gate math of a step (tensor/kernels/gru.h) takes about fifteen small ops when composed;
+// gru_cell does it in one node. gru_sequence goes further and runs a whole layer's time loop in one
+// node, with backpropagation through time written out below: the composed unroll also slices the
+// input projections step by step, and the backward of each slice writes a gradient as large as the
+// whole sequence (T² work over the unroll). docs/PERFORMANCE.md gives what each buys per step.
+#include "autograd/ops/gru.h"
+
 #include <algorithm>
 #include <string>
 
 #include "autograd/function.h"
-#include "autograd/observer.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/kernels/gemm.h"
 #include "tensor/kernels/gru.h"
 #include "tensor/kernels/reduce.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv {
 namespace {
@@ -32,17 +31,27 @@ void expect_shape(const Tensor& t, const Shape& expected, const char* op, const 
 
 }  // namespace
 
+Tensor gru_cell_reference(const Tensor& gi, const Tensor& gh, const Tensor& h) {
+  const int64_t H = h.size(1);
+  const auto gate = [H](const Tensor& x, int64_t i) { return x.narrow(1, i * H, H); };  // r, z, n
+  const Tensor r = (gate(gi, 0) + gate(gh, 0)).sigmoid();
+  const Tensor z = (gate(gi, 1) + gate(gh, 1)).sigmoid();
+  const Tensor n = (gate(gi, 2) + r * gate(gh, 2)).tanh();
+  return (1.0f - z) * n + z * h;
+}
+
 // gi, gh (B, 3H), h (B, H) → h' (B, H)
 Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h) {
-  const autograd::OpScope scope("gru_cell");
   if (h.dim() != 2) throw ShapeError("gru_cell: h must be (B, H), got shape " + shape_str(h.shape()));
   const int64_t B = h.size(0), H = h.size(1);
   expect_shape(gi, {B, 3 * H}, "gru_cell", "gi");
   expect_shape(gh, {B, 3 * H}, "gru_cell", "gh");
+  if (reference_mode()) return gru_cell_reference(gi, gh, h);
+  const autograd::Op op("gru_cell");
   const Tensor gic = gi.detach().contiguous(), ghc = gh.detach().contiguous(), hc = h.detach().contiguous();
   Tensor out = Tensor::empty({B, H}), gates = Tensor::empty({B, 3 * H});
   kernels::gru_gates_forward(B, H, gic.data(), ghc.data(), hc.data(), out.data(), gates.data());
-  return autograd::record("gru_cell", out, {gi, gh, h}, {gates, ghc, hc},
+  return op.record(out, {gi, gh, h}, {gates, ghc, hc},
       [B, H](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor gc = g.contiguous();
         Tensor dgi = Tensor::empty({B, 3 * H}), dgh = Tensor::empty({B, 3 * H}), dh = Tensor::empty({B, H});
@@ -52,9 +61,22 @@ Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h) {
       });
 }
 
+Tensor gru_sequence_reference(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, const Tensor& b_hh,
+                              bool reverse) {
+  const int64_t T = gi.size(0);
+  std::vector<Tensor> states(static_cast<size_t>(T));
+  Tensor h = h0;
+  for (int64_t s = 0; s < T; ++s) {
+    const int64_t t = reverse ? T - 1 - s : s;
+    const Tensor gh = b_hh.defined() ? h.matmul(w_hh.t()) + b_hh : h.matmul(w_hh.t());
+    h = gru_cell_reference(gi.select(0, t), gh, h);
+    states[static_cast<size_t>(t)] = h;
+  }
+  return stack(states, 0);
+}
+
 // gi (T, B, 3H), h0 (B, H), w_hh (3H, H), b_hh (3H) → every h_t (T, B, H)
 Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, const Tensor& b_hh, bool reverse) {
-  const autograd::OpScope scope("gru_sequence");
   if (gi.dim() != 3 || h0.dim() != 2 || gi.size(0) == 0)
     throw ShapeError("gru_sequence: expected gi (T, B, 3H) with T > 0 and h0 (B, H), got shapes " +
                      shape_str(gi.shape()) + " and " + shape_str(h0.shape()));
@@ -62,6 +84,8 @@ Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, cons
   expect_shape(gi, {T, B, G}, "gru_sequence", "gi");
   expect_shape(w_hh, {G, H}, "gru_sequence", "w_hh");
   if (b_hh.defined()) expect_shape(b_hh, {G}, "gru_sequence", "b_hh");
+  if (reference_mode()) return gru_sequence_reference(gi, h0, w_hh, b_hh, reverse);
+  const autograd::Op op("gru_sequence");
   const Tensor gic = gi.detach().contiguous(), hc0 = h0.detach().contiguous(), w = w_hh.detach().contiguous();
   const Tensor b = b_hh.defined() ? b_hh.detach().contiguous() : Tensor();
 
@@ -86,7 +110,7 @@ Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, cons
   autograd::add_flops(2 * T * B * G * H);  // the products h_{t-1}·W_hhᵀ (the gates are not counted)
   if (!keep) return out;
 
-  return autograd::record("gru_sequence", out, {gi, h0, w_hh, b_hh}, {hc0, w, out, gh, gates},
+  return op.record(out, {gi, h0, w_hh, b_hh}, {hc0, w, out, gh, gates},
       [T, B, H, G, time_of](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &h0s = ctx.saved[0], &ws = ctx.saved[1], &hs = ctx.saved[2], &ghs = ctx.saved[3],
                      &gates_s = ctx.saved[4];

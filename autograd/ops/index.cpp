@@ -25,11 +25,11 @@ void check_range(const IndexTensor& index, int64_t size, const char* op, int64_t
 }  // namespace
 
 Tensor Tensor::index_select(int64_t dim, const IndexTensor& index) const {
-  const autograd::OpScope scope("index_select");
-  const int64_t d = normalize_dim(dim, this->dim(), "index_select");
+  const autograd::Op op("index_select");
+  const int64_t d = normalize_dim(dim, this->dim(), op.name());
   if (index.dim() != 1)
     throw ShapeError("index_select: index must be 1-d, got shape " + shape_str(index.shape()));
-  check_range(index, shape()[d], "index_select", d);
+  check_range(index, shape()[d], op.name(), d);
   // x is (outer, n, inner); out is (outer, m, inner) with out[o, j, :] = x[o, index[j], :]
   int64_t outer = 1, inner = 1;
   for (int64_t k = 0; k < d; ++k) outer *= shape()[k];
@@ -46,7 +46,7 @@ Tensor Tensor::index_select(int64_t dim, const IndexTensor& index) const {
       std::copy(src, src + inner, out.data() + r * inner);
     }
   });
-  return autograd::record("index_select", out, {*this}, {},
+  return op.record(out, {*this}, {},
       [index, outer, n, m, inner, in_shape = shape()](const Tensor& g, const BackwardContext&) -> Grads {
         // Rows picked twice receive both gradients: a serial loop keeps the sum order fixed.
         Tensor dx = zeros(in_shape);
@@ -63,8 +63,8 @@ Tensor Tensor::index_select(int64_t dim, const IndexTensor& index) const {
 }
 
 Tensor Tensor::gather(int64_t dim, const IndexTensor& index) const {
-  const autograd::OpScope scope("gather");
-  const int64_t d = normalize_dim(dim, this->dim(), "gather");
+  const autograd::Op op("gather");
+  const int64_t d = normalize_dim(dim, this->dim(), op.name());
   if (index.dim() != this->dim())
     throw ShapeError("gather: index of shape " + shape_str(index.shape()) +
                      " must have as many dims as the input's shape " + shape_str(shape()));
@@ -72,7 +72,7 @@ Tensor Tensor::gather(int64_t dim, const IndexTensor& index) const {
     if (k != d && index.shape()[k] > shape()[k])
       throw ShapeError("gather: index of shape " + shape_str(index.shape()) + " is larger than the input's shape " +
                        shape_str(shape()) + " at dim " + std::to_string(k));
-  check_range(index, shape()[d], "gather", d);
+  check_range(index, shape()[d], op.name(), d);
   // For each element of index (multi-index i), the source is x at i with dim d replaced by index[i].
   const Tensor x = detach().contiguous();
   const Shape xs = x.strides();
@@ -90,7 +90,7 @@ Tensor Tensor::gather(int64_t dim, const IndexTensor& index) const {
   }
   Tensor out = Tensor::empty(is);
   for (int64_t flat = 0; flat < count; ++flat) out.data()[flat] = x.data()[src_offset[flat]];
-  return autograd::record("gather", out, {*this}, {},
+  return op.record(out, {*this}, {},
       [src_offset, in_shape = shape()](const Tensor& g, const BackwardContext&) -> Grads {
         Tensor dx = zeros(in_shape);
         const Tensor gc = g.contiguous();
@@ -100,11 +100,11 @@ Tensor Tensor::gather(int64_t dim, const IndexTensor& index) const {
 }
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
-  const autograd::OpScope scope("cat");
+  const autograd::Op op("cat");
   if (tensors.empty()) throw ValueError("cat: expected a non-empty list of tensors");
   const Tensor& first = tensors[0];
   if (first.dim() == 0) throw ShapeError("cat: zero-dimensional tensors cannot be concatenated");
-  const int64_t d = normalize_dim(dim, first.dim(), "cat");
+  const int64_t d = normalize_dim(dim, first.dim(), op.name());
   Shape out_shape = first.shape();
   out_shape[d] = 0;
   std::vector<int64_t> sizes;
@@ -126,7 +126,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     kernels::copy_strided(t.shape(), t.data(), t.strides(), out.data() + start * out.strides()[d], out.strides());
     start += t.shape()[d];
   }
-  return autograd::record("cat", out, tensors, {},
+  return op.record(out, tensors, {},
       [sizes, d](const Tensor& g, const BackwardContext& ctx) -> Grads {
         Grads grads;
         int64_t begin = 0;

@@ -1,15 +1,16 @@
-// Layer normalization over the last dim, fused: one kernel for the forward and one for the
-// backward (tensor/kernels/layernorm.h has the formulas) instead of the composed
-// mean, sub, mul, mean, add, rsqrt, mul, mul, add and their nine backward steps, each of which
-// reads and writes the whole (..., D) tensor. Measured with `QKV_NUM_THREADS=1 bench_layer_norm`
-// on (1120, 256), forward and backward: composed 1.56 ms, fused 0.42 ms.
+// layer_norm (autograd/ops/layer_norm.h) and layer_norm_reference, its composed reference. The
+// fused op runs one kernel forward and one backward (tensor/kernels/layernorm.h has the formulas)
+// where the reference runs nine ops with a backward each, every one a pass over the whole (..., D)
+// tensor; docs/PERFORMANCE.md gives what that buys.
+#include "autograd/ops/layer_norm.h"
+
 #include <cmath>
 #include <string>
 
 #include "autograd/function.h"
-#include "autograd/observer.h"
 #include "tensor/error.h"
 #include "tensor/kernels/layernorm.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv {
 namespace {
@@ -28,15 +29,25 @@ const float* data_or_null(const Tensor& t) { return t.defined() ? t.data() : nul
 
 }  // namespace
 
+Tensor layer_norm_reference(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
+  const Tensor centered = x - x.mean({-1}, true);
+  const Tensor var = (centered * centered).mean({-1}, true);  // biased: ÷ D
+  Tensor y = centered * (var + eps).rsqrt();
+  if (weight.defined()) y = y * weight;
+  if (bias.defined()) y = y + bias;
+  return y;
+}
+
 // x (..., D) → y (..., D), normalized over D; weight and bias (D) or undefined.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
-  const autograd::OpScope scope("layer_norm");
   if (x.dim() == 0 || x.size(-1) == 0)
     throw ShapeError("layer_norm: input of shape " + shape_str(x.shape()) +
                      " has no last dim to normalize over");
   if (!(eps >= 0.0f)) throw ValueError("layer_norm: eps must be >= 0, got " + std::to_string(eps));
   check_affine(weight, "weight", x);
   check_affine(bias, "bias", x);
+  if (reference_mode()) return layer_norm_reference(x, weight, bias, eps);
+  const autograd::Op op("layer_norm");
   const int64_t D = x.size(-1), N = x.numel() / D;
   const Tensor xc = x.detach().contiguous();
   const Tensor w = weight.defined() ? weight.detach().contiguous() : Tensor();
@@ -45,7 +56,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
   Tensor mean = Tensor::empty({N}), rstd = Tensor::empty({N});
   kernels::layernorm_forward(N, D, xc.data(), data_or_null(w), data_or_null(b), eps, y.data(),
                              mean.data(), rstd.data());
-  return autograd::record("layer_norm", y, {x, weight, bias}, {xc, w, mean, rstd},
+  return op.record(y, {x, weight, bias}, {xc, w, mean, rstd},
       [N, D](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &xs = ctx.saved[0], &ws = ctx.saved[1], &m = ctx.saved[2], &s = ctx.saved[3];
         const Tensor gc = g.contiguous();

@@ -1,15 +1,16 @@
-// linear_with_bias: y = x·Wᵀ + b as one op (torch.nn.functional.linear). Composed,
-// x.matmul(w.t()) + b runs the product and then a pass over all of y for the bias (y does not fit
-// in the caches: 4096×1024 outputs took 1.7 ms more after a 23 ms product); here the GEMM adds the
-// bias to each output tile while it is in L1 (kernels::gemm_bias). Backward is the composed one's,
-// the same products and the same sum, so values and gradients are those of the composed version
-// to the bit.
+// linear_with_bias: y = x·Wᵀ + b as one op (autograd/ops/linear.h), and linear_with_bias_reference,
+// its composed reference. Composed, the product is followed by a pass over all of y for the bias, y
+// too large for the caches; here the GEMM adds the bias to each output tile while it is in L1
+// (kernels::gemm_bias). Backward is the composed one's, the same products and the same sum, so
+// values and gradients are the reference's to the bit.
+#include "autograd/ops/linear.h"
+
 #include <string>
 
 #include "autograd/function.h"
-#include "autograd/observer.h"
 #include "tensor/error.h"
 #include "tensor/kernels/gemm.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv {
 namespace {
@@ -28,9 +29,14 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 }  // namespace
 
+Tensor linear_with_bias_reference(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return x.matmul(weight.t()) + bias;
+}
+
 Tensor linear_with_bias(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  const autograd::OpScope scope("linear");
   check_linear(x, weight, bias);
+  if (reference_mode()) return linear_with_bias_reference(x, weight, bias);
+  const autograd::Op op("linear");
   const int64_t in = weight.size(1), out = weight.size(0);
   int64_t rows = 1;  // x's positions (not numel / in: in may be 0)
   for (int64_t i = 0; i + 1 < x.dim(); ++i) rows *= x.size(i);
@@ -41,7 +47,7 @@ Tensor linear_with_bias(const Tensor& x, const Tensor& weight, const Tensor& bia
   // (rows, in)·(in, out): W (out, in) read transposed through the GEMM's packing, as matmul reads w.t()
   kernels::gemm_bias(false, true, rows, out, in, xc.data(), in, wc.data(), in, bc.data(), y.data(), out);
   autograd::add_flops(2 * rows * out * in);
-  return autograd::record("linear", y, {x, weight, bias}, {x, weight},
+  return op.record(y, {x, weight, bias}, {x, weight},
                           [](const Tensor& g, const BackwardContext& ctx) -> Grads {
                             const Tensor &x = ctx.saved[0], &w = ctx.saved[1];
                             const int64_t in = w.size(1), out = w.size(0);

@@ -109,7 +109,7 @@ Tensor matmul_forward(const Tensor& a_in, const Tensor& b_in) {
 }  // namespace
 
 Tensor Tensor::matmul(const Tensor& other) const {
-  const autograd::OpScope scope("matmul");
+  const autograd::Op op("matmul");
   const Tensor& a = *this;
   const Tensor& b = other;
   if (a.dim() == 0 || b.dim() == 0)
@@ -123,8 +123,7 @@ Tensor Tensor::matmul(const Tensor& other) const {
   if (b.dim() == 1) return a.matmul(b.unsqueeze(1)).squeeze(-1);
 
   Tensor out = matmul_forward(a, b);
-  return autograd::record(
-      "matmul", out, {a, b}, {a, b}, [](const Tensor& g, const BackwardContext& ctx) -> Grads {
+  return op.record(out, {a, b}, {a, b}, [](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &x = ctx.saved[0], &w = ctx.saved[1];
         Tensor gx, gw;
         // C = A·B:  dA = dC·Bᵀ,  dB = Aᵀ·dC  (summed over broadcast batch dims)

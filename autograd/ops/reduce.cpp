@@ -1,15 +1,19 @@
 // Reductions. A reduction over several dims is done one run of adjacent dims at a time with the
 // (outer, n, inner) kernels of tensor/kernels/reduce.h; its backward broadcasts the gradient back.
+// And masked_max (autograd/ops/reduce.h), with masked_max_reference, its composed reference.
+#include "autograd/ops/reduce.h"
+
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "autograd/function.h"
-#include "autograd/observer.h"
-#include "tensor/error.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops/map.h"
+#include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/kernels/reduce.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv {
 namespace {
@@ -75,13 +79,13 @@ Tensor sum_keepdim(const Tensor& x, const std::vector<int64_t>& dims) {
 }  // namespace
 
 Tensor Tensor::sum(std::vector<int64_t> dims, bool keepdim) const {
-  const autograd::OpScope scope("sum");
-  const std::vector<int64_t> rd = reduced_dims(dims, dim(), "sum");
+  const autograd::Op op("sum");
+  const std::vector<int64_t> rd = reduced_dims(dims, dim(), op.name());
   const Tensor reduced = sum_keepdim(*this, rd);
   const Shape out_shape = reduced_shape(shape(), rd, keepdim);
   Tensor out = Tensor::view_of(reduced.storage(), out_shape, contiguous_strides(out_shape), reduced.offset());
   const Shape in_shape = shape(), keep_shape = reduced_shape(shape(), rd, true);
-  return autograd::record("sum", out, {*this}, {},
+  return op.record(out, {*this}, {},
       [in_shape, keep_shape](const Tensor& g, const BackwardContext&) -> Grads {
         return {g.reshape(keep_shape).expand(in_shape)};
       });
@@ -104,8 +108,8 @@ Tensor Tensor::var(std::vector<int64_t> dims, int64_t correction, bool keepdim) 
 }
 
 Tensor Tensor::norm(float p, std::vector<int64_t> dims, bool keepdim) const {
-  const autograd::OpScope scope("norm");
-  const std::vector<int64_t> rd = reduced_dims(dims, dim(), "norm");
+  const autograd::Op op("norm");
+  const std::vector<int64_t> rd = reduced_dims(dims, dim(), op.name());
   if (std::isinf(p) && p > 0) {
     // max |x|. Where several elements tie for the maximum, PyTorch splits the gradient evenly
     // among them; so the result is composed as the mean of |x| over the tied elements (a 0/1
@@ -129,9 +133,9 @@ Tensor Tensor::norm(float p, std::vector<int64_t> dims, bool keepdim) const {
   }
   const Shape out_shape = reduced_shape(shape(), rd, keepdim);
   Tensor out = Tensor::view_of(y.storage(), out_shape, contiguous_strides(out_shape), y.offset());
-  return autograd::record("norm", out, {*this}, {*this, y},
-      [p, keep_shape = y.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
-        return {ops::map3(g.reshape(keep_shape), ctx.saved[0], ctx.saved[1], "norm",
+  return op.record(out, {*this}, {*this, y},
+      [p, keep_shape = y.shape(), name = op.name()](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        return {ops::map3(g.reshape(keep_shape), ctx.saved[0], ctx.saved[1], name,
                           [p](float gv, float x, float n) {
                             if (n == 0.0f || x == 0.0f) return 0.0f;
                             const float sign = x > 0 ? 1.0f : -1.0f;
@@ -156,12 +160,12 @@ Tensor gradient_of_picked(const Tensor& g, const IndexTensor& index, int64_t out
   return dx;
 }
 
-std::pair<Tensor, IndexTensor> extremum_dim(const char* op, const Tensor& x, int64_t dim, bool keepdim,
+std::pair<Tensor, IndexTensor> extremum_dim(const char* name, const Tensor& x, int64_t dim, bool keepdim,
                                             bool is_max) {
-  const autograd::OpScope scope(op);
-  const int64_t d = normalize_dim(dim, x.dim(), op);
+  const autograd::Op op(name);
+  const int64_t d = normalize_dim(dim, x.dim(), name);
   if (x.shape()[d] == 0)
-    throw ShapeError(std::string(op) + ": cannot reduce over dim " + std::to_string(dim) +
+    throw ShapeError(std::string(name) + ": cannot reduce over dim " + std::to_string(dim) +
                      " of size 0 in shape " + shape_str(x.shape()));
   const Tensor in = x.detach().contiguous();
   int64_t outer, n, inner;
@@ -170,7 +174,7 @@ std::pair<Tensor, IndexTensor> extremum_dim(const char* op, const Tensor& x, int
   Tensor values = Tensor::empty(out_shape);
   IndexTensor index = IndexTensor::full(out_shape, 0);
   kernels::max_dim(outer, n, inner, in.data(), values.data(), index.data(), is_max);
-  values = autograd::record(op, values, {x}, {},
+  values = op.record(values, {x}, {},
       [index, outer, n, inner, in_shape = x.shape()](const Tensor& g, const BackwardContext&) -> Grads {
         return {gradient_of_picked(g, index, outer, n, inner, in_shape)};
       });
@@ -179,16 +183,16 @@ std::pair<Tensor, IndexTensor> extremum_dim(const char* op, const Tensor& x, int
 
 // The largest (smallest) element. Where several tie, the gradient is split evenly among them, as
 // PyTorch's full reductions torch.max() and torch.amax() do: dx = g·[x == m] / #{x == m}.
-Tensor extremum_all(const char* op, const Tensor& x, bool is_max) {
-  const autograd::OpScope scope(op);
-  if (x.numel() == 0) throw ShapeError(std::string(op) + ": the tensor is empty");
+Tensor extremum_all(const char* name, const Tensor& x, bool is_max) {
+  const autograd::Op op(name);
+  if (x.numel() == 0) throw ShapeError(std::string(name) + ": the tensor is empty");
   Tensor m;
   {
     NoGradGuard no_grad;
     const Tensor flat = x.reshape({-1});
     m = is_max ? flat.max(0).first : flat.min(0).first;
   }
-  return autograd::record(op, m, {x}, {x, m},
+  return op.record(m, {x}, {x, m},
       [](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor ties = ctx.saved[0].eq(ctx.saved[1]);
         return {ties * (g / ties.sum())};
@@ -214,10 +218,15 @@ IndexTensor Tensor::argmin(int64_t dim, bool keepdim) const {
   return min(dim, keepdim).second;
 }
 
+Tensor masked_max_reference(const Tensor& x, const IndexTensor& valid_lens) {
+  // (N, L, 1): 1 at the positions t < valid_lens[n]
+  const Tensor valid = arange(static_cast<float>(x.size(1))).lt(to_float(valid_lens).unsqueeze(-1)).unsqueeze(-1);
+  return where(valid, x, scalar_tensor(-std::numeric_limits<float>::infinity())).max(1).first;
+}
+
 // x (N, L, F), valid_lens (N) in [1, L] → (N, F): the max over each sequence's first valid_lens
 // positions. As with max(dim), the gradient goes to the position that was picked (the first, on ties).
 Tensor masked_max(const Tensor& x, const IndexTensor& valid_lens) {
-  const autograd::OpScope scope("masked_max");
   if (x.dim() != 3)
     throw ShapeError("masked_max: input must be 3-d (N, L, F), got shape " + shape_str(x.shape()));
   const int64_t N = x.size(0), L = x.size(1), F = x.size(2);
@@ -229,12 +238,14 @@ Tensor masked_max(const Tensor& x, const IndexTensor& valid_lens) {
       throw ValueError("masked_max: valid_lens[" + std::to_string(n) + "] is " +
                        std::to_string(valid_lens[n]) + ", expected a length in [1, " + std::to_string(L) +
                        "] (the max over no position is undefined)");
+  if (reference_mode()) return masked_max_reference(x, valid_lens);
+  const autograd::Op op("masked_max");
   const Tensor in = x.detach().contiguous();
   Tensor out = Tensor::empty({N, F});
   IndexTensor index = IndexTensor::full({N, F}, 0);
   kernels::masked_max(N, L, F, valid_lens.data(), in.data(), out.data(), index.data());
   // As in max(dim): out[n, f] = x[n, index[n, f], f], so the gradient goes to the picked position.
-  return autograd::record("masked_max", out, {x}, {},
+  return op.record(out, {x}, {},
       [index, N, L, F](const Tensor& g, const BackwardContext&) -> Grads {
         return {gradient_of_picked(g, index, N, L, F, {N, L, F})};
       });

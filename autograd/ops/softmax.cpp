@@ -1,21 +1,24 @@
 // Softmax and log-softmax along a dim, fused: one kernel for the forward and one for the backward
 // instead of the five ops of exp(x - max) / sum(exp(x - max)).
 //
-// masked_softmax, fused in the same way: the valid-lengths softmax of every attention layer
-// (d2l 11.3.2.1). d2l composes it of a comparison building the (B·Q, K) mask, masked_fill(-1e6)
-// and softmax, each a pass over the scores with a backward pass of its own; here the lengths bound
-// the kernel's loops, nothing else is materialized, and the exp is vectorized (vexp). Measured with
-// `QKV_NUM_THREADS=1 bench_masked_softmax`, forward and backward of one layer's scores (B·H, T, T)
-// of the tagger's configs: tiny (128, 32, 32) composed 1.41 ms, fused 0.35 ms; base
-// (256, 128, 128) composed 46 ms, fused 8.4 ms.
+// masked_softmax (autograd/ops/softmax.h), fused in the same way, and masked_softmax_reference, its
+// composed reference: the valid-lengths softmax of every attention layer (d2l 11.3.2.1). d2l
+// composes it of a comparison building the (B·Q, K) mask, masked_fill(-1e6) and softmax, each a
+// pass over the scores with a backward pass of its own; here the lengths bound the kernel's loops,
+// nothing else is materialized, and the exp is vectorized (vexp). docs/PERFORMANCE.md gives what
+// that buys at the tagger's sizes.
+#include "autograd/ops/softmax.h"
+
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "autograd/function.h"
-#include "autograd/observer.h"
 #include "autograd/ops/row_lengths.h"
 #include "tensor/error.h"
+#include "tensor/factories.h"
 #include "tensor/kernels/softmax.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv {
 namespace {
@@ -30,15 +33,15 @@ void split_at(const Shape& shape, int64_t d, int64_t& outer, int64_t& n, int64_t
   for (int64_t k = d + 1; k < static_cast<int64_t>(shape.size()); ++k) inner *= shape[k];
 }
 
-Tensor softmax_op(const char* op, const Tensor& x, int64_t dim, bool log) {
-  const autograd::OpScope scope(op);
-  const int64_t d = normalize_dim(dim, x.dim(), op);
+Tensor softmax_op(const char* name, const Tensor& x, int64_t dim, bool log) {
+  const autograd::Op op(name);
+  const int64_t d = normalize_dim(dim, x.dim(), name);
   int64_t outer, n, inner;
   split_at(x.shape(), d, outer, n, inner);
   const Tensor in = x.detach().contiguous();
   Tensor out = Tensor::empty(x.shape());
   kernels::softmax_forward(outer, n, inner, in.data(), out.data(), log);
-  return autograd::record(op, out, {x}, {out},
+  return op.record(out, {x}, {out},
       [outer, n, inner, log](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor gc = g.contiguous();
         Tensor dx = Tensor::empty(g.shape());
@@ -76,16 +79,29 @@ IndexTensor score_row_lengths(const char* op, const Shape& scores, const IndexTe
   return IndexTensor(std::move(lens));
 }
 
+Tensor masked_softmax_reference(const Tensor& x, const IndexTensor& valid_lens) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor visible = x.ne(-inf);
+  if (valid_lens.defined()) {
+    // (rows, K): 1 at the keys k < the row's valid length; rows as score_row_lengths lays them out
+    const Tensor lens = to_float(score_row_lengths("masked_softmax", x.shape(), valid_lens));
+    visible = visible * arange(static_cast<float>(x.size(-1))).lt(lens.unsqueeze(-1)).reshape(x.shape());
+  }
+  const Tensor weights = where(visible, x, scalar_tensor(std::numeric_limits<float>::lowest())).softmax(-1);
+  return weights * visible;
+}
+
 // x (B, [H,] Q, K) → weights of the same shape; rows past their valid length are zero.
 Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens) {
-  const autograd::OpScope scope("masked_softmax");
   if (x.dim() == 0) throw ShapeError("masked_softmax: X must have at least one dim, got a scalar");
+  if (reference_mode()) return masked_softmax_reference(x, valid_lens);
+  const autograd::Op op("masked_softmax");
   const int64_t n = x.size(-1), rows = n > 0 ? x.numel() / n : 0;
-  const IndexTensor lens = valid_lens.defined() ? score_row_lengths("masked_softmax", x.shape(), valid_lens) : IndexTensor();
+  const IndexTensor lens = valid_lens.defined() ? score_row_lengths(op.name(), x.shape(), valid_lens) : IndexTensor();
   const Tensor in = x.detach().contiguous();
   Tensor out = Tensor::empty(x.shape());
   kernels::masked_softmax_forward(rows, n, in.data(), lens.defined() ? lens.data() : nullptr, out.data());
-  return autograd::record("masked_softmax", out, {x}, {out},
+  return op.record(out, {x}, {out},
       [rows, n](const Tensor& g, const BackwardContext& ctx) -> Grads {
         // y is 0 at every hidden position, so the softmax backward gives those a zero gradient.
         const Tensor gc = g.contiguous();

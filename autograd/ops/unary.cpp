@@ -21,14 +21,14 @@ using ops::map2;
 // `from_output`) by `derivative`. dx has g's shape: when g is scratch (BackwardContext), dx is
 // written over it, and a backward pass through a (rows, hidden) activation takes no new buffer.
 template <class F, class D>
-Tensor pointwise(const char* op, const Tensor& x, F f, D derivative, bool from_output = false) {
-  const autograd::OpScope scope(op);
+Tensor pointwise(const char* name, const Tensor& x, F f, D derivative, bool from_output = false) {
+  const autograd::Op op(name);
   Tensor out = map1(x, f);
   const Tensor& saved = from_output ? out : x;
-  return autograd::record(op, out, {x}, {saved},
-                          [derivative, op](const Tensor& g, const BackwardContext& ctx) -> Grads {
+  return op.record(out, {x}, {saved},
+                          [derivative, name](const Tensor& g, const BackwardContext& ctx) -> Grads {
                             const auto chain = [derivative](float gv, float v) { return gv * derivative(v); };
-                            if (!ctx.grad_is_scratch) return {map2(g, ctx.saved[0], op, chain)};
+                            if (!ctx.grad_is_scratch) return {map2(g, ctx.saved[0], name, chain)};
                             Tensor dx = g;
                             ops::map2_into(dx, g, ctx.saved[0], chain);
                             return {dx};
@@ -36,10 +36,10 @@ Tensor pointwise(const char* op, const Tensor& x, F f, D derivative, bool from_o
 }
 
 // y = scale·x + shift, whose gradient is g · scale.
-Tensor affine(const char* op, const Tensor& x, float scale, float shift) {
-  const autograd::OpScope scope(op);
+Tensor affine(const char* name, const Tensor& x, float scale, float shift) {
+  const autograd::Op op(name);
   Tensor out = map1(x, [scale, shift](float v) { return scale * v + shift; });
-  return autograd::record(op, out, {x}, {},
+  return op.record(out, {x}, {},
       [scale](const Tensor& g, const BackwardContext&) -> Grads {
         return {scale == 1.0f ? g : map1(g, [scale](float gv) { return gv * scale; })};
       });
@@ -56,10 +56,10 @@ Tensor Tensor::add(float s) const { return affine("add_scalar", *this, 1.0f, s);
 Tensor Tensor::sub(float s) const { return affine("add_scalar", *this, 1.0f, -s); }
 Tensor Tensor::mul(float s) const { return affine("mul_scalar", *this, s, 0.0f); }
 Tensor Tensor::div(float s) const {
-  const autograd::OpScope scope("div_scalar");
+  const autograd::Op op("div_scalar");
   // A true division (not multiplication by 1/s), so x / 3 gives the same bits as in PyTorch.
   Tensor out = map1(*this, [s](float v) { return v / s; });
-  return autograd::record("div_scalar", out, {*this}, {},
+  return op.record(out, {*this}, {},
       [s](const Tensor& g, const BackwardContext&) -> Grads {
         return {map1(g, [s](float gv) { return gv / s; })};
       });

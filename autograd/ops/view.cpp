@@ -25,10 +25,10 @@ Tensor alias(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
 // A view that keeps the elements in the same row-major order (view, reshape, squeeze, unsqueeze):
 // its gradient is the output gradient reshaped back.
 Tensor same_order_view(const Tensor& x, Shape shape, Shape strides) {
-  const autograd::OpScope scope("view");
+  const autograd::Op op("view");
   Tensor out = alias(x, std::move(shape), std::move(strides), x.offset());
   const Shape in_shape = x.shape();
-  return autograd::record("view", out, {x}, {},
+  return op.record(out, {x}, {},
                           [in_shape](const Tensor& g, const BackwardContext&) -> Grads {
                             return {g.reshape(in_shape)};
                           });
@@ -130,21 +130,21 @@ Tensor Tensor::squeeze() const {
 }
 
 Tensor Tensor::permute(std::vector<int64_t> dims) const {
-  const autograd::OpScope scope("permute");
+  const autograd::Op op("permute");
   if (static_cast<int64_t>(dims.size()) != dim())
     throw ShapeError("permute: got " + std::to_string(dims.size()) + " dims for a tensor of shape " +
                      shape_str(shape()));
   std::vector<int64_t> inverse(dims.size(), -1);
   Shape shape(dims.size()), strides(dims.size());
   for (size_t k = 0; k < dims.size(); ++k) {
-    const int64_t d = normalize_dim(dims[k], dim(), "permute");
+    const int64_t d = normalize_dim(dims[k], dim(), op.name());
     if (inverse[d] != -1) throw ShapeError("permute: dim " + std::to_string(d) + " repeated");
     inverse[d] = static_cast<int64_t>(k);
     shape[k] = this->shape()[d];
     strides[k] = this->strides()[d];
   }
   Tensor out = alias(*this, std::move(shape), std::move(strides), offset());
-  return autograd::record("permute", out, {*this}, {},
+  return op.record(out, {*this}, {},
                           [inverse](const Tensor& g, const BackwardContext&) -> Grads {
                             return {g.permute(inverse)};
                           });
@@ -163,8 +163,8 @@ Tensor Tensor::t() const {
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
-  const autograd::OpScope scope("slice");
-  const int64_t pos = normalize_dim(d, dim(), "slice");
+  const autograd::Op op("slice");
+  const int64_t pos = normalize_dim(d, dim(), op.name());
   if (step <= 0) throw ValueError("slice: step must be positive, got " + std::to_string(step));
   // Python slicing: negative bounds count from the end, and bounds are clamped to [0, size].
   const int64_t n = shape()[pos];
@@ -177,7 +177,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   strides[pos] *= step;
   Tensor out = alias(*this, std::move(shape), std::move(strides), offset() + start * this->strides()[pos]);
   const Shape in_shape = this->shape();
-  return autograd::record("slice", out, {*this}, {},
+  return op.record(out, {*this}, {},
                           [in_shape, pos, start, end, step](const Tensor& g, const BackwardContext&) -> Grads {
                             return {scatter_into_zeros(in_shape, g, [&](const Tensor& z) {
                               return z.slice(pos, start, end, step);
@@ -195,8 +195,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
-  const autograd::OpScope scope("select");
-  const int64_t pos = normalize_dim(d, dim(), "select");
+  const autograd::Op op("select");
+  const int64_t pos = normalize_dim(d, dim(), op.name());
   const int64_t n = shape()[pos];
   if (index < -n || index >= n)
     throw IndexError("select: index " + std::to_string(index) + " is out of range for dim " +
@@ -207,7 +207,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   strides.erase(strides.begin() + pos);
   Tensor out = alias(*this, std::move(shape), std::move(strides), offset() + index * this->strides()[pos]);
   const Shape in_shape = this->shape();
-  return autograd::record("select", out, {*this}, {},
+  return op.record(out, {*this}, {},
                           [in_shape, pos, index](const Tensor& g, const BackwardContext&) -> Grads {
                             return {scatter_into_zeros(in_shape, g, [&](const Tensor& z) {
                               return z.select(pos, index);
@@ -216,7 +216,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 }
 
 Tensor Tensor::expand(Shape shape) const {
-  const autograd::OpScope scope("expand");
+  const autograd::Op op("expand");
   if (static_cast<int64_t>(shape.size()) < dim())
     throw ShapeError("expand: cannot expand shape " + shape_str(this->shape()) + " to " +
                      shape_str(shape) + ": fewer dims");
@@ -243,7 +243,7 @@ Tensor Tensor::expand(Shape shape) const {
   }
   Tensor out = alias(*this, shape, std::move(strides), offset());
   const Shape in_shape = this->shape();
-  return autograd::record("expand", out, {*this}, {},
+  return op.record(out, {*this}, {},
                           [in_shape](const Tensor& g, const BackwardContext&) -> Grads {
                             return {g.sum_to(in_shape)};
                           });
@@ -253,18 +253,18 @@ Tensor Tensor::expand_as(const Tensor& other) const { return expand(other.shape(
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
-  const autograd::OpScope scope("contiguous");
+  const autograd::Op op("contiguous");
   Tensor out = Tensor::empty(shape());
   kernels::copy_strided(shape(), data(), strides(), out.data(), out.strides());
-  return autograd::record("contiguous", out, {*this}, {},
+  return op.record(out, {*this}, {},
                           [](const Tensor& g, const BackwardContext&) -> Grads { return {g}; });
 }
 
 Tensor Tensor::clone() const {
-  const autograd::OpScope scope("clone");
+  const autograd::Op op("clone");
   Tensor out = Tensor::empty(shape());
   kernels::copy_strided(shape(), data(), strides(), out.data(), out.strides());
-  return autograd::record("clone", out, {*this}, {},
+  return op.record(out, {*this}, {},
                           [](const Tensor& g, const BackwardContext&) -> Grads { return {g}; });
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "autograd/ops/band.h"
 #include "nn/functional/basic.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"

@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "autograd/ops/dropout.h"
+#include "autograd/ops/layer_norm.h"
+#include "autograd/ops/linear.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "autograd/ops/unfold.h"
 #include "nn/functional/basic.h"
 #include "tensor/error.h"
 

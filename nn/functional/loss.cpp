@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/ops/cross_entropy.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 

@@ -1,4 +1,5 @@
 #include "nn/functional/pooling.h"
+#include "autograd/ops/reduce.h"
 
 namespace qkv::nn::functional {
 

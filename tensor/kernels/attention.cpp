@@ -83,26 +83,87 @@ void zero_rows(float* head, int64_t from, int64_t to, int64_t d, int64_t row) {
   for (int64_t t = from; t < to; ++t) std::fill(head + t * row, head + t * row + d, 0.0f);
 }
 
+// Cuts one thread's scratch into consecutive buffers: take(n) is the next n floats, or null when
+// n is 0. On a null base it hands out nulls and only counts: used() is then the scratch's size.
+class Cutter {
+ public:
+  explicit Cutter(float* base) : base_(base) {}
+  float* take(int64_t n) {
+    float* p = base_ && n > 0 ? base_ + used_ : nullptr;
+    used_ += n;
+    return p;
+  }
+  int64_t used() const { return used_; }
+
+ private:
+  float* base_;
+  int64_t used_ = 0;
+};
+
+// A forward block's buffers in its thread's scratch at `base`, (Tq, Tk) floats each, or null when
+// the call needs none; `floats` is their total (forward_scratch(nullptr, ...) only counts).
+struct ForwardScratch {
+  float* scores;   // S, then the dropped-out weights P' = P ∘ keep
+  float* keep;     // the block's dropout multipliers; without dropout, none
+  float* weights;  // P, when the caller keeps no weights to write it to
+  int64_t floats;
+};
+
+ForwardScratch forward_scratch(float* base, const AttentionSizes& n, bool dropout, bool caller_weights) {
+  const int64_t TT = n.Tq * n.Tk;
+  Cutter cut(base);
+  ForwardScratch s{};
+  s.scores = cut.take(TT);
+  s.keep = cut.take(dropout ? TT : 0);
+  s.weights = cut.take(caller_weights ? 0 : TT);
+  s.floats = cut.used();
+  return s;
+}
+
+// A backward block's buffers, (Tq, Tk) floats each unless said, or null when the call needs none.
+struct BackwardScratch {
+  float* dp;       // dP' = dO·Vᵀ, then dP = dP' ∘ keep
+  float* dropped;  // P' = P ∘ keep; first S, while P is recomputed
+  float* ds;       // dS, unless it goes to the caller's gradient of the scores
+  float* keep;     // the block's dropout multipliers
+  float* weights;  // P, recomputed, when the forward kept none
+  float* dq;       // (Tq, d): dQ while Q is still read (gradients written over the inputs)
+  int64_t floats;
+};
+
+BackwardScratch backward_scratch(float* base, const AttentionSizes& n, bool dropout, bool weights_given,
+                                 const AttentionGrads& grads) {
+  const int64_t TT = n.Tq * n.Tk;
+  Cutter cut(base);
+  BackwardScratch s{};
+  s.dp = cut.take(TT);
+  s.dropped = cut.take(TT);
+  s.ds = cut.take(TT);  // taken even when dscores is given, so that the others keep their places
+  s.keep = cut.take(dropout ? TT : 0);
+  s.weights = cut.take(weights_given ? 0 : TT);
+  s.dq = cut.take(grads.over_inputs ? n.Tq * n.d : 0);
+  s.floats = cut.used();
+  return s;
+}
+
 }  // namespace
 
 void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
                        ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* weights,
                        float* out) {
   const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
-  // Scratch: the block's scores S, then its dropped-out weights P'; its dropout multipliers; its
-  // weights P when they are not kept.
-  const int64_t keep_at = TT, p_at = keep ? 2 * TT : TT;
-  for_each_block(blocks, blocks * TT * (2 * n.d + 8), p_at + (weights ? 0 : TT), [&](int64_t block, float* s) {
+  const auto scratch = [&](float* base) { return forward_scratch(base, n, bool(keep), weights != nullptr); };
+  for_each_block(blocks, blocks * TT * (2 * n.d + 8), scratch(nullptr).floats, [&](int64_t block, float* base) {
+    const ForwardScratch s = scratch(base);
     const int64_t b = block / n.H, h = block % n.H;
-    float* p = weights ? weights + block * TT : s + p_at;
+    float* p = weights ? weights + block * TT : s.weights;
     const int64_t tv = visible_keys(n, lens, block);
-    block_weights(n, block, tv, q, k, lens, mask, bias, s, p);
+    block_weights(n, block, tv, q, k, lens, mask, bias, s.scores, p);
     const float* dropped = p;
     if (keep) {  // P' = P ∘ keep, the product the composed dropout forms
-      float* keep_bh = s + keep_at;
-      keep(block, keep_bh);
-      for (int64_t i = 0; i < TT; ++i) s[i] = p[i] * keep_bh[i];
-      dropped = s;
+      keep(block, s.keep);
+      for (int64_t i = 0; i < TT; ++i) s.scores[i] = p[i] * s.keep[i];
+      dropped = s.scores;
     }
     // O_bh = P' V_bh: (Tq, tv)·(tv, d), written into head h's columns of the merged (B, Tq, H·d).
     gemm(false, false, n.Tq, n.d, tv, 1.0f, dropped, n.Tk, head_of(v, b, h), v.row, 0.0f,
@@ -116,30 +177,28 @@ void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, Heads
   const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
   const int64_t G = grads.row ? grads.row : D;  // from one row of dq, dk, dv to the next
   const float inv_root_d = 1.0f / std::sqrt(static_cast<float>(n.d));
-  // Scratch: dP (first dP', then masked by keep), P' (or S while P is recomputed), dS unless it
-  // goes to grads.dscores, the dropout multipliers, P when the forward did not keep it, and dQ when
-  // it is written over Q (dK still reads Q).
-  const int64_t keep_at = 3 * TT, p_at = keep ? 4 * TT : 3 * TT;
-  const int64_t dq_at = p_at + (weights ? 0 : TT), dq_scratch = grads.over_inputs ? n.Tq * n.d : 0;
+  const auto scratch = [&](float* base) {
+    return backward_scratch(base, n, bool(keep), weights != nullptr, grads);
+  };
   for_each_block(
-      blocks, blocks * TT * ((weights ? 4 : 5) * n.d + 8), dq_at + dq_scratch, [&](int64_t block, float* scratch) {
+      blocks, blocks * TT * ((weights ? 4 : 5) * n.d + 8), scratch(nullptr).floats, [&](int64_t block, float* base) {
+        const BackwardScratch s = scratch(base);
         const int64_t b = block / n.H, h = block % n.H;
-        float *dp = scratch, *dropped = scratch + TT;
-        float* ds = grads.dscores ? grads.dscores + block * TT : scratch + 2 * TT;
+        float *dp = s.dp, *dropped = s.dropped;
+        float* ds = grads.dscores ? grads.dscores + block * TT : s.ds;
         const float* dout_bh = dout + b * n.Tq * D + h * n.d;
         // Keys past tv have weight 0 (visible_keys): their rows of dK and dV are 0, and so is dP there.
         const int64_t tv = visible_keys(n, lens, block);
-        const float* p = weights ? weights + block * TT : scratch + p_at;
+        const float* p = weights ? weights + block * TT : s.weights;
         // P again, as the forward made it, before anything is written over Q, K or V.
-        if (!weights) block_weights(n, block, tv, q, k, lens, mask, bias, dropped, scratch + p_at);
+        if (!weights) block_weights(n, block, tv, q, k, lens, mask, bias, dropped, s.weights);
         // in the forward pass this was: O = P' V, so dP' = dO Vᵀ: (Tq, d)·(d, tv)
         gemm(false, true, n.Tq, tv, n.d, 1.0f, dout_bh, D, head_of(v, b, h), v.row, 0.0f, dp, n.Tk);
         for (int64_t i = 0; i < n.Tq; ++i) std::fill(dp + i * n.Tk + tv, dp + (i + 1) * n.Tk, 0.0f);
         const float* p_dropped = p;
         if (keep) {  // P' = P ∘ keep, so dP = dP' ∘ keep
-          float* keep_bh = scratch + keep_at;
-          keep(block, keep_bh);
-          for (int64_t i = 0; i < TT; ++i) dropped[i] = p[i] * keep_bh[i], dp[i] *= keep_bh[i];
+          keep(block, s.keep);
+          for (int64_t i = 0; i < TT; ++i) dropped[i] = p[i] * s.keep[i], dp[i] *= s.keep[i];
           p_dropped = dropped;
         }
         // dV = P'ᵀ dO: (tv, Tq)·(Tq, d)
@@ -152,7 +211,7 @@ void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, Heads
         softmax_backward(n.Tq, n.Tk, 1, p, dp, ds, false);
         // S = Q Kᵀ / √d: dQ = dS K / √d, (Tq, tv)·(tv, d); dK = dSᵀ Q / √d, (tv, Tq)·(Tq, d)
         float* dq_bh = grads.dq ? grads.dq + b * n.Tq * G + h * n.d : nullptr;
-        float* dq_out = grads.over_inputs ? scratch + dq_at : dq_bh;  // Q is read by dK below
+        float* dq_out = grads.over_inputs ? s.dq : dq_bh;  // Q is read by dK below
         const int64_t dq_row = grads.over_inputs ? n.d : G;
         if (dq_bh)
           gemm(false, false, n.Tq, n.d, tv, inv_root_d, ds, n.Tk, head_of(k, b, h), k.row, 0.0f, dq_out,

@@ -32,6 +32,7 @@
 #include "tensor/kernels/gemm_microkernel.h"
 #include "tensor/kernels/parallel.h"
 #include "tensor/precision.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv::kernels {
 namespace {
@@ -205,11 +206,18 @@ void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, St
   }
 }
 
-// gemm, and gemm_bias when bias is set.
-void gemm_epilogue(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                   const float* bias) {
+// The whole product, for gemm and gemm_bias (bias set): the special cases, the precision, the
+// transposed form, the threads, then the blocked loops.
+void run_product(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                 const float* bias) {
   if (M <= 0 || N <= 0) return;
+  if (reference_mode()) {  // the plain path: gemm_blocked's loops under OpenMP, in float32
+    gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    for (int64_t i = 0; bias && i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) C[i * ldc + j] += bias[j];
+    return;
+  }
   if (K <= 0) {
     scale_c(M, N, beta, C, ldc);
     for (int64_t i = 0; bias && i < M; ++i)
@@ -247,12 +255,12 @@ void gemm_epilogue(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  gemm_epilogue(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
+  run_product(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
 }
 
 void gemm_bias(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc) {
-  gemm_epilogue(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias);
+  run_product(trans_a, trans_b, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias);
 }
 
 GemmConfig gemm_config() { return {Simd::name, MR, NR, MC, KC, NC}; }

@@ -17,20 +17,22 @@ namespace qkv::kernels {
 // blocks only, so the result is bitwise identical for any number of threads. Runs serially when
 // called from inside a parallel task. Under qkv::MatmulPrecision::medium (tensor/precision.h) it
 // and all the forms below but gemm_blocked and gemm_reference round the operands to bfloat16
-// and sum the products in float32 (gemm_bf16.cpp).
+// and sum the products in float32 (gemm_bf16.cpp). In the reference mode (tensor/reference_mode.h)
+// it and the forms below run gemm_blocked, in float32: the same result on a SIMD build.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // C = op(A)·op(B) + bias, bias (N) added to every row: a linear layer's x·Wᵀ + b. The bias is
 // added to each micro-tile right after its last k step, while the tile is in L1, instead of in a
-// pass over C of its own (4096×1024 outputs: 1.7 ms for a separate pass after a 23 ms product).
-// Same result as gemm followed by C[i][j] += bias[j], to the bit.
+// pass of its own over a C too large for the caches. Same result as gemm followed by
+// C[i][j] += bias[j], to the bit.
 void gemm_bias(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                const float* B, int64_t ldb, const float* bias, float* C, int64_t ldc);
 
-// The middle step, for reading: the fast kernel's blocked loops and packing on one thread, with a
-// scalar micro-kernel (gemm_blocked.cpp says what else differs). Same result as gemm, to the bit
-// on a SIMD build.
+// The middle step, for reading: the fast kernel's blocked loops and packing with a scalar
+// micro-kernel, its column slivers shared among threads by a plain OpenMP parallel for
+// (gemm_blocked.cpp says what else differs): the OpenMP-parallel blocked matmul that the reference
+// mode runs. Same result as gemm, to the bit on a SIMD build, for any number of threads.
 void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
@@ -64,13 +66,9 @@ struct GemmConfig {
 };
 GemmConfig gemm_config();
 
-// Whether this build has the bfloat16 kernel (a CPU with AVX512_BF16, built with -march=native).
-bool gemm_bf16_available();
-
 // Under MatmulPrecision::medium, products of fewer multiply-adds (M·N·K) than this stay in float32:
-// packing small blocks into bfloat16 pairs costs more than the faster instruction saves (a 64×45
-// attention score block over 16 dimensions: 1.6 µs in float32, 3.4 µs in bfloat16; 128×100×32:
-// 10.5 µs and 7.9 µs).
+// packing small blocks into bfloat16 pairs costs more than the faster instruction saves (an
+// attention score block over 16 dimensions is twice as slow in bfloat16; docs/PERFORMANCE.md).
 inline constexpr int64_t kMinBf16Product = int64_t{1} << 17;
 
 }  // namespace qkv::kernels

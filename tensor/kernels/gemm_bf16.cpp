@@ -23,16 +23,24 @@
 #include "tensor/kernels/gemm.h"
 #include "tensor/kernels/gemm_blocking.h"
 #include "tensor/kernels/parallel.h"
+#include "tensor/precision.h"
 
 #if defined(__AVX512BF16__)
 #include <immintrin.h>
 #endif
 
+// tensor/precision.h's question, answered where the kernel is (or is not) compiled.
+bool qkv::bf16_matmul_available() {
+#if defined(__AVX512BF16__)
+  return true;
+#else
+  return false;
+#endif
+}
+
 namespace qkv::kernels {
 
 #if !defined(__AVX512BF16__)
-
-bool gemm_bf16_available() { return false; }
 
 namespace gemm_detail {
 void gemm_bf16(int, int64_t, int64_t, int64_t, float, Strided, Strided, float, float*, int64_t, const float*) {
@@ -43,8 +51,6 @@ void gemm_bf16(int, int64_t, int64_t, int64_t, float, Strided, Strided, float, f
 }  // namespace gemm_detail
 
 #else
-
-bool gemm_bf16_available() { return true; }
 
 namespace gemm_detail {
 namespace {

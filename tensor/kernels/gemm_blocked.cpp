@@ -1,11 +1,14 @@
 // The middle step between the textbook triple loop (gemm_reference.cpp) and the fast GEMM
-// (gemm.cpp), kept for reading and for testing, not for speed. It is otherwise identical to
-// gemm(): the same loop nest of Goto & van de Geijn in the form of BLIS, the same block sizes
-// MC, KC, NC, the same micro-tile MR×NR and the same packed layout. What differs:
+// (gemm.cpp), kept for reading, for testing, and as the reference mode's matmul
+// (tensor/reference_mode.h). It is otherwise identical to gemm(): the same loop nest of Goto &
+// van de Geijn in the form of BLIS, the same block sizes MC, KC, NC, the same micro-tile MR×NR and
+// the same packed layout. What differs:
 //   - the micro-kernel is a scalar loop over an MR×NR array of accumulators, where gemm's keeps
 //     them in SIMD registers and broadcasts A against vectors of B (gemm_microkernel.h); GCC
 //     vectorizes the scalar loop over q on its own (docs/PERFORMANCE.md gives both speeds);
-//   - it runs on one thread (gemm hands out row blocks and column chunks of C as tasks);
+//   - its threads are OpenMP's: one `parallel for` with a static split over the B slivers of
+//     each packed block, each thread computing whole columns of the block (gemm hands out row
+//     blocks and column chunks of C as tasks to qkv's thread pool, tensor/kernels/parallel.h);
 //   - A is always packed, one float at a time (gemm reads narrow row-major blocks of A in place
 //     and packs a transposed operand in 8×8 SIMD transposes);
 //   - an edge tile is computed whole, and only its valid part written (gemm runs a smaller
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "tensor/kernels/gemm.h"
+#include "tensor/kernels/gemm_blocking.h"
 #include "tensor/kernels/gemm_microkernel.h"
 
 namespace qkv::kernels {
@@ -72,6 +76,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
     return;
   }
+  // Threads only for a product large enough to share (gemm's threshold), as gemm does.
+  const bool parallel = M * N * K >= gemm_detail::kMinParallelProduct;
   const auto padded = [](int64_t n, int64_t unit) { return (n + unit - 1) / unit * unit; };
   std::vector<float> a_packed(static_cast<size_t>(padded(std::min(M, MC), MR) * std::min(K, KC))),
       b_packed(static_cast<size_t>(padded(std::min(N, NC), NR) * std::min(K, KC)));
@@ -84,6 +90,9 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
       for (int64_t ic = 0; ic < M; ic += MC) {     // A block MC×KC: L2
         const int64_t m = std::min(MC, M - ic);
         pack(A + ic * ars + pc * acs, ars, acs, m, k, MR, a_packed.data());
+        // Each thread takes whole B slivers: every element of C is computed by one thread, in the
+        // same order whatever the thread count.
+#pragma omp parallel for schedule(static) if (parallel)
         for (int64_t jr = 0; jr < n; jr += NR)    // B sliver KC×NR: L1
           for (int64_t ir = 0; ir < m; ir += MR)  // A sliver MR×KC, streamed through
             scalar_micro_kernel(k, a_packed.data() + ir * k, b_packed.data() + jr * k, alpha, beta_k,

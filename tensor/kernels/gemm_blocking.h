@@ -94,7 +94,7 @@ inline TaskBounds task_bounds(TaskGrid grid, int64_t M, int64_t n, int64_t task)
 
 // C = alpha · op(A)·op(B) + beta · C, then + bias[j] on every row when bias is set, with the
 // operands rounded to bfloat16 and the products summed in float32 (gemm_bf16.cpp), on `threads`
-// threads. Only in a build where gemm_bf16_available() (gemm.h); elsewhere it aborts.
+// threads. Only in a build where bf16_matmul_available() (tensor/precision.h); elsewhere it aborts.
 void gemm_bf16(int threads, int64_t M, int64_t N, int64_t K, float alpha, Strided a, Strided b, float beta,
                float* C, int64_t ldc, const float* bias);
 

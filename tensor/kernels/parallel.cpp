@@ -15,6 +15,8 @@
 // fields are written, so a claim that succeeds always read the fields of its own job.
 #include "tensor/kernels/parallel.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -222,12 +224,17 @@ class Pool {
 
 }  // namespace
 
-bool in_parallel_task() { return t_in_task; }
+bool in_parallel_task() { return t_in_task || omp_in_parallel(); }
 
 PoolStats pool_stats() { return Pool::instance().stats(); }
 
 void run_tasks(int64_t tasks, int threads, TaskFn task, int64_t cost) {
-  const bool serial = threads <= 1 || tasks <= 1 || t_in_task || tasks >= kClosed;
+  const bool serial = threads <= 1 || tasks <= 1 || in_parallel_task() || tasks >= kClosed;
+  if (!serial && reference_mode()) {  // the plain way: OpenMP hands out the tasks, a static split
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t i = 0; i < tasks; ++i) task.fn(task.context, i, omp_get_thread_num());
+    return;
+  }
   if (serial || !Pool::instance().run(tasks, threads, task, cost))
     for (int64_t i = 0; i < tasks; ++i) task.fn(task.context, i, 0);
 }

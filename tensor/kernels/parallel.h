@@ -9,11 +9,16 @@
 // itself and waits only for tasks another thread has actually started; a thread that wakes late
 // finds nothing left to take and goes back to sleep. tensor/kernels/parallel.cpp has the details
 // (the hand-out, the bounded spin before sleeping) and docs/PERFORMANCE.md the measurements.
+//
+// The plain way stays beside it: in the reference mode (tensor/reference_mode.h) both calls below
+// are an OpenMP `parallel for` with a static split, the loop a reader expects, and give the same
+// results, since each task computes its outputs the same way on any thread.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
+#include "tensor/reference_mode.h"
 #include "tensor/threads.h"
 
 namespace qkv::kernels {
@@ -35,10 +40,11 @@ struct TaskFn {
 // which the pool learns whether threads pay (job_record.h) and runs it on the caller alone when
 // they do not. Runs the tasks in order on the calling thread alone when threads <= 1 or
 // tasks <= 1, or when called from inside a task (kernels nest: a task may call gemm, which then
-// runs on that thread). Tasks must not throw.
+// runs on that thread). Tasks must not throw. In the reference mode: an OpenMP parallel for over
+// the tasks, schedule(static).
 void run_tasks(int64_t tasks, int threads, TaskFn task, int64_t cost);
 
-// Whether the calling thread is running a task of run_tasks.
+// Whether the calling thread is running a task of run_tasks, or is inside an OpenMP parallel region.
 bool in_parallel_task();
 
 // How many jobs the pool has run with threads and on their callers alone, for benchmarks' reports.
@@ -67,6 +73,12 @@ void parallel_for(int64_t n, int64_t work, F&& fn) {
   const int threads = get_num_threads();
   if (n <= 1 || threads <= 1 || work < kMinParallelWork || in_parallel_task()) {
     if (n > 0) fn(int64_t{0}, n);
+    return;
+  }
+  if (reference_mode()) {  // the plain way: one range per thread, OpenMP's static split
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int t = 0; t < threads; ++t)
+      if (n * t / threads < n * (t + 1) / threads) fn(n * t / threads, n * (t + 1) / threads);
     return;
   }
   // Four ranges per thread, none under a quarter of kMinParallelWork of work.

@@ -1,6 +1,12 @@
 // Gradcheck entries for the fused ops behind layers of nn/ (see tests/gradcheck_registry.h):
 // layer_norm, gru_cell, gru_sequence, masked_softmax, dropout, unfold1d and masked_max (embedding is
 // reached by the Embedding entry of tests/nn/gradcheck_layers.cpp).
+#include "autograd/ops/dropout.h"
+#include "autograd/ops/gru.h"
+#include "autograd/ops/layer_norm.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/ops/softmax.h"
+#include "autograd/ops/unfold.h"
 #include "gradcheck_registry.h"
 #include "tensor/random.h"
 

@@ -1,6 +1,7 @@
 // Gradcheck entries for the tensor ops of autograd/ops (see tests/gradcheck_registry.h).
 #include <cmath>
 
+#include "autograd/ops/linear.h"
 #include "gradcheck_registry.h"
 
 using namespace qkv;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "autograd/ops/dropout.h"
 #include "qkv.h"
 #include "thread_testing.h"
 

@@ -82,8 +82,8 @@ TEST_CASE("backward frees the saved tensors of nodes that no gradient reached") 
   {
     const Tensor h = x.tanh();  // saves its 256×256 output
     // An op whose backward sends nothing to its input: the tanh node receives no gradient.
-    const Tensor cut = autograd::record(
-        "cut", h.detach().clone(), {h}, {},
+    const Tensor cut = autograd::Op("cut").record(
+        h.detach().clone(), {h}, {},
         [](const Tensor&, const autograd::BackwardContext&) { return std::vector<Tensor>{Tensor()}; });
     loss = cut.sum() + x.sum();
   }

@@ -15,7 +15,7 @@ Tensor cube(const Tensor& x, float factor) {
     NoGradGuard no_grad;
     out = x * x * x;
   }
-  return autograd::record("test_cube", out, {x}, {x},
+  return autograd::Op("test_cube").record(out, {x}, {x},
       [factor](const Tensor& g, const autograd::BackwardContext& ctx) -> std::vector<Tensor> {
         return {g * ctx.saved[0] * ctx.saved[0] * (3.0f * factor)};
       });

@@ -10,6 +10,7 @@
 
 #include "autograd/node.h"
 #include "gradcheck_registry.h"
+#include "tensor/reference_mode.h"
 
 using namespace qkv;
 using namespace qkv::testing;
@@ -64,15 +65,16 @@ void collect_ops(const std::shared_ptr<autograd::Node>& root, std::set<std::stri
   }
 }
 
-// An op is defined where a call opens with its name as a string literal, `record("mul", ...)`:
-// an identifier, '(', the literal in [a-z_0-9], then ','.
+// An op is defined where a call opens with its name as a string literal, `Op op("mul")` or
+// `pointwise("exp", ...)`: an identifier, '(', the literal in [a-z_0-9], then ',' or ')'.
 std::vector<std::string> op_names_in(const std::string& s) {
   std::vector<std::string> names;
   for (size_t open = s.find("(\""); open != std::string::npos; open = s.find("(\"", open + 1)) {
     if (open == 0 || !(std::isalnum(static_cast<unsigned char>(s[open - 1])) || s[open - 1] == '_')) continue;
     size_t end = open + 2;
     while (end < s.size() && (std::islower(static_cast<unsigned char>(s[end])) || std::isdigit(static_cast<unsigned char>(s[end])) || s[end] == '_')) ++end;
-    if (end > open + 2 && std::islower(static_cast<unsigned char>(s[open + 2])) && s.compare(end, 2, "\",") == 0)
+    if (end > open + 2 && std::islower(static_cast<unsigned char>(s[open + 2])) &&
+        (s.compare(end, 2, "\",") == 0 || s.compare(end, 2, "\")") == 0))
       names.push_back(s.substr(open + 2, end - open - 2));
   }
   return names;
@@ -122,6 +124,16 @@ TEST_CASE("gradcheck registry: every entry passes with non-contiguous inputs") {
     CAPTURE(e.name);
     const GradcheckResult r = check_entry(e, true);
     CHECK_MESSAGE(r.ok, e.name << " (non-contiguous): " << r.message);
+  }
+}
+
+TEST_CASE("gradcheck registry: every entry passes in the reference mode") {
+  // The fused ops run their composed references there: their gradients are checked too.
+  const ReferenceModeGuard reference;
+  for (const GradcheckEntry& e : gradcheck_registry()) {
+    CAPTURE(e.name);
+    const GradcheckResult r = check_entry(e, false);
+    CHECK_MESSAGE(r.ok, e.name << " (reference mode): " << r.message);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "autograd/ops/layer_norm.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "thread_testing.h"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/node.h"
+#include "autograd/ops/softmax.h"
 #include "nn/attention_testing.h"
 #include "nn/functional/attention.h"
 #include "tensor/error.h"

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "autograd/ops/linear.h"
 #include "qkv.h"
 
 using namespace qkv;

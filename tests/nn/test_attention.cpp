@@ -131,7 +131,7 @@ TEST_CASE("MultiHeadAttention gives d2l's output shape (2 4 100) with valid_lens
   CHECK(attention.forward(X, Y, Y, IndexTensor{3, 2}).shape() == Shape{2, 4, 100});
   CHECK(attention.attention_weights.shape() == Shape{2, 5, 4, 6});
   CHECK(attention.forward(X, X, X, IndexTensor{3, 2}).shape() == Shape{2, 4, 100});  // self-attention
-  CHECK(attention.summary().find("attention: DotProductAttention(dropout=0.5") != std::string::npos);
+  CHECK(attention.summary().find("MultiHeadAttention(num_hiddens=100, num_heads=5, dropout=0.5") != std::string::npos);
   std::vector<std::string> names;
   for (const auto& [n, p] : attention.named_parameters()) names.push_back(n);
   CHECK(names == std::vector<std::string>{"W_q.weight", "W_k.weight", "W_v.weight", "W_o.weight"});

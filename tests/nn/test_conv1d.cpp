@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 
+#include "autograd/ops/unfold.h"
 #include "nn/char_golden_testing.h"
 #include "nn/conv1d.h"
 #include "nn/functional/conv.h"

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "autograd/debug/profiler.h"
+#include "autograd/ops/attention.h"
 #include "gradcheck_registry.h"
 #include "io/json.h"
 #include "qkv.h"
