@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "tensor/kernels/peak.h"
+#include "bench/peak.h"
 #include "tensor/random.h"
 #include "tensor/threads.h"
 
@@ -261,7 +261,7 @@ std::vector<double> print_header(const Options& o) {
                 o.rounds);
   std::vector<double> peaks;
   for (int t : o.thread_counts) {
-    peaks.push_back(qkv::kernels::peak_gflops(t));
+    peaks.push_back(qkv::bench::peak_gflops(t));
     std::printf("# peak FMA throughput (%s): threads=%d %.1f GFLOP/s\n", cfg.isa, t, peaks.back());
   }
   std::fflush(stdout);

@@ -1,8 +1,10 @@
 // tagger_step: one training step of the tagger, seen through the introspection tools
 // (docs/introspection.md walks through its output).
 //
-//   usage: tagger_step [--out DIR] [--model transformer|gru] [--threads 1]
+//   usage: tagger_step [--out DIR] [--model transformer|gru] [--threads 1] [--reference]
 //
+// With --reference (or QKV_REFERENCE=1) the step runs on the composed references of every fused op
+// (tensor/reference_mode.h): the profile and the graph then show the plain computation, op by op.
 // Builds the tagger's default model on its built-in corpus (2000 training sentences), takes a batch
 // of median length, runs a few warm-up steps, then
 //   1. profiles 20 steps (forward, backward, Adam) and prints the table, writing DIR/profile.csv;
@@ -152,13 +154,15 @@ int run(int argc, char** argv) {
   const examples::Args args(argc, argv,
                             {{"out", "tagger_step", "directory for the graph and profile files"},
                              {"model", "transformer", "transformer or gru"},
-                             {"threads", "1", "threads for the kernels"}},
+                             {"threads", "1", "threads for the kernels"},
+                             examples::kReferenceOption},
                             "tagger_step [options]");
   if (args.help_requested()) {
     std::printf("%s", args.help().c_str());
     return 0;
   }
   set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));
+  const bool reference = examples::use_reference_mode(args);
   const std::filesystem::path out = args.str("out");
   examples::make_output_directory("out", out);
 
@@ -175,9 +179,10 @@ int run(int argc, char** argv) {
   const data::Batch b = median_batch(data, vocabs, config);
   const IndexTensor ids(b.inputs, {b.batch_size, b.max_len}), targets(b.targets, {b.batch_size, b.max_len});
   const IndexTensor valid_lens(b.valid_lens);
-  std::printf("one batch: B = %lld sentences, T = %lld (padded), %lld parameters, %d thread(s)\n\n",
+  std::printf("one batch: B = %lld sentences, T = %lld (padded), %lld parameters, %d thread(s), %s\n\n",
               static_cast<long long>(b.batch_size), static_cast<long long>(b.max_len),
-              static_cast<long long>(model->num_parameters()), get_num_threads());
+              static_cast<long long>(model->num_parameters()), get_num_threads(),
+              reference ? "reference mode (the composed ops)" : "the fused ops");
 
   auto loss_of = [&] {
     return nn::functional::sequence_cross_entropy(model->forward(ids, valid_lens), targets, valid_lens);

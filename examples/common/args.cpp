@@ -7,6 +7,7 @@
 
 #include "io/file.h"
 #include "tensor/error.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv::examples {
 namespace {
@@ -162,6 +163,11 @@ void make_output_directory(const std::string& option, const std::string& path) {
   if (!fs::is_directory(path, ec)) throw ValueError(what + "it is not a directory");
   // Permission bits do not bind root, and a read-only mount shows none: only a write tells.
   io::check_writable(path, "option --" + option);
+}
+
+bool use_reference_mode(const Args& args) {
+  if (args.flag("reference")) set_reference_mode(true);
+  return reference_mode();
 }
 
 }  // namespace qkv::examples

@@ -46,6 +46,16 @@ class Args {
   bool help_ = false;
 };
 
+// --reference, the same on every program: run on the composed references (tensor/reference_mode.h).
+inline const Args::Option kReferenceOption = {
+    "reference", "false",
+    "run every fused op as its composed reference, with plain allocation and OpenMP loops (the code a "
+    "reader reads first; slower, the same results to float32 rounding)"};
+
+// Turns the reference mode on when --reference is given (it also is with QKV_REFERENCE=1), and says
+// whether it is on.
+bool use_reference_mode(const Args& args);
+
 // A number as an option's text: the shortest decimal that reads back as the same double, so that a
 // default taken from a struct's initializer shows as written there ("0.003", "1").
 std::string option_text(double value);

@@ -80,7 +80,8 @@ Args train_args(int argc, char** argv) {
                {"time-limit", "300", "seconds of training at most (checked after every epoch)"},
                {"target", "1.0", "stop once the dev exact match reaches this"},
                {"heatmaps", "4", "attention heatmaps to write (test examples)"},
-               {"out", "runs/seq2seq", "directory for the checkpoint and the heatmaps"}},
+               {"out", "runs/seq2seq", "directory for the checkpoint and the heatmaps"},
+               qkv::examples::kReferenceOption},
               "usage: seq2seq train [options]");
 }
 
@@ -202,6 +203,7 @@ int train(int argc, char** argv) {
                             " is not a file, and training writes one there");
   }
 
+  const bool reference = qkv::examples::use_reference_mode(args);
   qkv::manual_seed(schedule.seed);
   const DateData data = generate_data(schedule.seed, sizes);
   const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
@@ -212,9 +214,10 @@ int train(int argc, char** argv) {
   config.target_vocab = tgt_vocab.size();
   Seq2Seq model(config);
   qkv::optim::Adam optimizer(model.parameters(), {.lr = lr});
-  std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters, %d thread(s)\n",
+  std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters, %d thread(s)%s\n",
               data.train.size(), data.dev.size(), data.test.size(),
-              static_cast<long long>(model.num_parameters()), qkv::get_num_threads());
+              static_cast<long long>(model.num_parameters()), qkv::get_num_threads(),
+              reference ? ", reference mode (composed ops)" : "");
   std::printf("%s", model.summary().c_str());
 
   const auto start = Clock::now();
@@ -228,7 +231,8 @@ int train(int argc, char** argv) {
 int predict(int argc, char** argv) {
   const Args args(argc, argv,
                   {{"checkpoint", "runs/seq2seq/model.safetensors", "a checkpoint written by seq2seq train"},
-                   {"heatmap", "", "write the attention of the first text to this PNG"}},
+                   {"heatmap", "", "write the attention of the first text to this PNG"},
+                   qkv::examples::kReferenceOption},
                   "usage: seq2seq predict [--checkpoint FILE] [--heatmap FILE.png] [TEXT...]\n"
                   "translates each TEXT, or each line of stdin when none is given");
   if (args.help_requested()) {
@@ -237,6 +241,7 @@ int predict(int argc, char** argv) {
   }
   if (args.given("heatmap") && args.str("heatmap").empty())
     throw qkv::ValueError("option --heatmap is empty; expected a .png file");
+  qkv::examples::use_reference_mode(args);
   const std::unique_ptr<Seq2Seq> model = load_model(args.str("checkpoint"));
   std::vector<std::string> texts = args.positional();
   if (texts.empty()) {
@@ -281,13 +286,15 @@ int bench(int argc, char** argv) {
       argc, argv,
       {{"steps", "30", "timed steps"},
        {"warmup", "5", "untimed steps first"},
-       {"profile", "false", "then print the op profile of --steps more steps (autograd/debug/profiler.h)"}},
-      "usage: seq2seq bench [--steps N] [--warmup N] [--profile]   (threads: QKV_NUM_THREADS)");
+       {"profile", "false", "then print the op profile of --steps more steps (autograd/debug/profiler.h)"},
+       qkv::examples::kReferenceOption},
+      "usage: seq2seq bench [--steps N] [--warmup N] [--profile] [--reference]   (threads: QKV_NUM_THREADS)");
   if (args.help_requested()) {
     std::cout << args.help();
     return 0;
   }
   args.refuse_positional();
+  const bool reference = qkv::examples::use_reference_mode(args);
   const int64_t warmup = args.integer_in("warmup", 0, kMaxBenchWarmup);
   const int64_t steps = args.integer_in("steps", 1, kMaxBenchSteps);
   constexpr int64_t V = 200, B = 64, T = 10;
@@ -319,9 +326,9 @@ int bench(int argc, char** argv) {
   const double median = times[times.size() / 2];
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("config=gru threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f\n",
+  std::printf("config=gru threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f mode=%s\n",
               qkv::get_num_threads(), median * 1e3, static_cast<double>(B * T) / median,
-              static_cast<double>(usage.ru_maxrss) / 1024.0);
+              static_cast<double>(usage.ru_maxrss) / 1024.0, reference ? "reference" : "fast");
   if (args.flag("profile")) {
     // Over as many steps again: on a shared machine one step's profile is mostly where the
     // scheduler happened to preempt it.

@@ -22,13 +22,14 @@
 
 #include "data/tokenize.h"
 #include "examples/common/args.h"
-#include "examples/tagger/bench.h"
+#include "bench/tagger_bench.h"
 #include "examples/tagger/brown.h"
 #include "examples/tagger/options.h"
 #include "examples/tagger/train.h"
 #include "nn/position_scheme.h"
 #include "tensor/error.h"
 #include "tensor/precision.h"
+#include "tensor/reference_mode.h"
 #include "tensor/threads.h"
 
 namespace {
@@ -60,13 +61,19 @@ void set_threads(const Args& a) {
     qkv::set_num_threads(static_cast<int>(n));
 }
 
-// How float32 products are computed from now on (tensor/precision.h): "highest" or "medium", the
-// value of --matmul (bench) or of the run's config (train, ablate, resume; Config::validate has
-// checked it there). Refused, naming the option, for any other value, and for medium where this
-// build has no bfloat16 kernel.
-void use_matmul(const std::string& precision) {
+// How the computation runs from now on: on the composed references with --reference or
+// QKV_REFERENCE=1 (tensor/reference_mode.h), and with float32 products computed as `precision`
+// says (tensor/precision.h): "highest" or "medium", the value of --matmul (bench) or of the run's
+// config (train, ablate, resume; Config::validate has checked it there). Refused, naming the
+// option, for any other value, for medium where this build has no bfloat16 kernel, and for medium
+// in the reference mode, whose products are float32.
+void use_modes(const Args& a, const std::string& precision) {
   if (precision != "highest" && precision != "medium")
     throw qkv::ValueError("option --matmul is '" + precision + "'; expected one of highest, medium");
+  if (qkv::examples::use_reference_mode(a) && precision == "medium")
+    throw qkv::ValueError(
+        "--matmul medium: the reference mode (--reference or QKV_REFERENCE=1) computes every product in "
+        "float32");
   try {
     qkv::set_matmul_precision(precision == "medium" ? qkv::MatmulPrecision::medium
                                                     : qkv::MatmulPrecision::highest);
@@ -77,6 +84,7 @@ void use_matmul(const std::string& precision) {
 
 void announce(const TrainOptions& options) {
   std::cout << "tagger: training on " << qkv::get_num_threads() << " thread(s)"
+            << (qkv::reference_mode() ? ", reference mode (composed ops, plain allocation, OpenMP loops)" : "")
             << (qkv::get_matmul_precision() == qkv::MatmulPrecision::medium ? ", bfloat16 products" : "")
             << ", run directory " << options.run_dir << "\n";
 }
@@ -84,8 +92,8 @@ void announce(const TrainOptions& options) {
 // The options --resume honours: where the run is, how long it goes on, and what it prints and draws.
 // Every other option is part of the run's saved config, which resume keeps.
 void refuse_options_resume_ignores(const Args& a) {
-  const std::vector<std::string> honoured = {"run",        "resume",  "epochs", "threads",
-                                             "no-figures", "profile", "example"};
+  const std::vector<std::string> honoured = {"run",     "resume",  "epochs",  "threads",
+                                             "no-figures", "profile", "example", "reference"};
   for (const Args::Option& o : train_options()) {
     if (a.given(o.name) && std::find(honoured.begin(), honoured.end(), o.name) == honoured.end())
       throw qkv::ValueError("--resume continues the run with its saved config; --" + o.name +
@@ -100,7 +108,7 @@ int cmd_train(const Args& a) {
   const Config config = config_from(a);
   TrainOptions options = train_options_from(a);
   if (!a.flag("resume")) {
-    use_matmul(config.matmul);
+    use_modes(a, config.matmul);
     const Data data = load_data(config);
     announce(options);
     train(config, data, options);
@@ -110,7 +118,7 @@ int cmd_train(const Args& a) {
   SavedRun saved = load_saved_run(options.run_dir, "last.safetensors");
   if (!a.given("example") && reads_real_text(saved.config)) options.example = kRealTextExample;
   if (a.given("epochs")) saved.config.epochs = std::max(saved.config.epochs, config.epochs);
-  use_matmul(saved.config.matmul);
+  use_modes(a, saved.config.matmul);
   const Data data = load_data(saved.config);
   announce(options);
   resume(std::move(saved), data, options);
@@ -153,6 +161,7 @@ std::vector<TaggedSentence> training_sentences_at_hand(const Run& run, std::stri
 int cmd_eval(const Args& a) {
   a.refuse_positional();
   set_threads(a);
+  qkv::examples::use_reference_mode(a);
   Run run = load_run(a.str("run"));
   std::vector<TaggedSentence> train, test;
   std::string no_lexicon;
@@ -182,6 +191,7 @@ int cmd_eval(const Args& a) {
 
 int cmd_predict(const Args& a) {
   set_threads(a);
+  qkv::examples::use_reference_mode(a);
   Run run = load_run(a.str("run"));
   const qkv::data::TokenizerStyle style = tokenizer_style_for(run.config);
   std::vector<std::vector<std::string>> sentences;
@@ -266,7 +276,7 @@ int cmd_ablate(const Args& a) {
   a.refuse_positional();
   set_threads(a);
   const Config base = config_from(a);
-  use_matmul(base.matmul);
+  use_modes(a, base.matmul);
   const std::vector<Variant> variants = ablation_variants(base, a);  // all validated before training
   const Data data = load_data(base);
   const TagLexicon lexicon(data.train);
@@ -341,7 +351,7 @@ int cmd_data(const Args& a) {
 int cmd_bench(const Args& a) {
   a.refuse_positional();
   set_threads(a);
-  use_matmul(a.str("matmul"));
+  use_modes(a, a.str("matmul"));
   const BenchConfig config = bench_config(a.str("config"));
   const BenchResult r =
       run_bench(config, a.integer_in("steps", 1, kMaxBenchSteps), a.integer_in("warmup", 0, kMaxBenchWarmup));
@@ -370,7 +380,9 @@ int main(int argc, char** argv) {
       }
       run = cmd == "train" ? cmd_train : cmd_ablate;
     } else if (cmd == "eval" || cmd == "predict") {
-      spec = {{"run", "runs/tagger", "run directory of a trained model"}, {"threads", "0", "threads"}};
+      spec = {{"run", "runs/tagger", "run directory of a trained model"},
+              {"threads", "0", "threads"},
+              qkv::examples::kReferenceOption};
       if (cmd == "eval")
         spec.push_back(
             {"test", "", "a test file (.conllu or two-column CoNLL) instead of the run's test split"});
@@ -391,7 +403,8 @@ int main(int argc, char** argv) {
               {"steps", std::to_string(kBenchSteps), "timed steps"},
               {"warmup", std::to_string(kBenchWarmup), "untimed steps first"},
               {"threads", "0", "threads"},
-              {"matmul", "highest", kMatmulHelp}};
+              {"matmul", "highest", kMatmulHelp},
+              qkv::examples::kReferenceOption};
       run = cmd_bench;
     } else {
       std::cerr << "tagger: unknown command '" << cmd << "'\n" << kUsage;

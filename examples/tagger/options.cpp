@@ -63,6 +63,7 @@ std::vector<qkv::examples::Args::Option> train_options() {
       {"sentences", std::to_string(d.train_sentences), "built-in corpus: training sentences"},
       {"threads", "0", "threads (0: QKV_NUM_THREADS or all cores)"},
       {"matmul", "highest", kMatmulHelp},
+      qkv::examples::kReferenceOption,
       {"resume", "false", "continue the run in --run from its last checkpoint"},
       {"no-figures", "false", "skip the PNG figures"},
       {"profile", "false", "train: profile the first epoch (op table, RUN/profile.csv)"},

@@ -2,9 +2,14 @@
 // products, and its line.
 #include <doctest/doctest.h>
 
-#include "examples/tagger/bench.h"
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/tagger_bench.h"
 #include "tensor/error.h"
 #include "tensor/random.h"
+#include "tensor/reference_mode.h"
 
 using namespace tagger;
 
@@ -116,5 +121,33 @@ TEST_CASE(
   CHECK(format_bench(bench_config("base"), r) ==
         "config=base threads=2 ms_per_step=1000.00 tokens_per_s=4096 peak_rss_mib=64 cpu_ms_per_step=1900.00 "
         "gflop_per_step=84.100 gflops=84.1 peak_gflops=200.0 of_peak=42% parameters=1234 threaded_jobs=75% "
-        "matmul=highest");
+        "matmul=highest mode=fast");
+  r.reference = true;
+  CHECK(format_bench(bench_config("base"), r).ends_with(" matmul=highest mode=reference"));
+}
+
+TEST_CASE("tagger bench in the reference mode times the same step: the same fields and the same loss") {
+  BenchConfig c = bench_config("tiny");
+  c.V = 50;
+  c.T = 8;
+  c.min_len = 4;
+  const BenchResult fast = run_bench(c, 1, 0);
+  BenchResult plain;
+  {
+    const qkv::ReferenceModeGuard reference;
+    plain = run_bench(c, 1, 0);
+  }
+  CHECK(plain.reference);
+  CHECK_FALSE(fast.reference);
+  CHECK(plain.ms_per_step > 0);
+  CHECK(plain.parameters == fast.parameters);
+  // The composed attention multiplies over every key, the fused one only the visible ones.
+  CHECK(plain.flops_per_step >= fast.flops_per_step);
+  const auto fields = [&](const BenchResult& r) {
+    std::vector<std::string> names;
+    std::istringstream line(format_bench(c, r));
+    for (std::string item; line >> item;) names.push_back(item.substr(0, item.find('=')));
+    return names;
+  };
+  CHECK(fields(plain) == fields(fast));
 }

@@ -8,14 +8,14 @@
 // multiply-add counts 2 FLOPs, as everywhere in qkv.
 #pragma once
 
-namespace qkv::kernels {
+namespace qkv::bench {
 
 // GFLOP/s of `threads` threads (at least 1, at most the machine's hardware threads) running FMA
 // chains at once: the sum of each thread's rate over the CPU time it was given, the best of a few
 // short repetitions. Timed by CPU time and not the wall clock, the figure is what the cores can do,
 // whether or not the host lends one of them elsewhere during the probe (with the wall clock, on a
-// machine busy with other builds, one run in three read a two-thread peak 10-50 % low). The probe
-// takes about 45 ms of CPU time per thread on the project's host.
+// machine busy with other builds, one run in three of the wall clock read a two-thread peak well
+// below the others). The probe is short enough to run before every benchmark.
 double peak_gflops(int threads);
 
-}  // namespace qkv::kernels
+}  // namespace qkv::bench

@@ -1,4 +1,4 @@
-#include "examples/tagger/bench.h"
+#include "bench/tagger_bench.h"
 
 #include <sys/resource.h>
 #include <time.h>
@@ -18,8 +18,9 @@
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/kernels/parallel.h"
-#include "tensor/kernels/peak.h"
+#include "bench/peak.h"
 #include "tensor/precision.h"
+#include "tensor/reference_mode.h"
 #include "tensor/random.h"
 #include "tensor/threads.h"
 
@@ -179,8 +180,9 @@ BenchResult run_bench(const BenchConfig& c, int64_t steps, int64_t warmup) {
   if (steps < 1 || warmup < 0) throw qkv::ValueError("tagger bench: steps must be >= 1 and warmup >= 0");
   BenchResult r;
   r.threads = qkv::get_num_threads();
-  r.bf16_products = qkv::get_matmul_precision() == qkv::MatmulPrecision::medium;
-  r.peak_gflops = qkv::kernels::peak_gflops(r.threads);
+  r.bf16_products = qkv::get_matmul_precision() == qkv::MatmulPrecision::medium && !qkv::reference_mode();
+  r.reference = qkv::reference_mode();
+  r.peak_gflops = qkv::bench::peak_gflops(r.threads);
   BenchStep s(c);
   r.parameters = s.model->num_parameters();
   r.flops_per_step = counted_step(s);  // untimed: the timed steps run with no observer
@@ -214,16 +216,16 @@ BenchResult run_bench(const BenchConfig& c, int64_t steps, int64_t warmup) {
 }
 
 std::string format_bench(const BenchConfig& c, const BenchResult& r) {
-  char line[400];
+  char line[420];
   std::snprintf(
       line, sizeof line,
       "config=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f cpu_ms_per_step=%.2f "
       "gflop_per_step=%.3f gflops=%.1f peak_gflops=%.1f of_peak=%.0f%% parameters=%lld threaded_jobs=%.0f%% "
-      "matmul=%s",
+      "matmul=%s mode=%s",
       c.name.c_str(), r.threads, r.ms_per_step, r.tokens_per_s, r.peak_rss_mib, r.cpu_ms_per_step,
       static_cast<double>(r.flops_per_step) * 1e-9, r.gflops, r.peak_gflops,
       r.peak_gflops > 0 ? 100.0 * r.gflops / r.peak_gflops : 0.0, static_cast<long long>(r.parameters),
-      100.0 * r.threaded_jobs, r.bf16_products ? "medium" : "highest");
+      100.0 * r.threaded_jobs, r.bf16_products ? "medium" : "highest", r.reference ? "reference" : "fast");
   return line;
 }
 

@@ -1,4 +1,4 @@
-#include "tensor/kernels/peak.h"
+#include "bench/peak.h"
 
 #include <time.h>
 
@@ -9,13 +9,13 @@
 
 #include "tensor/kernels/gemm_microkernel.h"
 
-namespace qkv::kernels {
+namespace qkv::bench {
 namespace {
 
-using gemm_detail::Simd;
-constexpr int kChains = static_cast<int>(gemm_detail::MR * gemm_detail::NR / Simd::width);
-// 2^19 rounds of the chains: about 3.5 ms on one Zen 4 core (12 Mi 512-bit FMAs at one a cycle),
-// long beside the clock's resolution, short enough to repeat.
+using kernels::gemm_detail::Simd;
+constexpr int kChains = static_cast<int>(kernels::gemm_detail::MR * kernels::gemm_detail::NR / Simd::width);
+// 2^19 rounds of the chains: milliseconds on a core doing one 512-bit FMA a cycle, long beside the
+// clock's resolution, short enough to repeat.
 constexpr long kRounds = 1L << 19;
 constexpr int kRepetitions = 12;
 
@@ -68,4 +68,4 @@ double peak_gflops(int threads) {
   return best;
 }
 
-}  // namespace qkv::kernels
+}  // namespace qkv::bench

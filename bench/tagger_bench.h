@@ -12,7 +12,7 @@
 // FLOPs are counted, not estimated: one untimed step runs with an autograd::Observer that adds up
 // what the ops announce (autograd::add_flops: matrix products, attention's products, the GRU's;
 // a multiply-add is 2). Elementwise passes, softmax, norms and the optimizer announce nothing, so
-// the count is the step's matrix arithmetic, the work the FMA peak (tensor/kernels/peak.h) bounds.
+// the count is the step's matrix arithmetic, the work the FMA peak (bench/peak.h) bounds.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +54,10 @@ struct BenchResult {
   // Whether the products ran with bfloat16 operands (qkv::MatmulPrecision::medium, set by --matmul).
   // of_peak still compares with the float32 FMA peak, which bfloat16 products can pass.
   bool bf16_products = false;
+  // Whether the step ran in the reference mode (tensor/reference_mode.h, set by --reference): its
+  // parallel loops are then OpenMP's, which the pool's threaded_jobs does not count (it reads 0),
+  // and its attention counts the FLOPs of the dense products, padding included.
+  bool reference = false;
 };
 
 // The batch a step trains on: word ids and tags drawn at random, valid lengths in [min_len, T],
@@ -75,7 +79,7 @@ int64_t count_step_flops(const BenchConfig& config);
 
 // config=tiny threads=2 ms_per_step=... tokens_per_s=... peak_rss_mib=... cpu_ms_per_step=...
 //   gflop_per_step=... gflops=... peak_gflops=... of_peak=...% parameters=... threaded_jobs=...%
-//   matmul=highest|medium
+//   matmul=highest|medium mode=fast|reference
 // (bench/torch_anchor.py's line up to peak_rss_mib, then what only qkv measures)
 std::string format_bench(const BenchConfig& config, const BenchResult& result);
 
