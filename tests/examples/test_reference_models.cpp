@@ -15,9 +15,12 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "bench/tagger_bench.h"
+#include "child_process.h"
 #include "examples/seq2seq/model.h"
+#include "io/scratch_dir.h"
 #include "nn/functional/loss.h"
 #include "tensor/factories.h"
 #include "tensor/random.h"
@@ -125,4 +128,38 @@ TEST_CASE("a model step in the reference mode gives the same bits with 1 and 2 t
     CAPTURE(name);
     CHECK(g.to_vector() == two.grads.at(name).to_vector());
   }
+}
+
+namespace {
+
+// The tagger's test accuracy in % from the line "  transformer (best dev 97.52%)      97.54% ...".
+double transformer_accuracy(const std::string& output) {
+  const size_t line = output.find("  transformer (best dev ");
+  REQUIRE(line != std::string::npos);
+  const size_t close = output.find(')', line);
+  return std::stod(output.substr(close + 1));
+}
+
+}  // namespace
+
+TEST_CASE("a 2-epoch tagger run on the built-in corpus ends within 0.2 point of test accuracy in either mode") {
+  const testing::ScratchDir dir;
+  const std::vector<std::string> args = {"train", "--epochs", "2", "--no-figures"};
+  auto with_run = [&](const std::string& name) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--run", (dir.path() / name).string()});
+    return a;
+  };
+  const testing::ChildResult fast = testing::run_program(testing::kTaggerProgram, with_run("fast"));
+  // The reference mode for the whole process, from the environment (tensor/reference_mode.h).
+  const testing::ChildResult plain =
+      testing::run_program(testing::kTaggerProgram, with_run("reference"), {"QKV_REFERENCE=1"});
+  REQUIRE(fast.exit_code == 0);
+  REQUIRE(plain.exit_code == 0);
+  CHECK(plain.output.find("reference mode") != std::string::npos);
+  CHECK(fast.output.find("reference mode") == std::string::npos);
+  const double a = transformer_accuracy(fast.output), b = transformer_accuracy(plain.output);
+  MESSAGE("test accuracy: fast " << a << " %, reference " << b << " %");
+  CHECK(a > 95.0);
+  CHECK(std::fabs(a - b) <= 0.2);
 }
