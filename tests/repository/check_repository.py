@@ -11,6 +11,9 @@ checks:
                         graph dump: those observe the engine from autograd/debug/
   core-without-figures  the core library (ARG: the path of libqkv) holds no image-library code,
                         and no core source includes plot/ or stb
+  include-direction     every project include points down the layers: tensor < autograd < nn <
+                        optim < io < autograd/debug < data < plot < examples (the debuggers write
+                        their reports as JSON and files, so they sit above io)
 """
 import os
 import re
@@ -87,8 +90,37 @@ def core_without_figures(root, library):
     return bad
 
 
+# The layers, lowest first: a file may include its own layer and those below it.
+LAYERS = ["tensor", "autograd", "nn", "optim", "io", "autograd/debug", "data", "plot", "examples"]
+
+
+def layer_of(path):
+    """The index in LAYERS of the longest layer that holds `path`, or None."""
+    best = None
+    for i, name in enumerate(LAYERS):
+        if (path == name or path.startswith(name + "/")) and (best is None or len(name) > len(LAYERS[best])):
+            best = i
+    return best
+
+
+def include_direction(root, _):
+    include = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+    bad = []
+    for path in sources(root, ["tensor", "autograd", "nn", "optim", "io", "data", "plot", "examples"]):
+        rel = os.path.relpath(path, root)
+        mine = layer_of(rel)
+        for number, text in enumerate(read(path).splitlines(), 1):
+            match = include.match(text)
+            target = layer_of(match.group(1)) if match else None
+            if target is not None and target > mine:
+                bad.append(f"{rel}:{number}: includes {match.group(1)}, from {LAYERS[target]}, "
+                           f"above {LAYERS[mine]}")
+    return bad
+
+
 CHECKS = {"function-length": function_length, "self-contained": self_contained,
-          "engine-alone": engine_alone, "core-without-figures": core_without_figures}
+          "engine-alone": engine_alone, "core-without-figures": core_without_figures,
+          "include-direction": include_direction}
 
 
 def main():
