@@ -7,7 +7,7 @@
 // then as many calls as fit in about 0.1 s (2 to 100), and keeps its best call; the figure quoted
 // is the median of those round bests, and vs_X is X's median time over qkv's (above 1: qkv is
 // faster). of_peak compares qkv with the machine's FMA peak, measured first with the
-// micro-kernel's own instruction set (tensor/kernels/peak.h, which `tagger bench` uses too). The
+// micro-kernel's own instruction set (bench/peak.h, which `tagger bench` uses too). The
 // `batched` lines time gemm_batched on attention-sized products (the tagger's per-head Q·Kᵀ and
 // weights·V) against a loop of single products in Eigen and OpenBLAS; the `training` lines the
 // products of one training step of `tagger bench --config base`; the `steps` lines time, on one

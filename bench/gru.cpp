@@ -1,5 +1,6 @@
 // Time per step of a one-layer GRU, forward and backward, three ways:
-//   composed  each step as tensor ops: two linear, chunk, sigmoid, sigmoid, tanh, mul, add, ... (~20 nodes)
+//   composed  gru_sequence's composed reference (autograd/ops/gru.h): the input projections in one
+//             product, then each step as tensor ops: a product, narrow, sigmoid, tanh, mul, add, ...
 //   GRUCell   each step as two linear and the fused gate op gru_cell (4 nodes)
 //   GRU       nn::GRU: one product for the input projections of all steps, then the whole time loop
 //             as one fused node (gru_sequence)
@@ -8,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "autograd/ops/gru.h"
 #include "bench/timing.h"
 #include "nn/functional/basic.h"
 #include "nn/gru.h"
@@ -30,16 +32,8 @@ int main(int argc, char** argv) {
   for (int64_t t = 0; t < T; ++t) steps.push_back(x.select(0, t).detach().clone().requires_grad_());
 
   const double composed = best_ms(repeats, [&] {
-    Tensor h = zeros({B, H}), loss = zeros({});
-    for (const Tensor& xt : steps) {
-      const std::vector<Tensor> i = chunk(nn::functional::linear(xt, w.weight_ih, w.bias_ih), 3, 1);
-      const std::vector<Tensor> g = chunk(nn::functional::linear(h, w.weight_hh, w.bias_hh), 3, 1);
-      const Tensor r = (i[0] + g[0]).sigmoid(), z = (i[1] + g[1]).sigmoid();
-      const Tensor n = (i[2] + r * g[2]).tanh();
-      h = (1.0f - z) * n + z * h;
-      loss = loss + h.sum();
-    }
-    loss.backward();
+    const Tensor gi = nn::functional::linear(x, w.weight_ih, w.bias_ih);
+    gru_sequence_reference(gi, zeros({B, H}), w.weight_hh, w.bias_hh).sum().backward();
   });
   const double stepwise = best_ms(repeats, [&] {
     Tensor h, loss = zeros({});

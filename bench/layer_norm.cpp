@@ -1,5 +1,5 @@
-// Time of layer normalization, forward and backward, composed of tensor ops (mean, sub, mul, rsqrt,
-// ...) and fused (qkv::layer_norm). Usage: bench_layer_norm [rows D] (defaults 1120 256, i.e. B·T =
+// Time of layer normalization, forward and backward: its composed reference (qkv::layer_norm_reference:
+// mean, sub, mul, rsqrt, ...) and the fused op (qkv::layer_norm). Usage: bench_layer_norm [rows D] (defaults 1120 256, i.e. B·T =
 // 32·35); threads from QKV_NUM_THREADS.
 #include <cstdio>
 #include <cstdlib>
@@ -16,11 +16,7 @@ int main(int argc, char** argv) {
   const int64_t rows = argc > 2 ? std::atoll(argv[1]) : 1120, D = argc > 2 ? std::atoll(argv[2]) : 256;
   Tensor x = randn({rows, D}, true), w = ones({D}, true), b = zeros({D}, true);
   const Tensor r = randn({rows, D});  // the loss Σ r ⊙ y gives every output a gradient
-  const double composed = best_us(20, [&] {
-    const Tensor c = x - x.mean({-1}, true);
-    const Tensor y = c * ((c * c).mean({-1}, true) + 1e-5f).rsqrt() * w + b;
-    (y * r).sum().backward();
-  });
+  const double composed = best_us(20, [&] { (layer_norm_reference(x, w, b, 1e-5f) * r).sum().backward(); });
   const double fused = best_us(20, [&] { (layer_norm(x, w, b, 1e-5f) * r).sum().backward(); });
   std::printf("layer_norm forward+backward of (%lld, %lld), %d thread(s): composed %.0f us, fused %.0f us\n",
               static_cast<long long>(rows), static_cast<long long>(D), get_num_threads(), composed, fused);

@@ -1,6 +1,7 @@
-// Time of d2l's masked softmax over the attention scores of one layer, forward and backward:
-// composed as d2l writes it (sequence_mask, masked_fill with -1e6, softmax) and fused
-// (qkv::masked_softmax). Shapes of `tagger bench`'s configs (examples/tagger/bench.cpp): scores
+// Time of the masked softmax over the attention scores of one layer, forward and backward: its
+// composed reference (qkv::masked_softmax_reference: d2l's sequence_mask, the hidden logits
+// replaced, softmax, and the mask again for rows that see nothing) and the fused op
+// (qkv::masked_softmax). Shapes of `tagger bench`'s configs (bench/tagger_bench.cpp): scores
 // (B·H, T, T) with one valid length per sequence, drawn in [T/2, T].
 // Usage: bench_masked_softmax; threads from QKV_NUM_THREADS.
 #include <cstdio>
@@ -12,18 +13,6 @@
 
 using namespace qkv;
 using qkv::bench::best_us;
-
-namespace {
-
-// d2l 11.3.2.1: lengths per row, sequence_mask, masked_fill(-1e6), softmax.
-Tensor d2l_masked_softmax(const Tensor& X, const IndexTensor& valid_lens) {
-  const Shape shape = X.shape();
-  const IndexTensor lens = valid_lens.repeat_interleave(shape[1]);
-  const Tensor keep = arange(static_cast<float>(shape[2])).unsqueeze(0).lt(to_float(lens).unsqueeze(1));
-  return X.reshape({-1, shape[2]}).masked_fill(keep.eq(0.0f), -1e6f).reshape(shape).softmax(-1);
-}
-
-}  // namespace
 
 int main() {
   struct Config {
@@ -37,7 +26,7 @@ int main() {
     const IndexTensor lens = randint(c.T / 2, c.T + 1, {c.B}, &g).repeat_interleave(c.H);
     Tensor x = randn({c.B * c.H, c.T, c.T}, true, &g);
     const Tensor r = randn({c.B * c.H, c.T, c.T}, false, &g);  // Σ r ⊙ y gives every output a gradient
-    const double composed = best_us(20, [&] { (d2l_masked_softmax(x, lens) * r).sum().backward(); });
+    const double composed = best_us(20, [&] { (masked_softmax_reference(x, lens) * r).sum().backward(); });
     const double fused = best_us(20, [&] { (masked_softmax(x, lens) * r).sum().backward(); });
     const double loss_only = best_us(20, [&] { (x * r).sum().backward(); });  // the Σ r ⊙ y around both
     std::printf(

@@ -28,7 +28,7 @@ The models follow d2l.ai's PyTorch code:
                       256, 2 layers. Brown's vocabulary (44147) and tags (12), batch 32 of T = 22 with
                       valid lengths 19 to 22, 0.55 distinct forms per real token, forms of the
                       corpus's length distribution, word counts by Zipf's law; all as
-                      examples/tagger/bench.cpp makes them, which explains the choices. Two
+                      bench/tagger_bench.cpp makes them, which explains the choices. Two
                       differences in how, not what: Conv1d computes all U·L positions of the padded
                       forms where qkv computes only each word's characters, and the bias table is
                       looked up once per step where qkv looks it up in each layer.
@@ -53,7 +53,7 @@ import resource
 import sys
 import time
 
-# The tagger configs of `tagger bench` (examples/tagger/bench.cpp): vocabulary V, tags C, model
+# The tagger configs of `tagger bench` (bench/tagger_bench.cpp): vocabulary V, tags C, model
 # width d, heads h, FFN width f, layers L, batch B, sequence length T.
 TAGGER_CONFIGS = {
     "tiny": dict(V=1000, C=12, d=64, h=4, f=128, L=2, B=32, T=32),
@@ -63,7 +63,7 @@ TAGGER_CONFIGS = {
 BROWN = dict(V=44147, C=12, d=128, h=4, f=256, L=2, B=32, T=22, min_len=19, char_dim=48, filters=96, kernel=3,
              form_share=0.55, training_tokens=929446)
 # Of the distinct word forms of a Brown training batch, the share (per mille) of each length in
-# bytes, 1 to 16 (examples/tagger/bench.cpp's kFormLengthPermille).
+# bytes, 1 to 16 (bench/tagger_bench.cpp's kFormLengthPermille).
 FORM_LENGTH_PERMILLE = [26, 71, 106, 174, 144, 125, 114, 85, 61, 42, 24, 14, 7, 4, 1, 2]
 CHAR_BEGIN, CHAR_END, NUM_CHAR_IDS = 257, 258, 259  # examples/tagger/model.h
 CONFIGS = [*TAGGER_CONFIGS, "brown", "gru"]

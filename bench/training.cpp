@@ -3,7 +3,7 @@
 // and composed (log_softmax then nll_loss), with the bytes each keeps alive for backward.
 // Usage: bench_training [params N C] (defaults 4194304 4096 512); threads from QKV_NUM_THREADS.
 // A whole training step of the Transformer tagger is `tagger bench --config CONFIG`
-// (examples/tagger/bench.cpp); PyTorch's is `./qkv bench torch CONFIG` (bench/torch_anchor.py).
+// (bench/tagger_bench.cpp); PyTorch's is `./qkv bench torch CONFIG` (bench/torch_anchor.py).
 #include <cstdio>
 #include <cstdlib>
 #include <functional>

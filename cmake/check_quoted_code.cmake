@@ -1,9 +1,13 @@
 cmake_minimum_required(VERSION 3.25)
-# Checks that the code a Markdown page quotes from the repository is the repository's code:
-#   cmake -DIN=docs/page.md -DROOT=<source dir> -P check_quoted_code.cmake
+# Checks that the code a Markdown page quotes from the repository is the repository's code, and the
+# output it shows is what the programs print:
+#   cmake -DIN=docs/page.md -DROOT=<source dir> [-DPROGRAMS=<dir> -DWORK=<dir>] -P check_quoted_code.cmake
 # A fenced block whose info string ends in file=PATH shows the whole file PATH and must equal it;
 # one ending in excerpt=PATH shows part of PATH and must occur in it verbatim:
 #   ```cpp file=nn/alibi.h          ```python excerpt=tests/nn/encoder_golden.py
+# One ending in output=PROGRAM,ARG,... shows part of what the program PROGRAMS/PROGRAM prints
+# with those arguments, run in WORK (each command once), and must occur in it verbatim:
+#   ```text output=tagger_step,--out,step,--reference
 # Other blocks are not checked here (plain ```cpp blocks are a page's program, which
 # extract_cpp_blocks.cmake extracts to be compiled). Every mismatch is reported, with the line of the
 # page where the quote stops matching, and the script fails if there was any.
@@ -28,6 +32,28 @@ function(longest_matching_prefix text target mode out)
   set(${out} ${low} PARENT_SCOPE)
 endfunction()
 
+# out = what PROGRAMS/PROGRAM prints for `command` "PROGRAM,ARG,...", run in WORK; each command
+# runs once, its output kept in a global property for the page's other quotes of it.
+function(program_output command out)
+  get_property(cached GLOBAL PROPERTY "qkv_output_${command}" SET)
+  if(NOT cached)
+    if(NOT DEFINED PROGRAMS OR NOT DEFINED WORK)
+      message(FATAL_ERROR "${IN}: quotes the output of `${command}`: pass -DPROGRAMS and -DWORK")
+    endif()
+    string(REPLACE "," ";" argv "${command}")
+    list(POP_FRONT argv program)
+    file(MAKE_DIRECTORY "${WORK}")
+    execute_process(COMMAND "${PROGRAMS}/${program}" ${argv} WORKING_DIRECTORY "${WORK}"
+                    OUTPUT_VARIABLE printed RESULT_VARIABLE code)
+    if(NOT code EQUAL 0)
+      message(FATAL_ERROR "${IN}: `${command}` failed (${code})")
+    endif()
+    set_property(GLOBAL PROPERTY "qkv_output_${command}" "${printed}")
+  endif()
+  get_property(printed GLOBAL PROPERTY "qkv_output_${command}")
+  set(${out} "${printed}" PARENT_SCOPE)
+endfunction()
+
 file(READ "${IN}" page)
 set(rest "\n${page}")
 set(line 0)
@@ -38,25 +64,31 @@ while(TRUE)
   if(body_line EQUAL 0)
     break()
   endif()
-  if(NOT info MATCHES " (file|excerpt)=([^ ]+)$")
+  if(NOT info MATCHES " (file|excerpt|output)=([^ ]+)$")
     continue()
   endif()
   set(kind ${CMAKE_MATCH_1})
   set(path ${CMAKE_MATCH_2})
   math(EXPR quotes "${quotes} + 1")
-  if(NOT EXISTS "${ROOT}/${path}")
+  if(kind STREQUAL "output")
+    program_output("${path}" source)
+  elseif(EXISTS "${ROOT}/${path}")
+    file(READ "${ROOT}/${path}" source)
+  else()
     message(SEND_ERROR "${IN}:${body_line}: the block quotes ${path}, which does not exist")
     math(EXPR failures "${failures} + 1")
     continue()
   endif()
-  file(READ "${ROOT}/${path}" source)
   string(FIND "${source}" "${body}" at)
-  if((kind STREQUAL "file" AND body STREQUAL source) OR (kind STREQUAL "excerpt" AND at GREATER -1))
+  if((kind STREQUAL "file" AND body STREQUAL source) OR (NOT kind STREQUAL "file" AND at GREATER -1))
     continue()
   endif()
   if(kind STREQUAL "file")
     longest_matching_prefix("${body}" "${source}" PREFIX matched)
     set(what "differs from ${path}")
+  elseif(kind STREQUAL "output")
+    longest_matching_prefix("${body}" "${source}" INSIDE matched)
+    set(what "is not in what `${path}` prints")
   else()
     longest_matching_prefix("${body}" "${source}" INSIDE matched)
     set(what "is not in ${path} as quoted")

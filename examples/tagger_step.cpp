@@ -120,14 +120,14 @@ void print_graph_memory(const Tensor& loss) {
     saved += n->saved_bytes();
   }
   std::vector<std::pair<std::string, Kind>> sorted(kinds.begin(), kinds.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto& x, const auto& y) { return x.second.saved > y.second.saved; });
+  std::stable_sort(sorted.begin(), sorted.end(),  // ties in the map's order: by name
+                   [](const auto& x, const auto& y) { return x.second.saved > y.second.saved; });
   std::printf(
       "\n== the graph: %lld nodes keeping %.2f MB alive for backward (storages shared by nodes "
-      "are counted once per node)\n%-20s %6s %12s\n",
+      "are counted once per node)\n%-24s %6s %12s\n",
       static_cast<long long>(nodes), saved / 1e6, "op", "nodes", "saved KB");
   for (const auto& [op, k] : sorted)
-    std::printf("%-20s %6lld %12.1f\n", op.c_str(), static_cast<long long>(k.count), k.saved / 1e3);
+    std::printf("%-24s %6lld %12.1f\n", op.c_str(), static_cast<long long>(k.count), k.saved / 1e3);
 }
 
 // 3. Anomaly mode: every result checked, every node's creation stack captured. The best of three

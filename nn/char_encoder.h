@@ -27,8 +27,7 @@
 //
 // Two shortcuts keep it fast, and neither changes what is computed. The convolution's products are
 // computed at the valid positions only, one product over the Σ lengths windows instead of all N·L,
-// since the max would not read the others (in bench_char_encoder, 640 words of 1 to 12 characters,
-// a forward and backward took 3.1 ms instead of 4.2, docs/PERFORMANCE.md). And relu and tanh are
+// since the max would not read the others (bench_char_encoder; docs/PERFORMANCE.md). And relu and tanh are
 // nondecreasing, so max_l f(h_l) = f(max_l h_l): the activation is applied after the max, to L
 // times fewer values (PyTorch's order gives the gradient to the first position of the maximum; so
 // does this one).

@@ -27,9 +27,8 @@
 // of step s sit at position s, and a key is cached already rotated.
 // The tables cos and sin, (max_len, d/2), are non-persistent buffers: recomputed, not trained.
 // Composed of slices, products and a stack, so its gradient needs no code of its own. A fused op
-// would be faster, but not by enough to matter: on q of (8, 8, 128, 64), one thread, forward and
-// backward take about 4 ms (a fused forward loop 0.35 ms), while the scores q·kᵀ and their softmax
-// take over 300 ms; RoPE does T·d work per head against the scores' T²·d.
+// would be faster, but not by enough to matter: RoPE does T·d work per head against the scores'
+// T²·d, and measured a small fraction of them.
 #pragma once
 
 #include "nn/module.h"

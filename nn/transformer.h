@@ -72,9 +72,8 @@ struct TransformerBlockOptions {
   std::shared_ptr<PositionScheme> positions = nullptr;  // acts inside attention; shared, not a child
   // Above this many bytes of (B, H, T, T) weights per block, a training forward keeps none and
   // backward recomputes them (MultiHeadAttention::recompute_weights_above). Recomputing costs a
-  // similar share of a step at every size (the tagger's bench configs, one thread: +6 % on tiny,
-  // +4 % on small, +3 % on brown, +2.4 % on base), and the memory it saves matters only where the
-  // weights are big (base: 16 MiB per block, 64 of its 389 MiB). 0: always, as PyTorch's
+  // similar small share of a step at every size, and the memory it saves matters only where the
+  // weights are big (docs/PERFORMANCE.md, "What each lever buys"). 0: always, as PyTorch's
   // encoder layer.
   int64_t recompute_weights_above = int64_t{8} << 20;
 };

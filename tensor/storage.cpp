@@ -42,8 +42,8 @@ void note_allocation(int64_t bytes) {
 
 // The caching allocator. A training step allocates the same set of buffers at every step
 // (activations, gradients, temporaries); returning them to the system and asking again costs a
-// system call and a page fault per 4 KiB page for every large buffer (about 4 % of a step of the
-// tagger). So a freed buffer is kept, and handed out again for a request of its size class.
+// system call and a page fault per 4 KiB page for every large buffer, a measurable share of a
+// small model's step. So a freed buffer is kept, and handed out again for a request of its size class.
 //
 // Size classes: 4 per power of two, 2^k · {1, 1.25, 1.5, 1.75}, from 256 bytes up. A request is
 // rounded up to its class, so a block serves any request of the class and wastes at most a fifth

@@ -15,8 +15,8 @@
 // (B, T, H·d) projections into (B, H, T, d), runs batched products, a masked softmax pass, a
 // dropout pass, and copies the heads back together; backward runs each of those again in reverse.
 // At the tagger's sizes (T up to 128, d = 16 or 32) the products are small, and the copies and
-// passes around them are a large share of the work: permute's backward alone took 8 % of a training
-// step. Here each block reads its head of Q, K and V in place through strides (a head of a (B, T,
+// passes around them are a large share of the work (permute's backward alone weighed as much as
+// some of the products). Here each block reads its head of Q, K and V in place through strides (a head of a (B, T,
 // H·d) projection is rows of stride H·d starting at column h·d), keeps S and P' in a small
 // per-thread scratch, and writes its output straight into the merged (B, Tq, H·d) layout. This is
 // the idea of FlashAttention (Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient Exact

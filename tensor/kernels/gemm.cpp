@@ -47,10 +47,9 @@ thread_local PackBuffer<float> t_a_buffer, t_b_buffer;
 // of the strides is 1, and the loops follow the memory: when the W values of one p are contiguous
 // (rs == 1), they are copied as they are, 4 values of p at a time across all the slivers, so that
 // each cache line read is used whole while it is in L1 (one sliver at a time over all p reads
-// lines that are far apart and evicts them before the next sliver uses the rest: 2.5 times
-// slower). When each line is contiguous along p (cs == 1), the sliver is a transpose, done in 8×8
-// blocks for the same reason (with SIMD shuffles: NT 128×(32×32×16) batched, one thread: 48 -> 54
-// GFLOP/s), and the lines left over one at a time.
+// lines that are far apart and evicts them before the next sliver uses the rest). When each line
+// is contiguous along p (cs == 1), the sliver is a transpose, done in 8×8 blocks for the same
+// reason, with SIMD shuffles, and the lines left over one at a time.
 template <int64_t W>
 void pack_panel(const float* s, int64_t rs, int64_t cs, int64_t lines, int64_t k, float* out) {
   const int64_t slivers = ceil_div(lines, W), full = lines / W;  // full: slivers without padding
@@ -162,13 +161,12 @@ void scale_c(int64_t M, int64_t N, float beta, float* C, int64_t ldc) {
 }
 
 // Whether a task reads its rows of A in place instead of packing them. Packing pays for itself
-// when the packed block serves many slivers of B; for a task of few columns it costs up to a fifth
-// of the time (2048×64×64 on one thread: 80 GFLOP/s packed, 92 in place), while rows of a
-// row-major A read in place are MR sequential streams, as fast as a packed sliver. Over many
-// columns the packed copy wins: rows far apart in memory (a power-of-two lda) compete for the same
-// cache sets. A transposed A is packed unless its block is small enough to stay in L1: read in
-// place, each k touches a new cache line (2048×64×64: 63 GFLOP/s in place, 80 packed; 64³:
-// 74 packed, 86 in place).
+// when the packed block serves many slivers of B; for a task of few columns it is a large share of
+// the time, while rows of a row-major A read in place are MR sequential streams, as fast as a
+// packed sliver. Over many columns the packed copy wins: rows far apart in memory (a power-of-two
+// lda) compete for the same cache sets. A transposed A is packed unless its block is small enough
+// to stay in L1: read in place, each k touches a new cache line. docs/PERFORMANCE.md ("The GEMM,
+// step by step") has the measurements behind both limits.
 constexpr int64_t kInPlaceMaxCols = 256, kInPlaceMaxTransposed = 4096;  // floats: 16 KiB
 
 bool reads_a_in_place(Strided a, int64_t rows, int64_t k, int64_t cols) {

@@ -46,13 +46,13 @@ struct Simd {
   static V load_first(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(first(n), p); }
   static void store_first(float* p, V v, int64_t n) { _mm512_mask_storeu_ps(p, first(n), v); }
 };
-// The kernel built and measured on the project's host (AMD EPYC, Zen 4: L1d 32 KiB and L2 1 MiB
-// per core, L3 32 MiB shared; docs/PERFORMANCE.md). The packed A block, MC·KC·4 = 288 KiB, stays
-// in L2; the B block, KC·NC·4 = 6 MiB, in L3. The B sliver, KC·NR·4 = 48 KiB, is larger than L1
-// and streams from L2 (the hardware prefetcher follows it). A deeper k block means fewer passes
-// over C: the training step's products of depth 256 take one, those of 1024 three instead of six,
-// and the base step ran 1.4–4.7 % faster in three interleaved rounds than with KC = 192 (a sliver
-// that fits L1) and MC = 384.
+// Block sizes for the caches of an AVX-512 core such as AMD's Zen 4 (L1d 32 KiB and L2 1 MiB per
+// core, L3 shared). The packed A block, MC·KC·4 = 288 KiB, stays in L2; the B block, KC·NC·4 =
+// 6 MiB, in L3. The B sliver, KC·NR·4 = 48 KiB, is larger than L1 and streams from L2 (the
+// hardware prefetcher follows it): a deeper k block means fewer passes over C, and the training
+// step's products of depth 256 take one, those of 1024 three instead of six. On the step's own
+// shapes this measured faster than a KC that keeps the sliver in L1 (docs/PERFORMANCE.md, "The
+// GEMM, step by step").
 constexpr int64_t MR = 12, NR = 32, MC = 192, KC = 384, NC = 4096, MR_STEP = 4;
 
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -75,8 +75,8 @@ struct Simd {
   static V load_first(const float* p, int64_t n) { return _mm256_maskload_ps(p, first(n)); }
   static void store_first(float* p, V v, int64_t n) { _mm256_maskstore_ps(p, first(n), v); }
 };
-// Measured on the project's earlier host (AMD EPYC, Zen 3, no AVX-512: L1d 32 KiB, L2 512 KiB per
-// core): B sliver 16 KiB, A block 144 KiB, B block about 4 MiB.
+// For the caches of an AVX2 core such as Zen 3 (L1d 32 KiB, L2 512 KiB): B sliver 16 KiB in L1,
+// A block 144 KiB in L2, B block about 4 MiB in L3.
 constexpr int64_t MR = 6, NR = 16, MC = 144, KC = 256, NC = 4080, MR_STEP = 2;
 
 #else
@@ -135,8 +135,8 @@ inline void transpose8x8(const float* in, int64_t ldi, float* out, int64_t ldo) 
 //   RowSliver     p[i·rs + k]: MR rows of a row-major A read in place.
 // Each type keeps its position in as few registers as it can: the kernel needs 12 row addresses
 // per k, and twelve pointers (which it had once) do not fit beside the loop's other registers on
-// x86-64, so the compiler kept some on the stack and reloaded them every k (the base training
-// step's GEMM shapes on one thread: 92 GFLOP/s that way, 97 this way).
+// x86-64, so the compiler kept some on the stack and reloaded them every k, a few per cent of the
+// step's products.
 struct ColumnSliver {
   const float* p;
   int64_t cs;
@@ -187,7 +187,7 @@ inline void micro_kernel(int64_t kc, Sliver a, const float* b, float alpha, floa
   constexpr int W = Simd::width;
   // The tile of C is needed only at the end, and for a large C it has left the caches since the
   // previous k block: asking for it now hides the wait behind the k loop, as BLIS's micro-kernels
-  // do. 2048³ on one thread: 77 GFLOP/s without, 86 with.
+  // do.
   for (int i = 0; i < ROWS; ++i) {
     __builtin_prefetch(C + i * ldc, 1);
     __builtin_prefetch(C + i * ldc + NV * W - 1, 1);

@@ -37,8 +37,8 @@ using Clock = std::chrono::steady_clock;
 thread_local bool t_in_task = false;
 
 // How long a thread spins on a value before it sleeps on it. Jobs of a small model's step come
-// tens of microseconds apart: a pool that slept at once paid a wake-up for each, and took 7.9 ms
-// per tiny step where spinning 100 µs took 5.6 (2 threads; 1 thread: 8.2).
+// tens of microseconds apart: a pool that slept at once paid a wake-up for each, and two threads
+// were slower than one on a small model (docs/PERFORMANCE.md, "Threads on a shared machine").
 constexpr auto kSpin = std::chrono::microseconds(100);
 
 constexpr uint32_t kClosed = 0xFFFFFFFF;

@@ -1,5 +1,5 @@
-// The fused layer_norm op against the same formula composed of tensor ops (mean, sub, mul, rsqrt),
-// forward and backward. Its finite-difference check is in gradcheck_layer_ops.cpp.
+// The fused layer_norm op against its composed reference, the same formula op by op (mean, sub,
+// mul, rsqrt), forward and backward. Its finite-difference check is in gradcheck_layer_ops.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -13,16 +13,6 @@ using namespace qkv;
 using namespace qkv::testing;
 
 namespace {
-
-// (x - mean) / sqrt(var + eps) · w + b from primitive ops: the reference.
-Tensor composed_layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) {
-  const Tensor centered = x - x.mean({-1}, true);
-  const Tensor var = (centered * centered).mean({-1}, true);
-  Tensor y = centered * (var + eps).rsqrt();
-  if (w.defined()) y = y * w;
-  if (b.defined()) y = y + b;
-  return y;
-}
 
 void check_close(const Tensor& a, const Tensor& b, float tol) {
   REQUIRE(a.shape() == b.shape());
@@ -39,7 +29,7 @@ Run run(bool fused, const Tensor& x0, const Tensor& w0, const Tensor& b0, float 
   Tensor x = x0.detach().clone().requires_grad_();
   Tensor w = w0.defined() ? w0.detach().clone().requires_grad_() : Tensor();
   Tensor b = b0.defined() ? b0.detach().clone().requires_grad_() : Tensor();
-  const Tensor y = fused ? layer_norm(x, w, b, eps) : composed_layer_norm(x, w, b, eps);
+  const Tensor y = fused ? layer_norm(x, w, b, eps) : layer_norm_reference(x, w, b, eps);
   Generator g(5);
   (y * randn(y.shape(), false, &g)).sum().backward();
   return {y.detach(), x.grad(), w.defined() ? w.grad() : Tensor(), b.defined() ? b.grad() : Tensor()};
@@ -84,7 +74,7 @@ TEST_CASE("fused layer_norm reads strided inputs and skips gradients nobody need
   Tensor x = base.detach().clone().requires_grad_();
   const Tensor w = ones({6});  // requires no grad: no dw is computed
   const Tensor y = layer_norm(x.t(), w, Tensor(), 1e-5f);  // (4, 6), not contiguous
-  check_close(y, composed_layer_norm(base.t(), w, Tensor(), 1e-5f), 1e-5f);
+  check_close(y, layer_norm_reference(base.t(), w, Tensor(), 1e-5f), 1e-5f);
   y.sum().backward();
   // Σ over a row of a normalized row is constant (0), so the gradient of y.sum() is 0.
   check_close(x.grad(), zeros({6, 4}), 1e-5f);

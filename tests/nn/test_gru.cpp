@@ -6,6 +6,7 @@
 #include <map>
 
 #include "autograd/grad_mode.h"
+#include "autograd/ops/gru.h"
 #include "nn/gru.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
@@ -138,13 +139,10 @@ std::vector<std::string> names(const nn::Module& m) {
   return out;
 }
 
-// The cell composed of tensor ops: the formula of nn/gru.h, op by op.
+// The cell composed of tensor ops: the two products, then gru_cell's composed reference, the
+// formula of nn/gru.h op by op.
 Tensor composed_cell(const Tensor& x, const Tensor& h, const nn::GRU::LayerWeights& w) {
-  const Tensor gi = x.matmul(w.weight_ih.t()) + w.bias_ih, gh = h.matmul(w.weight_hh.t()) + w.bias_hh;
-  const std::vector<Tensor> i = chunk(gi, 3, -1), hh = chunk(gh, 3, -1);
-  const Tensor r = (i[0] + hh[0]).sigmoid(), z = (i[1] + hh[1]).sigmoid();
-  const Tensor n = (i[2] + r * hh[2]).tanh();
-  return (1.0f - z) * n + z * h;
+  return gru_cell_reference(x.matmul(w.weight_ih.t()) + w.bias_ih, h.matmul(w.weight_hh.t()) + w.bias_hh, h);
 }
 
 }  // namespace
