@@ -22,8 +22,8 @@ namespace {
 // input's gradient over the gradient it received (BackwardContext::grad_is_scratch) or over a
 // saved tensor the engine frees after it (BackwardContext::saved_freed_after). Whether nothing
 // else reads a buffer is a question of who holds it, which only reference counts answer; the
-// reference mode (tensor/reference_mode.h) answers "someone may" every time, so that every
-// gradient is a new tensor and a reader can follow the engine without them.
+// reference mode (tensor/reference_mode.h) answers "someone may" every time, so that nothing is
+// written over and a reader can follow the engine without these tricks.
 
 // Whether `grad` is a whole buffer that nothing but this handle reaches: a fresh result, as most
 // backward functions return, rather than g passed through or a view of a tensor still in use.

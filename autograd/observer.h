@@ -4,9 +4,9 @@
 // anomaly mode, the profiler, the graph dump's gradient norms) implement Observer and register
 // themselves while they are on:
 //
-//   op_started / op_finished   an OpScope opens and closes: every op's forward (the op opens one
-//                              first thing) and each node's backward (the engine opens one)
-//   op_recorded                record() saw an op's result: `node` is the node it attached, or
+//   op_started / op_finished   an OpScope opens and closes: every op's forward (its autograd::Op
+//                              opens one before the work) and each node's backward (the engine)
+//   op_recorded                Op::record() saw an op's result: `node` is the node it attached, or
 //                              null when the op joined no graph (grad mode off, no input needing it)
 //   flops_counted              an op counted the floating-point operations of its kernels
 //   backward_started           the engine sorted a graph and is about to walk it (anomaly mode
@@ -68,8 +68,10 @@ inline bool observed() { return detail::observer_count.load(std::memory_order_re
 // True when some registered observer reads the gradient a node received (reads_node_gradient).
 bool node_gradient_observed();
 
-// Marks the running of one op: opened first thing by every op's forward (named as the op records
-// its node), and by the engine around each node's backward.
+// Marks the running of one op: opened by every op's forward through its autograd::Op
+// (autograd/function.h), under the name it records its node with, and by the engine around each
+// node's backward. A fused op in the reference mode opens none of its own: the ops of its
+// reference open theirs.
 class OpScope {
  public:
   explicit OpScope(const char* op, Pass pass = Pass::Forward) {

@@ -9,7 +9,7 @@ since on this host whichever runs first after a pause reads a few per cent faste
 config and thread count, the medians over the rounds of ms per step and CPU ms per step, and each
 contender's ratio to the first:
 
-    config=tiny threads=1 fast_ms=7.59 fast_cpu_ms=7.58 reference_ms=20.1 reference_cpu_ms=20.0 reference_vs_fast=2.65
+    config=tiny threads=1 fast_ms=6.75 fast_cpu_ms=6.75 reference_ms=16.47 reference_cpu_ms=16.46 reference_vs_fast=2.442
 
 Usage: python3 bench/compare_steps.py [--configs tiny,small,base,brown] [--threads 1,2] [--rounds 3]
                                       NAME=COMMAND NAME=COMMAND ...

@@ -151,7 +151,7 @@ void time_anomaly_mode(const std::function<void()>& step) {
 }
 
 int run(int argc, char** argv) {
-  const examples::Args args(argc, argv,
+  const examples::Args args(argc - 1, argv + 1,
                             {{"out", "tagger_step", "directory for the graph and profile files"},
                              {"model", "transformer", "transformer or gru"},
                              {"threads", "1", "threads for the kernels"},
@@ -161,6 +161,7 @@ int run(int argc, char** argv) {
     std::printf("%s", args.help().c_str());
     return 0;
   }
+  args.refuse_positional();
   set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));
   const bool reference = examples::use_reference_mode(args);
   const std::filesystem::path out = args.str("out");
@@ -182,7 +183,7 @@ int run(int argc, char** argv) {
   std::printf("one batch: B = %lld sentences, T = %lld (padded), %lld parameters, %d thread(s), %s\n\n",
               static_cast<long long>(b.batch_size), static_cast<long long>(b.max_len),
               static_cast<long long>(model->num_parameters()), get_num_threads(),
-              reference ? "reference mode (the composed ops)" : "the fused ops");
+              reference ? examples::kReferenceModeNote : "the fused ops");
 
   auto loss_of = [&] {
     return nn::functional::sequence_cross_entropy(model->forward(ids, valid_lens), targets, valid_lens);

@@ -136,7 +136,9 @@ functional::AttentionOutput MultiHeadAttention::attend_fused(const Tensor& queri
                                                              const Tensor& mask, const Tensor& bias) {
   functional::HeadTransform transform;
   if (positions) {
-    transform.apply = [scheme = positions](const Tensor& q, const Tensor& k) { return scheme->transform_qk(q, k); };
+    transform.apply = [scheme = positions.get()](const Tensor& q, const Tensor& k) {
+      return scheme->transform_qk(q, k);
+    };
     transform.replaces_heads = positions->transforms_qk();
   }
   const auto [all_mask, all_bias] = mask_and_bias(queries.size(1), keys.size(1), mask, bias);
@@ -146,13 +148,22 @@ functional::AttentionOutput MultiHeadAttention::attend_fused(const Tensor& queri
       keeps_weights(queries.size(0), queries.size(1), keys.size(1)));
 }
 
+// The heads of the three projections, (B, H, ·, d) views, the queries and keys transformed by the
+// position scheme.
+MultiHeadAttention::Heads MultiHeadAttention::project_heads(const Tensor& queries, const Tensor& keys,
+                                                            const Tensor& values) const {
+  Heads h{functional::split_heads(W_q->forward(queries), num_heads),
+          functional::split_heads(W_k->forward(keys), num_heads),
+          functional::split_heads(W_v->forward(values), num_heads)};
+  if (positions) std::tie(h.q, h.k) = positions->transform_qk(h.q, h.k);
+  return h;
+}
+
 // The composed path, d2l's MultiHeadAttention op by op: project, split the heads, attend, merge.
 functional::AttentionOutput MultiHeadAttention::attend_composed(const Tensor& queries, const Tensor& keys,
                                                                 const Tensor& values, const IndexTensor& valid_lens,
                                                                 const Tensor& mask, const Tensor& bias) {
-  Tensor q = functional::split_heads(W_q->forward(queries), num_heads), k = functional::split_heads(W_k->forward(keys), num_heads);
-  const Tensor v = functional::split_heads(W_v->forward(values), num_heads);
-  if (positions) std::tie(q, k) = positions->transform_qk(q, k);
+  const auto [q, k, v] = project_heads(queries, keys, values);
   const auto [all_mask, all_bias] = mask_and_bias(queries.size(1), keys.size(1), mask, bias);
   const functional::AttentionOutput out = functional::scaled_dot_product_attention(
       q, k, v, valid_lens, all_mask, all_bias, is_training() ? dropout : 0.0f);
@@ -170,9 +181,7 @@ functional::AttentionOutput MultiHeadAttention::attend_window(const Tensor& quer
         "or bias of its own; got " +
         std::to_string(T) + " queries, " + std::to_string(keys.size(1)) + " keys" +
         (mask.defined() ? ", a mask" : "") + (bias.defined() ? ", a bias" : ""));
-  Tensor q = functional::split_heads(W_q->forward(queries), num_heads), k = functional::split_heads(W_k->forward(keys), num_heads);
-  const Tensor v = functional::split_heads(W_v->forward(values), num_heads);
-  if (positions) std::tie(q, k) = positions->transform_qk(q, k);
+  const auto [q, k, v] = project_heads(queries, keys, values);
   // A window as wide as the sequence or wider sees the same keys as one of T − 1.
   const int64_t w = std::min(restriction.window_size, std::max<int64_t>(T - 1, 0));
   std::vector<int64_t> offsets(static_cast<size_t>(2 * w + 1));  // the band's offsets j − i: −w .. w

@@ -99,7 +99,7 @@ class AdditiveAttention : public Module {
 //    Transformer encoder sets it to the scheme it owns; it is not a child of this module.
 //  - restriction says which keys a query may see besides the padding: all, a window ±w, the keys
 //    up to itself (causal), or an arbitrary mask (AttentionRestriction below).
-// forward's own mask and bias compose with these.
+// forward's own mask and bias compose with these in dense attention (a window takes neither).
 //
 // Two paths, as nanoGPT's attention has (its `flash` switch): dense attention is fused, the default
 // (functional::fused_multi_head_attention: the fused attention op, reading the heads in place, and
@@ -155,6 +155,10 @@ class MultiHeadAttention : public Module {
  private:
   // Whether this forward keeps its (B, H, Q, K) weights (recompute_weights_above).
   bool keeps_weights(int64_t B, int64_t Q, int64_t K) const;
+  struct Heads {
+    Tensor q, k, v;
+  };
+  Heads project_heads(const Tensor& queries, const Tensor& keys, const Tensor& values) const;
   // The two dense paths, from the inputs to the merged heads (B, Q, D), and their weights.
   functional::AttentionOutput attend_fused(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                            const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);

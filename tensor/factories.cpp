@@ -121,6 +121,18 @@ Tensor to_float(const IndexTensor& index) {
   return t;
 }
 
+Tensor sequence_mask(const IndexTensor& lengths, int64_t K) {
+  if (K < 0) throw ValueError("sequence_mask: K must be >= 0, got " + std::to_string(K));
+  Shape shape = lengths.shape();
+  shape.push_back(K);
+  Tensor mask = Tensor::empty(shape);
+  float* m = mask.data();
+  const int64_t* len = lengths.data();
+  for (int64_t i = 0; i < lengths.numel(); ++i)
+    for (int64_t k = 0; k < K; ++k) m[i * K + k] = k < len[i] ? 1.0f : 0.0f;
+  return mask;
+}
+
 Tensor rand(const Shape& shape, bool requires_grad, Generator* gen) {
   return uniform(shape, 0.0f, 1.0f, requires_grad, gen);
 }

@@ -41,6 +41,8 @@ Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<
 Tensor scalar_tensor(float value, bool requires_grad = false);
 // The float values of an index tensor (token ids, lengths), e.g. for arithmetic with masks.
 Tensor to_float(const IndexTensor& index);
+// The 0/1 mask of lengths (d2l's sequence_mask): lengths (...) → (..., K), 1 at k < lengths[...].
+Tensor sequence_mask(const IndexTensor& lengths, int64_t K);
 
 // Uniform in [0, 1), and standard normal, from `gen` (the default generator if omitted).
 Tensor rand(const Shape& shape, bool requires_grad = false, Generator* gen = nullptr);

@@ -13,7 +13,7 @@ namespace {
 std::atomic<bool>& mode() {
   static std::atomic<bool> on = [] {
     const char* env = std::getenv("QKV_REFERENCE");
-    if (!env) return false;
+    if (!env || *env == '\0') return false;  // unset, or set empty to clear it
     if (std::strcmp(env, "1") == 0) return true;
     if (std::strcmp(env, "0") != 0)
       std::fprintf(stderr, "qkv: ignoring QKV_REFERENCE='%s' (expected 1 or 0)\n", env);

@@ -8,8 +8,8 @@
 //   - every fused op runs its composed reference, written beside it and named in its opening
 //     comment (autograd/ops/attention.h: fused_attention_reference, and so on): a few primitive
 //     ops, each with its own backward;
-//   - the backward engine allocates plainly: every gradient is a new tensor, none is written over
-//     another or over a saved tensor, and a leaf's gradient is always its own copy;
+//   - the backward engine allocates plainly: no gradient is written over another or over a saved
+//     tensor, and a leaf's gradient is always its own copy;
 //   - kernels that run in parallel do it with a plain `#pragma omp parallel for` and a static
 //     split, and the matrix product is the blocked GEMM of tensor/kernels/gemm_blocked.cpp under
 //     OpenMP; products stay in float32 whatever set_matmul_precision says.
@@ -19,12 +19,14 @@
 //
 // Turn it on with set_reference_mode(true), for a scope with ReferenceModeGuard, for a whole
 // process with the environment variable QKV_REFERENCE=1, or with --reference on the programs.
+// The switch is one for the process, read by every thread, as the thread count and the matmul
+// precision are: guards on two threads at once do not nest, and may restore each other's mode.
 #pragma once
 
 namespace qkv {
 
-// Whether the reference mode is on. The first call reads QKV_REFERENCE ("1" on, "0" off; another
-// value is ignored with a warning on stderr).
+// Whether the reference mode is on. The first call reads QKV_REFERENCE ("1" on; "0" or empty off;
+// another value is ignored with a warning on stderr).
 bool reference_mode();
 void set_reference_mode(bool on);
 

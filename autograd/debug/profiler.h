@@ -13,8 +13,8 @@
 // backward runs a few forward ops) is timed as one unit: what it calls is folded into its row, so a
 // backward row is the whole cost of sending that op's gradient back.
 //
-// A profiler is an observer (autograd/observer.h): it times the OpScopes that ops open first thing
-// and that the engine opens around each node's backward. With no observer registered, an OpScope
+// A profiler is an observer (autograd/observer.h): it times the OpScopes that ops open before their
+// work and that the engine opens around each node's backward. With no observer registered, an OpScope
 // costs one load and one untaken branch (docs/PERFORMANCE.md has the measurement). While a profiler records,
 // memory_stats().peak_bytes is restarted at each op (that is how each op's own peak is measured); read the
 // peak of the region from the profiler.

@@ -83,8 +83,6 @@ void draw_multipliers(GeneratorState start, int64_t first, int64_t n, float p, f
 // The kernels' dropout multipliers, block by block, of the draw dropout(weights, p, gen) would
 // make over the (B, H, Q, K) weights, and gen advanced past that draw; empty when p == 0.
 kernels::DropoutDraw dropout_draw(const kernels::AttentionSizes& n, float p, Generator& gen) {
-  if (!(p >= 0.0f && p < 1.0f))
-    throw ValueError("fused_attention: dropout_p must be in [0, 1), got " + std::to_string(p));
   if (p == 0.0f) return {};
   const GeneratorState start = gen.state();
   const int64_t TT = n.Tq * n.Tk, all = n.B * n.H * TT;
@@ -100,12 +98,27 @@ struct Extras {
   kernels::DropoutDraw keep;
 };
 
-Extras extras(const char* op, const kernels::AttentionSizes& n, const IndexTensor& valid_lens,
-              const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen) {
+// Checks what both ops take besides q, k and v, before either mode runs, so that the reference
+// mode refuses the same inputs with the same messages: valid_lens fits the scores, the mask and
+// the bias broadcast to the (B, H, Tq, Tk) scores, dropout_p is in [0, 1). Returns the valid length
+// of every row of scores (undefined without valid_lens).
+IndexTensor checked_lengths(const char* op, const kernels::AttentionSizes& n, const IndexTensor& valid_lens,
+                            const Tensor& mask, const Tensor& bias, float dropout_p) {
+  const Shape scores{n.B, n.H, n.Tq, n.Tk};
+  for (const auto& [t, what] : {std::pair{&mask, "mask"}, std::pair{&bias, "bias"}})
+    if (t->defined() && broadcast_shapes(t->shape(), scores, op) != scores)
+      throw ShapeError(std::string(op) + ": " + what + " of shape " + shape_str(t->shape()) +
+                       " does not broadcast to the scores of shape " + shape_str(scores));
+  if (!(dropout_p >= 0.0f && dropout_p < 1.0f))
+    throw ValueError(std::string(op) + ": dropout_p must be in [0, 1), got " + std::to_string(dropout_p));
+  return valid_lens.defined() ? score_row_lengths(op, scores, valid_lens) : IndexTensor();
+}
+
+Extras extras(const kernels::AttentionSizes& n, IndexTensor lens, const Tensor& mask, const Tensor& bias,
+              float dropout_p, Generator& gen) {
   const Shape scores{n.B, n.H, n.Tq, n.Tk};
   // A broadcast bias is read through its zero strides; expand's backward sums its gradient back.
-  return {valid_lens.defined() ? score_row_lengths(op, scores, valid_lens) : IndexTensor(),
-          mask.defined() ? mask.detach().expand(scores) : Tensor(),
+  return {std::move(lens), mask.defined() ? mask.detach().expand(scores) : Tensor(),
           bias.defined() ? bias.expand(scores) : Tensor(), dropout_draw(n, dropout_p, gen)};
 }
 
@@ -214,11 +227,8 @@ FusedAttention composed_attention(const Tensor& q, const Tensor& k, const Tensor
                                   const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen) {
   // Dividing by √d keeps the scores' variance at 1 for unit-variance queries and keys, whatever d
   // (Vaswani et al. 2017, section 3.2.1). k.transpose is a view: the matmul reads it as Kᵀ.
-  Tensor scores = q.matmul(k.transpose(-1, -2)) / std::sqrt(static_cast<float>(q.size(-1)));
-  if (bias.defined()) scores = scores + bias;
-  // A hidden key becomes −∞, which masked_softmax hides like a key past the valid length.
-  if (mask.defined()) scores = where(mask, scores, scalar_tensor(-std::numeric_limits<float>::infinity()));
-  const Tensor weights = masked_softmax(scores, valid_lens);
+  const Tensor scores = q.matmul(k.transpose(-1, -2)) / std::sqrt(static_cast<float>(q.size(-1)));
+  const Tensor weights = masked_softmax(scores, valid_lens, mask, bias);
   return {dropout(weights, dropout_p, gen).matmul(v), weights};
 }
 
@@ -247,12 +257,13 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
                                const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias,
                                float dropout_p, Generator& gen, bool need_weights) {
   check_heads(q, k, v);
+  const kernels::AttentionSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
+  IndexTensor lens = checked_lengths("fused_attention", n, valid_lens, mask, bias, dropout_p);
   if (reference_mode())
     return fused_attention_reference(q, k, v, valid_lens, mask, bias, dropout_p, gen, need_weights);
   const autograd::Op op("fused_attention");
-  const kernels::AttentionSizes n{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)};
   const Tensor qs = unit_last_stride(q), ks = unit_last_stride(k), vs = unit_last_stride(v);
-  const Extras e = extras(op.name(), n, valid_lens, mask, bias, dropout_p, gen);
+  const Extras e = extras(n, std::move(lens), mask, bias, dropout_p, gen);
   auto [out, weights] = run_forward(n, heads_view(qs), heads_view(ks), heads_view(vs), e, need_weights);
   Tensor recorded =
       op.record(out, {qs, ks, vs, e.bias}, saved_tensors({qs, ks, vs}, weights, e),
@@ -266,13 +277,14 @@ FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const In
                                       const Tensor& mask, const Tensor& bias, float dropout_p,
                                       Generator& gen, bool need_weights) {
   check_packed(qkv, heads);
+  const int64_t D = qkv.size(2) / 3;
+  const kernels::AttentionSizes n{qkv.size(0), heads, qkv.size(1), qkv.size(1), D / heads};
+  IndexTensor lens = checked_lengths("fused_attention_packed", n, valid_lens, mask, bias, dropout_p);
   if (reference_mode())
     return fused_attention_packed_reference(qkv, heads, valid_lens, mask, bias, dropout_p, gen, need_weights);
   const autograd::Op op("fused_attention_packed");
-  const int64_t D = qkv.size(2) / 3;
-  const kernels::AttentionSizes n{qkv.size(0), heads, qkv.size(1), qkv.size(1), D / heads};
   const Tensor x = qkv.contiguous();
-  const Extras e = extras(op.name(), n, valid_lens, mask, bias, dropout_p, gen);
+  const Extras e = extras(n, std::move(lens), mask, bias, dropout_p, gen);
   const PackedHeads h = packed_heads(x, n);
   auto [out, weights] = run_forward(n, h.q, h.k, h.v, e, need_weights);
   Tensor recorded =

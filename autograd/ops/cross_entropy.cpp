@@ -180,7 +180,8 @@ Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, co
 }
 
 Tensor sigmoid_cross_entropy_reference(const Tensor& x, const Tensor& y, const Tensor& pos_weight) {
-  const Tensor softplus_neg_x = (-x).relu() + ((-x.abs()).exp() + 1.0f).log();
+  // softplus(−x) = −log σ(x) = −log_softmax([x, 0])[0]: stable for every x, and smooth at 0
+  const Tensor softplus_neg_x = -stack({x, zeros_like(x)}, -1).log_softmax(-1).select(-1, 0);
   const Tensor positive = pos_weight.defined() ? (pos_weight - 1.0f) * y + 1.0f : Tensor();
   return (1.0f - y) * x + (positive.defined() ? positive * softplus_neg_x : softplus_neg_x);
 }

@@ -26,8 +26,8 @@ Tensor softmax_cross_entropy_reference(const Tensor& logits, const IndexTensor& 
 // broadcasts to it, or is undefined (1). One elementwise pass each way.
 Tensor sigmoid_cross_entropy(const Tensor& x, const Tensor& y, const Tensor& pos_weight);
 
-// sigmoid_cross_entropy's composed reference: (1-y)·x + (1 + (pw-1)·y)·softplus(-x), with
-// softplus(z) = max(z, 0) + log(1 + e^-|z|), op by op.
+// sigmoid_cross_entropy's composed reference: (1-y)·x + (1 + (pw-1)·y)·softplus(-x), op by op,
+// with softplus(-x) = -log σ(x) taken as a log-softmax over (x, 0).
 Tensor sigmoid_cross_entropy_reference(const Tensor& x, const Tensor& y, const Tensor& pos_weight);
 
 }  // namespace qkv

@@ -15,6 +15,8 @@
 namespace qkv {
 
 Tensor dropout_reference(const Tensor& x, float p, Generator& gen) {
+  if (!(p >= 0.0f && p < 1.0f)) throw ValueError("dropout: p must be in [0, 1), got " + std::to_string(p));
+  if (p == 0.0f) return x;
   // Inverted dropout: survivors scaled by 1/(1-p), so E[y] = x (Srivastava et al. 2014; PyTorch).
   const float keep = 1.0f - p;
   const Tensor one = ones(x.shape());
@@ -24,9 +26,9 @@ Tensor dropout_reference(const Tensor& x, float p, Generator& gen) {
 }
 
 Tensor dropout(const Tensor& x, float p, Generator& gen) {
+  if (reference_mode()) return dropout_reference(x, p, gen);
   if (!(p >= 0.0f && p < 1.0f)) throw ValueError("dropout: p must be in [0, 1), got " + std::to_string(p));
   if (p == 0.0f) return x;
-  if (reference_mode()) return dropout_reference(x, p, gen);
   const autograd::Op op("dropout");
   const float keep = 1.0f - p, scale = 1.0f / keep;
   const Tensor in = x.is_contiguous() ? x.detach() : x.detach().contiguous();

@@ -18,7 +18,8 @@ namespace qkv {
 Tensor embedding_reference(const IndexTensor& ids, const Tensor& weight, std::optional<int64_t> padding_idx) {
   const int64_t N = ids.numel(), V = weight.size(0);
   const int64_t pad = !padding_idx ? -1 : *padding_idx < 0 ? *padding_idx + V : *padding_idx;
-  Tensor rows = weight.index_select(0, ids.reshape({N}));  // (N, D)
+  // The ids are copied, as the op copies them: a caller may refill its id buffer before backward.
+  Tensor rows = weight.index_select(0, ids.clone().reshape({N}));  // (N, D)
   if (padding_idx) {  // where a row is the padding row, its value detached: no gradient goes back
     std::vector<float> is_pad(static_cast<size_t>(N));
     for (int64_t j = 0; j < N; ++j) is_pad[static_cast<size_t>(j)] = ids.data()[j] == pad ? 1.0f : 0.0f;

@@ -219,8 +219,7 @@ IndexTensor Tensor::argmin(int64_t dim, bool keepdim) const {
 }
 
 Tensor masked_max_reference(const Tensor& x, const IndexTensor& valid_lens) {
-  // (N, L, 1): 1 at the positions t < valid_lens[n]
-  const Tensor valid = arange(static_cast<float>(x.size(1))).lt(to_float(valid_lens).unsqueeze(-1)).unsqueeze(-1);
+  const Tensor valid = sequence_mask(valid_lens, x.size(1)).unsqueeze(-1);  // (N, L, 1)
   return where(valid, x, scalar_tensor(-std::numeric_limits<float>::infinity())).max(1).first;
 }
 

@@ -1,5 +1,6 @@
-// Softmax and log-softmax along a dim, fused: one kernel for the forward and one for the backward
-// instead of the five ops of exp(x - max) / sum(exp(x - max)).
+// Softmax and log-softmax along a dim, primitives of the Tensor API: one kernel for the forward and
+// one for the backward, the max subtracted for stability, as torch.softmax. They have no reference
+// of their own; the references of the fused ops are built from them.
 //
 // masked_softmax (autograd/ops/softmax.h), fused in the same way, and masked_softmax_reference, its
 // composed reference: the valid-lengths softmax of every attention layer (d2l 11.3.2.1). d2l
@@ -82,13 +83,18 @@ IndexTensor score_row_lengths(const char* op, const Shape& scores, const IndexTe
 Tensor masked_softmax_reference(const Tensor& x, const IndexTensor& valid_lens) {
   const float inf = std::numeric_limits<float>::infinity();
   Tensor visible = x.ne(-inf);
-  if (valid_lens.defined()) {
-    // (rows, K): 1 at the keys k < the row's valid length; rows as score_row_lengths lays them out
-    const Tensor lens = to_float(score_row_lengths("masked_softmax", x.shape(), valid_lens));
-    visible = visible * arange(static_cast<float>(x.size(-1))).lt(lens.unsqueeze(-1)).reshape(x.shape());
-  }
+  if (valid_lens.defined())  // 1 at the keys k < each row's valid length, rows as x lays them out
+    visible = visible * sequence_mask(score_row_lengths("masked_softmax", x.shape(), valid_lens), x.size(-1))
+                            .reshape(x.shape());
   const Tensor weights = where(visible, x, scalar_tensor(std::numeric_limits<float>::lowest())).softmax(-1);
   return weights * visible;
+}
+
+Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
+  Tensor scores = bias.defined() ? x + bias : x;
+  // A hidden key becomes −∞, which masked_softmax hides like a key past the valid length.
+  if (mask.defined()) scores = where(mask, scores, scalar_tensor(-std::numeric_limits<float>::infinity()));
+  return masked_softmax(scores, valid_lens);
 }
 
 // x (B, [H,] Q, K) → weights of the same shape; rows past their valid length are zero.

@@ -14,6 +14,11 @@ namespace qkv {
 // materialized.
 Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens);
 
+// The general form, composed of the above: softmax over the last dim of x + bias, keeping only the
+// keys within valid_lens and where mask is nonzero; the bias added, the hidden keys set to −∞
+// (where), then masked_softmax. mask and bias broadcast to x, or are undefined.
+Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);
+
 // masked_softmax's composed reference, d2l's masked_softmax with PyTorch's rule for a row that sees
 // no key: the visible keys as a 0/1 mask (k < valid length, and a logit that is not −∞), the hidden
 // logits replaced by the lowest float (where), the softmax, and the weights times the mask, which

@@ -166,7 +166,7 @@ void make_output_directory(const std::string& option, const std::string& path) {
 }
 
 bool use_reference_mode(const Args& args) {
-  if (args.flag("reference")) set_reference_mode(true);
+  if (args.given("reference")) set_reference_mode(args.flag("reference"));
   return reference_mode();
 }
 

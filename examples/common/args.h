@@ -50,10 +50,13 @@ class Args {
 inline const Args::Option kReferenceOption = {
     "reference", "false",
     "run every fused op as its composed reference, with plain allocation and OpenMP loops (the code a "
-    "reader reads first; slower, the same results to float32 rounding)"};
+    "reader reads first; slower, the same results to float32 rounding; also QKV_REFERENCE=1)"};
 
-// Turns the reference mode on when --reference is given (it also is with QKV_REFERENCE=1), and says
-// whether it is on.
+// How the programs name the mode when it is on.
+inline constexpr const char* kReferenceModeNote = "reference mode (composed ops, plain allocation, OpenMP loops)";
+
+// Sets the reference mode as --reference says when it is given (--reference=false turns off what
+// QKV_REFERENCE=1 turned on); otherwise leaves it as QKV_REFERENCE set it. Says whether it is on.
 bool use_reference_mode(const Args& args);
 
 // A number as an option's text: the shortest decimal that reads back as the same double, so that a

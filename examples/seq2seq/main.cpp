@@ -136,7 +136,15 @@ TrainingState train_until_done(Seq2Seq& model, qkv::optim::Optimizer& optimizer,
                 static_cast<long long>(epoch), static_cast<long long>(state.step), loss, dev.exact_match,
                 dev.bleu, format_duration(state.training_seconds).c_str());
     std::fflush(stdout);
-    if (dev.exact_match >= schedule.target || state.training_seconds >= schedule.time_limit) break;
+    if (dev.exact_match >= schedule.target) {
+      std::printf("stopped: the dev exact match reached --target %g\n", schedule.target);
+      break;
+    }
+    if (state.training_seconds >= schedule.time_limit && epoch < schedule.epochs) {
+      std::printf("stopped: %s of training reached --time-limit %g s\n",
+                  format_duration(state.training_seconds).c_str(), schedule.time_limit);
+      break;
+    }
   }
   return state;
 }
@@ -217,7 +225,7 @@ int train(int argc, char** argv) {
   std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters, %d thread(s)%s\n",
               data.train.size(), data.dev.size(), data.test.size(),
               static_cast<long long>(model.num_parameters()), qkv::get_num_threads(),
-              reference ? ", reference mode (composed ops)" : "");
+              reference ? (std::string(", ") + qkv::examples::kReferenceModeNote).c_str() : "");
   std::printf("%s", model.summary().c_str());
 
   const auto start = Clock::now();
@@ -241,7 +249,7 @@ int predict(int argc, char** argv) {
   }
   if (args.given("heatmap") && args.str("heatmap").empty())
     throw qkv::ValueError("option --heatmap is empty; expected a .png file");
-  qkv::examples::use_reference_mode(args);
+  if (qkv::examples::use_reference_mode(args)) std::fprintf(stderr, "seq2seq: %s\n", qkv::examples::kReferenceModeNote);
   const std::unique_ptr<Seq2Seq> model = load_model(args.str("checkpoint"));
   std::vector<std::string> texts = args.positional();
   if (texts.empty()) {

@@ -67,13 +67,15 @@ void set_threads(const Args& a) {
 // config (train, ablate, resume; Config::validate has checked it there). Refused, naming the
 // option, for any other value, for medium where this build has no bfloat16 kernel, and for medium
 // in the reference mode, whose products are float32.
-void use_modes(const Args& a, const std::string& precision) {
+void use_modes(const Args& a, const std::string& precision, bool saved_run = false) {
   if (precision != "highest" && precision != "medium")
     throw qkv::ValueError("option --matmul is '" + precision + "'; expected one of highest, medium");
   if (qkv::examples::use_reference_mode(a) && precision == "medium")
     throw qkv::ValueError(
-        "--matmul medium: the reference mode (--reference or QKV_REFERENCE=1) computes every product in "
-        "float32");
+        std::string(saved_run ? "the run was trained with --matmul medium (its config.json), and "
+                              : "--matmul medium: ") +
+        "the reference mode (--reference or QKV_REFERENCE=1) computes every product in float32; drop one "
+        "of the two");
   try {
     qkv::set_matmul_precision(precision == "medium" ? qkv::MatmulPrecision::medium
                                                     : qkv::MatmulPrecision::highest);
@@ -84,7 +86,7 @@ void use_modes(const Args& a, const std::string& precision) {
 
 void announce(const TrainOptions& options) {
   std::cout << "tagger: training on " << qkv::get_num_threads() << " thread(s)"
-            << (qkv::reference_mode() ? ", reference mode (composed ops, plain allocation, OpenMP loops)" : "")
+            << (qkv::reference_mode() ? std::string(", ") + qkv::examples::kReferenceModeNote : "")
             << (qkv::get_matmul_precision() == qkv::MatmulPrecision::medium ? ", bfloat16 products" : "")
             << ", run directory " << options.run_dir << "\n";
 }
@@ -118,7 +120,7 @@ int cmd_train(const Args& a) {
   SavedRun saved = load_saved_run(options.run_dir, "last.safetensors");
   if (!a.given("example") && reads_real_text(saved.config)) options.example = kRealTextExample;
   if (a.given("epochs")) saved.config.epochs = std::max(saved.config.epochs, config.epochs);
-  use_modes(a, saved.config.matmul);
+  use_modes(a, saved.config.matmul, /*saved_run=*/true);
   const Data data = load_data(saved.config);
   announce(options);
   resume(std::move(saved), data, options);
@@ -158,10 +160,16 @@ std::vector<TaggedSentence> training_sentences_at_hand(const Run& run, std::stri
   return data.train;
 }
 
+// Says so on stderr when the reference mode is on, for the commands that do not announce
+// themselves otherwise.
+void note_reference_mode(const Args& a) {
+  if (qkv::examples::use_reference_mode(a)) std::cerr << "tagger: " << qkv::examples::kReferenceModeNote << "\n";
+}
+
 int cmd_eval(const Args& a) {
   a.refuse_positional();
   set_threads(a);
-  qkv::examples::use_reference_mode(a);
+  note_reference_mode(a);
   Run run = load_run(a.str("run"));
   std::vector<TaggedSentence> train, test;
   std::string no_lexicon;
@@ -191,7 +199,7 @@ int cmd_eval(const Args& a) {
 
 int cmd_predict(const Args& a) {
   set_threads(a);
-  qkv::examples::use_reference_mode(a);
+  note_reference_mode(a);
   Run run = load_run(a.str("run"));
   const qkv::data::TokenizerStyle style = tokenizer_style_for(run.config);
   std::vector<std::vector<std::string>> sentences;
@@ -277,6 +285,7 @@ int cmd_ablate(const Args& a) {
   set_threads(a);
   const Config base = config_from(a);
   use_modes(a, base.matmul);
+  note_reference_mode(a);
   const std::vector<Variant> variants = ablation_variants(base, a);  // all validated before training
   const Data data = load_data(base);
   const TagLexicon lexicon(data.train);

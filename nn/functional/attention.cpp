@@ -42,12 +42,9 @@ Tensor masked_softmax(const Tensor& X, const IndexTensor& valid_lens) {
 }
 
 Tensor masked_softmax(const Tensor& X, const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
-  Tensor scores = X;
-  if (bias.defined()) scores = scores + fit_to_scores(bias, X.shape(), "masked_softmax", "bias");
-  // A hidden key becomes -inf, which the fused op treats like a key past the valid length.
-  if (mask.defined())
-    scores = where(fit_to_scores(mask, X.shape(), "masked_softmax", "mask"), scores, scalar_tensor(-std::numeric_limits<float>::infinity()));
-  return qkv::masked_softmax(scores, valid_lens);
+  return qkv::masked_softmax(X, valid_lens,
+                             mask.defined() ? fit_to_scores(mask, X.shape(), "masked_softmax", "mask") : mask,
+                             bias.defined() ? fit_to_scores(bias, X.shape(), "masked_softmax", "bias") : bias);
 }
 
 Tensor causal_mask(int64_t Q, int64_t K) {
@@ -83,8 +80,7 @@ Tensor key_padding_mask(const IndexTensor& valid_lens, int64_t K) {
                      (valid_lens.defined() ? shape_str(valid_lens.shape()) : std::string("undefined")));
   if (K < 0) throw ValueError("key_padding_mask: K must be >= 0, got " + std::to_string(K));
   // d2l's sequence_mask: arange(K)[None, :] < valid_len[:, None], one row per length.
-  const Tensor lens = to_float(valid_lens).unsqueeze(-1);
-  const Tensor mask = arange(static_cast<float>(K)).lt(lens);
+  const Tensor mask = sequence_mask(valid_lens, K);
   return valid_lens.dim() == 1 ? mask.unsqueeze(1) : mask;
 }
 
@@ -172,16 +168,19 @@ AttentionOutput fused_multi_head_attention(const Tensor& queries, const Tensor& 
                                            float dropout_p, Generator* gen, bool need_weights) {
   if (can_pack(queries, keys, values, in, transform)) {
     const Tensor weight = cat({in.weight_q, in.weight_k, in.weight_v}, 0);  // (3D, in)
-    const Tensor qkv = linear(queries, weight, in.bias_q.defined() ? cat({in.bias_q, in.bias_k, in.bias_v}, 0) : Tensor());
-    // A transform that leaves the heads as they are changes nothing; one that does not say it
-    // replaces them, but does, is still obeyed.
-    const int64_t D = in.weight_q.size(0);
-    const Tensor q = split_heads(qkv.narrow(2, 0, D), heads), k = split_heads(qkv.narrow(2, D, D), heads);
-    const auto [q2, k2] = transform.apply ? transform.apply(q, k) : std::pair{q, k};
-    if (q2.impl() == q.impl() && k2.impl() == k.impl())
-      return fused_attention_packed(qkv, heads, valid_lens, mask, bias, dropout_p, gen, need_weights);
-    return fused_attention(q2, k2, split_heads(qkv.narrow(2, 2 * D, D), heads), valid_lens, mask, bias, dropout_p,
-                           gen, need_weights);
+    const Tensor bias_qkv = in.bias_q.defined() ? cat({in.bias_q, in.bias_k, in.bias_v}, 0) : Tensor();
+    const Tensor qkv = linear(queries, weight, bias_qkv);  // (B, T, 3D)
+    if (transform.apply) {
+      // A transform that leaves the heads as they are changes nothing; one that does not say it
+      // replaces them, but does, is still obeyed.
+      const int64_t D = in.weight_q.size(0);
+      const Tensor q = split_heads(qkv.narrow(2, 0, D), heads), k = split_heads(qkv.narrow(2, D, D), heads);
+      const auto [q2, k2] = transform.apply(q, k);
+      if (q2.impl() != q.impl() || k2.impl() != k.impl())
+        return fused_attention(q2, k2, split_heads(qkv.narrow(2, 2 * D, D), heads), valid_lens, mask, bias,
+                               dropout_p, gen, need_weights);
+    }
+    return fused_attention_packed(qkv, heads, valid_lens, mask, bias, dropout_p, gen, need_weights);
   }
   Tensor q = split_heads(linear(queries, in.weight_q, in.bias_q), heads);
   Tensor k = split_heads(linear(keys, in.weight_k, in.bias_k), heads);

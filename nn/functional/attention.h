@@ -1,5 +1,6 @@
-// The stateless parts of attention: the masked softmax, masks for its variants, and scaled
-// dot-product attention. The layers of nn/attention.h are built from these.
+// The stateless parts of attention: the masked softmax, masks for its variants, scaled dot-product
+// attention composed and fused, splitting and merging heads, and multi-head attention from its
+// inputs on the fused ops. The layers of nn/attention.h are built from these.
 //
 // Shapes (letters from docs/internals.md): B batch, H heads, Q queries, K keys (and values),
 // d the width of a query/key, dv the width of a value.
@@ -161,7 +162,8 @@ struct HeadTransform {
 // tensor) with all three biases or none, whose heads no transform replaces, x·[W_q; W_k; W_v]ᵀ is
 // one (B, T, 3D) product whose column blocks fused_attention_packed reads as Q, K and V, and whose
 // gradient it writes as one tensor, so that backward is one product for dx and one for the stacked
-// weights instead of three of each and a sum. The same values to the bit as three products.
+// weights instead of three of each and a sum. In float32, the same values to the bit as three
+// products.
 AttentionOutput fused_multi_head_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                            const InProjections& in, int64_t heads,
                                            const HeadTransform& transform = {},

@@ -1,7 +1,8 @@
 // The fast GEMM: the blocked loops of Goto & van de Geijn ("Anatomy of high-performance matrix
 // multiplication", ACM TOMS 2008) in the form of BLIS (Van Zee & van de Geijn 2015), around the
 // micro-kernel of gemm_microkernel.h. docs/PERFORMANCE.md walks through it with measurements.
-// gemm_blocked.cpp is the same loop nest on one thread with a scalar micro-kernel: read it first.
+// gemm_blocked.cpp is the same loop nest with a scalar micro-kernel and OpenMP's threads: read it
+// first.
 // This file adds the SIMD micro-kernel (in smaller instances for the tiles at the edges of C),
 // the threads, reading small blocks of A in place, and computing a product narrower than a SIMD
 // vector as its transpose.

@@ -24,6 +24,7 @@
 #include "tensor/kernels/gemm.h"
 #include "tensor/kernels/gemm_blocking.h"
 #include "tensor/kernels/gemm_microkernel.h"
+#include "tensor/kernels/parallel.h"
 
 namespace qkv::kernels {
 namespace {
@@ -76,8 +77,9 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
     return;
   }
-  // Threads only for a product large enough to share (gemm's threshold), as gemm does.
-  const bool parallel = M * N * K >= gemm_detail::kMinParallelProduct;
+  // Threads only for a product large enough to share (gemm's threshold), and not from inside a
+  // parallel loop or task, as gemm does.
+  const bool parallel = M * N * K >= gemm_detail::kMinParallelProduct && !in_parallel_task();
   const auto padded = [](int64_t n, int64_t unit) { return (n + unit - 1) / unit * unit; };
   std::vector<float> a_packed(static_cast<size_t>(padded(std::min(M, MC), MR) * std::min(K, KC))),
       b_packed(static_cast<size_t>(padded(std::min(N, NC), NR) * std::min(K, KC)));

@@ -3,8 +3,8 @@
 //
 // std::exp and std::tanh are calls into libm, which the compiler cannot turn into SIMD code
 // (glibc's vector versions are only enabled with -ffast-math). In a GRU step that made the gate
-// math cost more than the matrix product; vectorized, it costs a small part of it. They are the Cephes single-precision routines (S. L. Moshier), written branch-free and
-// inline, so that a `#pragma omp simd` loop computes 8 (AVX2) or 16 (AVX-512) values at once. GCC
+// math cost more than the matrix product; vectorized, it costs a small part of it. They are the
+// Cephes single-precision routines (S. L. Moshier), written branch-free and inline, so that a `#pragma omp simd` loop computes 8 (AVX2) or 16 (AVX-512) values at once. GCC
 // vectorizes such a loop only with -fno-trapping-math (set in CMakeLists.txt): otherwise it keeps
 // the clamps below as branches.
 //

@@ -128,13 +128,16 @@ TEST_CASE("gradcheck registry: every entry passes with non-contiguous inputs") {
 }
 
 TEST_CASE("gradcheck registry: every entry passes in the reference mode") {
-  // The fused ops run their composed references there: their gradients are checked too.
+  // The fused ops run their composed references there: their gradients are checked too, with
+  // contiguous and with non-contiguous inputs.
   const ReferenceModeGuard reference;
-  for (const GradcheckEntry& e : gradcheck_registry()) {
-    CAPTURE(e.name);
-    const GradcheckResult r = check_entry(e, false);
-    CHECK_MESSAGE(r.ok, e.name << " (reference mode): " << r.message);
-  }
+  for (const GradcheckEntry& e : gradcheck_registry())
+    for (const bool strided : {false, true}) {
+      CAPTURE(e.name);
+      CAPTURE(strided);
+      const GradcheckResult r = check_entry(e, strided);
+      CHECK_MESSAGE(r.ok, e.name << " (reference mode): " << r.message);
+    }
 }
 
 TEST_CASE("gradcheck registry: every op defined in autograd/ops has an entry") {

@@ -4,16 +4,21 @@
 // in tests/examples/test_reference_models.cpp.
 //
 // HOW TO ADD AN ENTRY: a fused op gets a line in fused_ops() below: its name as the graph records
-// it, the inputs (those of 2+ dims that require grad are checked), and a call of the public op.
+// it, the reference function it reaches, the inputs (every one that requires grad has its gradient
+// compared), and a call of the public op.
 // Each entry runs the call in the default mode, where the graph must hold the fused node, and under
 // ReferenceModeGuard, where it must not; the outputs and every input's gradient must agree.
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -42,11 +47,16 @@ namespace {
 using Inputs = std::vector<Tensor>;
 
 struct FusedOpCase {
-  std::string name;  // the fused node's op name in the graph
+  std::string name;       // the fused node's op name in the graph
+  std::string reference;  // the composed reference the reference mode reaches (autograd/ops/*.h)
   std::function<Inputs()> inputs;
   std::function<std::vector<Tensor>(const Inputs&)> call;  // the outputs to compare
   float tolerance = 1e-5f;
 };
+
+// The generator's position after a draw, as an output to compare: both modes must draw the same
+// numbers from it, no more and no fewer.
+Tensor position_of(const Generator& g) { return scalar_tensor(static_cast<float>(g.state().offset)); }
 
 Tensor normal(const Shape& shape, uint64_t seed, bool grad = true) {
   Generator g(seed);
@@ -118,16 +128,16 @@ IndexTensor index(std::vector<int64_t> v, Shape s) { return IndexTensor(std::mov
 
 std::vector<FusedOpCase> fused_ops() {
   std::vector<FusedOpCase> cases;
-  cases.push_back({"linear", [] { return Inputs{normal({4, 3, 5}, 1), normal({6, 5}, 2), normal({6}, 3)}; },
+  cases.push_back({"linear", "linear_with_bias_reference", [] { return Inputs{normal({4, 3, 5}, 1), normal({6, 5}, 2), normal({6}, 3)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{linear_with_bias(x[0], x[1], x[2])}; }});
-  cases.push_back({"layer_norm",
+  cases.push_back({"layer_norm", "layer_norm_reference",
                    [] { return Inputs{normal({3, 5, 37}, 4) * 3.0f + 2.0f, normal({37}, 5), normal({37}, 6)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{layer_norm(x[0], x[1], x[2], 1e-5f)}; }, 1e-4f});
-  cases.push_back({"layer_norm", [] { return Inputs{normal({4, 9}, 7)}; },
+  cases.push_back({"layer_norm", "layer_norm_reference", [] { return Inputs{normal({4, 9}, 7)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{layer_norm(x[0], Tensor(), Tensor(), 1e-3f)}; },
                    1e-4f});
   // Lengths per example and per query, one of them 0 (a row that sees nothing), and a −∞ logit.
-  cases.push_back({"masked_softmax",
+  cases.push_back({"masked_softmax", "masked_softmax_reference",
                    [] {
                      Tensor x = normal({2, 3, 4, 5}, 8).detach();
                      x.data()[7] = -std::numeric_limits<float>::infinity();
@@ -136,70 +146,88 @@ std::vector<FusedOpCase> fused_ops() {
                    [](const Inputs& x) {
                      return std::vector<Tensor>{masked_softmax(x[0], index({1, 2, 3, 4, 5, 0, 2, 4}, {2, 4}))};
                    }});
-  cases.push_back({"masked_softmax", [] { return Inputs{normal({3, 4, 6}, 9)}; },
+  cases.push_back({"masked_softmax", "masked_softmax_reference", [] { return Inputs{normal({3, 4, 6}, 9)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{masked_softmax(x[0], IndexTensor{6, 2, 0})}; }});
-  cases.push_back({"masked_softmax", [] { return Inputs{normal({2, 7}, 10)}; },
+  cases.push_back({"masked_softmax", "masked_softmax_reference", [] { return Inputs{normal({2, 7}, 10)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{masked_softmax(x[0], IndexTensor())}; }});
-  cases.push_back({"dropout", [] { return Inputs{normal({4, 51}, 11)}; },
+  cases.push_back({"dropout", "dropout_reference", [] { return Inputs{normal({4, 51}, 11)}; },
                    [](const Inputs& x) {
                      Generator g(12);
-                     return std::vector<Tensor>{dropout(x[0], 0.3f, g)};
+                     const Tensor y = dropout(x[0], 0.3f, g);
+                     return std::vector<Tensor>{y, position_of(g)};
                    }});
-  cases.push_back({"embedding", [] { return Inputs{normal({10, 6}, 13)}; },
+  cases.push_back({"embedding", "embedding_reference", [] { return Inputs{normal({10, 6}, 13)}; },
                    [](const Inputs& x) {
                      return std::vector<Tensor>{embedding(index({1, 4, 4, 9, 1, 0, 2, 4}, {2, 4}), x[0], -9)};
                    }});
-  cases.push_back({"masked_max", [] { return Inputs{normal({3, 5, 4}, 14)}; },
+  cases.push_back({"masked_max", "masked_max_reference", [] { return Inputs{normal({3, 5, 4}, 14)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{masked_max(x[0], IndexTensor{5, 1, 3})}; }});
-  cases.push_back({"unfold1d", [] { return Inputs{normal({2, 7, 3}, 15)}; },
+  cases.push_back({"unfold1d", "unfold1d_reference", [] { return Inputs{normal({2, 7, 3}, 15)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{unfold1d(x[0], 3, 2, 2)}; }});
-  cases.push_back({"cross_entropy", [] { return Inputs{normal({6, 5}, 16), uniform({5}, 0.5f, 2.0f)}; },
+  cases.push_back({"cross_entropy", "softmax_cross_entropy_reference", [] { return Inputs{normal({6, 5}, 16), uniform({5}, 0.5f, 2.0f)}; },
                    [](const Inputs& x) {
                      return std::vector<Tensor>{
                          softmax_cross_entropy(x[0], IndexTensor{0, 4, -1, 2, 2, 1}, x[1], -1, 0.1f)};
                    }});
-  cases.push_back({"cross_entropy", [] { return Inputs{normal({4, 3}, 17)}; },
+  cases.push_back({"cross_entropy", "softmax_cross_entropy_reference",
+                   [] {
+                     Tensor x = normal({5, 4}, 40).detach();
+                     x.data()[1] = -std::numeric_limits<float>::infinity();  // a class never predicted
+                     return Inputs{x.requires_grad_()};
+                   },
+                   [](const Inputs& x) {
+                     return std::vector<Tensor>{softmax_cross_entropy(x[0], IndexTensor{0, 3, 7, 2, 7}, Tensor(), 7, 0.0f)};
+                   }});
+  cases.push_back({"cross_entropy", "softmax_cross_entropy_reference", [] { return Inputs{normal({4, 3}, 17)}; },
                    [](const Inputs& x) {
                      return std::vector<Tensor>{softmax_cross_entropy(x[0], IndexTensor{2, 0, 1, 1}, Tensor(), -100, 0.0f)};
                    }});
-  cases.push_back({"binary_cross_entropy_with_logits",
-                   [] { return Inputs{normal({4, 3}, 18) * 4.0f, uniform({4, 3}, 0, 1, true), uniform({3}, 0.5f, 3.0f, true)}; },
+  // Logits of every size, exact zeros (where softplus is smooth but relu and abs have a kink) and
+  // values far in both tails among them.
+  cases.push_back({"binary_cross_entropy_with_logits", "sigmoid_cross_entropy_reference",
+                   [] {
+                     Tensor x = (normal({4, 3}, 18) * 4.0f).detach();
+                     x.data()[0] = x.data()[5] = 0.0f, x.data()[7] = 30.0f, x.data()[9] = -40.0f;
+                     return Inputs{x.requires_grad_(), uniform({4, 3}, 0, 1, true), uniform({3}, 0.5f, 3.0f, true)};
+                   },
                    [](const Inputs& x) { return std::vector<Tensor>{sigmoid_cross_entropy(x[0], x[1], x[2])}; }});
-  cases.push_back({"gru_cell", [] { return Inputs{normal({3, 12}, 19), normal({3, 12}, 20), normal({3, 4}, 21)}; },
+  cases.push_back({"gru_cell", "gru_cell_reference", [] { return Inputs{normal({3, 12}, 19), normal({3, 12}, 20), normal({3, 4}, 21)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{gru_cell(x[0], x[1], x[2])}; }});
   for (const bool reverse : {false, true})
-    cases.push_back({"gru_sequence",
+    cases.push_back({"gru_sequence", "gru_sequence_reference",
                      [] { return Inputs{normal({5, 3, 12}, 22), normal({3, 4}, 23), normal({12, 4}, 24), normal({12}, 25)}; },
                      [reverse](const Inputs& x) {
                        return std::vector<Tensor>{gru_sequence(x[0], x[1], x[2], x[3], reverse)};
                      }});
-  cases.push_back({"gru_sequence", [] { return Inputs{normal({4, 2, 6}, 26), normal({2, 2}, 27), normal({6, 2}, 28)}; },
+  cases.push_back({"gru_sequence", "gru_sequence_reference", [] { return Inputs{normal({4, 2, 6}, 26), normal({2, 2}, 27), normal({6, 2}, 28)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{gru_sequence(x[0], x[1], x[2], Tensor())}; }});
-  cases.push_back({"band_scores", [] { return Inputs{normal({2, 3, 7, 4}, 29), normal({2, 3, 7, 4}, 30)}; },
+  cases.push_back({"band_scores", "band_scores_reference", [] { return Inputs{normal({2, 3, 7, 4}, 29), normal({2, 3, 7, 4}, 30)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{band_scores(x[0], x[1], 2, 0.5f)}; }});
-  cases.push_back({"band_sum", [] { return Inputs{normal({2, 3, 7, 3}, 31), normal({2, 3, 7, 5}, 32)}; },
+  cases.push_back({"band_sum", "band_sum_reference", [] { return Inputs{normal({2, 3, 7, 3}, 31), normal({2, 3, 7, 5}, 32)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{band_sum(x[0], x[1], 1)}; }});
   // Attention with every extra: lengths per query, a mask, a bias that requires grad, dropout.
   for (const bool need_weights : {true, false})
-    cases.push_back({"fused_attention",
+    cases.push_back({"fused_attention", "fused_attention_reference",
                      [] {
                        Tensor mask = ones({1, 1, 5, 6});
                        mask.data()[3] = mask.data()[10] = 0.0f;
+                       // The bias is shared by the heads: its gradient is summed over them.
                        return Inputs{normal({2, 3, 5, 4}, 33), normal({2, 3, 6, 4}, 34), normal({2, 3, 6, 4}, 35),
-                                     mask, normal({2, 1, 5, 6}, 36).expand({2, 3, 5, 6})};
+                                     mask, normal({2, 1, 5, 6}, 36)};
                      },
                      [need_weights](const Inputs& x) {
                        Generator g(37);
-                       const FusedAttention a = fused_attention(x[0], x[1], x[2], index({5, 3, 1, 0, 6, 6, 2, 4, 6, 5}, {2, 5}),
-                                                                x[3], x[4], 0.25f, g, need_weights);
-                       return std::vector<Tensor>{a.output, a.weights};
+                       const FusedAttention a =
+                           fused_attention(x[0], x[1], x[2], index({5, 3, 1, 0, 6, 6, 2, 4, 6, 5}, {2, 5}), x[3],
+                                           x[4].expand({2, 3, 5, 6}), 0.25f, g, need_weights);
+                       return std::vector<Tensor>{a.output, a.weights, position_of(g)};
                      }, 1e-4f});
-  cases.push_back({"fused_attention_packed", [] { return Inputs{normal({2, 5, 24}, 38)}; },
+  cases.push_back({"fused_attention_packed", "fused_attention_packed_reference", [] { return Inputs{normal({2, 5, 24}, 38)}; },
                    [](const Inputs& x) {
                      Generator g(39);
                      const FusedAttention a = fused_attention_packed(x[0], 2, IndexTensor{5, 3}, Tensor(), Tensor(),
                                                                      0.5f, g);
-                     return std::vector<Tensor>{a.output, a.weights};
+                     return std::vector<Tensor>{a.output, a.weights, position_of(g)};
                    }, 1e-4f});
   return cases;
 }
@@ -222,6 +250,40 @@ TEST_CASE("every fused op runs its composed reference in the reference mode: the
       check_close(plain.outputs[i], fast.outputs[i], c.tolerance, c.name + " output " + std::to_string(i));
     for (size_t i = 0; i < fast.grads.size(); ++i)
       check_close(plain.grads[i], fast.grads[i], c.tolerance, c.name + " gradient of input " + std::to_string(i));
+  }
+}
+
+TEST_CASE("every composed reference declared in autograd/ops has an entry in the table above") {
+  // A reference is declared as `Tensor NAME_reference(` or `FusedAttention NAME_reference(`.
+  std::set<std::string> declared, covered;
+  for (const auto& f : std::filesystem::directory_iterator(std::string(QKV_SOURCE_DIR) + "/autograd/ops")) {
+    if (f.path().extension() != ".h") continue;
+    std::ifstream in(f.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string s = text.str();
+    for (size_t at = s.find("_reference("); at != std::string::npos; at = s.find("_reference(", at + 1)) {
+      size_t begin = at;
+      while (begin > 0 && (std::isalnum(static_cast<unsigned char>(s[begin - 1])) || s[begin - 1] == '_')) --begin;
+      declared.insert(s.substr(begin, at + 10 - begin));
+    }
+  }
+  for (const FusedOpCase& c : fused_ops()) covered.insert(c.reference);
+  REQUIRE(declared.size() >= 15);
+  for (const std::string& name : declared) CHECK_MESSAGE(covered.count(name), "no table entry reaches " << name);
+}
+
+TEST_CASE("embedding's reference keeps its own copy of the ids, as the op does") {
+  // A caller may refill its id buffer with the next batch before backward.
+  for (const bool reference : {false, true}) {
+    CAPTURE(reference);
+    const ReferenceModeGuard mode(reference);
+    Tensor w = randn({5, 3}, true);
+    IndexTensor ids{1, 3, 3};
+    const Tensor y = embedding(ids, w);
+    ids.data()[0] = ids.data()[1] = ids.data()[2] = 0;
+    y.sum().backward();
+    CHECK(w.grad().sum({1}).to_vector() == std::vector<float>{0, 3, 0, 6, 0});
   }
 }
 

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/tagger_bench.h"
@@ -93,6 +94,19 @@ TEST_CASE("the real-text tagger with characters gives the same loss and gradient
   tagger::Config config = tagger::real_text_defaults();
   config.d_model = 64, config.ffn_width = 96, config.char_filters = 24, config.char_dim = 16;
   check_agree(tagger_step(config));
+}
+
+TEST_CASE("the tagger's encoder parts give the same loss and gradients in both modes") {
+  // A window (the band ops), rotary embeddings (heads the fused path cannot pack), ALiBi with
+  // pre-norm and SwiGLU.
+  for (const auto& [positions, window, norm, ffn] :
+       {std::tuple{"sinusoidal", 2, "post", "relu"}, std::tuple{"rotary", -1, "post", "gelu"},
+        std::tuple{"alibi", -1, "pre", "swiglu"}}) {
+    CAPTURE(positions);
+    tagger::Config config;
+    config.positions = positions, config.window = window, config.norm = norm, config.ffn = ffn;
+    check_agree(tagger_step(config));
+  }
 }
 
 TEST_CASE("the tagger's BiGRU with characters gives the same loss and gradients in both modes") {

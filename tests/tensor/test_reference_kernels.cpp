@@ -55,7 +55,7 @@ TEST_CASE("in the reference mode gemm is the blocked GEMM under OpenMP: the fast
     for (const bool tb : {false, true})
       for (const bool bias : {false, true})
         for (const auto [M, N, K] : {std::array<int64_t, 3>{2 * cfg.mc + 5, 3 * cfg.nr + 1, cfg.kc + 3},
-                                     std::array<int64_t, 3>{1024, 64, 64}, std::array<int64_t, 3>{64, 3, 300}}) {
+                                     std::array<int64_t, 3>{1024, 64, 64}, std::array<int64_t, 3>{1024, 3, 300}}) {
           CAPTURE(ta);
           CAPTURE(tb);
           CAPTURE(bias);
@@ -101,11 +101,16 @@ TEST_CASE("in the reference mode parallel loops are OpenMP's static split, not t
   CHECK(ranges.load() == 2);
   CHECK(in_region.load() == 2);
   for (const int s : seen) REQUIRE(s == 1);
-  std::atomic<int> tasks{0};
+  // The tasks too, each told the OpenMP thread it runs on: both threads take some.
+  std::atomic<int> tasks{0}, on_worker[2] = {0, 0};
   parallel_tasks(37, 2, int64_t{1} << 24, [&](int64_t, int worker) {
-    if (worker == omp_get_thread_num()) tasks.fetch_add(1);
+    tasks.fetch_add(1);
+    if (worker == omp_get_thread_num() && worker >= 0 && worker < 2) on_worker[worker].fetch_add(1);
   });
   CHECK(tasks.load() == 37);
+  CHECK(on_worker[0].load() + on_worker[1].load() == 37);
+  CHECK(on_worker[0].load() > 0);
+  CHECK(on_worker[1].load() > 0);
   const PoolStats after = pool_stats();
   CHECK(after.parallel_jobs == before.parallel_jobs);
   CHECK(after.serial_jobs == before.serial_jobs);
