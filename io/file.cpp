@@ -1,9 +1,11 @@
 #include "io/file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -143,16 +145,48 @@ void FileReader::read_at(uint64_t offset, std::span<std::byte> out) const {
   }
 }
 
-std::vector<std::string> remove_temp_files(const std::filesystem::path& dir) {
+std::string temp_file_target(const std::string& name) {
+  return is_temp_name(name) ? name.substr(1, name.rfind(".tmp-") - 1) : std::string();  // ".TARGET.tmp-PID-N"
+}
+
+std::vector<std::string> remove_temp_files(const std::filesystem::path& dir, const std::vector<std::string>& targets) {
   std::vector<std::string> removed;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && is_temp_name(name)) {
-      std::filesystem::remove(entry.path());
-      removed.push_back(name);
-    }
+    const std::string target = temp_file_target(name);
+    if (!entry.is_regular_file() || target.empty()) continue;
+    if (std::find(targets.begin(), targets.end(), target) == targets.end()) continue;
+    std::filesystem::remove(entry.path());
+    removed.push_back(name);
   }
   return removed;
+}
+
+DirectoryLock DirectoryLock::try_lock(const std::filesystem::path& dir) {
+  DirectoryLock lock;
+  const int fd = ::open((dir / ".lock").c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return lock;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return lock;
+  }
+  lock.fd_ = fd;
+  return lock;
+}
+
+DirectoryLock::DirectoryLock(DirectoryLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+
+DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
 }
 
 void check_writable(const std::filesystem::path& dir, const std::string& op) {

@@ -40,10 +40,34 @@ class AtomicFileWriter {
 };
 
 // The temporary files of AtomicFileWriters whose process was killed before commit() or the
-// destructor ran (names ".TARGET.tmp-PID-N" in `dir`), removed; returns their names. Every such
-// file is removed, whatever became of its process: call it only where one writer works at a time
-// (a training run's directory), never where another process may be in the middle of a write.
-std::vector<std::string> remove_temp_files(const std::filesystem::path& dir);
+// destructor ran (names ".TARGET.tmp-PID-N" in `dir`) for the targets named, removed; returns
+// their names. A file of another name is left alone, whatever it looks like. Every such file is
+// removed, whatever became of its process: call it only while holding the directory's
+// DirectoryLock (one writer at a time), never where another process may be in the middle of a write.
+std::vector<std::string> remove_temp_files(const std::filesystem::path& dir, const std::vector<std::string>& targets);
+
+// The target of an AtomicFileWriter's temporary file from its name (".data.bin.tmp-42-0" →
+// "data.bin"), or "" for a name that is not one.
+std::string temp_file_target(const std::string& name);
+
+// One writer at a time in a directory: an advisory lock (flock) on the file DIR/.lock, which the
+// kernel releases when its holder ends, however it ends, so a killed writer never leaves it stuck.
+// Two locks conflict even within one process. The file stays behind, empty: its bytes never change.
+class DirectoryLock {
+ public:
+  // Takes the lock on `dir` (which must exist), or, when another holds it or the lock file cannot
+  // be made (a read-only directory), returns an object that holds nothing: locked() says which.
+  static DirectoryLock try_lock(const std::filesystem::path& dir);
+  DirectoryLock(DirectoryLock&& other) noexcept;
+  DirectoryLock& operator=(DirectoryLock&& other) noexcept;
+  ~DirectoryLock();
+
+  bool locked() const { return fd_ >= 0; }
+
+ private:
+  DirectoryLock() = default;
+  int fd_ = -1;
+};
 
 // Throws Error naming `dir` when an AtomicFileWriter cannot write there (read-only, missing, full):
 // creates and removes a temporary file as the writer would. A long job checks this before it

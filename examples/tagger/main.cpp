@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -118,8 +119,15 @@ int cmd_train(const Args& a) {
   }
   // The run's own config and data; only --epochs may change, to extend the run, never to shorten it.
   SavedRun saved = load_saved_run(options.run_dir, "last.safetensors");
+  // The best checkpoint is what the run ends on: a damaged one is refused now, not after training.
+  load_saved_run(options.run_dir, "best.safetensors");
   if (!a.given("example") && reads_real_text(saved.config)) options.example = kRealTextExample;
-  if (a.given("epochs")) saved.config.epochs = std::max(saved.config.epochs, config.epochs);
+  if (a.given("epochs")) {
+    if (config.epochs < saved.config.epochs)
+      throw qkv::ValueError("--resume --epochs " + std::to_string(config.epochs) + " is below the run's " +
+                            std::to_string(saved.config.epochs) + " epochs: a run can be extended, not shortened");
+    saved.config.epochs = config.epochs;
+  }
   use_modes(a, saved.config.matmul, /*saved_run=*/true);
   const Data data = load_data(saved.config);
   announce(options);
@@ -293,7 +301,7 @@ int cmd_ablate(const Args& a) {
   std::vector<std::pair<std::string, TrainResult>> results;
   for (const Variant& v : variants) {
     TrainOptions options;
-    options.run_dir = (std::filesystem::path(train_options_from(a).run_dir) / "ablate" / v.dir).string();
+    options.run_dir = (std::filesystem::path(run_dir_from(a)) / "ablate" / v.dir).string();
     options.verbose = false;
     options.progress = false;
     options.figures = false;
@@ -346,7 +354,7 @@ int cmd_data(const Args& a) {
     throw qkv::ValueError("option --corpus must be builtin or brown, not '" + a.str("corpus") + "'");
   if (a.given("cache")) throw qkv::ValueError("option --cache is for --corpus brown");
   Config c;
-  c.seed = static_cast<uint64_t>(a.integer("seed"));
+  c.seed = static_cast<uint64_t>(a.integer_in("seed", 0, std::numeric_limits<int64_t>::max()));
   c.train_sentences = a.integer("sentences");
   c.validate();
   qkv::examples::make_output_directory("out", a.str("out"));
@@ -382,6 +390,11 @@ int main(int argc, char** argv) {
     if (cmd == "train" || cmd == "ablate") {
       spec = train_options();
       if (cmd == "ablate") {
+        // Each variant is trained afresh and draws no figures: the options of a single run's
+        // resuming, profiling and figures would be ignored, so ablate does not take them.
+        std::erase_if(spec, [](const Args::Option& o) {
+          return o.name == "resume" || o.name == "profile" || o.name == "example" || o.name == "no-figures";
+        });
         std::string all;
         for (const std::string& n : qkv::nn::position_scheme_names()) all += (all.empty() ? "" : ",") + n;
         spec.push_back({"ablate-positions", all, "ablate: the position schemes to compare, comma-separated"});

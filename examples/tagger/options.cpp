@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -82,6 +83,8 @@ void take(const qkv::examples::Args& a, const char* name, T& field) {
     field = a.str(name);
   } else if constexpr (std::is_same_v<T, double>) {
     field = a.number(name);
+  } else if constexpr (std::is_unsigned_v<T>) {  // the seed: refused below 0, as the config file does
+    field = static_cast<T>(a.integer_in(name, 0, std::numeric_limits<int64_t>::max()));
   } else {
     field = static_cast<T>(a.integer(name));
   }
@@ -153,12 +156,15 @@ Config config_from(const qkv::examples::Args& a) {
   return c;
 }
 
+std::string run_dir_from(const qkv::examples::Args& a) {
+  // A Brown run has a directory of its own, so that it never replaces the built-in corpus's run.
+  return !a.given("run") && a.str("corpus") == "brown" ? "runs/brown" : a.str("run");
+}
+
 TrainOptions train_options_from(const qkv::examples::Args& a) {
   TrainOptions options;
   if (!a.given("example") && reads_real_text(config_from(a))) options.example = kRealTextExample;
-  options.run_dir = a.str("run");
-  // A Brown run has a directory of its own, so that it never replaces the built-in corpus's run.
-  if (!a.given("run") && a.str("corpus") == "brown") options.run_dir = "runs/brown";
+  options.run_dir = run_dir_from(a);
   options.figures = !a.flag("no-figures");
   options.profile = a.flag("profile");
   if (a.given("example")) options.example = a.str("example");

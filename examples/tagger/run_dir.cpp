@@ -137,11 +137,85 @@ Vocabs load_vocabs(const fs::path& dir, const Config& config) {
 
 }  // namespace
 
-void prepare_run_directory(const fs::path& dir) {
+namespace {
+
+// The files a run writes in its directory, and where a fresh run stages its first ones.
+const std::vector<std::string> kRunFiles = {"config.json",      "words.txt",   "tags.txt",   "best.safetensors",
+                                            "last.safetensors", "metrics.csv", "profile.csv"};
+constexpr const char* kStaging = ".new-run";
+constexpr const char* kComplete = "complete";  // in the staging folder: the files it holds, one a line
+
+bool is_run_file(const std::string& name) {
+  return std::find(kRunFiles.begin(), kRunFiles.end(), name) != kRunFiles.end();
+}
+
+// Removes the PNGs of figures/ (the folder too, once empty): what a run draws there, and nothing a
+// user put beside them.
+void remove_figures(const fs::path& dir) {
+  const fs::path figures = dir / "figures";
+  std::error_code ec;
+  if (!fs::is_directory(figures, ec)) return;
+  for (const auto& entry : fs::directory_iterator(figures))
+    if (entry.is_regular_file() && entry.path().extension() == ".png") fs::remove(entry.path());
+  if (fs::is_empty(figures, ec)) fs::remove(figures, ec);
+}
+
+// Finishes a fresh run's start that was stopped after its files were marked complete (each step can
+// be taken again), or removes one stopped before, which never touched the old run.
+void settle_new_run(const fs::path& dir) {
+  const fs::path staging = dir / kStaging;
+  std::error_code ec;
+  if (!fs::exists(staging, ec)) return;
+  if (!fs::is_regular_file(staging / kComplete, ec)) {
+    fs::remove_all(staging);
+    return;
+  }
+  std::istringstream staged(qkv::io::read_text_file(staging / kComplete, "run directory"));
+  std::vector<std::string> names;
+  for (std::string name; std::getline(staged, name);) names.push_back(name);
+  for (const std::string& name : kRunFiles) {
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      fs::remove(dir / name);  // the old run's, which the new run has none of
+    else if (fs::exists(staging / name, ec))
+      fs::rename(staging / name, dir / name);
+  }
+  remove_figures(dir);
+  fs::remove_all(staging);
+}
+
+// Refuses a directory that holds something and is not a tagger run: the run would mix its files
+// with another program's, and remove what it took for an old run's.
+void check_run_or_empty(const fs::path& dir) {
+  const fs::path config = dir / "config.json";
+  if (fs::exists(config)) {
+    try {
+      Config::from_json(parse_json_file(config), config.string());
+    } catch (const qkv::Error& e) {
+      throw qkv::ValueError("tagger: --run " + dir.string() + " holds a config.json that is not a tagger run's (" +
+                            e.what() + "): choose another --run");
+    }
+    return;
+  }
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name == ".lock" || name == kStaging || is_run_file(qkv::io::temp_file_target(name))) continue;
+    throw qkv::ValueError("tagger: --run " + dir.string() + " is neither empty nor a tagger run (it holds '" + name +
+                          "', and no config.json): choose a new or empty directory");
+  }
+}
+
+}  // namespace
+
+qkv::io::DirectoryLock prepare_run_directory(const fs::path& dir) {
   qkv::examples::make_output_directory("run", dir.string());  // made, and proved writable
+  check_run_or_empty(dir);  // before the lock's file is made: nothing is left in a directory refused
+  qkv::io::DirectoryLock lock = qkv::io::DirectoryLock::try_lock(dir);
+  if (!lock.locked())
+    throw qkv::ValueError("tagger: " + dir.string() + " is in use by another training (it holds " +
+                          (dir / ".lock").string() + "): wait for it to end, or choose another --run");
+  settle_new_run(dir);
   // Every file the run writes must be a file or absent, so that no write fails after training.
-  for (const char* name : {"config.json", "words.txt", "tags.txt", "best.safetensors", "last.safetensors",
-                           "metrics.csv", "profile.csv"}) {
+  for (const std::string& name : kRunFiles) {
     const fs::path path = dir / name;
     if (fs::exists(path) && !fs::is_regular_file(path))
       throw qkv::ValueError("tagger: " + path.string() +
@@ -150,16 +224,30 @@ void prepare_run_directory(const fs::path& dir) {
   if (fs::exists(dir / "figures") && !fs::is_directory(dir / "figures"))
     throw qkv::ValueError("tagger: " + (dir / "figures").string() +
                           " is not a directory, and the run writes its figures there: move it away");
-  qkv::io::remove_temp_files(dir);
+  qkv::io::remove_temp_files(dir, kRunFiles);
+  return lock;
 }
 
-void start_run_directory(const fs::path& dir, const Config& config, const Vocabs& vocabs) {
-  for (const char* stale : {"best.safetensors", "last.safetensors", "metrics.csv", "profile.csv"})
-    fs::remove(dir / stale);
-  fs::remove_all(dir / "figures");
-  qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "tagger");
-  vocabs.words.save((dir / "words.txt").string());
-  vocabs.tags.save((dir / "tags.txt").string());
+fs::path new_run_staging(const fs::path& dir) {
+  const fs::path staging = dir / kStaging;
+  fs::remove_all(staging);
+  fs::create_directory(staging);
+  return staging;
+}
+
+void write_run_start(const fs::path& staging, const Config& config, const Vocabs& vocabs) {
+  qkv::io::write_text_file(staging / "config.json", qkv::io::to_json(config.to_json()) + "\n", "tagger");
+  vocabs.words.save((staging / "words.txt").string());
+  vocabs.tags.save((staging / "tags.txt").string());
+}
+
+void commit_new_run(const fs::path& dir) {
+  const fs::path staging = dir / kStaging;
+  std::string names;
+  for (const std::string& name : kRunFiles)
+    if (fs::exists(staging / name)) names += name + "\n";
+  qkv::io::write_text_file(staging / kComplete, names, "tagger");  // from here on the new run is the run
+  settle_new_run(dir);
 }
 
 void save_run_checkpoint(const fs::path& path, const TaggerModel& model,
@@ -202,6 +290,13 @@ std::string config_differences(const Config& checkpoint, const Config& file) {
 
 SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoint) {
   const fs::path dir = run_dir, config_path = dir / "config.json", checkpoint_path = dir / checkpoint;
+  {  // A fresh run's start that was stopped halfway is finished (or undone) first, unless a run is
+     // writing here now; a directory that cannot be written to is read as it is.
+    std::error_code ec;
+    if (fs::is_directory(dir, ec))
+      if (const qkv::io::DirectoryLock lock = qkv::io::DirectoryLock::try_lock(dir); lock.locked())
+        settle_new_run(dir);
+  }
   if (!fs::exists(config_path)) {
     throw qkv::ValueError("tagger: " + config_path.string() + " not found: is " + dir.string() +
                           " a run directory?");

@@ -4,7 +4,10 @@
 //   best.safetensors     the checkpoint with the best dev accuracy so far
 //   last.safetensors     the checkpoint after the last finished epoch, for --resume
 //   metrics.csv          one row per epoch
+//   profile.csv          with --profile: the op profile of the first epoch's training steps
 //   figures/*.png        curves, attention heatmaps, the positional encoding, the confusion matrix
+//   ablate/              the runs `tagger ablate` trains, each a run directory of its own
+//   .lock                the lock a training holds (io::DirectoryLock)
 // A checkpoint's config text holds the Config, a digest of each vocabulary, the epoch history and
 // the best dev accuracy. The history there leaves out the timings (tokens_per_s, seconds), so that
 // two runs with the same seed write checkpoints of the same bytes, whatever the thread count;
@@ -22,6 +25,7 @@
 #include "examples/tagger/dataset.h"
 #include "examples/tagger/model.h"
 #include "io/checkpoint.h"
+#include "io/file.h"
 #include "optim/optimizer.h"
 
 namespace tagger {
@@ -34,18 +38,31 @@ struct EpochMetrics {
   double seconds = 0;       // the epoch's wall time, training and dev evaluation
 };
 
-// Before a run trains: makes `dir` if missing and refuses, naming the path, one that cannot be a
-// directory, cannot be written to, or holds something other than a file where the run writes one
-// (a directory named metrics.csv, say) — so that no save fails after an epoch of training — and
-// removes the temporary files that a run killed in the middle of writing a file left
-// (io::remove_temp_files: a run directory has one writer).
-void prepare_run_directory(const std::filesystem::path& dir);
+// Before a run trains or resumes: makes `dir` if missing, takes its lock, and returns it (hold it
+// until the run ends: a second training into the same directory is then refused, naming it, and a
+// killed run leaves no lock behind). Then finishes or undoes a fresh run's interrupted start
+// (below), and refuses, naming the path:
+//   - a directory that is neither empty nor a tagger run (one whose config.json reads as a tagger
+//     Config): nothing of it is touched;
+//   - a path that cannot be a directory or be written to, or something other than a file where the
+//     run writes one (a directory named metrics.csv, say), so that no save fails after an epoch of
+//     training.
+// Last, it removes the temporary files that a run killed in the middle of writing one of its files
+// left (io::remove_temp_files), and nothing else.
+qkv::io::DirectoryLock prepare_run_directory(const std::filesystem::path& dir);
 
-// A fresh run's first epoch is trained: removes what an old run left in `dir` (checkpoints,
-// metrics, figures), so that nothing of it may be mistaken for this one's, and writes config.json
-// and the vocabularies. Until then the old run stays whole: a fresh run that fails or is stopped in
-// its first epoch (a divergence, a kill, memory) leaves it as it was.
-void start_run_directory(const std::filesystem::path& dir, const Config& config, const Vocabs& vocabs);
+// A fresh run takes over its directory only once its first epoch is saved whole, so that the old
+// run stays whole until then, whatever stops the new one:
+//   1. new_run_staging gives an empty DIR/.new-run, where the run writes its config, vocabularies
+//      (write_run_start), checkpoints and metrics;
+//   2. commit_new_run marks them complete, then moves each over its namesake and removes what of the
+//      old run the new one has no file for (a best checkpoint, profile.csv, the figures' PNGs).
+// A start stopped before the mark leaves the old run as it was; one stopped after it is finished by
+// the next command that opens the directory (prepare_run_directory, or load_saved_run when no run
+// holds the lock).
+std::filesystem::path new_run_staging(const std::filesystem::path& dir);
+void write_run_start(const std::filesystem::path& staging, const Config& config, const Vocabs& vocabs);
+void commit_new_run(const std::filesystem::path& dir);
 
 // Writes the model and optimizer at `step` to `path`, with the config, a digest of each vocabulary,
 // the epoch history and the best dev accuracy in the checkpoint's config text (what load_saved_run

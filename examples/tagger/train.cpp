@@ -267,17 +267,19 @@ void Trainer::run_epoch(int64_t epoch, bool profile, std::vector<double>& step_l
 // accuracy is the best so far.
 bool Trainer::record(const EpochMetrics& m) {
   history_.push_back(m);
-  // A fresh run replaces the old one in its directory only now, with its first epoch trained: a
-  // run that fails or is stopped before then leaves the old one as it was.
-  if (!started_) start_run_directory(dir_, config_, vocabs_);
-  started_ = true;
   const bool improved = m.dev_acc > best_dev_;
   if (improved) best_dev_ = m.dev_acc;
+  // A fresh run replaces an old one in its directory only now, with its first epoch saved whole
+  // beside it (run_dir.h): a run that fails or is stopped before leaves the old one as it was.
+  const fs::path where = started_ ? dir_ : new_run_staging(dir_);
+  if (!started_) write_run_start(where, config_, vocabs_);
   // Each file is written atomically, best first: a crash between the two leaves a last checkpoint
   // from before this epoch, and resuming redoes it.
-  if (improved) save_checkpoint(dir_ / "best.safetensors");
-  save_checkpoint(dir_ / "last.safetensors");
-  write_metrics_csv(dir_ / "metrics.csv", history_);
+  if (improved) save_checkpoint(where / "best.safetensors");
+  save_checkpoint(where / "last.safetensors");
+  write_metrics_csv(where / "metrics.csv", history_);
+  if (!started_) commit_new_run(dir_);
+  started_ = true;
   return improved;
 }
 
@@ -420,14 +422,14 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
                           std::to_string(config.ffn_width) + " and " + std::to_string(config.layers) +
                           " layers does not fit in memory");
   }
-  prepare_run_directory(options.run_dir);
+  const qkv::io::DirectoryLock lock = prepare_run_directory(options.run_dir);  // held until the run ends
   return trainer->run();
 }
 
 TrainResult resume(SavedRun saved, const Data& data, const TrainOptions& options) {
   check_all_lengths(data);
   if (options.figures) check_figures(saved.config, saved.vocabs, options.example);
-  prepare_run_directory(options.run_dir);
+  const qkv::io::DirectoryLock lock = prepare_run_directory(options.run_dir);  // held until the run ends
   Trainer trainer(saved.config, saved.vocabs, data, options);
   trainer.restore(saved);
   return trainer.run();

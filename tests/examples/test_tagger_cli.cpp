@@ -61,7 +61,7 @@ TEST_CASE("tagger train leaves a finished run byte for byte when it refuses its 
   const std::string run = (dir / "run").string();
   REQUIRE(run_program(kTaggerProgram, train_args(run, {})).exit_code == 0);
   const auto before = files_of(run);
-  REQUIRE(before.size() == 6);  // config, vocabularies, two checkpoints, metrics
+  REQUIRE(before.size() == 7);  // config, vocabularies, two checkpoints, metrics, the (empty) lock
   // A data file whose name is not UTF-8 cannot be recorded in config.json.
   const std::string not_utf8 = (dir / "\xff.conllu").string();
   qkv::testing::write_file(not_utf8,
@@ -241,6 +241,11 @@ TEST_CASE("tagger refuses options a command would ignore, naming them") {
        "tagger: option --ablate-positions lists 'alibi' twice\n"},
       {{"bench", "--steps", "0"}, "tagger: option --steps expects an integer from 1 to 100000, got 0\n"},
       {{"bench", "--warmup", "-1"}, "tagger: option --warmup expects an integer from 0 to 10000, got -1\n"},
+      // A seed below 0 would train, then be refused by every later read of the run's config.
+      {{"train", "--run", run, "--seed", "-1"},
+       "tagger: option --seed expects an integer from 0 to 9223372036854775807, got -1\n"},
+      {{"data", "--out", (dir / "data").string(), "--seed", "-1"},
+       "tagger: option --seed expects an integer from 0 to 9223372036854775807, got -1\n"},
   };
   for (const auto& [args, message] : cases) {
     const auto r = run_program(kTaggerProgram, args);
@@ -261,6 +266,33 @@ TEST_CASE("tagger refuses options a command would ignore, naming them") {
     CHECK(r.exit_code == 1);
     CHECK(r.errors.starts_with("tagger: unexpected argument 'junk'\n"));
   }
+  // ablate trains every variant afresh and draws no figures: it takes no option of a single run's.
+  for (const char* option : {"--resume", "--profile", "--no-figures"}) {
+    const auto r = run_program(kTaggerProgram, {"ablate", "--run", run, option});
+    CHECK(r.exit_code == 1);
+    CHECK(r.errors.starts_with(std::string("tagger: unknown option ") + option + "\n"));
+  }
+  const auto example = run_program(kTaggerProgram, {"ablate", "--run", run, "--example", "a dog"});
+  CHECK(example.errors.starts_with("tagger: unknown option --example\n"));
   CHECK(files_of(run) == before);
   CHECK_FALSE(fs::exists(dir / "data"));
+}
+
+TEST_CASE("tagger train --resume refuses to shorten a run, and a damaged best checkpoint before it trains") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string();
+  REQUIRE(run_program(kTaggerProgram, train_args(run, {"--epochs", "2"})).exit_code == 0);
+  const auto shorter = run_program(kTaggerProgram, {"train", "--run", run, "--resume", "--epochs", "1"});
+  CHECK(shorter.exit_code == 1);
+  CHECK(shorter.errors ==
+        "tagger: --resume --epochs 1 is below the run's 2 epochs: a run can be extended, not shortened\n");
+  const fs::path best = fs::path(run) / "best.safetensors";
+  const std::string bytes = qkv::testing::read_file(best);
+  qkv::testing::write_file(best, bytes.substr(0, bytes.size() / 2));  // cut short, as a full disk leaves it
+  const auto before = files_of(run);
+  const auto r = run_program(kTaggerProgram, {"train", "--run", run, "--resume", "--epochs", "3"});
+  CHECK(r.exit_code == 1);
+  CHECK_MESSAGE(r.errors.find(best.string()) != std::string::npos, r.errors);
+  CHECK(r.output.find("epoch 3") == std::string::npos);  // refused before the remaining epochs
+  CHECK(files_of(run) == before);
 }

@@ -15,6 +15,7 @@
 #include "examples/tagger/evaluate.h"
 #include "examples/tagger/run_dir.h"
 #include "io/checkpoint.h"
+#include "io/file.h"
 #include "io/json.h"
 #include "io/scratch_dir.h"
 #include "optim/adam.h"
@@ -258,5 +259,107 @@ TEST_CASE("tagger resume refuses another run's checkpoint naming both files and 
                   r.errors);
     CHECK(r.errors.find("tagger: tagger:") == std::string::npos);
     CHECK(files_of(run.path()) == before);
+  }
+}
+
+TEST_CASE("tagger train refuses a directory that is neither empty nor a tagger run and touches nothing in it") {
+  ScratchDir dir;
+  fs::create_directories(dir.path() / "figures");
+  qkv::testing::write_file(dir.path() / "figures" / "f.pdf", "a user's figure");
+  qkv::testing::write_file(dir.path() / ".thesis.tex.tmp-12-3", "an editor's backup, named like ours");
+  const auto before = files_of(dir.path());
+  const ChildResult r = run_tagger(tiny_run(dir.path(), {"--epochs", "1"}));
+  CHECK(r.exit_code == 1);
+  CHECK_MESSAGE(r.errors.find("--run " + dir.path().string() + " is neither empty nor a tagger run") !=
+                    std::string::npos,
+                r.errors);
+  CHECK(files_of(dir.path()) == before);
+  // Nor a directory whose config.json is another program's.
+  ScratchDir other;
+  qkv::testing::write_file(other.path() / "config.json", "{\"learning_rate\": 0.1}");
+  qkv::testing::write_file(other.path() / "best.safetensors", "another program's weights");
+  const auto other_before = files_of(other.path());
+  const ChildResult s = run_tagger(tiny_run(other.path(), {"--epochs", "1"}));
+  CHECK(s.exit_code == 1);
+  CHECK_MESSAGE(s.errors.find("holds a config.json that is not a tagger run's") != std::string::npos, s.errors);
+  CHECK(files_of(other.path()) == other_before);
+}
+
+TEST_CASE("a second training into a run directory is refused while the first holds it") {
+  ScratchDir dir;
+  REQUIRE(run_tagger(tiny_run(dir.path(), {"--epochs", "1"})).exit_code == 0);
+  const auto before = files_of(dir.path());
+  {
+    const qkv::io::DirectoryLock first = qkv::io::DirectoryLock::try_lock(dir.path());  // a training at work
+    REQUIRE(first.locked());
+    for (const auto& args : {tiny_run(dir.path(), {"--epochs", "1"}),
+                             std::vector<std::string>{"train", "--run", dir.path().string(), "--resume", "--epochs", "2"}}) {
+      const ChildResult r = run_tagger(args);
+      CHECK(r.exit_code == 1);
+      CHECK_MESSAGE(r.errors.find(dir.path().string() + " is in use by another training") != std::string::npos,
+                    r.errors);
+      CHECK(files_of(dir.path()) == before);
+    }
+  }
+  // Once the first has ended (however it ended: the kernel drops the lock), training goes on.
+  CHECK(run_tagger({"train", "--run", dir.path().string(), "--resume", "--epochs", "2"}).exit_code == 0);
+}
+
+namespace {
+
+// The seed of the run in `dir`, as load_saved_run reads it from its last checkpoint.
+uint64_t seed_of(const fs::path& dir) { return tagger::load_saved_run(dir.string(), "last.safetensors").config.seed; }
+
+}  // namespace
+
+TEST_CASE("a fresh run replaces an old one only once its first epoch is saved whole, whatever stops it") {
+  // The fresh run's first epoch goes to DIR/.new-run, marked complete, then moved in (run_dir.h).
+  // Each test below stops it at one point, with the files a stopped run would leave.
+  ScratchDir old_run, new_run;
+  REQUIRE(run_tagger(tiny_run(old_run.path(), {"--epochs", "1", "--seed", "1"})).exit_code == 0);
+  REQUIRE(run_tagger(tiny_run(new_run.path(), {"--epochs", "1", "--seed", "2"})).exit_code == 0);
+  const auto old_files = files_of(old_run.path());
+  const std::vector<std::string> run_files = {"config.json", "words.txt", "tags.txt", "best.safetensors",
+                                              "last.safetensors", "metrics.csv"};
+  auto stage_new_run = [&](const fs::path& dir) {
+    const fs::path staging = tagger::new_run_staging(dir);
+    for (const std::string& f : run_files) fs::copy_file(new_run.path() / f, staging / f);
+    return staging;
+  };
+  SUBCASE("stopped before the mark: the old run is whole, and the next start removes the staged files") {
+    const fs::path staging = stage_new_run(old_run.path());
+    fs::remove(staging / "last.safetensors");  // stopped in the middle of its writes
+    CHECK(seed_of(old_run.path()) == 1);
+    CHECK(tagger::load_run(old_run.path().string()).config.seed == 1);
+    CHECK_FALSE(fs::exists(staging));  // the loads found no run at work, and undid the start
+    CHECK(files_of(old_run.path()) == old_files);
+  }
+  SUBCASE("stopped after the mark, before any move: the next load finishes the start") {
+    stage_new_run(old_run.path());
+    std::string names;
+    for (const std::string& f : run_files) names += f + "\n";
+    qkv::testing::write_file(old_run.path() / ".new-run" / "complete", names);
+    CHECK(seed_of(old_run.path()) == 2);
+    CHECK(files_of(old_run.path()) == files_of(new_run.path()));
+  }
+  SUBCASE("stopped halfway through the moves, the new run without a best checkpoint") {
+    const fs::path staging = stage_new_run(old_run.path());
+    fs::remove(staging / "best.safetensors");
+    qkv::testing::write_file(staging / "complete", "config.json\nwords.txt\ntags.txt\nlast.safetensors\nmetrics.csv\n");
+    fs::rename(staging / "config.json", old_run.path() / "config.json");  // moved before the stop
+    const qkv::io::DirectoryLock lock = tagger::prepare_run_directory(old_run.path());  // a resume's start
+    CHECK_FALSE(fs::exists(staging));
+    CHECK(seed_of(old_run.path()) == 2);
+    CHECK_FALSE(fs::exists(old_run.path() / "best.safetensors"));  // the old run's: it is not this one's
+    CHECK(read_file(old_run.path() / "last.safetensors") == read_file(new_run.path() / "last.safetensors"));
+  }
+  SUBCASE("the program itself: a fresh run over an old one leaves one whole run") {
+    REQUIRE(run_tagger(tiny_run(old_run.path(), {"--epochs", "1", "--seed", "2"})).exit_code == 0);
+    CHECK_FALSE(fs::exists(old_run.path() / ".new-run"));
+    for (const std::string& f : run_files) {  // metrics.csv's timings aside, the same run
+      CAPTURE(f);
+      if (f != "metrics.csv") CHECK(read_file(old_run.path() / f) == read_file(new_run.path() / f));
+    }
+    CHECK(files_of(old_run.path()).size() == files_of(new_run.path()).size());
   }
 }

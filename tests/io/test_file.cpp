@@ -1,10 +1,12 @@
 // io/file.h: a writer that dies before commit() leaves only a temporary file, which
-// remove_temp_files recognises by the writer's own naming; check_writable names the directory; the
+// remove_temp_files recognises by the writer's own naming; a directory's lock admits one writer and
+// dies with it; check_writable names the directory; the
 // whole-file reader takes only regular files, of bounded size, each refusal naming the path and what
 // it found.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -34,14 +36,41 @@ TEST_CASE("remove_temp_files removes what a killed AtomicFileWriter left and not
   CHECK(qkv::testing::read_file(dir / "data.bin") == "the old file");
   const std::string leftover = names[0] == "data.bin" ? names[1] : names[0];
   CHECK(leftover.rfind(".data.bin.tmp-", 0) == 0);
+  // Look-alikes, and a temporary file of another target: a user's, or another program's.
   for (const char* look_alike :
-       {".data.bin.tmp-", ".data.bin.tmp-12", ".data.bin.tmp-1-x", "data.bin.tmp-1-2"})
+       {".data.bin.tmp-", ".data.bin.tmp-12", ".data.bin.tmp-1-x", "data.bin.tmp-1-2", ".notes.txt.tmp-3-4"})
     qkv::testing::write_file(dir / look_alike, "");
 
-  CHECK(qkv::io::remove_temp_files(dir.path()) == std::vector<std::string>{leftover});
+  CHECK(qkv::io::remove_temp_files(dir.path(), {"data.bin", "other.bin"}) == std::vector<std::string>{leftover});
   CHECK_FALSE(fs::exists(dir / leftover));
-  CHECK(dir.entries().size() == 5);
-  CHECK(qkv::io::remove_temp_files(dir.path()).empty());
+  CHECK(dir.entries().size() == 6);
+  CHECK(qkv::io::remove_temp_files(dir.path(), {"data.bin"}).empty());
+  CHECK(fs::exists(dir / ".notes.txt.tmp-3-4"));
+}
+
+QKV_CHILD("lock a directory and wait", [](const std::vector<std::string>& args) {
+  const qkv::io::DirectoryLock lock = qkv::io::DirectoryLock::try_lock(args.at(0));
+  std::printf("%d\n", lock.locked() ? 1 : 0);
+  std::fflush(stdout);
+  if (args.size() > 1) std::_Exit(0);  // killed while holding it: no destructor runs
+  return 0;
+});
+
+TEST_CASE("a DirectoryLock admits one holder at a time and a killed holder leaves it free") {
+  qkv::testing::ScratchDir dir;
+  {
+    const qkv::io::DirectoryLock first = qkv::io::DirectoryLock::try_lock(dir.path());
+    REQUIRE(first.locked());
+    const qkv::io::DirectoryLock second = qkv::io::DirectoryLock::try_lock(dir.path());
+    CHECK_FALSE(second.locked());
+    // Another process is refused too.
+    CHECK(qkv::testing::run_child("lock a directory and wait", {dir.path().string()}).output == "0\n");
+  }
+  // Released with its holder: by the destructor, or by the end of a process that never ran it.
+  CHECK(qkv::testing::run_child("lock a directory and wait", {dir.path().string(), "die"}).output == "1\n");
+  CHECK(qkv::io::DirectoryLock::try_lock(dir.path()).locked());
+  // A directory the lock file cannot be made in holds no lock, and throws nothing.
+  CHECK_FALSE(qkv::io::DirectoryLock::try_lock(dir / "missing").locked());
 }
 
 TEST_CASE("check_writable leaves nothing behind and names a directory it cannot write to") {
