@@ -90,6 +90,10 @@ bool is_dotted(std::string_view word) {
 
 // `word` ends with a period: is the period part of it?
 bool is_abbreviation(std::string_view word) {
+  // Every abbreviation ends in a letter and its period. Checked first, in constant time: the
+  // trailing punctuation of "a.,.,.,." is cut one mark at a time, and a scan of the whole word at
+  // each of its periods would make a long run of them quadratic.
+  if (word.size() < 2 || !std::isalpha(static_cast<unsigned char>(word[word.size() - 2]))) return false;
   // "ex-Mrs.", "Presbyterian-St.": the part after the last hyphen decides.
   if (const size_t hyphen = word.rfind('-'); hyphen != std::string_view::npos) word.remove_prefix(hyphen + 1);
   const bool initial = word.size() == 2 && std::isupper(static_cast<unsigned char>(word[0]));
@@ -140,11 +144,21 @@ std::vector<std::string_view> split_chunks(std::string_view text, bool at_dashes
   return chunks;
 }
 
-// Brown's quotes close before the punctuation they follow in the text: , '' → '' ,
+// Brown's quotes close before the punctuation they follow in the text: , '' → '' , and within
+// each run of such marks and closing quotes, every quote comes before every mark (, . '' ; '' →
+// '' '' , . ;), the marks in their order. One pass over the run, not a swap per quote and mark.
 void move_quotes_before_punctuation(std::span<std::string> tokens) {
-  for (size_t i = 1; i < tokens.size(); ++i) {
-    for (size_t j = i; j > 0 && tokens[j] == "''" && ends_clause(tokens[j - 1]); --j)
-      std::swap(tokens[j], tokens[j - 1]);
+  for (size_t begin = 0; begin < tokens.size();) {
+    size_t end = begin;
+    while (end < tokens.size() && (tokens[end] == "''" || ends_clause(tokens[end]))) ++end;
+    if (end == begin) {
+      ++begin;
+      continue;
+    }
+    std::stable_partition(tokens.begin() + static_cast<std::ptrdiff_t>(begin),
+                          tokens.begin() + static_cast<std::ptrdiff_t>(end),
+                          [](const std::string& t) { return t == "''"; });
+    begin = end;
   }
 }
 

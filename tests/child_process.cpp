@@ -1,10 +1,13 @@
 #include "child_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -102,6 +105,88 @@ ChildResult run_program(const std::string& path, const std::vector<std::string>&
   result.output = take_file(out_path);
   result.errors = take_file(err_path);
   if (rc != 0) throw std::runtime_error("run_program: posix_spawn failed for " + path);
+  return result;
+}
+
+InteractiveProgram::InteractiveProgram(const std::string& path, const std::vector<std::string>& args) {
+  std::vector<std::string> argv_s = {path};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int to_child[2], from_child[2];
+  if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) throw std::runtime_error("InteractiveProgram: pipe failed");
+  const int err = output_file(err_path_);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
+  for (const int fd : {to_child[1], from_child[0]}) posix_spawn_file_actions_addclose(&actions, fd);
+  pid_t pid;
+  const int rc = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  ::close(err);
+  in_ = to_child[1];
+  out_ = from_child[0];
+  if (rc != 0) throw std::runtime_error("InteractiveProgram: posix_spawn failed for " + path);
+  pid_ = pid;
+}
+
+InteractiveProgram::~InteractiveProgram() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (in_ >= 0) ::close(in_);
+  if (out_ >= 0) ::close(out_);
+  if (!err_path_.empty()) std::filesystem::remove(err_path_);
+}
+
+void InteractiveProgram::write(const std::string& text) {
+  const ::sighandler_t previous = ::signal(SIGPIPE, SIG_IGN);  // a program that has ended: write fails
+  const ssize_t n = ::write(in_, text.data(), text.size());
+  ::signal(SIGPIPE, previous);
+  if (n != static_cast<ssize_t>(text.size())) throw std::runtime_error("InteractiveProgram: write failed");
+}
+
+std::string InteractiveProgram::read_line(double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    if (const size_t nl = pending_.find('\n'); nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return "<timeout>";
+    pollfd p{out_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(out_, buf, sizeof buf);
+    if (n <= 0) return "<eof>";
+    pending_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+ChildResult InteractiveProgram::finish() {
+  ::close(in_);
+  in_ = -1;
+  ChildResult result;
+  for (char buf[4096];;) {
+    const ssize_t n = ::read(out_, buf, sizeof buf);
+    if (n <= 0) break;
+    pending_.append(buf, static_cast<size_t>(n));
+  }
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.output = std::move(pending_);
+  result.errors = take_file(err_path_);
+  err_path_.clear();
   return result;
 }
 

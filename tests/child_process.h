@@ -36,6 +36,32 @@ inline const std::string kTaggerProgram = QKV_TAGGER_PROGRAM;
 inline const std::string kSeq2SeqProgram = QKV_SEQ2SEQ_PROGRAM;
 #endif
 
+// A program run with pipes on its stdin and stdout, for what only a conversation shows: that it
+// answers a line before its input ends (stderr goes to a file, read by finish()).
+//   InteractiveProgram p(kTaggerProgram, {"predict", "--run", run});
+//   p.write("the dog runs\n");
+//   CHECK(p.read_line(10) == "the/DET dog/NOUN runs/VERB");
+//   const ChildResult r = p.finish();  // closes stdin, waits
+class InteractiveProgram {
+ public:
+  InteractiveProgram(const std::string& path, const std::vector<std::string>& args);
+  ~InteractiveProgram();
+  InteractiveProgram(const InteractiveProgram&) = delete;
+  InteractiveProgram& operator=(const InteractiveProgram&) = delete;
+
+  void write(const std::string& text);
+  // The next line of its output without its newline, or "<timeout>" when none comes within
+  // `seconds`, or "<eof>" when its output ends.
+  std::string read_line(double seconds);
+  // Closes its stdin, waits for it to end, and returns its exit code, the output not read yet and
+  // its stderr.
+  ChildResult finish();
+
+ private:
+  int pid_ = -1, in_ = -1, out_ = -1;
+  std::string err_path_, pending_;
+};
+
 // Runs the registered child `name`; called by main for `--child`. Returns its exit code (2 for an
 // unknown name).
 int child_main(const std::string& name, const std::vector<std::string>& args);

@@ -1,5 +1,6 @@
 #include "examples/common/args.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -20,6 +21,10 @@ Args::Args(int argc, char** argv, std::vector<Option> spec, std::string usage)
     : spec_(std::move(spec)), usage_(std::move(usage)) {
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--") {  // the end of the options: every word after it is text, "-h" and "--x" too
+      positional_.insert(positional_.end(), argv + i + 1, argv + argc);
+      break;
+    }
     if (a == "-h" || a == "--help") {
       help_ = true;
       continue;
@@ -29,16 +34,19 @@ Args::Args(int argc, char** argv, std::vector<Option> spec, std::string usage)
       continue;
     }
     std::string name = a.substr(2), value;
-    if (const size_t eq = name.find('='); eq != std::string::npos) {
+    const size_t eq = name.find('=');
+    if (eq != std::string::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
     const Option& o = option(name);
     if (values_.count(name)) throw ValueError("option --" + name + " is given twice");
-    if (is_flag(o)) {
-      values_[name] = value.empty() ? "true" : value;
-    } else if (!value.empty()) {
+    if (eq != std::string::npos) {
+      // --name=VALUE gives the value, even an empty one, which the option's reader then judges: the
+      // next word is never taken (--run= --no-figures must not train into "--no-figures").
       values_[name] = value;
+    } else if (is_flag(o)) {
+      values_[name] = "true";
     } else {
       if (i + 1 >= argc) throw ValueError("option --" + name + " needs a value (" + o.help + ")");
       values_[name] = argv[++i];
@@ -46,10 +54,40 @@ Args::Args(int argc, char** argv, std::vector<Option> spec, std::string usage)
   }
 }
 
+namespace {
+
+// The edit distance of two option names (insertions, deletions, substitutions), for suggestions.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
 const Args::Option& Args::option(const std::string& name) const {
   for (const Option& o : spec_)
     if (o.name == name) return o;
-  throw ValueError("unknown option --" + name + "\n" + help());
+  // The nearest name within a third of its length, or one the given name starts or ends: a typo.
+  const Option* nearest = nullptr;
+  size_t best = name.size() / 3 + 1;
+  for (const Option& o : spec_) {
+    const bool part = name.size() >= 3 && (o.name.starts_with(name) || name.starts_with(o.name));
+    const size_t d = part ? 1 : edit_distance(name, o.name);
+    if (d < best) best = d, nearest = &o;
+  }
+  throw ValueError("unknown option --" + name + "\n" +
+                   (nearest ? "did you mean --" + nearest->name + "? " : std::string()) +
+                   "(--help lists the options)");
 }
 
 std::string Args::str(const std::string& name) const {
@@ -58,7 +96,8 @@ std::string Args::str(const std::string& name) const {
 }
 
 void Args::refuse_positional() const {
-  if (!positional_.empty()) throw ValueError("unexpected argument '" + positional_.front() + "'\n" + help());
+  if (!positional_.empty())
+    throw ValueError("unexpected argument '" + positional_.front() + "'\n(--help lists the options)");
 }
 
 // std::from_chars reads exactly the documented forms: no leading '+' or whitespace, no hexadecimal

@@ -251,21 +251,28 @@ int predict(int argc, char** argv) {
     throw qkv::ValueError("option --heatmap is empty; expected a .png file");
   if (qkv::examples::use_reference_mode(args)) std::fprintf(stderr, "seq2seq: %s\n", qkv::examples::kReferenceModeNote);
   const std::unique_ptr<Seq2Seq> model = load_model(args.str("checkpoint"));
-  std::vector<std::string> texts = args.positional();
-  if (texts.empty()) {
-    int64_t line_number = 0;
-    for (std::string line; qkv::examples::read_line(std::cin, line, line_number);)
-      if (!line.empty()) texts.push_back(line);
-  }
-  if (texts.empty()) throw qkv::ValueError("no text given (arguments or stdin)");
   const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
-  for (size_t i = 0; i < texts.size(); ++i) {
-    const std::vector<Translation> t =
-        greedy_decode(*model, {encode_source(src_vocab, texts[i])}, tgt_vocab.id(kBos), tgt_vocab.id(kEos),
-                      tgt_vocab.pad_id(), kMaxOutputLen);
-    std::printf("%s => %s\n", texts[i].c_str(), decode_ids(tgt_vocab, t[0].ids).c_str());
-    if (i == 0 && !args.str("heatmap").empty()) write_heatmap(texts[i], t[0], args.str("heatmap"));
-  }
+  // Each text is translated as it comes, so that an endless stdin streams in bounded memory, and
+  // output line N answers input line N (a blank line answers a blank line).
+  int64_t lines = 0;
+  bool drawn = args.str("heatmap").empty();
+  const auto translate = [&](const std::string& text) {
+    if (!text.empty()) {
+      const std::vector<Translation> t = greedy_decode(*model, {encode_source(src_vocab, text)}, tgt_vocab.id(kBos),
+                                                       tgt_vocab.id(kEos), tgt_vocab.pad_id(), kMaxOutputLen);
+      std::printf("%s => %s", text.c_str(), decode_ids(tgt_vocab, t[0].ids).c_str());
+      if (!drawn) write_heatmap(text, t[0], args.str("heatmap"));
+      drawn = true;
+    }
+    std::printf("\n");
+    std::fflush(stdout);  // a program reading the answers line by line gets each at once
+    ++lines;
+  };
+  for (const std::string& text : args.positional()) translate(text);
+  int64_t line_number = 0;
+  for (std::string line; args.positional().empty() && qkv::examples::read_line(std::cin, line, line_number);)
+    translate(line);
+  if (lines == 0) throw qkv::ValueError("no text given (arguments or stdin)");
   return 0;
 }
 

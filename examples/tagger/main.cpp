@@ -205,28 +205,46 @@ int cmd_eval(const Args& a) {
   return 0;
 }
 
+// Tags one line's words and prints them on one line, "word/TAG", with "(unk)" on words the run's
+// vocabulary lacks; a line with no word prints as an empty line. Counts words and unknown ones.
+void tag_line(Run& run, const std::vector<std::string>& words, int64_t& total, int64_t& unknown) {
+  if (!words.empty()) {
+    const std::vector<std::string> tags = predict(run, {words})[0];
+    for (size_t j = 0; j < words.size(); ++j) {
+      const bool unk = run.vocabs.word_id(words[j]) == run.vocabs.words.unk_id();
+      std::cout << (j ? " " : "") << words[j] << '/' << tags[j] << (unk ? "(unk)" : "");
+      unknown += unk ? 1 : 0;
+    }
+    total += static_cast<int64_t>(words.size());
+  }
+  std::cout << std::endl;  // flushed: a program reading the answers line by line gets each at once
+}
+
 int cmd_predict(const Args& a) {
   set_threads(a);
   note_reference_mode(a);
   Run run = load_run(a.str("run"));
   const qkv::data::TokenizerStyle style = tokenizer_style_for(run.config);
-  std::vector<std::vector<std::string>> sentences;
-  for (const std::string& s : a.positional()) sentences.push_back(qkv::data::tokenize(s, style));
-  if (sentences.empty()) {
-    int64_t line_number = 0;
-    for (std::string line; qkv::examples::read_line(std::cin, line, line_number);) {
-      if (auto words = qkv::data::tokenize(line, style); !words.empty())
-        sentences.push_back(std::move(words));
-    }
+  int64_t lines = 0, total = 0, unknown = 0;
+  // Each line is tagged as it comes, so that an endless stdin streams in bounded memory, and output
+  // line N answers input line N (a blank line answers a blank line).
+  for (const std::string& s : a.positional()) {
+    tag_line(run, qkv::data::tokenize(s, style), total, unknown);
+    ++lines;
   }
-  if (sentences.empty()) throw qkv::ValueError("tagger predict: no sentence given (arguments or stdin)");
-  const auto tags = predict(run, sentences);
-  for (size_t i = 0; i < sentences.size(); ++i) {
-    for (size_t j = 0; j < sentences[i].size(); ++j) {
-      std::cout << (j ? " " : "") << sentences[i][j] << '/' << tags[i][j]
-                << (run.vocabs.word_id(sentences[i][j]) == run.vocabs.words.unk_id() ? "(unk)" : "");
-    }
-    std::cout << "\n";
+  if (a.positional().empty()) {
+    for (std::string line; qkv::examples::read_line(std::cin, line, lines);)
+      tag_line(run, qkv::data::tokenize(line, style), total, unknown);
+  }
+  if (lines == 0) throw qkv::ValueError("tagger predict: no sentence given (arguments or stdin)");
+  if (unknown > 0) {
+    std::cerr << "tagger predict: " << unknown << " of " << total
+              << " words are not in the run's vocabulary, marked (unk): "
+              << (run.config.corpus == "builtin" && run.config.train_file.empty()
+                      ? "the built-in corpus is lowercase, with punctuation spaced apart (\"the dog runs .\")"
+                      : "they are tagged from their context" +
+                            std::string(run.model->reads_chars() ? " and their characters" : ""))
+              << "\n";
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 // tokenize: raw text cut the way the Brown Corpus and the UD English treebanks cut it.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -188,4 +189,29 @@ TEST_CASE("tokenize of a long text cuts every repetition the same way") {
   const std::vector<std::string> tokens = tokenize(text, TokenizerStyle::Brown);
   REQUIRE(tokens.size() == once.size() * repeats);
   for (size_t i = 0; i < tokens.size(); i += 997) CHECK(tokens[i] == once[i % once.size()]);
+}
+
+TEST_CASE("tokenize takes linear time on a long run of periods, commas and closing quotes") {
+  // A word followed by half a million ".," pairs: each period used to rescan the whole word for an
+  // abbreviation, and in Brown style each '' bubbled back past every comma, over a minute in all.
+  // Both are one pass now, a second or two even under the sanitizers: the bound below is a wall
+  // against quadratic work, far above the linear time on any machine.
+  std::string periods = "a";
+  for (int i = 0; i < 524287; ++i) periods += ".,";
+  const auto start = std::chrono::steady_clock::now();
+  for (const TokenizerStyle style : {TokenizerStyle::Brown, TokenizerStyle::UD}) {
+    const std::vector<std::string> tokens = tokenize(periods, style);
+    CHECK(tokens.size() == 1 + 2 * 524287);
+    CHECK(tokens.front() == "a");
+    CHECK(tokens.back() == ",");
+  }
+  std::string quotes = "said";
+  for (int i = 0; i < 200000; ++i) quotes += ",\"";
+  const std::vector<std::string> brown = tokenize(quotes, TokenizerStyle::Brown);
+  REQUIRE(brown.size() == 1 + 2 * 200000);
+  // The closing quotes come first, then the commas, as with one: said , " → said '' ,
+  CHECK(brown[1] == "''");
+  CHECK(brown[200000] == "''");
+  CHECK(brown[200001] == ",");
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < 20.0);
 }

@@ -44,6 +44,12 @@ TEST_CASE("args parses values flags and defaults") {
 
 TEST_CASE("args rejects unknown options and malformed values") {
   CHECK_THROWS_WITH_AS(parse({"--epoch", "3"}), doctest::Contains("unknown option --epoch"), qkv::ValueError);
+  // A misspelled option gets a suggestion and a pointer to --help, not the whole usage.
+  CHECK_THROWS_WITH_AS(parse({"--epoch", "3"}),
+                       "unknown option --epoch\ndid you mean --epochs? (--help lists the options)", qkv::ValueError);
+  CHECK_THROWS_WITH_AS(parse({"--lrr", "3"}), "unknown option --lrr\ndid you mean --lr? (--help lists the options)",
+                       qkv::ValueError);
+  CHECK_THROWS_WITH_AS(parse({"--colour"}), "unknown option --colour\n(--help lists the options)", qkv::ValueError);
   CHECK_THROWS_WITH_AS(parse({"--epochs", "three"}).integer("epochs"),
                        "option --epochs expects an integer, got 'three'", qkv::ValueError);
   CHECK_THROWS_AS(parse({"--lr"}), qkv::ValueError);
@@ -145,4 +151,26 @@ TEST_CASE("option_text writes a number as the shortest decimal that reads back t
   CHECK(qkv::examples::option_text(1.0) == "1");
   CHECK(qkv::examples::option_text(0.1) == "0.1");
   CHECK(std::stod(qkv::examples::option_text(1.0 / 3)) == 1.0 / 3);
+}
+
+TEST_CASE("args takes --name= as an empty value, never the next word") {
+  // --out= --quiet used to make "--quiet" the output directory; --lr= 0.5 set the rate to 0.5.
+  const Args a = parse({"--out=", "--quiet"});
+  CHECK(a.str("out").empty());
+  CHECK(a.given("out"));
+  CHECK(a.flag("quiet"));
+  const Args b = parse({"--lr=", "0.5"});
+  CHECK(b.positional() == std::vector<std::string>{"0.5"});
+  CHECK_THROWS_WITH_AS(b.number("lr"), doctest::Contains("option --lr"), qkv::ValueError);
+  // A flag with an empty value is neither true nor false.
+  CHECK_THROWS_WITH_AS(parse({"--quiet="}).flag("quiet"), "option --quiet expects true or false, got ''",
+                       qkv::ValueError);
+  CHECK(parse({"--quiet=false"}).flag("quiet") == false);
+}
+
+TEST_CASE("args reads every word after -- as text") {
+  const Args a = parse({"--epochs", "2", "--", "-h", "--epochs", "--lr=1"});
+  CHECK(a.integer("epochs") == 2);
+  CHECK_FALSE(a.help_requested());
+  CHECK(a.positional() == std::vector<std::string>{"-h", "--epochs", "--lr=1"});
 }

@@ -91,3 +91,25 @@ TEST_CASE("seq2seq refuses stray words and counts it cannot finish, naming the o
     CHECK(r.output.empty());  // nothing generated, nothing timed
   }
 }
+
+TEST_CASE("seq2seq predict answers each line of stdin as it comes, a blank line with a blank line") {
+  qkv::testing::ScratchDir dir;
+  const std::string out = (dir / "out").string();
+  REQUIRE(run_program(kSeq2SeqProgram,
+                      {"train", "--epochs", "1", "--train-size", "8", "--dev-size", "1", "--test-size", "1",
+                       "--heatmaps", "0", "--hidden", "8", "--embed", "8", "--layers", "1", "--out", out})
+              .exit_code == 0);
+  // Before, predict read all of stdin before it translated a line, so an endless stdin grew until
+  // the OOM killer came. Now the answer to a line comes while stdin is still open.
+  qkv::testing::InteractiveProgram p(kSeq2SeqProgram, {"predict", "--checkpoint", out + "/model.safetensors"});
+  p.write("may 1, 2000\n");
+  const std::string first = p.read_line(60);
+  CHECK_MESSAGE(first.starts_with("may 1, 2000 => "), first);
+  p.write("\n");
+  CHECK(p.read_line(60) == "");
+  p.write("june 2, 1999\n");
+  CHECK(p.read_line(60).starts_with("june 2, 1999 => "));
+  const auto r = p.finish();
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.empty());
+}

@@ -296,3 +296,65 @@ TEST_CASE("tagger train --resume refuses to shorten a run, and a damaged best ch
   CHECK(r.output.find("epoch 3") == std::string::npos);  // refused before the remaining epochs
   CHECK(files_of(run) == before);
 }
+
+TEST_CASE("tagger predict answers each line of stdin as it comes, a blank line with a blank line") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string();
+  REQUIRE(run_program(kTaggerProgram, train_args(run, {})).exit_code == 0);
+  // Before, predict read all of stdin before it tagged a word: `yes 'the dog runs' | tagger predict`
+  // grew until the OOM killer came. Now the answer to a line comes while stdin is still open.
+  qkv::testing::InteractiveProgram p(kTaggerProgram, {"predict", "--run", run});
+  p.write("the dog runs\n");
+  const std::string first = p.read_line(60);
+  CHECK_MESSAGE(first.starts_with("the/"), first);
+  CHECK(std::count(first.begin(), first.end(), '/') == 3);
+  p.write("\n");
+  CHECK(p.read_line(60) == "");  // a blank line answers a blank line: output line N is input line N
+  p.write("the dog\n");
+  CHECK(p.read_line(60).starts_with("the/"));
+  const auto r = p.finish();
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.empty());
+  CHECK_MESSAGE(r.errors.find(" of 5 words are not in the run's vocabulary") != std::string::npos, r.errors);
+
+  const auto piped = run_program("/bin/sh", {"-c", "printf 'the dog\\n\\n\\nthe cat\\n' | \"$0\" predict --run \"$1\"",
+                                             kTaggerProgram, run});
+  CHECK(piped.exit_code == 0);
+  std::vector<std::string> lines;
+  for (size_t start = 0, nl; (nl = piped.output.find('\n', start)) != std::string::npos; start = nl + 1)
+    lines.push_back(piped.output.substr(start, nl - start));
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0].starts_with("the/"));
+  CHECK(lines[1].empty());
+  CHECK(lines[2].empty());
+  CHECK(lines[3].starts_with("the/"));
+}
+
+TEST_CASE("tagger predict tags words after -- and says how many words it never saw, and why") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string();
+  REQUIRE(run_program(kTaggerProgram, train_args(run, {})).exit_code == 0);
+  // A sentence that looks like an option: "-h" printed the help, "--x" was an unknown option.
+  const auto r = run_program(kTaggerProgram, {"predict", "--run", run, "--", "-h", "--x the"});
+  CHECK(r.exit_code == 0);
+  CHECK_MESSAGE(r.output.starts_with("-h/"), r.output);
+  CHECK(r.output.find("\n--x/") != std::string::npos);
+  // The built-in corpus is lowercase with punctuation spaced apart: "The" and "dog." are not words of it.
+  const auto unknown = run_program(kTaggerProgram, {"predict", "--run", run, "The dog."});
+  CHECK(unknown.exit_code == 0);
+  CHECK(unknown.output.find("The/") != std::string::npos);
+  CHECK(unknown.output.find("(unk)") != std::string::npos);
+  CHECK(unknown.errors ==
+        "tagger predict: 2 of 2 words are not in the run's vocabulary, marked (unk): the built-in corpus is "
+        "lowercase, with punctuation spaced apart (\"the dog runs .\")\n");
+}
+
+TEST_CASE("tagger takes --run= as an empty value and refuses it, not the next word as a directory") {
+  qkv::testing::ScratchDir dir;
+  // Before, `--run= --no-figures` trained into a directory called "--no-figures".
+  const auto r = run_program("/bin/sh", {"-c", "cd \"$1\" && \"$0\" train --run= --no-figures --sentences 10 --epochs 1",
+                                         kTaggerProgram, dir.path().string()});
+  CHECK(r.exit_code == 1);
+  CHECK_MESSAGE(r.errors.find("--run") != std::string::npos, r.errors);
+  CHECK(fs::is_empty(dir.path()));
+}
