@@ -174,6 +174,21 @@ DirectoryLock DirectoryLock::try_lock(const std::filesystem::path& dir) {
   return lock;
 }
 
+DirectoryLock DirectoryLock::wait_for(const std::filesystem::path& dir, const std::string& op) {
+  DirectoryLock lock;
+  const std::filesystem::path file = dir / ".lock";
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) throw Error(op + ": cannot make the lock file " + quote_path(file) + ": " + os_error());
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    const std::string reason = os_error();
+    ::close(fd);
+    throw Error(op + ": cannot lock " + quote_path(file) + ": " + reason);
+  }
+  lock.fd_ = fd;
+  return lock;
+}
+
 DirectoryLock::DirectoryLock(DirectoryLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
 
 DirectoryLock& DirectoryLock::operator=(DirectoryLock&& other) noexcept {

@@ -58,6 +58,9 @@ class DirectoryLock {
   // Takes the lock on `dir` (which must exist), or, when another holds it or the lock file cannot
   // be made (a read-only directory), returns an object that holds nothing: locked() says which.
   static DirectoryLock try_lock(const std::filesystem::path& dir);
+  // Takes the lock on `dir`, waiting as long as another holds it. Throws Error naming the directory
+  // (`op` names the caller) when the lock file cannot be made.
+  static DirectoryLock wait_for(const std::filesystem::path& dir, const std::string& op);
   DirectoryLock(DirectoryLock&& other) noexcept;
   DirectoryLock& operator=(DirectoryLock&& other) noexcept;
   ~DirectoryLock();

@@ -350,6 +350,7 @@ int cmd_ablate(const Args& a) {
 int write_brown_data(const Args& a) {
   if (a.given("seed") || a.given("sentences"))
     throw qkv::ValueError("--seed and --sentences are for the built-in corpus");
+  if (a.str("cache").empty()) throw qkv::ValueError("option --cache is empty; expected a directory");
   qkv::examples::make_output_directory("out", a.str("out"));
   qkv::data::BrownCorpus brown = load_brown(a.str("cache"));
   const Corpus corpus{std::move(brown.train), std::move(brown.dev), std::move(brown.test)};

