@@ -59,19 +59,6 @@ bool parse(const std::string& s, T& out) {
   return !s.empty() && ec == std::errc() && ptr == end;
 }
 
-// "holds nan at element 3" for the first value of an F32 record that is not finite, or "" when all
-// are.
-std::string non_finite_value(const TensorRecord& r) {
-  const size_t n = r.data.size() / sizeof(float);
-  for (size_t i = 0; i < n; ++i) {
-    float v;
-    std::memcpy(&v, r.data.data() + i * sizeof(float), sizeof v);
-    if (!std::isfinite(v))
-      return "holds " + (std::isnan(v) ? std::string("nan") : std::to_string(v)) + " at element " + std::to_string(i);
-  }
-  return "";
-}
-
 // optimizer is null for a checkpoint of the weights alone.
 void save(const std::filesystem::path& path, const nn::Module& model, const optim::Optimizer* optimizer,
           int64_t step, const std::string& config) {

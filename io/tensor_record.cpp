@@ -1,5 +1,7 @@
 #include "io/tensor_record.h"
 
+#include <cmath>
+#include <cstring>
 #include <new>
 
 namespace qkv::io {
@@ -61,6 +63,18 @@ std::shared_ptr<std::byte[]> allocate_storage(std::size_t nbytes) {
   constexpr std::align_val_t alignment{64};
   auto* p = static_cast<std::byte*>(::operator new[](nbytes, alignment));
   return std::shared_ptr<std::byte[]>(p, [](std::byte* q) { ::operator delete[](q, alignment); });
+}
+
+std::string non_finite_value(const TensorRecord& r) {
+  if (r.dtype != DType::F32) return "";
+  const size_t n = r.data.size() / sizeof(float);
+  for (size_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, r.data.data() + i * sizeof(float), sizeof v);
+    if (!std::isfinite(v))
+      return "holds " + (std::isnan(v) ? std::string("nan") : std::to_string(v)) + " at element " + std::to_string(i);
+  }
+  return "";
 }
 
 }  // namespace qkv::io

@@ -41,6 +41,10 @@ std::string shape_string(std::span<const int64_t> shape);
 // cannot make a message megabytes long.
 std::string in_quotes(std::string_view text);
 
+// "holds nan at element 3" (or "holds inf ...") for the first value of an F32 record that is not
+// finite, or "" when all are and for an I64 record.
+std::string non_finite_value(const TensorRecord& r);
+
 // One 64-byte-aligned allocation (the alignment of Tensor storage), shared so that loaded tensors
 // can keep it alive and view it instead of copying out of it. The bytes are uninitialised.
 std::shared_ptr<std::byte[]> allocate_storage(std::size_t nbytes);

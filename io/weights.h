@@ -21,25 +21,37 @@
 
 #include "io/tensor_record.h"
 #include "nn/module.h"
+#include "tensor/index_tensor.h"
 
 namespace qkv::io {
 
 // Writes the module's state_dict, or the named tensors, atomically (io/file.h): on any error the
-// file at `path` is left as it was. Tensors of any layout are written in C order.
+// file at `path` is left as it was. Tensors of any layout are written in C order. A tensor that
+// holds NaN or an infinity is refused (ValueError naming it and the element) before the disk is
+// touched, as a checkpoint refuses a diverged state.
 void save_safetensors(const std::filesystem::path& path, const nn::Module& module,
                       const std::map<std::string, std::string>& metadata = {});
 void save_safetensors(const std::filesystem::path& path, const nn::StateDict& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-// Every tensor of a safetensors file, as new leaf tensors by name. Throws FormatError naming the
-// file for a malformed file (io/safetensors.h lists what is checked) and for a tensor that is not
-// F32.
-nn::StateDict read_safetensors(const std::filesystem::path& path);
+// Every F32 tensor of a safetensors file, as new leaf tensors by name. Throws FormatError naming
+// the file for a malformed file (io/safetensors.h lists what is checked) and for a dtype qkv does
+// not read, and ValueError for a value that is not finite (a diverged run's weights), unless
+// allow_non_finite. I64 tensors are integers, never weights (PyTorch's BatchNorm counts its
+// batches in one, num_batches_tracked): they are left out here; read_index_tensors reads them.
+nn::StateDict read_safetensors(const std::filesystem::path& path, bool allow_non_finite = false);
 
-// Reads the file and copies it into the module. A file that does not fit throws ValueError
-// listing every missing, unexpected (with strict) and mis-shaped key; the module is left as it
-// was. With strict = false, keys on one side only are skipped; shapes must always match.
-void load_safetensors(const std::filesystem::path& path, nn::Module& module, bool strict = true);
+// The I64 tensors of a safetensors file (token ids, lengths, PyTorch's integer buffers) by name.
+std::map<std::string, IndexTensor> read_index_tensors(const std::filesystem::path& path);
+
+// Reads the file and copies it into the module, checked as read_safetensors checks. A file that
+// does not fit throws ValueError listing every missing, unexpected (with strict) and mis-shaped
+// key; the module is left as it was. With strict = false, keys on one side only are skipped (an I64
+// tensor is always one: no parameter is an integer); shapes must always match. Returns what was
+// loaded, missing and unexpected, as PyTorch's load_state_dict does: a non-strict load that matched
+// nothing says so by an empty `loaded`.
+nn::LoadResult load_safetensors(const std::filesystem::path& path, nn::Module& module, bool strict = true,
+                                bool allow_non_finite = false);
 
 // Tensors and the byte-level records the formats read and write.
 //

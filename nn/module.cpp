@@ -194,7 +194,7 @@ std::vector<std::string> Module::check_state_dict(const StateDict& state, bool s
   return problems;
 }
 
-void Module::load_state_dict(const StateDict& state, bool strict) {
+LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
   std::string problems;
   for (const std::string& line : check_state_dict(state, strict)) problems += "\n  " + line;
   if (!problems.empty())
@@ -202,11 +202,20 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
                      " (nothing was changed):" + problems);
 
   const StateDict own = state_dict();
+  LoadResult result;
   NoGradGuard no_grad;
   for (auto& [name, t] : own) {
     auto it = state.find(name);
-    if (it != state.end() && !it->second.is_same(t)) Tensor(t).copy_(it->second);
+    if (it == state.end()) {
+      result.missing.push_back(name);
+      continue;
+    }
+    if (!it->second.is_same(t)) Tensor(t).copy_(it->second);
+    result.loaded.push_back(name);
   }
+  for (const auto& [name, t] : state)
+    if (!own.count(name)) result.unexpected.push_back(name);
+  return result;
 }
 
 void Module::summarize(std::string& out, const std::string& name, int depth) const {

@@ -37,6 +37,14 @@ namespace qkv::nn {
 // Parameters and persistent buffers by dotted name. Sorted by name (like a safetensors header).
 using StateDict = std::map<std::string, Tensor>;
 
+// What a load did, as PyTorch's load_state_dict reports it (its missing_keys and unexpected_keys),
+// each list sorted: the module's entries given a value, those the state lacked, and the state's
+// entries the module has not. After a strict load, missing and unexpected are empty; a non-strict
+// load that matched nothing has an empty `loaded`, which the caller can see.
+struct LoadResult {
+  std::vector<std::string> loaded, missing, unexpected;
+};
+
 class Module {
  public:
   Module() = default;
@@ -69,8 +77,8 @@ class Module {
   StateDict state_dict() const;
   // Copies values into this module's tensors. Every problem is found before anything is written
   // and reported in one Error: with strict, missing and unexpected keys; always, shape mismatches.
-  // So a failed load leaves the module exactly as it was.
-  void load_state_dict(const StateDict& state, bool strict = true);
+  // So a failed load leaves the module exactly as it was. Returns what was loaded and what was not.
+  LoadResult load_state_dict(const StateDict& state, bool strict = true);
   // The problems load_state_dict would report, one line each ("missing keys: fc.bias;",
   // "shape mismatches: fc.weight (expected (3,4), got (4,3));"); empty when the state fits.
   std::vector<std::string> check_state_dict(const StateDict& state, bool strict = true) const;

@@ -21,8 +21,10 @@
 //   io::save_safetensors("for_torch.safetensors", nn::to_torch_state_dict(model));
 //
 // from_torch_state_dict throws ValueError naming the key when a packed tensor cannot be split in
-// three; whether the result fits the model is for load_state_dict to check, which lists every
-// missing, unexpected and mis-shaped key.
+// three, and naming both keys when two entries would become one (in_proj_weight beside
+// q_proj_weight, out_proj beside W_o, layers.0 beside blocks.0): the input mixes two models' names,
+// and neither may silently win. Whether the result fits the model is for load_state_dict to
+// check, which lists every missing, unexpected and mis-shaped key.
 #pragma once
 
 #include "nn/module.h"

@@ -9,7 +9,8 @@ namespace qkv {
 
 // Softmax over the last dim of the first valid_lens keys: x is (B, Q, K), or (B, H, Q, K) with the
 // lengths shared by the H heads; valid_lens is (B) or (B, Q) with values in [0, K], or undefined
-// for every key. -inf logits are hidden too, and a row with nothing visible is all zeros. One
+// for every key. -inf logits are hidden too, and a row with nothing visible is all zeros; a row
+// with a visible NaN or +inf logit is NaN throughout, as the plain softmax gives it. One
 // kernel forward, one backward: the lengths bound the kernel's loops, and nothing else is
 // materialized.
 Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens);

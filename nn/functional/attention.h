@@ -22,6 +22,8 @@
 // This follows PyTorch's scaled_dot_product_attention (since 2.5, its _safe_softmax); d2l's -1e6
 // fill would spread the row uniformly over the hidden keys, and a plain softmax of -inf gives NaN.
 // Rows with at least one visible key are d2l's (to float rounding), with hidden keys at exactly 0.
+// A NaN or +inf score among the visible keys (a NaN weight, an overflow) makes its row's weights
+// NaN, so that NaN in gives NaN out rather than a zero vector that looks like a masked row.
 #pragma once
 
 #include <cstdint>

@@ -110,8 +110,8 @@ void masked_softmax_row(int64_t n, int64_t len, const float* x, float* y) {
   const int64_t full = len - len % kLanes;
   float tail[kLanes], lanes[kLanes];
   for (int64_t i = 0; i < kLanes; ++i) tail[i] = full + i < len ? x[full + i] : kNegInf;
-  // The maximum ignores NaN (x > m is false for it), as a reduction(max) does: a NaN logit makes
-  // its row NaN through the exponentials, unless nothing else is visible.
+  // The maximum ignores NaN (x > m is false for it), as a reduction(max) does; a NaN logit makes
+  // its row NaN through the exponentials, or, when nothing else is visible, by the check below.
   for (int64_t i = 0; i < kLanes; ++i) lanes[i] = kNegInf;
   for (int64_t k = 0; k < full; k += kLanes) {
 #pragma omp simd
@@ -119,8 +119,11 @@ void masked_softmax_row(int64_t n, int64_t len, const float* x, float* y) {
   }
   for (int64_t i = 0; i < kLanes; ++i) lanes[i] = tail[i] > lanes[i] ? tail[i] : lanes[i];
   const float m = max_of_lanes(lanes);
-  if (m == kNegInf) {  // nothing visible: an empty row, or every logit -inf
-    for (int64_t k = 0; k < n; ++k) y[k] = 0.0f;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  if (m == kNegInf) {  // nothing visible but NaN, if anything: an empty row, or every logit -inf
+    bool any_nan = false;
+    for (int64_t k = 0; k < len; ++k) any_nan |= std::isnan(x[k]);
+    for (int64_t k = 0; k < n; ++k) y[k] = any_nan ? nan : 0.0f;
     return;
   }
   // vexp vectorizes where std::exp does not (tensor/kernels/vecmath.h); it never returns an exact
@@ -139,7 +142,12 @@ void masked_softmax_row(int64_t n, int64_t len, const float* x, float* y) {
     tail[i] = tail[i] == kNegInf ? 0.0f : vexp(tail[i] - m);
     lanes[i] += tail[i];
   }
-  const float inv = 1.0f / sum_of_lanes(lanes);
+  const float sum = sum_of_lanes(lanes);
+  if (std::isnan(sum)) {  // a visible NaN, or +inf (whose x - m is inf - inf): NaN in, NaN out
+    for (int64_t k = 0; k < n; ++k) y[k] = nan;
+    return;
+  }
+  const float inv = 1.0f / sum;
 #pragma omp simd
   for (int64_t k = 0; k < full; ++k) y[k] *= inv;
   for (int64_t k = full; k < len; ++k) y[k] = tail[k - full] * inv;

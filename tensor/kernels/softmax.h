@@ -34,6 +34,8 @@ void softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const f
 //   y_k = 0                                 everywhere else
 // A row with no such position is all zeros (PyTorch's _safe_softmax, behind its
 // scaled_dot_product_attention since 2.5), where the plain softmax of -inf logits gives NaN.
+// A row whose taking-part positions hold a NaN or +inf is NaN throughout, as the plain softmax
+// gives: NaN in, NaN out (a fully hidden row is a rule; a NaN score is a fault to be seen).
 // y is exactly 0 at hidden positions, so the backward is softmax_backward's formula as it is:
 // dx_k = y_k · (dy_k - Σ_j dy_j y_j) is 0 wherever y_k is.
 void masked_softmax_forward(int64_t rows, int64_t n, const float* x, const int64_t* lens, float* y);

@@ -7,12 +7,15 @@
 #include <limits>
 #include <vector>
 
+#include "autograd/grad_mode.h"
 #include "autograd/node.h"
 #include "autograd/ops/softmax.h"
 #include "nn/attention_testing.h"
+#include "nn/attention.h"
 #include "nn/functional/attention.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
+#include "tensor/reference_mode.h"
 #include "thread_testing.h"
 
 using namespace qkv;
@@ -158,4 +161,45 @@ TEST_CASE("masked_softmax names the shapes and lengths that do not fit") {
   CHECK_THROWS_WITH_AS(masked_softmax(zeros({3, 4}), IndexTensor{1, 2, 3}),
                        "masked_softmax: with valid_lens, X must be (B, Q, K) or (B, H, Q, K), got shape (3,4)", ShapeError);
   CHECK_THROWS_AS(masked_softmax(scalar_tensor(1.0f), IndexTensor()), ShapeError);
+}
+
+TEST_CASE("masked_softmax gives NaN for a visible NaN or +inf score, in both modes, not a masked row's zeros") {
+  // Before, a row whose visible scores were all NaN (or NaN beside -inf) came out as all-zero
+  // weights, the rule for a fully masked row, so NaN in gave a clean 0 out.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = tensor({{{nan, nan, nan}, {nan, -inf, -inf}, {inf, inf, 1}, {1, nan, 2}, {1, 2, nan},
+                            {-inf, -inf, -inf}}});
+  const IndexTensor lens({3, 3, 3, 3, 2, 3}, {1, 6});
+  for (const bool reference : {false, true}) {
+    CAPTURE(reference);
+    const ReferenceModeGuard mode(reference);
+    const std::vector<float> y = masked_softmax(x, lens).to_vector();
+    for (size_t i = 0; i < 12; ++i) CHECK_MESSAGE(std::isnan(y[i]), i);  // rows 0 to 3: NaN throughout
+    // Row 4: the NaN is past the valid length, hidden; row 5 is fully masked: zeros, as documented.
+    CHECK(y[12] == doctest::Approx(1 / (1 + std::exp(1.0f))));
+    CHECK(y[14] == 0.0f);
+    for (size_t i = 15; i < 18; ++i) CHECK(y[i] == 0.0f);
+  }
+}
+
+TEST_CASE("attention with a NaN in W_q gives NaN out, fused, composed and in the reference mode") {
+  manual_seed(5);
+  nn::MultiHeadAttention mha(4, 4, 4, 4, 2, 0.0f);
+  mha.eval();
+  {
+    NoGradGuard no_grad;
+    Tensor w = mha.W_q->weight;
+    for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+  const Tensor q = randn({2, 3, 4});
+  for (const bool fused : {true, false}) {
+    for (const bool reference : {false, true}) {
+      CAPTURE(fused);
+      CAPTURE(reference);
+      mha.fused = fused;
+      const ReferenceModeGuard mode(reference);
+      const std::vector<float> out = mha.forward(q, q, q, IndexTensor({3, 2}, {2})).to_vector();
+      for (const float v : out) CHECK(std::isnan(v));
+    }
+  }
 }

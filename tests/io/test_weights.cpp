@@ -3,7 +3,10 @@
 // optimizer (io/checkpoint.h). Files PyTorch writes are in tests/nn/test_pytorch.cpp.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -11,6 +14,7 @@
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "io/weights.h"
+#include "nn/pytorch.h"
 #include "optim/adam.h"
 #include "qkv.h"
 #include "scratch_dir.h"
@@ -107,16 +111,90 @@ TEST_CASE("load_safetensors lists every missing unexpected and mis-shaped key an
                        doctest::Contains("missing keys: 3.bias; 3.weight;"), ValueError);
 }
 
-TEST_CASE("read_safetensors refuses a tensor that is not float32 naming it") {
+TEST_CASE("a state_dict with an integer buffer is read: its I64 tensors apart, never as weights") {
+  // PyTorch's BatchNorm keeps num_batches_tracked as an int64 buffer; before, any I64 tensor made
+  // the whole file unreadable, even for a non-strict load.
   ScratchDir dir;
-  const std::vector<int64_t> ids = {1, 2};
-  const io::TensorRecord record{"ids", io::DType::I64, {2}, std::as_bytes(std::span(ids))};
-  io::save_safetensors(dir / "i.safetensors", std::span(&record, 1));
-  CHECK_THROWS_WITH_AS(io::read_safetensors(dir / "i.safetensors"),
-                       ("read_safetensors: '" + (dir / "i.safetensors").string() +
-                        "': tensor 'ids' has dtype I64, expected F32")
-                           .c_str(),
-                       FormatError);
+  manual_seed(3);
+  auto model = mlp(3, 4, 2);
+  io::TensorRecords records;
+  for (const auto& [name, t] : model->state_dict()) records.add(name, t);
+  std::vector<io::TensorRecord> all = records.records();
+  const std::vector<int64_t> count = {7};
+  all.push_back({"bn.num_batches_tracked", io::DType::I64, {}, std::as_bytes(std::span(count))});
+  io::save_safetensors(dir / "torch.safetensors", all);
+
+  const nn::StateDict weights = io::read_safetensors(dir / "torch.safetensors");
+  CHECK(weights.size() == 4);
+  CHECK_FALSE(weights.count("bn.num_batches_tracked"));
+  const std::map<std::string, IndexTensor> integers = io::read_index_tensors(dir / "torch.safetensors");
+  REQUIRE(integers.size() == 1);
+  CHECK(integers.at("bn.num_batches_tracked").numel() == 1);
+  CHECK(integers.at("bn.num_batches_tracked").data()[0] == 7);
+
+  auto loaded = mlp(3, 4, 2);
+  const nn::LoadResult result = io::load_safetensors(dir / "torch.safetensors", *loaded, /*strict=*/false);
+  CHECK(result.loaded == std::vector<std::string>{"0.bias", "0.weight", "2.bias", "2.weight"});
+  CHECK(result.missing.empty());
+  CHECK(result.unexpected == std::vector<std::string>{"bn.num_batches_tracked"});
+  CHECK(values(loaded->state_dict().at("2.weight")) == values(model->state_dict().at("2.weight")));
+  CHECK(error_of([&] { io::load_safetensors(dir / "torch.safetensors", *loaded); }) ==
+        "load_safetensors: '" + (dir / "torch.safetensors").string() +
+            "' does not fit Sequential (nothing was changed):\n"
+            "  unexpected integer (I64) keys, which no parameter is: bn.num_batches_tracked;");
+}
+
+TEST_CASE("a non-strict load says what it loaded, what was missing and what was unexpected") {
+  // Before, a non-strict load that matched no key at all reported success and returned nothing.
+  ScratchDir dir;
+  io::save_safetensors(dir / "w.safetensors", nn::StateDict{{"encoder.weight", zeros({4, 3})}});
+  auto model = mlp(3, 4, 2);
+  const nn::LoadResult none = io::load_safetensors(dir / "w.safetensors", *model, /*strict=*/false);
+  CHECK(none.loaded.empty());
+  CHECK(none.missing == std::vector<std::string>{"0.bias", "0.weight", "2.bias", "2.weight"});
+  CHECK(none.unexpected == std::vector<std::string>{"encoder.weight"});
+  // The same from the module itself, and a strict load that succeeds loads everything.
+  const nn::LoadResult some = model->load_state_dict({{"0.weight", zeros({4, 3})}, {"x", zeros({1})}}, false);
+  CHECK(some.loaded == std::vector<std::string>{"0.weight"});
+  CHECK(some.missing == std::vector<std::string>{"0.bias", "2.bias", "2.weight"});
+  CHECK(some.unexpected == std::vector<std::string>{"x"});
+  io::save_safetensors(dir / "all.safetensors", *model);
+  const nn::LoadResult all = io::load_safetensors(dir / "all.safetensors", *model);
+  CHECK(all.loaded.size() == 4);
+  CHECK(all.missing.empty());
+  CHECK(all.unexpected.empty());
+}
+
+TEST_CASE("weights that are not finite are neither written nor read, as a checkpoint's are not") {
+  ScratchDir dir;
+  auto model = mlp(3, 4, 2);
+  {
+    NoGradGuard no_grad;
+    model->state_dict().at("2.weight").data()[5] = std::numeric_limits<float>::quiet_NaN();
+  }
+  const std::string path = (dir / "nan.safetensors").string();
+  CHECK(error_of([&] { io::save_safetensors(path, *model); }) ==
+        "save_safetensors: '" + path +
+            "': tensor '2.weight' holds nan at element 5: weights that are not finite are not written (the file "
+            "is left as it was)");
+  CHECK_FALSE(std::filesystem::exists(path));
+  // A file another program wrote with an infinity: refused by every reader, naming the tensor.
+  std::vector<float> w(12, 0.5f);
+  w[2] = std::numeric_limits<float>::infinity();
+  const io::TensorRecord record{"0.weight", io::DType::F32, {4, 3}, std::as_bytes(std::span(w))};
+  io::save_safetensors(path, std::span(&record, 1));
+  CHECK(error_of([&] { io::read_safetensors(path); }) ==
+        "read_safetensors: '" + path +
+            "': tensor '0.weight' holds inf at element 2: weights that are not finite are refused "
+            "(allow_non_finite reads them anyway)");
+  const V before = values(model->state_dict().at("0.weight"));
+  CHECK(error_of([&] { io::load_safetensors(path, *model, false); }).starts_with(
+      "load_safetensors: '" + path + "': tensor '0.weight' holds inf at element 2"));
+  CHECK(values(model->state_dict().at("0.weight")) == before);
+  // from_torch_state_dict takes what read_safetensors gives, so a PyTorch file is refused there.
+  CHECK_THROWS_AS(nn::from_torch_state_dict(*model, io::read_safetensors(path)), ValueError);
+  // Asked for, they are read.
+  CHECK(std::isinf(io::read_safetensors(path, /*allow_non_finite=*/true).at("0.weight").data()[2]));
 }
 
 TEST_CASE("a checkpoint saved without an optimizer holds the weights and the step and refuses an optimizer") {

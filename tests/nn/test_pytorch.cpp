@@ -224,3 +224,34 @@ TEST_CASE("qkv layers export to PyTorch's names and load back") {
     for (const auto& [key, value] : c.run(*back, inputs)) CHECK(max_abs_diff(value, outputs.at(key)) == 0.0f);
   }
 }
+
+TEST_CASE("from_torch_state_dict refuses two entries that would become one, naming both") {
+  // Before, the one that came last won, silently: a state dict that mixes PyTorch's names with
+  // qkv's is two models' weights, and nothing says which the user meant.
+  nn::MultiHeadAttention mha(8, 8, 8, 8, 2, 0.0f, true);
+  CHECK_THROWS_WITH_AS(
+      nn::from_torch_state_dict(mha, {{"in_proj_weight", zeros({24, 8})}, {"q_proj_weight", zeros({8, 8})}}),
+      "from_torch_state_dict: in_proj_weight and q_proj_weight are both W_q.weight (one under PyTorch's name, "
+      "one under qkv's, or packed and apart): keep one of them",
+      ValueError);
+  CHECK_THROWS_WITH_AS(
+      nn::from_torch_state_dict(mha, {{"out_proj.weight", zeros({8, 8})}, {"W_o.weight", zeros({8, 8})}}),
+      "from_torch_state_dict: W_o.weight and out_proj.weight are both W_o.weight (one under PyTorch's name, "
+      "one under qkv's, or packed and apart): keep one of them",
+      ValueError);
+  CHECK_THROWS_WITH_AS(
+      nn::from_torch_state_dict(mha, {{"in_proj_bias", zeros({24})}, {"W_k.bias", zeros({8})}}),
+      doctest::Contains("in_proj_bias are both W_k.bias"), ValueError);
+  // layers.0 beside blocks.0, even when the two reach the same name by different renames.
+  nn::TransformerEncoder encoder({.vocab_size = 20, .num_hiddens = 8, .ffn_num_hiddens = 16, .num_heads = 2,
+                                  .num_layers = 1, .dropout = 0.0f});
+  const Tensor w = zeros({16, 8});
+  CHECK_THROWS_WITH_AS(nn::from_torch_state_dict(encoder, {{"layers.0.linear1.weight", w},
+                                                           {"blocks.0.ffn.dense1.weight", w}}),
+                       "from_torch_state_dict: blocks.0.ffn.dense1.weight and layers.0.linear1.weight are both "
+                       "blocks.0.ffn.dense1.weight (one under PyTorch's name, one under qkv's, or packed and "
+                       "apart): keep one of them",
+                       ValueError);
+  // Either alone converts.
+  CHECK(nn::from_torch_state_dict(encoder, {{"layers.0.linear1.weight", w}}).count("blocks.0.ffn.dense1.weight"));
+}
