@@ -1,6 +1,7 @@
 #include "optim/optimizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -25,6 +26,9 @@ bool split_key(const std::string& key, const std::string& prefix, size_t& index,
   return true;
 }
 
+// A learning rate or weight decay: finite and >= 0 (NaN is neither).
+bool valid_rate(double value) { return value >= 0.0 && std::isfinite(value); }
+
 }  // namespace
 
 std::string Optimizer::format(double value) {
@@ -44,8 +48,9 @@ Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups, double lr
   std::set<const TensorImpl*> seen;
   for (size_t g = 0; g < groups.size(); ++g) {
     Group group{{}, groups[g].lr.value_or(lr), groups[g].weight_decay.value_or(weight_decay)};
-    require(group.lr >= 0.0, "invalid learning rate " + format(group.lr) + " in group " + std::to_string(g));
-    require(group.weight_decay >= 0.0,
+    // Finite: an infinite rate or decay turns every parameter into inf or NaN at the first step.
+    require(valid_rate(group.lr), "invalid learning rate " + format(group.lr) + " in group " + std::to_string(g));
+    require(valid_rate(group.weight_decay),
             "invalid weight_decay " + format(group.weight_decay) + " in group " + std::to_string(g));
     for (const Tensor& p : groups[g].params) {
       const std::string which = "parameter " + std::to_string(params_.size());
@@ -95,7 +100,7 @@ void Optimizer::set_lr(double lr) {
 
 void Optimizer::set_lr(size_t group, double lr) {
   require(group < groups_.size(), "no parameter group " + std::to_string(group));
-  require(lr >= 0.0, "invalid learning rate " + format(lr));
+  require(valid_rate(lr), "invalid learning rate " + format(lr));
   groups_[group].lr = lr;
 }
 
@@ -132,7 +137,7 @@ std::vector<std::string> Optimizer::check_state_dict(const OptimizerState& state
         invalid.push_back(key + " = " + format(value) + " (expected a whole number >= 1)");
     } else if (split_key(key, "param_groups.", index, field) && index < groups_.size() &&
                (field == "lr" || field == "weight_decay")) {
-      if (!(value >= 0.0)) invalid.push_back(key + " = " + format(value) + " (expected >= 0)");
+      if (!valid_rate(value)) invalid.push_back(key + " = " + format(value) + " (expected a finite number >= 0)");
     } else {
       unexpected.push_back(key);
     }

@@ -89,10 +89,14 @@ IndexTensor IndexTensor::reshape(Shape shape) const {
 }
 
 IndexTensor IndexTensor::repeat_interleave(int64_t repeats) const {
-  if (repeats < 0) throw ValueError("repeat_interleave: repeats must be >= 0");
-  std::vector<int64_t> out;
-  out.reserve(static_cast<size_t>(numel() * repeats));
-  for (int64_t v : values()) out.insert(out.end(), static_cast<size_t>(repeats), v);
+  if (repeats < 0) throw ValueError("repeat_interleave: repeats must be >= 0, got " + std::to_string(repeats));
+  int64_t total = 0;
+  if (__builtin_mul_overflow(numel(), repeats, &total))
+    throw ValueError("repeat_interleave: " + std::to_string(numel()) + " elements repeated " +
+                     std::to_string(repeats) + " times overflow 64 bits");
+  std::vector<int64_t> out = integers("repeat_interleave", {total}, 0);
+  int64_t* o = out.data();
+  for (int64_t v : values()) o = std::fill_n(o, repeats, v);
   return IndexTensor(std::move(out));
 }
 

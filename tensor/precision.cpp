@@ -1,6 +1,7 @@
 #include "tensor/precision.h"
 
 #include <atomic>
+#include <string>
 
 #include "tensor/error.h"
 
@@ -12,6 +13,9 @@ std::atomic<MatmulPrecision> g_precision{MatmulPrecision::highest};
 }  // namespace
 
 void set_matmul_precision(MatmulPrecision precision) {
+  if (precision != MatmulPrecision::highest && precision != MatmulPrecision::medium)
+    throw ValueError("set_matmul_precision: " + std::to_string(static_cast<int>(precision)) +
+                     " is not a MatmulPrecision (highest or medium)");
   if (precision == MatmulPrecision::medium && !bf16_matmul_available())
     throw ValueError(
         "set_matmul_precision(medium): this build has no bfloat16 kernel; it needs a CPU with AVX512_BF16 "

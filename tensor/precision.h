@@ -22,7 +22,8 @@ enum class MatmulPrecision { highest, medium };
 // (-march=native on, for example, AMD Zen 4 or Intel Sapphire Rapids).
 bool bf16_matmul_available();
 
-// ValueError for medium when bf16_matmul_available() is false.
+// ValueError for medium when bf16_matmul_available() is false, and for a value that is not one of
+// the enum's (a cast integer).
 void set_matmul_precision(MatmulPrecision precision);
 MatmulPrecision get_matmul_precision();
 

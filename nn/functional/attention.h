@@ -70,7 +70,8 @@ Tensor adjacency_mask(int64_t num_nodes, const std::vector<std::pair<int64_t, in
                       bool self_loops = false);
 
 // The valid_lens masking as a mask: (B, 1, K) for lengths (B), (B, Q, K) for lengths (B, Q);
-// 1 at keys k < valid_len. For composing with other masks; valid_lens itself is faster.
+// 1 at keys k < valid_len. For composing with other masks; valid_lens itself is faster. A length
+// outside [0, K] is an IndexError, as masked_softmax's.
 Tensor key_padding_mask(const IndexTensor& valid_lens, int64_t K);
 
 // Attention allowed where both masks allow it (their product, broadcast). An undefined mask allows

@@ -107,6 +107,10 @@ TEST_CASE("key_padding_mask hides the same keys as valid_lens") {
     check_close(F::masked_softmax(x, IndexTensor(), F::key_padding_mask(lens, 5)), by_lengths, 1e-6f);
     check_rows_follow_mask(by_lengths, F::key_padding_mask(lens, 5));
   }
+  // A length above K masked nothing before, where masked_softmax refuses it.
+  CHECK_THROWS_WITH_AS(F::key_padding_mask(IndexTensor{2, 6}, 5),
+                       "key_padding_mask: valid length 6 (element 1 of valid_lens) is out of range [0, 5]", IndexError);
+  CHECK_THROWS_AS(F::key_padding_mask(IndexTensor{-1}, 5), IndexError);
 }
 
 TEST_CASE("masks compose: a key is visible only where every mask allows it") {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "nn/functional/loss.h"
@@ -196,6 +197,33 @@ TEST_CASE("optimizers reject bad hyperparameters and parameters") {
   CHECK_THROWS_WITH_AS(optim::AdamW({p, p}), "AdamW: parameter 1 appears twice", ValueError);
   CHECK_THROWS_WITH_AS(optim::SGD({ones({2})}), "SGD: parameter 0 is not a leaf that requires grad", ValueError);
   CHECK_THROWS_WITH_AS(optim::SGD(std::vector<Tensor>{}), "SGD: got an empty parameter list", ValueError);
+  // An infinite rate or decay made every parameter inf or NaN at the first step.
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH_AS(optim::SGD({p}, {.lr = inf}), "SGD: invalid learning rate inf in group 0", ValueError);
+  CHECK_THROWS_WITH_AS(optim::AdamW({p}, {.weight_decay = inf}), "AdamW: invalid weight_decay inf in group 0",
+                       ValueError);
+  optim::SGD sgd({p}, {.lr = 0.1});
+  CHECK_THROWS_WITH_AS(sgd.set_lr(inf), "SGD: invalid learning rate inf", ValueError);
+  CHECK(sgd.lr() == 0.1);
+}
+
+TEST_CASE("optimizer state with an infinite or NaN rate or decay is refused, as a checkpoint's would be") {
+  // Before, a `last` checkpoint with lr = inf passed --resume and the run then "diverged".
+  Tensor p = ones({2}, true);
+  optim::Adam opt({p}, {.lr = 0.1});
+  for (const char* key : {"param_groups.0.lr", "param_groups.0.weight_decay"}) {
+    for (const double value : {std::numeric_limits<double>::infinity(), std::nan("")}) {
+      optim::OptimizerState state = opt.state_dict();
+      state.scalars[key] = value;
+      CAPTURE(key);
+      CHECK_THROWS_WITH_AS(opt.load_state_dict(state),
+                           doctest::Contains((std::string(key) + " = " + (std::isnan(value) ? "nan" : "inf") +
+                                              " (expected a finite number >= 0)")
+                                                 .c_str()),
+                           ValueError);
+      CHECK(opt.lr() == 0.1);
+    }
+  }
 }
 
 TEST_CASE("optimizer load_state_dict reports every problem at once and changes nothing") {
@@ -217,8 +245,8 @@ TEST_CASE("optimizer load_state_dict reports every problem at once and changes n
                        "load_state_dict: cannot load into Adam (nothing was changed):\n"
                        "  missing keys: param_groups.0.weight_decay; state.0.exp_avg_sq;\n"
                        "  unexpected keys: momentum; state.5.exp_avg;\n"
-                       "  invalid values: param_groups.0.lr = -1 (expected >= 0); state.1.exp_avg (expected shape "
-                       "(3), got (4));",
+                       "  invalid values: param_groups.0.lr = -1 (expected a finite number >= 0); state.1.exp_avg "
+                       "(expected shape (3), got (4));",
                        ValueError);
   CHECK(opt.lr() == 0.1);
   CHECK(opt.state_dict().tensors.at("state.0.exp_avg").to_vector() == m_before);

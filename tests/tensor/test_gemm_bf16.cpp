@@ -122,6 +122,10 @@ TEST_CASE("round_to_bf16 keeps 8 significant bits and rounds ties to even") {
 
 TEST_CASE("set_matmul_precision(medium) is refused exactly where the build has no bfloat16 kernel") {
   CHECK(qkv::get_matmul_precision() == qkv::MatmulPrecision::highest);
+  // A value outside the enum (a cast integer) was stored, and gemm then took it for highest.
+  CHECK_THROWS_WITH_AS(qkv::set_matmul_precision(static_cast<qkv::MatmulPrecision>(7)),
+                       "set_matmul_precision: 7 is not a MatmulPrecision (highest or medium)", qkv::ValueError);
+  CHECK(qkv::get_matmul_precision() == qkv::MatmulPrecision::highest);
   if (!qkv::bf16_matmul_available()) {
     CHECK_THROWS_AS(qkv::set_matmul_precision(qkv::MatmulPrecision::medium), qkv::ValueError);
     CHECK(qkv::get_matmul_precision() == qkv::MatmulPrecision::highest);

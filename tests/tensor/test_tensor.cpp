@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "qkv.h"
 
@@ -193,4 +194,17 @@ TEST_CASE("IndexTensor holds integer data with shape") {
   CHECK_THROWS_AS(IndexTensor({1, 2, 3}, {2, 2}), ShapeError);
   CHECK_THROWS_AS(t[6], IndexError);
   CHECK_THROWS_AS(t.at({2, 0}), IndexError);
+}
+
+TEST_CASE("IndexTensor::repeat_interleave refuses a count that overflows or cannot be allocated") {
+  // Before, numel · repeats overflowed a signed product (undefined behaviour) and a huge count threw
+  // std::bad_alloc, which names nothing.
+  const IndexTensor t{1, 2, 3};
+  CHECK(t.repeat_interleave(0).numel() == 0);
+  CHECK_THROWS_WITH_AS(t.repeat_interleave(-1), "repeat_interleave: repeats must be >= 0, got -1", ValueError);
+  CHECK_THROWS_WITH_AS(t.repeat_interleave(std::numeric_limits<int64_t>::max() / 2),
+                       "repeat_interleave: 3 elements repeated 4611686018427387903 times overflow 64 bits",
+                       ValueError);
+  CHECK_THROWS_WITH_AS(t.repeat_interleave(int64_t{1} << 60), doctest::Contains("repeat_interleave: cannot allocate"),
+                       Error);
 }
