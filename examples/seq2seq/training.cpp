@@ -1,12 +1,14 @@
 #include "examples/seq2seq/training.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <numeric>
 #include <sstream>
 
 #include "examples/seq2seq/bleu.h"
 #include "io/checkpoint.h"
+#include "io/tensor_record.h"
 #include "nn/functional/loss.h"
 #include "optim/clip.h"
 #include "tensor/error.h"
@@ -138,48 +140,58 @@ std::string config_text(const ModelConfig& c) {
 }
 
 ModelConfig parse_config(const std::string& text) {
-  std::map<std::string, std::string> kv;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
+  const std::string where = "seq2seq checkpoint config";
+  auto fail = [&](const std::string& what) -> void { throw qkv::FormatError(where + ": " + what); };
+  // Exactly the keys config_text writes, each once, one "key=value" per line ending in '\n'.
+  const std::vector<std::string> keys = {"model",       "source_alphabet", "target_alphabet",
+                                         "source_vocab", "target_vocab",    "embed_size",
+                                         "num_hiddens", "num_layers",      "dropout"};
+  std::map<std::string, std::pair<std::string, int64_t>> kv;  // key → value, line
+  int64_t line_number = 0;
+  for (size_t start = 0; start < text.size();) {
+    const size_t nl = text.find('\n', start);
+    const std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    start = nl == std::string::npos ? text.size() : nl + 1;
+    const std::string at = "line " + std::to_string(++line_number) + ": ";
+    if (!line.empty() && line.back() == '\r')
+      fail(at + "ends in a carriage return (CRLF line endings); the config's lines end in '\\n' alone");
     const size_t eq = line.find('=');
-    if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+    if (eq == std::string::npos) fail(at + "expected key=value, got " + qkv::io::in_quotes(line));
+    const std::string key = line.substr(0, eq);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end())
+      fail(at + "unknown key " + qkv::io::in_quotes(key) + " (is this a seq2seq checkpoint?)");
+    if (auto it = kv.find(key); it != kv.end())
+      fail(at + "key '" + key + "' is given twice (first on line " + std::to_string(it->second.second) + ")");
+    kv.emplace(key, std::pair{line.substr(eq + 1), line_number});
   }
   auto get = [&](const std::string& key) -> const std::string& {
     auto it = kv.find(key);
-    if (it == kv.end())
-      throw qkv::FormatError("seq2seq checkpoint config: no '" + key + "' (is this a seq2seq checkpoint?)");
-    return it->second;
+    if (it == kv.end()) fail("no '" + key + "' (is this a seq2seq checkpoint?)");
+    return it->second.first;
   };
+  // Decimal digits alone: no sign, no space, no other base.
   auto integer = [&](const std::string& key) {
     const std::string& s = get(key);
-    size_t used = 0;
     int64_t v = 0;
-    try {
-      v = std::stoll(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != s.size() || v < 1)
-      throw qkv::FormatError("seq2seq checkpoint config: '" + key + "' must be a positive integer, got '" +
-                             s + "'");
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || s[0] == '-' || ec != std::errc() || end != s.data() + s.size() || v < 1)
+      fail("'" + key + "' must be a positive integer, got " + qkv::io::in_quotes(s));
     return v;
   };
-  if (get("model") != "seq2seq-bahdanau")
-    throw qkv::FormatError("seq2seq checkpoint config: model '" + get("model") + "' is not seq2seq-bahdanau");
+  if (get("model") != "seq2seq-bahdanau") fail("model " + qkv::io::in_quotes(get("model")) + " is not seq2seq-bahdanau");
   if (get("source_alphabet") != kSourceAlphabet || get("target_alphabet") != kTargetAlphabet)
-    throw qkv::FormatError(
-        "seq2seq checkpoint config: the checkpoint's alphabets differ from this program's");
+    fail("the checkpoint's alphabets differ from this program's");
   ModelConfig c;
   c.source_vocab = integer("source_vocab");
   c.target_vocab = integer("target_vocab");
   c.embed_size = integer("embed_size");
   c.num_hiddens = integer("num_hiddens");
   c.num_layers = integer("num_layers");
-  try {
-    c.dropout = std::stof(get("dropout"));
-  } catch (const std::exception&) {
-    throw qkv::FormatError("seq2seq checkpoint config: 'dropout' is not a number: '" + get("dropout") + "'");
-  }
+  // Decimal notation as config_text writes it (from_chars takes no '+', no space, no hexadecimal).
+  const std::string& d = get("dropout");
+  const auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), c.dropout, std::chars_format::general);
+  if (d.empty() || ec != std::errc() || end != d.data() + d.size())
+    fail("'dropout' must be a number in decimal notation, got " + qkv::io::in_quotes(d));
   return c;
 }
 

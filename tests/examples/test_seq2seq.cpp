@@ -389,3 +389,33 @@ TEST_CASE("seq2seq train refuses sizes out of range before it does any work") {
   CHECK(r.output.empty());
   CHECK_FALSE(std::filesystem::exists(temp_path("never")));
 }
+
+TEST_CASE("the seq2seq checkpoint config is strict: each key once, none unknown, numbers as written") {
+  // Before, duplicate keys (the last won), unknown keys, "0.1xyz", "0x1p-3" and "+1" were taken,
+  // and a CRLF config failed with a message about the alphabets.
+  const std::string good = config_text(small_config());
+  CHECK(parse_config(good).num_hiddens == small_config().num_hiddens);
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  const std::string hidden = "num_hiddens=" + std::to_string(small_config().num_hiddens);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {good + "num_layers=3\n", "line 10: key 'num_layers' is given twice (first on line 8)"},
+      {good + "colour=red\n", "line 10: unknown key 'colour' (is this a seq2seq checkpoint?)"},
+      {good + "junk\n", "line 10: expected key=value, got 'junk'"},
+      {edited("dropout=0", "dropout=0.1xyz"), "'dropout' must be a number in decimal notation, got '0.1xyz'"},
+      {edited("dropout=0", "dropout=0x1p-3"), "'dropout' must be a number in decimal notation, got '0x1p-3'"},
+      {edited("dropout=0", "dropout=+0.1"), "'dropout' must be a number in decimal notation, got '+0.1'"},
+      {edited(hidden, "num_hiddens=+1"), "'num_hiddens' must be a positive integer, got '+1'"},
+      {edited(hidden, "num_hiddens= 1"), "'num_hiddens' must be a positive integer, got ' 1'"},
+      {edited(hidden, "num_hiddens=-0"), "'num_hiddens' must be a positive integer, got '-0'"},
+      {edited("\n", "\r\n"), "line 1: ends in a carriage return (CRLF line endings); the config's lines end in "
+                             "'\\n' alone"},
+  };
+  for (const auto& [text, message] : cases) {
+    CAPTURE(text);
+    CHECK_THROWS_WITH_AS(parse_config(text), ("seq2seq checkpoint config: " + message).c_str(), qkv::FormatError);
+  }
+}
