@@ -1,4 +1,22 @@
-# Installs the qkv build in QKV_BUILD_DIR into a scratch prefix, then builds and runs the consumer.
+# Installs the qkv build in QKV_BUILD_DIR into a scratch prefix, then builds and runs the consumer
+# with QKV_CXX_COMPILER (a path, or a name looked up in PATH).
+if(NOT IS_ABSOLUTE ${QKV_CXX_COMPILER})
+  find_program(compiler ${QKV_CXX_COMPILER})
+  if(NOT compiler)
+    message("consumer check skipped: ${QKV_CXX_COMPILER} is not installed")
+    return()
+  endif()
+  set(QKV_CXX_COMPILER ${compiler})
+endif()
+set(extra)
+if(QKV_SANITIZE)  # the installed library was built with the sanitizers; so must its consumer be
+  execute_process(COMMAND ${QKV_CXX_COMPILER} --version OUTPUT_VARIABLE version)
+  if(version MATCHES "clang")  # clang's sanitizer runtimes are not GCC's, which built the library
+    message("consumer check skipped: a sanitizer build of qkv links only with its own compiler's runtimes")
+    return()
+  endif()
+  set(extra -DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined)
+endif()
 file(REMOVE_RECURSE ${QKV_WORK_DIR})
 set(prefix ${QKV_WORK_DIR}/prefix)
 function(run)
@@ -9,10 +27,6 @@ function(run)
   message(STATUS "${out}")
 endfunction()
 run(${CMAKE_COMMAND} --install ${QKV_BUILD_DIR} --prefix ${prefix})
-set(extra)
-if(QKV_SANITIZE)  # the installed library was built with the sanitizers; so must its consumer be
-  set(extra -DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined)
-endif()
 run(${CMAKE_COMMAND} -S ${QKV_CONSUMER_SRC} -B ${QKV_WORK_DIR}/build ${extra}
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${QKV_CXX_COMPILER} -DCMAKE_BUILD_TYPE=${QKV_BUILD_TYPE})
 run(${CMAKE_COMMAND} --build ${QKV_WORK_DIR}/build)

@@ -1,4 +1,6 @@
-// A program outside qkv's tree, built against the installed package: a forward and a backward.
+// A program outside qkv's tree, built against the installed package: a forward and a backward, and
+// a figure's layout from the plot library.
+#include <qkv/plot/plot.h>
 #include <qkv/qkv.h>
 
 #include <cstdio>
@@ -10,6 +12,12 @@ int main() {
   loss.backward();
   // d/dw Σ (w·x)² = 2 (w·x) xᵀ = [[-2, 2], [-2, 2]]
   const bool ok = loss.item() == 2.0f && w.grad().to_vector() == std::vector<float>{-2, 2, -2, 2};
-  std::printf("consumer: loss %.1f %s\n", loss.item(), ok ? "ok" : "WRONG");
-  return ok ? 0 : 1;
+  qkv::plot::HeatmapSpec spec;
+  spec.rows = spec.cols = 2;
+  spec.values = w.grad().to_vector();
+  const qkv::plot::ImageSize size = qkv::plot::heatmap_size(spec);
+  const bool drawn = size.width > 0 && size.height > 0;
+  std::printf("consumer: loss %.1f, heatmap %dx%d %s\n", loss.item(), size.width, size.height,
+              ok && drawn ? "ok" : "WRONG");
+  return ok && drawn ? 0 : 1;
 }
