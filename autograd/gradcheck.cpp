@@ -18,33 +18,42 @@ double project(const Tensor& y, const std::vector<float>& r) {
   return acc;
 }
 
+GradcheckResult check(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
+                      const std::vector<int64_t>& positions, const GradcheckOptions& options);
+
 }  // namespace
 
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options) {
-  // Work on private copies: leaves of their own, so the caller's tensors are left untouched.
+  // Work on private copies: leaves of their own, so the caller's tensors are left untouched. They
+  // keep the inputs' names, and failures are reported at the inputs' positions.
   std::vector<Tensor> xs, checked;
+  std::vector<int64_t> positions;
   for (const Tensor& in : inputs) {
     Tensor copy = in.detach().clone();
+    if (!in.name().empty()) copy.set_name(in.name());
     if (in.requires_grad()) {
       copy.requires_grad_(true);
       checked.push_back(copy);
+      positions.push_back(static_cast<int64_t>(xs.size()));
     }
     xs.push_back(copy);
   }
-  GradcheckResult r = gradcheck_tensors([&] { return fn(xs); }, checked, options);
-  // Report positions among all inputs, not among the checked ones.
-  if (r.worst_input >= 0)
-    for (size_t k = 0, seen = 0; k < inputs.size(); ++k)
-      if (inputs[k].requires_grad() && static_cast<int64_t>(seen++) == r.worst_input) {
-        r.worst_input = static_cast<int64_t>(k);
-        break;
-      }
-  return r;
+  return check([&] { return fn(xs); }, checked, positions, options);
 }
 
 GradcheckResult gradcheck_tensors(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
                                   const GradcheckOptions& options) {
+  std::vector<int64_t> positions(tensors.size());
+  for (size_t k = 0; k < tensors.size(); ++k) positions[k] = static_cast<int64_t>(k);
+  return check(fn, tensors, positions, options);
+}
+
+namespace {
+
+// tensors[k] is reported as input positions[k].
+GradcheckResult check(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
+                      const std::vector<int64_t>& positions, const GradcheckOptions& options) {
   GradcheckResult result;
   for (const Tensor& t : tensors)
     if (!t.is_leaf() || !t.requires_grad() || !t.is_contiguous())
@@ -62,6 +71,11 @@ GradcheckResult gradcheck_tensors(const std::function<Tensor()>& fn, const std::
   }
   (y * r).sum().backward();
 
+  // "input 2", or "input 2 (blocks.0.attention.W_q.weight)" for a named tensor such as a parameter.
+  auto label = [&](size_t k) {
+    const std::string& name = tensors[k].name();
+    return "input " + std::to_string(positions[k]) + (name.empty() ? "" : " (" + name + ")");
+  };
   std::ostringstream fail;
   double worst_excess = -1.0;
   for (size_t k = 0; k < tensors.size(); ++k) {
@@ -88,7 +102,7 @@ GradcheckResult gradcheck_tensors(const std::function<Tensor()>& fn, const std::
       const double excess = std::isnan(err) ? INFINITY : err / allowed;
       if (excess > worst_excess) {
         worst_excess = excess;
-        result.worst_input = static_cast<int64_t>(k);
+        result.worst_input = static_cast<int64_t>(k);  // made a position at the end
         result.worst_index = i;
         result.analytic = a[i];
         result.numeric = numeric;
@@ -97,19 +111,22 @@ GradcheckResult gradcheck_tensors(const std::function<Tensor()>& fn, const std::
     }
     if (max_analytic == 0.0 && max_numeric > options.atol) {
       result.ok = false;
-      fail << "input " << k << " of shape " << shape_str(x.shape()) << ": the analytic gradient is "
+      fail << label(k) << " of shape " << shape_str(x.shape()) << ": the analytic gradient is "
            << (analytic.defined() ? "identically zero" : "missing") << " but the numeric one reaches "
            << max_numeric << "; ";
     }
   }
   if (worst_excess > 1.0) {
     result.ok = false;
-    fail << "worst element: input " << result.worst_input << " index " << result.worst_index << ": analytic "
+    fail << "worst element: " << label(static_cast<size_t>(result.worst_input)) << " index " << result.worst_index << ": analytic "
          << result.analytic << " vs numeric " << result.numeric << " (error " << result.error << ", allowed "
          << options.atol << " + " << options.rtol << "·|numeric|)";
   }
   result.message = fail.str();
+  if (result.worst_input >= 0) result.worst_input = positions[static_cast<size_t>(result.worst_input)];
   return result;
 }
+
+}  // namespace
 
 }  // namespace qkv

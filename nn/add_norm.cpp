@@ -11,7 +11,7 @@ AddNorm::AddNorm(int64_t normalized_shape, float p) {
 
 Tensor AddNorm::forward(const Tensor& X, Tensor Y) const {
   if (X.shape() != Y.shape())
-    throw ShapeError("AddNorm: X of shape " + shape_str(X.shape()) + " and Y of shape " + shape_str(Y.shape()) +
+    throw ShapeError(where() + ": X of shape " + shape_str(X.shape()) + " and Y of shape " + shape_str(Y.shape()) +
                      " must have the same shape");
   const Tensor sum = dropout->forward(Y) + X;
   Y = Tensor();  // freed here if the caller handed over its last handle, before ln allocates

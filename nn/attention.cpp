@@ -20,18 +20,35 @@ void check_dropout(const char* layer, float p) {
 }
 
 // Throws unless x is (B, T, features) for the given batch size (any when B < 0) and features.
-void check_input(const char* layer, const char* what, const Tensor& x, int64_t B, int64_t features) {
+void check_input(const std::string& layer, const char* what, const Tensor& x, int64_t B, int64_t features) {
   if (x.dim() != 3 || (B >= 0 && x.size(0) != B) || x.size(2) != features)
-    throw ShapeError(std::string(layer) + ": " + what + " of shape " + shape_str(x.shape()) + " must be (" +
+    throw ShapeError(layer + ": " + what + " of shape " + shape_str(x.shape()) + " must be (" +
                      (B >= 0 ? std::to_string(B) : std::string("B")) + ", T, " + std::to_string(features) +
                      ")");
 }
 
-void check_keys_values(const char* layer, const Tensor& keys, const Tensor& values) {
+void check_keys_values(const std::string& layer, const Tensor& keys, const Tensor& values) {
   if (values.dim() != 3 || values.size(0) != keys.size(0) || values.size(1) != keys.size(1))
-    throw ShapeError(std::string(layer) + ": values of shape " + shape_str(values.shape()) +
+    throw ShapeError(layer + ": values of shape " + shape_str(values.shape()) +
                      " must pair with keys of shape " + shape_str(keys.shape()) + ": expected (" +
                      std::to_string(keys.size(0)) + ", " + std::to_string(keys.size(1)) + ", dv)");
+}
+
+// valid_lens as the attention layers take it, checked before any path is chosen so that the error
+// names the layer (`layer`, Module::where()) and not the op the configuration happens to run:
+// undefined, (B) or (B, Q), each length from 0 to K.
+void check_valid_lens(const std::string& layer, const IndexTensor& valid_lens, int64_t B, int64_t Q, int64_t K) {
+  if (!valid_lens.defined()) return;
+  const Shape& s = valid_lens.shape();
+  if (s != Shape{B} && s != Shape{B, Q})
+    throw ShapeError(layer + ": valid_lens of shape " + shape_str(s) + " does not fit " + std::to_string(B) +
+                     " sequences of " + std::to_string(Q) + " queries: expected (" + std::to_string(B) + ") or (" +
+                     std::to_string(B) + "," + std::to_string(Q) + ")");
+  const int64_t* v = valid_lens.data();
+  for (int64_t i = 0; i < valid_lens.numel(); ++i)
+    if (v[i] < 0 || v[i] > K)
+      throw IndexError(layer + ": valid_lens element " + std::to_string(i) + " is " + std::to_string(v[i]) +
+                       "; expected a length from 0 to " + std::to_string(K) + ", the number of keys");
 }
 
 std::string dropout_repr(float p) { return "dropout=" + std::to_string(p); }
@@ -44,6 +61,8 @@ DotProductAttention::DotProductAttention(float p) : dropout(p) { check_dropout("
 
 Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                     const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
+  if (queries.dim() >= 2 && keys.dim() >= 2)
+    check_valid_lens(where(), valid_lens, queries.size(0), queries.size(-2), keys.size(-2));
   const functional::AttentionOutput out = functional::scaled_dot_product_attention(
       queries, keys, values, valid_lens, mask, bias, is_training() ? dropout : 0.0f);
   attention_weights = out.weights.detach();
@@ -64,23 +83,24 @@ AdditiveAttention::AdditiveAttention(int64_t key_size, int64_t query_size, int64
 
 Tensor AdditiveAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                   const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
-  check_input("AdditiveAttention", "queries", queries, -1, W_q->in_features);
-  check_input("AdditiveAttention", "keys", keys, queries.size(0), W_k->in_features);
-  check_keys_values("AdditiveAttention", keys, values);
+  check_input(where(), "queries", queries, -1, W_q->in_features);
+  check_input(where(), "keys", keys, queries.size(0), W_k->in_features);
+  check_keys_values(where(), keys, values);
   return forward_projected(queries, project_keys(keys), values, valid_lens, mask, bias);
 }
 
 Tensor AdditiveAttention::project_keys(const Tensor& keys) const {
-  check_input("AdditiveAttention", "keys", keys, -1, W_k->in_features);
+  check_input(where(), "keys", keys, -1, W_k->in_features);
   return W_k->forward(keys);
 }
 
 Tensor AdditiveAttention::forward_projected(const Tensor& queries, const Tensor& projected_keys,
                                             const Tensor& values, const IndexTensor& valid_lens,
                                             const Tensor& mask, const Tensor& bias) {
-  check_input("AdditiveAttention", "queries", queries, -1, W_q->in_features);
-  check_input("AdditiveAttention", "projected keys", projected_keys, queries.size(0), W_k->out_features);
-  check_keys_values("AdditiveAttention", projected_keys, values);
+  check_input(where(), "queries", queries, -1, W_q->in_features);
+  check_input(where(), "projected keys", projected_keys, queries.size(0), W_k->out_features);
+  check_keys_values(where(), projected_keys, values);
+  check_valid_lens(where(), valid_lens, queries.size(0), queries.size(1), projected_keys.size(1));
   // Every query meets every key by broadcasting: (B, Q, 1, h) + (B, 1, K, h) → (B, Q, K, h).
   const Tensor features = (W_q->forward(queries).unsqueeze(2) + projected_keys.unsqueeze(1)).tanh();
   const Tensor scores = w_v->forward(features).squeeze(-1);  // (B, Q, K)
@@ -109,10 +129,11 @@ MultiHeadAttention::MultiHeadAttention(int64_t key_size, int64_t query_size, int
 
 Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                    const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
-  check_input("MultiHeadAttention", "queries", queries, -1, W_q->in_features);
-  check_input("MultiHeadAttention", "keys", keys, queries.size(0), W_k->in_features);
-  check_input("MultiHeadAttention", "values", values, queries.size(0), W_v->in_features);
-  check_keys_values("MultiHeadAttention", keys, values);
+  check_input(where(), "queries", queries, -1, W_q->in_features);
+  check_input(where(), "keys", keys, queries.size(0), W_k->in_features);
+  check_input(where(), "values", values, queries.size(0), W_v->in_features);
+  check_keys_values(where(), keys, values);
+  check_valid_lens(where(), valid_lens, queries.size(0), queries.size(1), keys.size(1));
   functional::AttentionOutput out;
   if (restriction.banded())
     out = attend_window(queries, keys, values, valid_lens, mask, bias);
@@ -177,7 +198,7 @@ functional::AttentionOutput MultiHeadAttention::attend_window(const Tensor& quer
   const int64_t T = queries.size(1);
   if (keys.size(1) != T || mask.defined() || bias.defined())
     throw ValueError(
-        "MultiHeadAttention: a window is computed on the band, for self-attention without a mask "
+        where() + ": a window is computed on the band, for self-attention without a mask "
         "or bias of its own; got " +
         std::to_string(T) + " queries, " + std::to_string(keys.size(1)) + " keys" +
         (mask.defined() ? ", a mask" : "") + (bias.defined() ? ", a bias" : ""));
@@ -209,7 +230,7 @@ Tensor MultiHeadAttention::position_bias(int64_t Q, int64_t K) const {
   const Tensor b = positions->offset_bias(IndexTensor(offsets));
   if (!b.defined()) return b;
   if (b.dim() != 2 || b.size(1) != n || (b.size(0) != 1 && b.size(0) != num_heads))
-    throw ShapeError("MultiHeadAttention: position scheme " + positions->type_name() +
+    throw ShapeError(where() + ": position scheme " + positions->type_name() +
                      " gave a bias of shape " + shape_str(b.shape()) + " for " + std::to_string(n) +
                      " offsets; expected (" + std::to_string(num_heads) + " or 1, " + std::to_string(n) +
                      ")");

@@ -41,10 +41,10 @@ GRUCell::GRUCell(int64_t in, int64_t H, bool bias) : input_size(in), hidden_size
 
 Tensor GRUCell::forward(const Tensor& x, const Tensor& h) const {
   if (x.dim() != 2 || x.size(1) != input_size)
-    throw ShapeError("GRUCell: x has shape " + shape_str(x.shape()) + ", expected (B, " + std::to_string(input_size) + ")");
+    throw ShapeError(where() + ": x has shape " + shape_str(x.shape()) + ", expected (B, " + std::to_string(input_size) + ")");
   const int64_t B = x.size(0);
   if (h.defined() && h.shape() != Shape{B, hidden_size})
-    throw ShapeError("GRUCell: h has shape " + shape_str(h.shape()) + ", expected " + shape_str({B, hidden_size}));
+    throw ShapeError(where() + ": h has shape " + shape_str(h.shape()) + ", expected " + shape_str({B, hidden_size}));
   const Tensor state = h.defined() ? h : zeros({B, hidden_size});
   // The two products, then the gate math in one fused node (autograd/ops/gru.h; its composed
   // reference is a dozen small ops).
@@ -82,14 +82,14 @@ GRU::GRU(int64_t in, int64_t H, GRUOptions opts) : input_size(in), hidden_size(H
 
 GRUOutput GRU::forward(const Tensor& x_in, const Tensor& h0) const {
   if (x_in.dim() != 3 || x_in.size(2) != input_size)
-    throw ShapeError("GRU: x has shape " + shape_str(x_in.shape()) + ", expected " +
+    throw ShapeError(where() + ": x has shape " + shape_str(x_in.shape()) + ", expected " +
                      (options.batch_first ? "(B, T, " : "(T, B, ") + std::to_string(input_size) + ")");
   // Work time-major: x is (T, B, in).
   const Tensor x = options.batch_first ? x_in.transpose(0, 1) : x_in;
   const int64_t T = x.size(0), B = x.size(1), H = hidden_size, L = options.num_layers, dirs = directions();
-  if (T == 0) throw ShapeError("GRU: the sequence is empty (x has shape " + shape_str(x_in.shape()) + ")");
+  if (T == 0) throw ShapeError(where() + ": the sequence is empty (x has shape " + shape_str(x_in.shape()) + ")");
   if (h0.defined() && h0.shape() != Shape{L * dirs, B, H})
-    throw ShapeError("GRU: h0 has shape " + shape_str(h0.shape()) + ", expected (num_layers·directions, B, H) = " +
+    throw ShapeError(where() + ": h0 has shape " + shape_str(h0.shape()) + ", expected (num_layers·directions, B, H) = " +
                      shape_str({L * dirs, B, H}));
 
   Tensor layer_in = x;

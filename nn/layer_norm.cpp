@@ -16,7 +16,7 @@ LayerNorm::LayerNorm(int64_t d, float eps_, bool affine) : normalized_shape(d), 
 
 Tensor LayerNorm::forward(const Tensor& x) const {
   if (x.dim() == 0 || x.size(-1) != normalized_shape)
-    throw ShapeError("LayerNorm: input of shape " + shape_str(x.shape()) + " does not end in the normalized size " +
+    throw ShapeError(where() + ": input of shape " + shape_str(x.shape()) + " does not end in the normalized size " +
                      std::to_string(normalized_shape));
   return functional::layer_norm(x, weight, bias, eps);
 }

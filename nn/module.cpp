@@ -89,6 +89,8 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   children_.emplace_back(name, std::move(module));
 }
 
+std::string Module::where() const { return path_.empty() ? type_name() : path_ + " (" + type_name() + ")"; }
+
 void Module::set_path(const std::string& path) {
   path_ = path;
   for (auto& [name, p] : parameters_) p.set_name(join(path, name));

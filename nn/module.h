@@ -89,6 +89,10 @@ class Module {
   // libtorch does: a layer need not spell its own name. In a base class's constructor the object is
   // not yet of the derived class, so it names the base there.
   const std::string& type_name() const;
+  // Where this module sits, for error messages: its dotted path from the root of its tree and its
+  // type, "encoder.blocks.0.attention (MultiHeadAttention)", or the type alone at the root. A layer
+  // names itself this way when it refuses an argument, so the user reads their own model's names.
+  std::string where() const;
   // One line describing this module's configuration, e.g. "in=64, out=32, bias=true".
   virtual std::string extra_repr() const { return ""; }
 

@@ -48,14 +48,16 @@ std::string TransformerEncoderBlock::extra_repr() const {
 
 TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o)
     : options(o) {
+  // Every size but vocab_size (0: embedded input) must be given: the options' zeros are "unset", and
+  // an encoder of no layers, a forgotten num_layers, would pass its input through untrained.
   if (o.vocab_size < 0 || o.num_hiddens <= 0 || o.ffn_num_hiddens <= 0 || o.num_heads <= 0 ||
-      o.num_layers < 0)
+      o.num_layers <= 0)
     throw ValueError(
-        "TransformerEncoder: num_hiddens, ffn_num_hiddens and num_heads must be positive, vocab_size and "
-        "num_layers >= 0, got " +
-        std::to_string(o.vocab_size) + ", " + std::to_string(o.num_hiddens) + ", " +
-        std::to_string(o.ffn_num_hiddens) + ", " + std::to_string(o.num_heads) + " and " +
-        std::to_string(o.num_layers));
+        "TransformerEncoder: num_hiddens, ffn_num_hiddens, num_heads and num_layers must be positive and "
+        "vocab_size >= 0, got num_hiddens " +
+        std::to_string(o.num_hiddens) + ", ffn_num_hiddens " + std::to_string(o.ffn_num_hiddens) +
+        ", num_heads " + std::to_string(o.num_heads) + ", num_layers " + std::to_string(o.num_layers) +
+        " and vocab_size " + std::to_string(o.vocab_size));
   if (!o.positions || !o.ffn)
     throw ValueError("TransformerEncoder: the positions and ffn factories must be set");
   if (o.vocab_size > 0)
@@ -81,15 +83,15 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o)
 
 Tensor TransformerEncoder::forward(const IndexTensor& ids, const IndexTensor& valid_lens) {
   if (ids.dim() != 2)
-    throw ShapeError("TransformerEncoder: ids of shape " + shape_str(ids.shape()) + " must be (B, T)");
+    throw ShapeError(where() + ": ids of shape " + shape_str(ids.shape()) + " must be (B, T)");
   if (!embedding)
-    throw StateError("TransformerEncoder: built with vocab_size 0, it takes embedded input, not ids");
+    throw StateError(where() + ": built with vocab_size 0, it takes embedded input, not ids");
   return forward(embedding->forward(ids) * std::sqrt(static_cast<float>(options.num_hiddens)), valid_lens);
 }
 
 Tensor TransformerEncoder::forward(const Tensor& embedded, const IndexTensor& valid_lens) {
   if (embedded.dim() != 3 || embedded.size(2) != options.num_hiddens)
-    throw ShapeError("TransformerEncoder: embedded input of shape " + shape_str(embedded.shape()) +
+    throw ShapeError(where() + ": embedded input of shape " + shape_str(embedded.shape()) +
                      " must be (B, T, " + std::to_string(options.num_hiddens) + ")");
   Tensor X = dropout->forward(positions->encode_input(embedded));
   for (size_t i = 0; i < blocks->size(); ++i)

@@ -42,6 +42,19 @@ TEST_CASE("gradcheck reports the worst element of a wrong backward") {
   CHECK(r.message.find("worst element: input 0 index 1") != std::string::npos);
 }
 
+TEST_CASE("gradcheck names a parameter by its name, not only its position") {
+  // A module's parameters carry their dotted path; before, a failure said only "input 0".
+  nn::Sequential net;
+  net.push_back(std::make_shared<nn::Linear>(3, 1));
+  const Tensor w = net.named_parameters().front().second;
+  REQUIRE(w.name() == "0.weight");
+  const Tensor x = tensor({{0.5f, -1.5f, 1.0f}});
+  const GradcheckResult r = gradcheck(
+      [&](const std::vector<Tensor>& in) { return cube(matmul(x, in[0].transpose(0, 1)), 1.1f); }, {w});
+  CHECK_FALSE(r.ok);
+  CHECK_MESSAGE(r.message.find("worst element: input 0 (0.weight) index") != std::string::npos, r.message);
+}
+
 TEST_CASE("gradcheck fails a gradient that is identically zero where the numeric one is not") {
   const GradcheckResult r = gradcheck([](const std::vector<Tensor>& in) { return cube(in[0], 0.0f); },
                                       {tensor({0.5f, 0.7f}, true)});

@@ -8,9 +8,12 @@
 
 #include "nn/attention.h"
 #include "nn/attention_testing.h"
+#include "nn/container.h"
 #include "nn/positional_encoding.h"
+#include "nn/transformer.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
+#include "tensor/reference_mode.h"
 
 using namespace qkv;
 using namespace qkv::testing;
@@ -329,12 +332,45 @@ TEST_CASE("attention layers name the shapes they cannot use") {
                        "MultiHeadAttention: values of shape (2,6,5) must pair with keys of shape (2,7,4): expected (2, 7, dv)",
                        ShapeError);
   CHECK_THROWS_WITH_AS(attention.forward(q, k, v, IndexTensor{8, 1}),
-                       "fused_attention: valid length 8 (element 0 of valid_lens) is out of range [0, 7] for X of shape "
-                       "(2,2,3,7)",
+                       "MultiHeadAttention: valid_lens element 0 is 8; expected a length from 0 to 7, the number of keys",
                        IndexError);
   CHECK_THROWS_AS(attention.forward(q, k, v, IndexTensor{1, 2, 3}), ShapeError);
   CHECK_THROWS_AS(attention.forward(q, k, v, IndexTensor(), ones({3, 6})), ShapeError);  // mask (Q, K) wrong
   nn::AdditiveAttention additive(4, 6, 8, 0.0f);
   CHECK_THROWS_WITH_AS(additive.forward(q, zeros({2, 7, 3}), v),
                        "AdditiveAttention: keys of shape (2,7,3) must be (2, T, 4)", ShapeError);
+}
+
+TEST_CASE("an attention layer in a model names itself by its path whichever path computes it") {
+  // Before, a wrong valid_lens was reported by the op the configuration ran (fused_attention,
+  // fused_attention_packed, masked_softmax, banded_attention): names the user never wrote.
+  nn::TransformerEncoder encoder({.vocab_size = 10, .num_hiddens = 8, .ffn_num_hiddens = 16, .num_heads = 2,
+                                  .num_layers = 2, .dropout = 0.0f});
+  const IndexTensor ids({1, 2, 3, 4, 5, 6}, {2, 3});
+  const std::string expected =
+      "blocks.0.attention (MultiHeadAttention): valid_lens element 1 is 9; expected a length from 0 to 3, the "
+      "number of keys";
+  for (const bool fused : {true, false}) {
+    for (const bool reference : {false, true}) {
+      CAPTURE(fused);
+      CAPTURE(reference);
+      for (size_t i = 0; i < encoder.blocks->size(); ++i)
+        encoder.blocks->at<nn::TransformerEncoderBlock>(i)->attention->fused = fused;
+      const ReferenceModeGuard mode(reference);
+      CHECK_THROWS_WITH_AS(encoder.forward(ids, IndexTensor{2, 9}), expected.c_str(), IndexError);
+    }
+  }
+  CHECK_THROWS_WITH_AS(encoder.forward(ids, IndexTensor{1, 2, 3}),
+                       "blocks.0.attention (MultiHeadAttention): valid_lens of shape (3) does not fit 2 sequences of 3 "
+                       "queries: expected (2) or (2,3)",
+                       ShapeError);
+  // Inside a larger model, the path grows with it.
+  nn::ModuleList model;
+  const auto inner = std::make_shared<nn::MultiHeadAttention>(4, 4, 4, 4, 2, 0.0f);
+  model.push_back(inner);
+  const Tensor x = zeros({1, 2, 4});
+  CHECK_THROWS_WITH_AS(inner->forward(x, x, x, IndexTensor{3}),
+                       "0 (MultiHeadAttention): valid_lens element 0 is 3; expected a length from 0 to 2, the number "
+                       "of keys",
+                       IndexError);
 }

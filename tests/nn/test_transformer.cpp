@@ -250,9 +250,14 @@ TEST_CASE("TransformerEncoder applies dropout in training only") {
 
 TEST_CASE("TransformerEncoder names what it cannot use") {
   CHECK_THROWS_WITH_AS(nn::TransformerEncoder({.vocab_size = 10, .num_hiddens = 8}),
-                       "TransformerEncoder: num_hiddens, ffn_num_hiddens and num_heads must be positive, vocab_size "
-                       "and num_layers >= 0, got 10, 8, 0, 0 and 0",
+                       "TransformerEncoder: num_hiddens, ffn_num_hiddens, num_heads and num_layers must be positive and "
+                       "vocab_size >= 0, got num_hiddens 8, ffn_num_hiddens 0, num_heads 0, num_layers 0 and "
+                       "vocab_size 10",
                        ValueError);
+  // A forgotten num_layers built an encoder of no blocks, which passed its input through untrained.
+  nn::TransformerEncoderOptions no_layers = small_options();
+  no_layers.num_layers = 0;
+  CHECK_THROWS_WITH_AS(nn::TransformerEncoder{no_layers}, doctest::Contains("num_layers 0"), ValueError);
   nn::TransformerEncoderOptions o = small_options();
   CHECK_THROWS_AS(nn::AttentionRestriction::window(-2), ValueError);
   o.positions = nullptr;
