@@ -98,7 +98,7 @@ class Module {
 
  protected:
   // Registration returns its argument, so a member can be set in the same line:
-  //   weight = register_parameter("weight", qkv::empty({out, in}));
+  //   weight = register_parameter("weight", Tensor::empty({out, in}));
   // A parameter is made a leaf that requires grad, and named (Tensor::name()) with its dotted path
   // from the root of the tree, as named_parameters() gives it; the name follows the module when
   // it is registered into a larger tree, so anomaly reports and graph dumps can show it.

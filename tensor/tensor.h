@@ -196,6 +196,16 @@ class Tensor {
   Tensor index_select(int64_t dim, const IndexTensor& index) const;
   // out[i][j][k] = this[i][index[i][j][k]][k] for dim = 1 (and likewise for other dims).
   Tensor gather(int64_t dim, const IndexTensor& index) const;
+  // torch.repeat_interleave: each slice along dim repeated in place, `repeats` times or repeats[i]
+  // times for slice i: [a, b].repeat_interleave(2, 0) = [a, a, b, b]. (d2l repeats valid_lens once
+  // per head this way.) index_select with the repeated indices.
+  Tensor repeat_interleave(int64_t repeats, int64_t dim) const;
+  Tensor repeat_interleave(const IndexTensor& repeats, int64_t dim) const;
+  // torch.sort: the values along dim in order, and where each came from, so that
+  // values = gather(dim, indices). Stable (equal values keep their order); NaN sorts above every
+  // number, last ascending and first descending, as in PyTorch. The gradient flows through gather.
+  std::pair<Tensor, IndexTensor> sort(int64_t dim = -1, bool descending = false) const;
+  IndexTensor argsort(int64_t dim = -1, bool descending = false) const;
 
   // ---- in-place (no gradient: for optimizers, initialization and the engine itself) ----------
   // Refused while grad mode is on for a tensor that requires grad. Bump the storage version.
@@ -215,6 +225,8 @@ class Tensor {
 
 // ---- free functions ------------------------------------------------------------------------
 Tensor matmul(const Tensor& a, const Tensor& b);
+// torch.bmm: (B, n, m) · (B, m, p) → (B, n, p), and nothing else: no broadcasting, no 1-d operand.
+Tensor bmm(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 // cond ? a : b elementwise, all three broadcast together; cond is a 0/1 (nonzero) mask.

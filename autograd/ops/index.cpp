@@ -1,5 +1,10 @@
 // Indexing and joining: index_select, gather, cat, stack. Their backward sends each output
 // element's gradient back to the input element it came from (adding, where an index repeats).
+// repeat_interleave and sort are composed of them: index_select and gather with the indices
+// they compute, so their gradients are those.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <string>
 
 #include "autograd/function.h"
@@ -149,6 +154,68 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
     expanded.push_back(tensors[i].unsqueeze(d));
   }
   return cat(expanded, d);
+}
+
+Tensor Tensor::repeat_interleave(int64_t repeats, int64_t dim) const {
+  const int64_t d = normalize_dim(dim, this->dim(), "repeat_interleave");
+  if (repeats < 0) throw ValueError("repeat_interleave: repeats must be >= 0, got " + std::to_string(repeats));
+  return index_select(d, IndexTensor::arange(shape()[d]).repeat_interleave(repeats));
+}
+
+Tensor Tensor::repeat_interleave(const IndexTensor& repeats, int64_t dim) const {
+  const int64_t d = normalize_dim(dim, this->dim(), "repeat_interleave");
+  if (repeats.dim() != 1 || repeats.numel() != shape()[d])
+    throw ShapeError("repeat_interleave: repeats of shape " + shape_str(repeats.shape()) + " must be (" +
+                     std::to_string(shape()[d]) + "), one count per slice along dim " + std::to_string(d));
+  int64_t total = 0;
+  for (int64_t i = 0; i < repeats.numel(); ++i) {
+    const int64_t r = repeats.data()[i];
+    if (r < 0)
+      throw ValueError("repeat_interleave: repeats element " + std::to_string(i) + " is " + std::to_string(r) +
+                       "; expected a count >= 0");
+    if (__builtin_add_overflow(total, r, &total))
+      throw ValueError("repeat_interleave: the repeats overflow 64 bits");
+  }
+  std::vector<int64_t> index;
+  try {
+    index.reserve(static_cast<size_t>(total));
+  } catch (const std::exception&) {  // std::bad_alloc, or std::length_error past max_size()
+    throw Error("repeat_interleave: cannot allocate " + std::to_string(total) + " indices");
+  }
+  for (int64_t i = 0; i < repeats.numel(); ++i) index.insert(index.end(), static_cast<size_t>(repeats.data()[i]), i);
+  return index_select(d, IndexTensor(std::move(index)));
+}
+
+IndexTensor Tensor::argsort(int64_t dim, bool descending) const {
+  const int64_t d = normalize_dim(dim, this->dim(), "argsort");
+  const Tensor x = detach().contiguous();
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < d; ++k) outer *= shape()[k];
+  for (int64_t k = d + 1; k < this->dim(); ++k) inner *= shape()[k];
+  const int64_t n = shape()[d];
+  std::vector<int64_t> out(static_cast<size_t>(x.numel()));
+  const float* v = x.data();
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const float* line = v + o * n * inner + i;
+      // NaN sorts above every number, as in torch.sort: last ascending, first descending. A stable
+      // sort keeps equal values in their order.
+      auto less = [&](int64_t a, int64_t b) {
+        const float x1 = line[a * inner], x2 = line[b * inner];
+        if (descending) return std::isnan(x1) ? !std::isnan(x2) : x1 > x2;
+        return std::isnan(x2) ? !std::isnan(x1) : x1 < x2;
+      };
+      std::iota(order.begin(), order.end(), int64_t{0});
+      std::stable_sort(order.begin(), order.end(), less);
+      for (int64_t k = 0; k < n; ++k) out[static_cast<size_t>((o * n + k) * inner + i)] = order[k];
+    }
+  return IndexTensor(std::move(out), shape());
+}
+
+std::pair<Tensor, IndexTensor> Tensor::sort(int64_t dim, bool descending) const {
+  IndexTensor indices = argsort(dim, descending);
+  return {gather(dim, indices), std::move(indices)};
 }
 
 }  // namespace qkv

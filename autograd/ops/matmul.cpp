@@ -147,4 +147,13 @@ Tensor Tensor::matmul(const Tensor& other) const {
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return a.matmul(b); }
 
+// torch.bmm: matmul without its broadcasting or its 1-d cases, so a shape that matmul would
+// broadcast into something unintended is refused.
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (a.dim() != 3 || b.dim() != 3 || a.size(0) != b.size(0) || a.size(2) != b.size(1))
+    throw ShapeError("bmm: expected (B, n, m) and (B, m, p), got " + shape_str(a.shape()) + " and " +
+                     shape_str(b.shape()));
+  return a.matmul(b);
+}
+
 }  // namespace qkv

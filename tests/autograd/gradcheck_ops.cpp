@@ -112,5 +112,15 @@ QKV_GRADCHECK("index_select inner dim", {In::normal({2, 4, 3})},
               [](X x) { return x[0].index_select(1, IndexTensor{3, 1}); });
 QKV_GRADCHECK("gather", {In::normal({3, 4})},
               [](X x) { return x[0].gather(1, IndexTensor({0, 3, 1, 1, 2, 0}, {3, 2})); });
+QKV_GRADCHECK("repeat_interleave", {In::normal({2, 3, 2})}, [](X x) { return x[0].repeat_interleave(2, 1); });
+QKV_GRADCHECK("repeat_interleave per slice", {In::normal({3, 2})},
+              [](X x) { return x[0].repeat_interleave(IndexTensor{2, 0, 3}, 0); });
+// Values far apart next to the finite-difference step, so that no perturbation reorders them.
+QKV_GRADCHECK("sort", {In::fixed({3, 4}, {0.3f, -1.2f, 2.0f, 0.9f, -0.5f, 1.5f, -2.0f, 0.1f, 1.1f, 0.7f, -0.8f, 2.4f})},
+              [](X x) { return x[0].sort(1).first; });
+QKV_GRADCHECK("sort descending dim 0",
+              {In::fixed({4, 3}, {0.3f, -1.2f, 2.0f, 0.9f, -0.5f, 1.5f, -2.0f, 0.1f, 1.1f, 0.7f, -0.8f, 2.4f})},
+              [](X x) { return x[0].sort(0, true).first; });
+QKV_GRADCHECK("bmm", {In::normal({2, 3, 4}), In::normal({2, 4, 2})}, [](X x) { return bmm(x[0], x[1]); });
 QKV_GRADCHECK("cat", {In::normal({2, 3}), In::normal({2, 2})}, [](X x) { return cat({x[0], x[1], x[0]}, 1); });
 QKV_GRADCHECK("stack", {In::normal({2, 3}), In::normal({2, 3})}, [](X x) { return stack({x[0], x[1]}, 1); });

@@ -3,8 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "autograd/ops/linear.h"
+#include "autograd/ops_golden_values.h"
 #include "qkv.h"
 
 using namespace qkv;
@@ -254,4 +256,128 @@ TEST_CASE("common mistakes name the op and the shapes") {
   CHECK_THROWS_AS(x.narrow(1, 2, 2), IndexError);
   CHECK_THROWS_AS(x.select(0, 2), IndexError);
   CHECK_THROWS_AS(x.slice(0, 0, 2, 0), ValueError);
+}
+
+TEST_CASE("bmm multiplies batches of matrices and refuses what matmul would broadcast") {
+  const Tensor a = arange(0, 12).reshape({2, 2, 3}), b = arange(0, 12).reshape({2, 3, 2});
+  check_close(bmm(a, b), {10, 13, 28, 40, 172, 193, 244, 274});
+  CHECK(bmm(a, b).to_vector() == a.matmul(b).to_vector());
+  // matmul broadcasts a (3, 2) operand over the batch; bmm, like torch.bmm, does not.
+  CHECK_THROWS_WITH_AS(bmm(a, arange(0, 6).reshape({3, 2})), "bmm: expected (B, n, m) and (B, m, p), got (2,2,3) and (3,2)",
+                       ShapeError);
+  CHECK_THROWS_AS(bmm(a, arange(0, 18).reshape({3, 3, 2})), ShapeError);
+  CHECK_THROWS_AS(bmm(a, a), ShapeError);
+}
+
+TEST_CASE("repeat_interleave repeats each slice in place, as torch.repeat_interleave does") {
+  const Tensor x = tensor({{1, 2}, {3, 4}, {5, 6}});
+  CHECK(x.repeat_interleave(2, 0).to_vector() == V{1, 2, 1, 2, 3, 4, 3, 4, 5, 6, 5, 6});
+  CHECK(x.repeat_interleave(2, 1).shape() == Shape{3, 4});
+  CHECK(x.repeat_interleave(2, -1).to_vector() == V{1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6});
+  CHECK(x.repeat_interleave(IndexTensor{0, 1, 2}, 0).to_vector() == V{3, 4, 5, 6, 5, 6});
+  CHECK(x.repeat_interleave(0, 0).shape() == Shape{0, 2});
+  // d2l's use: each example's valid length once per head.
+  const Tensor lens = tensor({3, 2});
+  CHECK(lens.repeat_interleave(2, 0).to_vector() == V{3, 3, 2, 2});
+  CHECK_THROWS_WITH_AS(x.repeat_interleave(-1, 0), "repeat_interleave: repeats must be >= 0, got -1", ValueError);
+  CHECK_THROWS_WITH_AS(x.repeat_interleave(IndexTensor{1, 2}, 0),
+                       "repeat_interleave: repeats of shape (2) must be (3), one count per slice along dim 0",
+                       ShapeError);
+  CHECK_THROWS_AS(x.repeat_interleave(IndexTensor{1, -1, 1}, 0), ValueError);
+  CHECK_THROWS_AS(x.repeat_interleave(2, 2), IndexError);
+}
+
+TEST_CASE("sort orders values along a dim, stable, NaN above every number, as torch.sort does") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = tensor({{3, 1, 2, 1}, {0, -1, 5, 4}});
+  const auto [values, indices] = x.sort(1);
+  CHECK(values.to_vector() == V{1, 1, 2, 3, -1, 0, 4, 5});
+  CHECK(indices.values() == std::vector<int64_t>{1, 3, 2, 0, 1, 0, 3, 2});  // the tie 1, 1 keeps its order
+  const auto [down, down_indices] = x.sort(1, true);
+  CHECK(down.to_vector() == V{3, 2, 1, 1, 5, 4, 0, -1});
+  CHECK(down_indices.values() == std::vector<int64_t>{0, 2, 1, 3, 2, 3, 0, 1});
+  CHECK(x.sort(0).first.to_vector() == V{0, -1, 2, 1, 3, 1, 5, 4});
+  CHECK(x.argsort(0).values() == std::vector<int64_t>{1, 1, 0, 0, 0, 0, 1, 1});
+  const Tensor with_nan = tensor({2, nan, -1, nan, 0});
+  CHECK(with_nan.argsort().values() == std::vector<int64_t>{2, 4, 0, 1, 3});
+  CHECK(with_nan.argsort(0, true).values() == std::vector<int64_t>{1, 3, 0, 4, 2});
+  // The gradient reaches each element where its value went.
+  const Tensor w = tensor({3, 1, 2}, true);
+  (w.sort().first * tensor({10, 20, 30})).sum().backward();
+  CHECK(w.grad().to_vector() == V{30, 10, 20});
+}
+
+namespace {
+
+// Entry i is 0.5·sin(1 + 0.37·i + 0.91·j), as tests/autograd/ops_golden.py fills input j.
+Tensor filled(const Shape& shape, int j, bool requires_grad = true) {
+  Tensor t = Tensor::empty(shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = 0.5f * std::sin(1.0f + 0.37f * i + 0.91f * j);
+  return requires_grad ? t.requires_grad_() : t;
+}
+
+// Σ out[n]·cos(0.3·n), the script's loss.
+Tensor golden_loss(const Tensor& out) {
+  Tensor w = Tensor::empty(out.shape());
+  for (int64_t n = 0; n < w.numel(); ++n) w.data()[n] = std::cos(0.3f * n);
+  return (out * w).sum();
+}
+
+void check_golden(const Tensor& t, const std::vector<float>& expected) {
+  const V got = t.to_vector();
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    if (std::isnan(expected[i]))
+      CHECK(std::isnan(got[i]));
+    else
+      CHECK(got[i] == doctest::Approx(expected[i]).epsilon(1e-5).scale(1.0));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bmm, repeat_interleave and sort match PyTorch, values and gradients") {
+  namespace G = qkv::testing::ops_golden;
+  const Tensor a = filled({2, 3, 4}, 0), b = filled({2, 4, 5}, 1);
+  const Tensor c = bmm(a, b);
+  golden_loss(c).backward();
+  check_golden(c, G::bmm_out);
+  check_golden(a.grad(), G::bmm_grad_a);
+  check_golden(b.grad(), G::bmm_grad_b);
+
+  const Tensor x = filled({3, 2, 2}, 2);
+  const Tensor r = x.repeat_interleave(3, 1);
+  golden_loss(r).backward();
+  check_golden(r, G::repeat_out);
+  check_golden(x.grad(), G::repeat_grad);
+
+  const Tensor y = filled({3, 2, 2}, 3);
+  const Tensor rt = y.repeat_interleave(IndexTensor{2, 0, 3}, 0);
+  golden_loss(rt).backward();
+  check_golden(rt, G::repeat_tensor_out);
+  check_golden(y.grad(), G::repeat_tensor_grad);
+
+  // The script's sort input: filled and rounded to quarters (ties), with NaN at (0, 2) and (2, 5).
+  Tensor s = filled({3, 6}, 4, false);
+  for (int64_t i = 0; i < s.numel(); ++i) s.data()[i] = std::nearbyint(s.data()[i] * 4.0f) / 4.0f;
+  s.data()[2] = s.data()[17] = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    int64_t dim;
+    bool descending;
+    const std::vector<float>& values;
+    const std::vector<int64_t>& indices;
+    const std::vector<float>& grad;
+  };
+  for (const Case& k : {Case{1, false, G::sort_rows_values, G::sort_rows_indices, G::sort_rows_grad},
+                        Case{0, true, G::sort_columns_descending_values, G::sort_columns_descending_indices,
+                             G::sort_columns_descending_grad}}) {
+    CAPTURE(k.dim);
+    const Tensor z = s.detach().clone().requires_grad_();
+    const auto [values, indices] = z.sort(k.dim, k.descending);
+    golden_loss(where(values.ne(values), zeros({1}), values)).backward();  // NaN out of the loss, as nan_to_num
+    check_golden(values, k.values);
+    CHECK(indices.values() == k.indices);
+    check_golden(z.grad(), k.grad);
+  }
 }
