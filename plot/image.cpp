@@ -144,4 +144,29 @@ void Image::write_png(const std::string& path) const {
   }
 }
 
+Image tile(const std::vector<Image>& images, int columns) {
+  if (images.empty()) throw ValueError("tile: no images");
+  if (columns < 1) throw ValueError("tile: columns is " + std::to_string(columns) + "; expected 1 or more");
+  int cell_w = 0, cell_h = 0;
+  for (const Image& image : images) {
+    cell_w = std::max(cell_w, image.width());
+    cell_h = std::max(cell_h, image.height());
+  }
+  const int64_t n = static_cast<int64_t>(images.size()), cols = std::min<int64_t>(columns, n);
+  const int64_t rows = (n + cols - 1) / cols, width = cols * cell_w, height = rows * cell_h;
+  if (width > Image::kMaxSide || height > Image::kMaxSide)
+    throw ValueError("tile: " + std::to_string(n) + " images of up to " + std::to_string(cell_w) + "x" +
+                     std::to_string(cell_h) + " in " + std::to_string(cols) + " columns make a " +
+                     std::to_string(width) + "x" + std::to_string(height) + " image, over " +
+                     std::to_string(Image::kMaxSide) + " pixels a side");
+  Image out(static_cast<int>(width), static_cast<int>(height));
+  for (int64_t k = 0; k < n; ++k) {
+    const Image& image = images[static_cast<size_t>(k)];
+    const int x0 = static_cast<int>((k % cols) * cell_w), y0 = static_cast<int>((k / cols) * cell_h);
+    for (int y = 0; y < image.height(); ++y)
+      for (int x = 0; x < image.width(); ++x) out.set_pixel(x0 + x, y0 + y, image.pixel(x, y));
+  }
+  return out;
+}
+
 }  // namespace qkv::plot

@@ -75,4 +75,10 @@ class Image {
   std::vector<std::uint8_t> bytes_;
 };
 
+// The images in a grid, `columns` to a row, left to right and then top to bottom, each in a cell as
+// large as the largest, on a white background: the heads of one attention layer side by side, as
+// d2l's show_heatmaps draws them. ValueError for no images, columns below 1, or a grid wider or
+// taller than Image::kMaxSide.
+Image tile(const std::vector<Image>& images, int columns);
+
 }  // namespace qkv::plot

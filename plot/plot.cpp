@@ -236,6 +236,9 @@ void check_heatmap(const HeatmapSpec& spec) {
   };
   check_labels(spec.row_labels, "row_labels", spec.rows);
   check_labels(spec.col_labels, "col_labels", spec.cols);
+  if (!spec.cell_text.empty() && spec.cell_text.size() != cells)
+    throw ShapeError(where + "there are " + std::to_string(spec.cell_text.size()) + " cell_text entries but " +
+                     std::to_string(cells) + " cells");
   for (std::size_t i = 0; i < cells; ++i) {
     if (!std::isfinite(spec.values[i])) {
       throw ValueError(where + "the value at row " + std::to_string(i / spec.cols) + " column " +
@@ -536,7 +539,9 @@ std::pair<int, int> heatmap_cell_size(const HeatmapSpec& spec, const HeatmapLayo
 // 120 pixels (times the scale), with at most about eight ticks.
 void layout_heatmap_grid(const HeatmapSpec& spec, HeatmapLayout& layout) {
   const int s = layout.sp.scale;
-  if (spec.annotate) {
+  if (spec.annotate && !spec.cell_text.empty()) {
+    for (const std::string& text : spec.cell_text) layout.notes.push_back(printable(text));
+  } else if (spec.annotate) {
     for (const float v : spec.values) layout.notes.push_back(format_number(v, spec.annotate_decimals, false));
   }
   std::tie(layout.cell_w, layout.cell_h) = heatmap_cell_size(spec, layout);

@@ -34,6 +34,10 @@ struct HeatmapSpec {
 
   bool annotate = false;      // write each value in its cell
   int annotate_decimals = 2;  // digits after the point in those values (0 for counts), 0..6
+  // With annotate: rows * cols texts written in the cells instead of the values (row-major; "" leaves
+  // a cell blank), for a figure coloured by one quantity and labelled by another, such as a
+  // confusion matrix coloured by each row's share and labelled with counts. Empty: the values.
+  std::vector<std::string> cell_text;
 
   // Side of the square cells in pixels, 1..256; 0 picks a width and a height from the grid size
   // and the labels (about 480 pixels across, cells at most twice as long as wide).

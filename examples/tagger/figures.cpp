@@ -61,22 +61,53 @@ qkv::plot::HeatmapSpec attention_spec(const std::vector<std::string>& words, con
   return spec;
 }
 
-// The confusion matrix of `tags`, its counts zero.
-qkv::plot::HeatmapSpec confusion_spec(const qkv::data::Vocab& tags) {
+// The heads of one layer side by side, at most this many to a row, as d2l's show_heatmaps.
+constexpr int kHeadsPerRow = 4;
+
+// The attention figure of one layer: one heatmap of `words` per head (values zero where `weights`
+// is undefined), tiled.
+Image attention_grid(const std::vector<std::string>& words, int64_t layer, int64_t heads, const Tensor& weights) {
+  std::vector<Image> panels;
+  for (int64_t h = 0; h < heads; ++h) {
+    qkv::plot::HeatmapSpec spec =
+        attention_spec(words, "Attention, layer " + std::to_string(layer + 1) + " head " + std::to_string(h + 1));
+    if (weights.defined()) spec.values = weights.select(0, 0).select(0, h).contiguous().to_vector();
+    panels.push_back(qkv::plot::draw_heatmap(spec));
+  }
+  return qkv::plot::tile(panels, kHeadsPerRow);
+}
+
+}  // namespace
+
+qkv::plot::HeatmapSpec confusion_figure(const qkv::data::Vocab& tags,
+                                        const std::vector<std::vector<int64_t>>& confusion) {
   const int C = static_cast<int>(tags.size());
   qkv::plot::HeatmapSpec spec;
   spec.rows = spec.cols = C;
   spec.values.assign(static_cast<size_t>(C) * static_cast<size_t>(C), 0.0f);
+  spec.cell_text.assign(spec.values.size(), "");
+  for (size_t r = 0; r < confusion.size(); ++r) {
+    int64_t total = 0;
+    for (const int64_t v : confusion[r]) total += v;
+    for (size_t c = 0; c < confusion[r].size(); ++c) {
+      const size_t i = r * static_cast<size_t>(C) + c;
+      if (confusion[r][c] == 0) continue;
+      spec.values[i] = static_cast<float>(static_cast<double>(confusion[r][c]) / static_cast<double>(total));
+      spec.cell_text[i] = std::to_string(confusion[r][c]);
+    }
+  }
   spec.row_labels = spec.col_labels = tags.tokens();
-  spec.title = "Confusion matrix on test (counts)";
+  spec.title = "Confusion matrix on test (colour: share of the gold row; numbers: counts)";
   spec.x_label = "predicted tag";
   spec.y_label = "gold tag";
   spec.colormap = qkv::plot::Colormap::Blues;
   spec.annotate = true;
-  spec.annotate_decimals = 0;
   spec.value_min = 0.0f;
+  spec.value_max = 1.0f;
   return spec;
 }
+
+namespace {
 
 // The example sentence must have words, and no more than the tagger reads.
 void check_example(const std::vector<std::string>& words) {
@@ -93,13 +124,19 @@ void check_figures(const Config& config, const Vocabs& vocabs, const std::string
   const std::vector<std::string> words = split_words(example);
   check_example(words);
   try {
-    if (config.model == "transformer")
-      qkv::plot::heatmap_size(attention_spec(words, "Attention, layer 1 head 1"));
+    if (config.model == "transformer") {
+      const qkv::plot::ImageSize one = qkv::plot::heatmap_size(attention_spec(words, "Attention, layer 1 head 1"));
+      const int64_t columns = std::min<int64_t>(config.heads, kHeadsPerRow);
+      const int64_t rows = (config.heads + columns - 1) / columns;
+      if (one.width * columns > Image::kMaxSide || one.height * rows > Image::kMaxSide)
+        throw qkv::ValueError(std::to_string(config.heads) + " heads of " + std::to_string(one.width) + "x" +
+                              std::to_string(one.height) + " pixels do not fit in one image");
+    }
   } catch (const qkv::Error& e) {
     throw qkv::ValueError(std::string("--example: its attention figure cannot be drawn: ") + e.what());
   }
   try {
-    qkv::plot::heatmap_size(confusion_spec(vocabs.tags));
+    qkv::plot::heatmap_size(confusion_figure(vocabs.tags, {}));
   } catch (const qkv::Error& e) {
     throw qkv::ValueError("the confusion matrix of " + std::to_string(vocabs.tags.size()) +
                           " tags cannot be drawn (" + e.what() + "); train with --no-figures");
@@ -131,17 +168,31 @@ std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs
   const std::vector<Tensor> layers = model.attention_weights();
   for (size_t l = 0; l < layers.size(); ++l) {
     const Tensor& w = layers[l];  // (1, H, T, T)
-    for (int64_t h = 0; h < w.size(1); ++h) {
-      const std::string name = "layer" + std::to_string(l + 1) + "_head" + std::to_string(h + 1);
-      qkv::plot::HeatmapSpec spec = attention_spec(
-          words, "Attention, layer " + std::to_string(l + 1) + " head " + std::to_string(h + 1));
-      spec.values = w.select(0, 0).select(0, h).contiguous().to_vector();
-      const std::string path = (fs::path(dir) / ("attention_" + name + ".png")).string();
-      qkv::plot::draw_heatmap(spec).write_png(path);
-      paths.push_back(path);
-    }
+    const std::string path = (fs::path(dir) / ("attention_layer" + std::to_string(l + 1) + ".png")).string();
+    attention_grid(words, static_cast<int64_t>(l), w.size(1), w).write_png(path);
+    paths.push_back(path);
   }
   return paths;
+}
+
+std::string draw_position_bias(const Tensor& bias, int64_t max_offset, const std::string& scheme,
+                               const std::string& dir) {
+  if (!bias.defined() || bias.dim() != 2 || bias.size(1) != 2 * max_offset + 1)
+    throw qkv::ShapeError("draw_position_bias: expected a bias of (H, " + std::to_string(2 * max_offset + 1) +
+                          ") for offsets -" + std::to_string(max_offset) + ".." + std::to_string(max_offset));
+  qkv::plot::HeatmapSpec spec;
+  spec.rows = static_cast<int>(bias.size(0));
+  spec.cols = static_cast<int>(bias.size(1));
+  spec.values = bias.contiguous().to_vector();
+  for (int64_t o = -max_offset; o <= max_offset; ++o) spec.col_labels.push_back(std::to_string(o));
+  for (int64_t h = 0; h < bias.size(0); ++h)
+    spec.row_labels.push_back(bias.size(0) == 1 ? "all heads" : "head " + std::to_string(h + 1));
+  spec.title = "Bias added to the attention scores by offset (" + scheme + ")";
+  spec.x_label = "offset j - i of key from query";
+  spec.colormap = qkv::plot::Colormap::BlueWhiteRed;
+  const std::string path = (fs::path(dir) / "position_bias.png").string();
+  qkv::plot::draw_heatmap(spec).write_png(path);
+  return path;
 }
 
 std::string draw_positional_encoding(const Tensor& P, int64_t positions, const std::string& dir) {
@@ -163,13 +214,11 @@ std::string draw_positional_encoding(const Tensor& P, int64_t positions, const s
 
 std::string draw_confusion(const std::vector<std::vector<int64_t>>& confusion, const qkv::data::Vocab& tags,
                            const std::string& dir) {
-  qkv::plot::HeatmapSpec spec = confusion_spec(tags);
-  spec.values.clear();
-  for (const auto& row : confusion) {
-    for (int64_t v : row) spec.values.push_back(static_cast<float>(v));
-  }
+  if (confusion.size() != tags.size())
+    throw qkv::ShapeError("draw_confusion: " + std::to_string(confusion.size()) + " rows for " +
+                          std::to_string(tags.size()) + " tags");
   const std::string path = (fs::path(dir) / "confusion.png").string();
-  qkv::plot::draw_heatmap(spec).write_png(path);
+  qkv::plot::draw_heatmap(confusion_figure(tags, confusion)).write_png(path);
   return path;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "examples/tagger/train.h"
+#include "plot/plot.h"
 
 namespace tagger {
 
@@ -17,9 +18,9 @@ void check_figures(const Config& config, const Vocabs& vocabs, const std::string
 // loss_accuracy.png: train and dev loss (left) and accuracy (right) per epoch.
 std::string draw_curves(const std::vector<EpochMetrics>& history, const std::string& dir);
 
-// attention_layer<l>_head<h>.png for every layer and head: the model's self-attention weights on
-// `words`, queries down, keys across, tokens on both axes. Words outside the vocabulary are read
-// as <unk>. Nothing for models without attention.
+// attention_layer<l>.png for every layer: the model's self-attention weights on `words`, one
+// heatmap per head in a grid (as d2l's show_heatmaps), queries down, keys across, tokens on both
+// axes. Words outside the vocabulary are read as <unk>. Nothing for models without attention.
 std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs,
                                         const std::vector<std::string>& words, const std::string& dir);
 
@@ -27,7 +28,19 @@ std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs
 // d2l's figure of the sinusoidal encoding.
 std::string draw_positional_encoding(const Tensor& P, int64_t positions, const std::string& dir);
 
-// confusion.png: counts of gold (rows) against predicted (columns) tags.
+// position_bias.png: the bias (H or 1, 2·max_offset + 1) a position scheme adds to the attention
+// scores for each offset -max_offset..max_offset, one row per head (relative, ALiBi, clipped).
+std::string draw_position_bias(const Tensor& bias, int64_t max_offset, const std::string& scheme,
+                               const std::string& dir);
+
+// The confusion matrix of `tags` with the counts of `confusion` (rows gold, columns predicted;
+// zeros when empty): each cell coloured by its share of its gold row, so that a few errors in a
+// frequent tag's row stand out from the zeros as clearly as in a rare one's, and labelled with its
+// count (an empty cell with nothing).
+qkv::plot::HeatmapSpec confusion_figure(const qkv::data::Vocab& tags,
+                                        const std::vector<std::vector<int64_t>>& confusion);
+
+// confusion.png: confusion_figure drawn.
 std::string draw_confusion(const std::vector<std::vector<int64_t>>& confusion, const qkv::data::Vocab& tags,
                            const std::string& dir);
 

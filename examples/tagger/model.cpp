@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "autograd/grad_mode.h"
 #include "examples/tagger/dataset.h"
 #include "io/json.h"
 #include "nn/ffn.h"
@@ -357,6 +358,13 @@ Tensor TransformerTagger::positional_table() const {
   if (const auto* l = dynamic_cast<const qkv::nn::LearnedPositions*>(encoder->positions.get()))
     return l->encoding->weight.detach();
   return Tensor();
+}
+
+Tensor TransformerTagger::position_bias(const IndexTensor& offsets) const {
+  if (!encoder->positions) return Tensor();
+  qkv::NoGradGuard no_grad;
+  const Tensor bias = encoder->positions->offset_bias(offsets);
+  return bias.defined() ? bias.detach() : bias;
 }
 
 GRUTagger::GRUTagger(const Config& config, int64_t vocab_size, int64_t num_tags)

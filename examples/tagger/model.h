@@ -157,6 +157,10 @@ class TaggerModel : public qkv::nn::Module {
   virtual std::vector<Tensor> attention_weights() const { return {}; }
   // The positional-encoding table (max_len, d) the model adds to its embeddings, if any.
   virtual Tensor positional_table() const { return Tensor(); }
+  // The bias the model's position scheme adds to an attention score for each offset j − i of key
+  // from query, (H or 1, offsets), detached; undefined for schemes that add none (relative, ALiBi
+  // and clipped schemes add one).
+  virtual Tensor position_bias(const IndexTensor&) const { return Tensor(); }
   // Whether forward needs the characters of the input's words.
   bool reads_chars() const { return tokens->reads_chars(); }
 
@@ -170,6 +174,7 @@ class TransformerTagger : public TaggerModel {
   Tensor forward(const ModelInput& input) override;
   std::vector<Tensor> attention_weights() const override { return encoder->attention_weights(); }
   Tensor positional_table() const override;
+  Tensor position_bias(const IndexTensor& offsets) const override;
   std::shared_ptr<qkv::nn::TransformerEncoder> encoder;
   std::shared_ptr<qkv::nn::Linear> head;
 };

@@ -347,6 +347,12 @@ void Trainer::draw_figures(const Evaluation& test) const {
     written.push_back(f);
   if (const Tensor P = model_->positional_table(); P.defined())
     written.push_back(draw_positional_encoding(P, 64, fig));
+  // The offsets of keys up to 16 words either side of the query.
+  constexpr int64_t kMaxOffset = 16;
+  std::vector<int64_t> offsets;
+  for (int64_t o = -kMaxOffset; o <= kMaxOffset; ++o) offsets.push_back(o);
+  if (const Tensor bias = model_->position_bias(qkv::IndexTensor(offsets)); bias.defined())
+    written.push_back(draw_position_bias(bias, kMaxOffset, config_.positions, fig));
   written.push_back(draw_confusion(test.confusion, vocabs_.tags, fig));
   if (options_.verbose) {
     std::cout << "\nwrote " << written.size() << " figures to " << fig.string() << "/:";

@@ -15,6 +15,8 @@
 #include "examples/tagger/train.h"
 #include "io/json.h"
 #include "io/scratch_dir.h"
+#include "examples/tagger/figures.h"
+#include "plot/png_testing.h"
 #include "nn/ffn.h"
 #include "nn/position_scheme.h"
 #include "tensor/error.h"
@@ -142,11 +144,30 @@ TEST_CASE("tagger run directory holds config vocabularies metrics checkpoints an
   for (const char* f :
        {"config.json", "words.txt", "tags.txt", "best.safetensors", "last.safetensors", "metrics.csv",
         "figures/loss_accuracy.png", "figures/positional_encoding.png", "figures/confusion.png",
-        "figures/attention_layer1_head1.png", "figures/attention_layer1_head2.png"}) {
+        "figures/attention_layer1.png"}) {
     INFO(f);
     CHECK(fs::file_size(dir.path() / f) > 0);
   }
-  CHECK_FALSE(fs::exists(dir.path() / "figures/attention_layer2_head1.png"));  // one layer of two heads
+  // One layer of two heads: one figure, the two heads side by side, as d2l's show_heatmaps.
+  CHECK_FALSE(fs::exists(dir.path() / "figures/attention_layer2.png"));
+  CHECK_FALSE(fs::exists(dir.path() / "figures/attention_layer1_head1.png"));
+  CHECK_FALSE(fs::exists(dir.path() / "figures/position_bias.png"));  // sinusoidal adds no bias
+  {
+    qkv::plot::HeatmapSpec one;
+    one.rows = one.cols = 4;
+    one.values.assign(16, 0.0f);
+    one.row_labels = one.col_labels = {"i", "saw", "a", "saw"};
+    one.title = "Attention, layer 1 head 1";
+    one.x_label = "key (attended token)";
+    one.y_label = "query token";
+    one.value_min = 0.0f;
+    one.value_max = 1.0f;
+    const auto header = qkv::testing::read_png_header(
+        qkv::testing::read_bytes((dir.path() / "figures/attention_layer1.png").string()));
+    REQUIRE(header.valid);
+    CHECK(header.width == 2 * static_cast<uint32_t>(qkv::plot::heatmap_size(one).width));
+    CHECK(header.height == static_cast<uint32_t>(qkv::plot::heatmap_size(one).height));
+  }
   std::ifstream csv(dir.path() / "metrics.csv");
   std::string header, row1, row2, extra;
   std::getline(csv, header);
@@ -727,4 +748,37 @@ TEST_CASE("tagger train given a directory as its training file says it is a dire
   CHECK(r.exit_code == 1);
   CHECK(r.errors == "tagger: read_conll: '" + corpus + "': is a directory, not a regular file\n");
   CHECK_FALSE(fs::exists(dir / "run"));
+}
+
+TEST_CASE("tagger draws the bias a relative or ALiBi scheme adds, one row per head") {
+  for (const char* scheme : {"alibi", "relative", "clipped"}) {
+    CAPTURE(scheme);
+    qkv::testing::ScratchDir dir;
+    Config c = small_config();
+    c.epochs = 1;
+    c.train_sentences = 40;
+    c.positions = scheme;
+    TrainOptions o = quiet(dir.path());
+    o.figures = true;
+    train(c, load_data(c), o);
+    const auto header = qkv::testing::read_png_header(
+        qkv::testing::read_bytes((dir.path() / "figures/position_bias.png").string()));
+    CHECK(header.valid);
+    CHECK_FALSE(fs::exists(dir.path() / "figures/positional_encoding.png"));
+  }
+}
+
+TEST_CASE("tagger's confusion figure is coloured by each gold row's share and labelled with counts") {
+  // Before, cells were coloured by count: a frequent tag's few errors were as pale as zeros.
+  const qkv::data::Vocab tags({{"NOUN", 3}, {"VERB", 2}, {"DET", 1}}, 1, {});
+  REQUIRE(tags.tokens().size() == 3);
+  const std::vector<std::vector<int64_t>> confusion = {{990, 10, 0}, {1, 3, 0}, {0, 0, 0}};
+  const qkv::plot::HeatmapSpec spec = confusion_figure(tags, confusion);
+  REQUIRE(spec.values.size() == 9);
+  CHECK(spec.values[0] == doctest::Approx(0.99));
+  CHECK(spec.values[1] == doctest::Approx(0.01));
+  CHECK(spec.values[3] == doctest::Approx(0.25));  // 1 of VERB's 4 is read as NOUN
+  CHECK(spec.values[8] == 0.0f);                   // a row with no token
+  CHECK(spec.cell_text == std::vector<std::string>{"990", "10", "", "1", "3", "", "", "", ""});
+  CHECK(*spec.value_max == 1.0f);
 }

@@ -178,3 +178,20 @@ TEST_CASE("write_png names the path it cannot write") {
     CHECK(std::string(e.what()).find(path) != std::string::npos);
   }
 }
+
+TEST_CASE("tile lays images out in a grid of equal cells, left to right then down") {
+  // Three images of different sizes in two columns: cells of the largest, 3x2; a white hole last.
+  const Image red(2, 1, Rgb{255, 0, 0}), green(3, 2, Rgb{0, 255, 0}), blue(1, 1, Rgb{0, 0, 255});
+  const Image grid = qkv::plot::tile({red, green, blue}, 2);
+  CHECK(grid.width() == 6);
+  CHECK(grid.height() == 4);
+  CHECK(grid.pixel(0, 0) == Rgb{255, 0, 0});
+  CHECK(grid.pixel(2, 0) == qkv::plot::kWhite);  // right of the narrower first image
+  CHECK(grid.pixel(3, 1) == Rgb{0, 255, 0});
+  CHECK(grid.pixel(0, 2) == Rgb{0, 0, 255});
+  CHECK(grid.pixel(4, 3) == qkv::plot::kWhite);
+  CHECK(qkv::plot::tile({red, green}, 5).width() == 6);  // no wider than the images need
+  CHECK_THROWS_AS(qkv::plot::tile({}, 2), qkv::ValueError);
+  CHECK_THROWS_AS(qkv::plot::tile({red}, 0), qkv::ValueError);
+  CHECK_THROWS_AS(qkv::plot::tile(std::vector<Image>(9, Image(2000, 10)), 9), qkv::ValueError);
+}

@@ -199,6 +199,28 @@ TEST_CASE("heatmap writes values in cells in ink that stands out") {
   CHECK(white == static_cast<int>(qkv::testing::font_ink("0").size()));
 }
 
+TEST_CASE("heatmap writes cell_text in the cells instead of the values, blank where empty") {
+  // Coloured by one quantity (a row's share) and labelled by another (a count).
+  HeatmapSpec spec = counting_heatmap(1, 2, 30);
+  spec.annotate = true;
+  spec.cell_text = {"7", ""};
+  const Image image = qkv::plot::draw_heatmap(spec);
+  const auto [x, y] = find_pixel(image, qkv::plot::colormap_color(Colormap::Viridis, 0.0));
+  REQUIRE(x >= 0);
+  int white = 0, other_cell = 0;
+  for (int dy = 0; dy < 30; ++dy) {
+    for (int dx = 0; dx < 30; ++dx) {
+      white += image.pixel(x + dx, y + dy) == qkv::plot::kWhite;
+      other_cell += image.pixel(x + 30 + dx, y + dy) != image.pixel(x + 30, y);
+    }
+  }
+  CHECK(white == static_cast<int>(qkv::testing::font_ink("7").size()));
+  CHECK(other_cell == 0);  // the second cell's "" leaves it one colour
+  spec.cell_text = {"1"};
+  CHECK(error_of<qkv::ShapeError>([&] { qkv::plot::draw_heatmap(spec); }) ==
+        "draw_heatmap: there are 1 cell_text entries but 2 cells");
+}
+
 TEST_CASE("heatmap png has a valid header with the image size") {
   const qkv::testing::TempDir dir("heatmap_png");
   HeatmapSpec spec = counting_heatmap(6, 9, 0);
