@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 #include "tensor/error.h"
 
@@ -162,9 +163,18 @@ std::vector<std::string> remove_temp_files(const std::filesystem::path& dir, con
   return removed;
 }
 
+namespace {
+
+// The lock file DIR/.lock, opened (made if missing); -1 with errno set when it cannot be.
+int open_lock_file(const std::filesystem::path& dir) {
+  return ::open((dir / ".lock").c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+}
+
+}  // namespace
+
 DirectoryLock DirectoryLock::try_lock(const std::filesystem::path& dir) {
   DirectoryLock lock;
-  const int fd = ::open((dir / ".lock").c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+  const int fd = open_lock_file(dir);
   if (fd < 0) return lock;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
@@ -174,18 +184,18 @@ DirectoryLock DirectoryLock::try_lock(const std::filesystem::path& dir) {
   return lock;
 }
 
-DirectoryLock DirectoryLock::wait_for(const std::filesystem::path& dir, const std::string& op) {
+DirectoryLock DirectoryLock::wait_for(const std::filesystem::path& dir, const std::string& op,
+                                      const std::function<void()>& on_wait) {
   DirectoryLock lock;
   const std::filesystem::path file = dir / ".lock";
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+  const int fd = open_lock_file(dir);
   if (fd < 0) throw Error(op + ": cannot make the lock file " + quote_path(file) + ": " + os_error());
+  lock.fd_ = fd;  // closed by the destructor if the wait fails
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return lock;
+  if (errno == EWOULDBLOCK && on_wait) on_wait();
   while (::flock(fd, LOCK_EX) != 0) {
-    if (errno == EINTR) continue;
-    const std::string reason = os_error();
-    ::close(fd);
-    throw Error(op + ": cannot lock " + quote_path(file) + ": " + reason);
+    if (errno != EINTR) throw Error(op + ": cannot lock " + quote_path(file) + ": " + os_error());
   }
-  lock.fd_ = fd;
   return lock;
 }
 

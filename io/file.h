@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -58,9 +59,11 @@ class DirectoryLock {
   // Takes the lock on `dir` (which must exist), or, when another holds it or the lock file cannot
   // be made (a read-only directory), returns an object that holds nothing: locked() says which.
   static DirectoryLock try_lock(const std::filesystem::path& dir);
-  // Takes the lock on `dir`, waiting as long as another holds it. Throws Error naming the directory
-  // (`op` names the caller) when the lock file cannot be made.
-  static DirectoryLock wait_for(const std::filesystem::path& dir, const std::string& op);
+  // Takes the lock on `dir`, waiting as long as another holds it, and calling on_wait first when it
+  // must wait (to say so). Throws Error naming the lock file (`op` names the caller) when it cannot
+  // be made, as in a read-only directory.
+  static DirectoryLock wait_for(const std::filesystem::path& dir, const std::string& op,
+                                const std::function<void()>& on_wait = {});
   DirectoryLock(DirectoryLock&& other) noexcept;
   DirectoryLock& operator=(DirectoryLock&& other) noexcept;
   ~DirectoryLock();

@@ -93,6 +93,11 @@ nn::LoadResult load_safetensors(const std::filesystem::path& path, nn::Module& m
   const std::string context = "load_safetensors: '" + path.string() + "': ";
   std::vector<std::string> integers;
   const nn::StateDict state = read_weights(load_safetensors(path), context, allow_non_finite, integers);
+  const nn::StateDict own = module.state_dict();
+  for (const std::string& name : integers)
+    if (own.count(name))
+      throw ValueError(context + "tensor " + in_quotes(name) + " is I64 (integers) where " + module.type_name() +
+                       "'s tensor of that name is F32 (nothing was changed)");
   std::string problems;
   for (const std::string& line : module.check_state_dict(state, strict)) problems += "\n  " + line;
   if (strict && !integers.empty()) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <tuple>
 
+#include "autograd/ops/row_lengths.h"
 #include "nn/functional/attention.h"
 #include "nn/functional/banded_attention.h"
 #include "nn/functional/basic.h"
@@ -19,36 +20,38 @@ void check_dropout(const char* layer, float p) {
     throw ValueError(std::string(layer) + ": dropout must be in [0, 1), got " + std::to_string(p));
 }
 
-// Throws unless x is (B, T, features) for the given batch size (any when B < 0) and features.
-void check_input(const std::string& layer, const char* what, const Tensor& x, int64_t B, int64_t features) {
+// Throws unless x is (B, T, features) for the given batch size (any when B < 0) and features,
+// naming the layer by its place in the model (Module::where(), computed only for the error).
+void check_input(const Module& layer, const char* what, const Tensor& x, int64_t B, int64_t features) {
   if (x.dim() != 3 || (B >= 0 && x.size(0) != B) || x.size(2) != features)
-    throw ShapeError(layer + ": " + what + " of shape " + shape_str(x.shape()) + " must be (" +
+    throw ShapeError(layer.where() + ": " + what + " of shape " + shape_str(x.shape()) + " must be (" +
                      (B >= 0 ? std::to_string(B) : std::string("B")) + ", T, " + std::to_string(features) +
                      ")");
 }
 
-void check_keys_values(const std::string& layer, const Tensor& keys, const Tensor& values) {
+void check_keys_values(const Module& layer, const Tensor& keys, const Tensor& values) {
   if (values.dim() != 3 || values.size(0) != keys.size(0) || values.size(1) != keys.size(1))
-    throw ShapeError(layer + ": values of shape " + shape_str(values.shape()) +
+    throw ShapeError(layer.where() + ": values of shape " + shape_str(values.shape()) +
                      " must pair with keys of shape " + shape_str(keys.shape()) + ": expected (" +
                      std::to_string(keys.size(0)) + ", " + std::to_string(keys.size(1)) + ", dv)");
 }
 
 // valid_lens as the attention layers take it, checked before any path is chosen so that the error
-// names the layer (`layer`, Module::where()) and not the op the configuration happens to run:
-// undefined, (B) or (B, Q), each length from 0 to K.
-void check_valid_lens(const std::string& layer, const IndexTensor& valid_lens, int64_t B, int64_t Q, int64_t K) {
+// names the layer and not the op the configuration happens to run: undefined, (B) or, unless
+// `per_example_only` (a window, computed on the band), (B, Q); each length from 0 to K.
+void check_valid_lens(const Module& layer, const IndexTensor& valid_lens, int64_t B, int64_t Q, int64_t K,
+                      bool per_example_only = false) {
   if (!valid_lens.defined()) return;
   const Shape& s = valid_lens.shape();
-  if (s != Shape{B} && s != Shape{B, Q})
-    throw ShapeError(layer + ": valid_lens of shape " + shape_str(s) + " does not fit " + std::to_string(B) +
-                     " sequences of " + std::to_string(Q) + " queries: expected (" + std::to_string(B) + ") or (" +
-                     std::to_string(B) + "," + std::to_string(Q) + ")");
+  if (s != Shape{B} && (per_example_only || s != Shape{B, Q}))
+    throw ShapeError(layer.where() + ": valid_lens of shape " + shape_str(s) + " does not fit " +
+                     std::to_string(B) + " sequences of " + std::to_string(Q) + " queries: expected (" +
+                     std::to_string(B) + ")" +
+                     (per_example_only ? " (a window takes one length per sequence)"
+                                       : " or (" + std::to_string(B) + "," + std::to_string(Q) + ")"));
   const int64_t* v = valid_lens.data();
   for (int64_t i = 0; i < valid_lens.numel(); ++i)
-    if (v[i] < 0 || v[i] > K)
-      throw IndexError(layer + ": valid_lens element " + std::to_string(i) + " is " + std::to_string(v[i]) +
-                       "; expected a length from 0 to " + std::to_string(K) + ", the number of keys");
+    if (v[i] < 0 || v[i] > K) check_valid_lengths(layer.where(), valid_lens, K, ", the number of keys");
 }
 
 std::string dropout_repr(float p) { return "dropout=" + std::to_string(p); }
@@ -62,7 +65,7 @@ DotProductAttention::DotProductAttention(float p) : dropout(p) { check_dropout("
 Tensor DotProductAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                     const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
   if (queries.dim() >= 2 && keys.dim() >= 2)
-    check_valid_lens(where(), valid_lens, queries.size(0), queries.size(-2), keys.size(-2));
+    check_valid_lens(*this, valid_lens, queries.size(0), queries.size(-2), keys.size(-2));
   const functional::AttentionOutput out = functional::scaled_dot_product_attention(
       queries, keys, values, valid_lens, mask, bias, is_training() ? dropout : 0.0f);
   attention_weights = out.weights.detach();
@@ -83,24 +86,24 @@ AdditiveAttention::AdditiveAttention(int64_t key_size, int64_t query_size, int64
 
 Tensor AdditiveAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                   const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
-  check_input(where(), "queries", queries, -1, W_q->in_features);
-  check_input(where(), "keys", keys, queries.size(0), W_k->in_features);
-  check_keys_values(where(), keys, values);
+  check_input(*this, "queries", queries, -1, W_q->in_features);
+  check_input(*this, "keys", keys, queries.size(0), W_k->in_features);
+  check_keys_values(*this, keys, values);
   return forward_projected(queries, project_keys(keys), values, valid_lens, mask, bias);
 }
 
 Tensor AdditiveAttention::project_keys(const Tensor& keys) const {
-  check_input(where(), "keys", keys, -1, W_k->in_features);
+  check_input(*this, "keys", keys, -1, W_k->in_features);
   return W_k->forward(keys);
 }
 
 Tensor AdditiveAttention::forward_projected(const Tensor& queries, const Tensor& projected_keys,
                                             const Tensor& values, const IndexTensor& valid_lens,
                                             const Tensor& mask, const Tensor& bias) {
-  check_input(where(), "queries", queries, -1, W_q->in_features);
-  check_input(where(), "projected keys", projected_keys, queries.size(0), W_k->out_features);
-  check_keys_values(where(), projected_keys, values);
-  check_valid_lens(where(), valid_lens, queries.size(0), queries.size(1), projected_keys.size(1));
+  check_input(*this, "queries", queries, -1, W_q->in_features);
+  check_input(*this, "projected keys", projected_keys, queries.size(0), W_k->out_features);
+  check_keys_values(*this, projected_keys, values);
+  check_valid_lens(*this, valid_lens, queries.size(0), queries.size(1), projected_keys.size(1));
   // Every query meets every key by broadcasting: (B, Q, 1, h) + (B, 1, K, h) → (B, Q, K, h).
   const Tensor features = (W_q->forward(queries).unsqueeze(2) + projected_keys.unsqueeze(1)).tanh();
   const Tensor scores = w_v->forward(features).squeeze(-1);  // (B, Q, K)
@@ -129,11 +132,11 @@ MultiHeadAttention::MultiHeadAttention(int64_t key_size, int64_t query_size, int
 
 Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                    const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias) {
-  check_input(where(), "queries", queries, -1, W_q->in_features);
-  check_input(where(), "keys", keys, queries.size(0), W_k->in_features);
-  check_input(where(), "values", values, queries.size(0), W_v->in_features);
-  check_keys_values(where(), keys, values);
-  check_valid_lens(where(), valid_lens, queries.size(0), queries.size(1), keys.size(1));
+  check_input(*this, "queries", queries, -1, W_q->in_features);
+  check_input(*this, "keys", keys, queries.size(0), W_k->in_features);
+  check_input(*this, "values", values, queries.size(0), W_v->in_features);
+  check_keys_values(*this, keys, values);
+  check_valid_lens(*this, valid_lens, queries.size(0), queries.size(1), keys.size(1), restriction.banded());
   functional::AttentionOutput out;
   if (restriction.banded())
     out = attend_window(queries, keys, values, valid_lens, mask, bias);

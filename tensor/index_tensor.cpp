@@ -100,6 +100,24 @@ IndexTensor IndexTensor::repeat_interleave(int64_t repeats) const {
   return IndexTensor(std::move(out));
 }
 
+IndexTensor IndexTensor::repeat_interleave(const IndexTensor& repeats) const {
+  if (repeats.dim() != 1 || repeats.numel() != numel())
+    throw ShapeError("repeat_interleave: repeats of shape " + shape_str(repeats.shape()) + " must be (" +
+                     std::to_string(numel()) + "), one count per element");
+  int64_t total = 0;
+  for (int64_t i = 0; i < repeats.numel(); ++i) {
+    const int64_t r = repeats.data()[i];
+    if (r < 0)
+      throw ValueError("repeat_interleave: repeats element " + std::to_string(i) + " is " + std::to_string(r) +
+                       "; expected a count >= 0");
+    if (__builtin_add_overflow(total, r, &total)) throw ValueError("repeat_interleave: the repeats overflow 64 bits");
+  }
+  std::vector<int64_t> out = integers("repeat_interleave", {total}, 0);
+  int64_t* o = out.data();
+  for (int64_t i = 0; i < numel(); ++i) o = std::fill_n(o, repeats.data()[i], data()[i]);
+  return IndexTensor(std::move(out));
+}
+
 IndexTensor IndexTensor::clone() const { return IndexTensor(values(), shape_); }
 
 int64_t IndexTensor::min() const {

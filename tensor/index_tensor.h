@@ -44,6 +44,9 @@ class IndexTensor {
   IndexTensor reshape(Shape shape) const;
   // Each element repeated `repeats` times in place: {2, 3}.repeat_interleave(2) = {2, 2, 3, 3}.
   IndexTensor repeat_interleave(int64_t repeats) const;
+  // Element i repeated repeats[i] times: {2, 3}.repeat_interleave({0, 2}) = {3, 3}. repeats is 1-d
+  // with one count >= 0 per element (ShapeError, ValueError otherwise).
+  IndexTensor repeat_interleave(const IndexTensor& repeats) const;
   IndexTensor clone() const;
 
   int64_t min() const;

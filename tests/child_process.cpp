@@ -114,15 +114,29 @@ InteractiveProgram::InteractiveProgram(const std::string& path, const std::vecto
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
-  int to_child[2], from_child[2];
-  if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) throw std::runtime_error("InteractiveProgram: pipe failed");
-  const int err = output_file(err_path_);
+  // Close-on-exec, so that no other child started meanwhile holds the program's stdin open (it would
+  // then never see the end of its input); dup2 in the child clears the flag on the copies it keeps.
+  int to_child[2] = {-1, -1}, from_child[2] = {-1, -1};
+  const auto close_all = [&] {
+    for (const int fd : {to_child[0], to_child[1], from_child[0], from_child[1]})
+      if (fd >= 0) ::close(fd);
+  };
+  if (::pipe2(to_child, O_CLOEXEC) != 0 || ::pipe2(from_child, O_CLOEXEC) != 0) {
+    close_all();
+    throw std::runtime_error("InteractiveProgram: pipe failed");
+  }
+  int err = -1;
+  try {
+    err = output_file(err_path_);
+  } catch (...) {
+    close_all();
+    throw;
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, to_child[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, from_child[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
-  for (const int fd : {to_child[1], from_child[0]}) posix_spawn_file_actions_addclose(&actions, fd);
   pid_t pid;
   const int rc = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -131,7 +145,14 @@ InteractiveProgram::InteractiveProgram(const std::string& path, const std::vecto
   ::close(err);
   in_ = to_child[1];
   out_ = from_child[0];
-  if (rc != 0) throw std::runtime_error("InteractiveProgram: posix_spawn failed for " + path);
+  if (rc != 0) {
+    ::close(in_);
+    ::close(out_);
+    in_ = out_ = -1;
+    std::filesystem::remove(err_path_);
+    err_path_.clear();
+    throw std::runtime_error("InteractiveProgram: posix_spawn failed for " + path);
+  }
   pid_ = pid;
 }
 

@@ -167,23 +167,7 @@ Tensor Tensor::repeat_interleave(const IndexTensor& repeats, int64_t dim) const 
   if (repeats.dim() != 1 || repeats.numel() != shape()[d])
     throw ShapeError("repeat_interleave: repeats of shape " + shape_str(repeats.shape()) + " must be (" +
                      std::to_string(shape()[d]) + "), one count per slice along dim " + std::to_string(d));
-  int64_t total = 0;
-  for (int64_t i = 0; i < repeats.numel(); ++i) {
-    const int64_t r = repeats.data()[i];
-    if (r < 0)
-      throw ValueError("repeat_interleave: repeats element " + std::to_string(i) + " is " + std::to_string(r) +
-                       "; expected a count >= 0");
-    if (__builtin_add_overflow(total, r, &total))
-      throw ValueError("repeat_interleave: the repeats overflow 64 bits");
-  }
-  std::vector<int64_t> index;
-  try {
-    index.reserve(static_cast<size_t>(total));
-  } catch (const std::exception&) {  // std::bad_alloc, or std::length_error past max_size()
-    throw Error("repeat_interleave: cannot allocate " + std::to_string(total) + " indices");
-  }
-  for (int64_t i = 0; i < repeats.numel(); ++i) index.insert(index.end(), static_cast<size_t>(repeats.data()[i]), i);
-  return index_select(d, IndexTensor(std::move(index)));
+  return index_select(d, IndexTensor::arange(shape()[d]).repeat_interleave(repeats));
 }
 
 IndexTensor Tensor::argsort(int64_t dim, bool descending) const {

@@ -55,6 +55,14 @@ Tensor softmax_op(const char* name, const Tensor& x, int64_t dim, bool log) {
 
 // score_row_lengths (row_lengths.h): a (B) length is repeated over the Q queries (d2l's
 // repeat_interleave) and the heads, a (B, Q) length over the heads.
+void check_valid_lengths(const std::string& who, const IndexTensor& valid_lens, int64_t K, const std::string& context) {
+  const int64_t* v = valid_lens.data();
+  for (int64_t i = 0; i < valid_lens.numel(); ++i)
+    if (v[i] < 0 || v[i] > K)
+      throw IndexError(who + ": valid length " + std::to_string(v[i]) + " (element " + std::to_string(i) +
+                       " of valid_lens) is out of range [0, " + std::to_string(K) + "]" + context);
+}
+
 IndexTensor score_row_lengths(const char* op, const Shape& scores, const IndexTensor& valid_lens) {
   const std::string name(op);
   if (scores.size() != 3 && scores.size() != 4)
@@ -65,12 +73,8 @@ IndexTensor score_row_lengths(const char* op, const Shape& scores, const IndexTe
     throw ShapeError(name + ": valid_lens of shape " + shape_str(valid_lens.shape()) + " does not fit X of shape " +
                      shape_str(scores) + ": expected (" + std::to_string(B) + ") or (" + std::to_string(B) + "," +
                      std::to_string(Q) + ")");
+  check_valid_lengths(name, valid_lens, K, " for X of shape " + shape_str(scores));
   const int64_t* v = valid_lens.data();
-  for (int64_t i = 0; i < valid_lens.numel(); ++i)
-    if (v[i] < 0 || v[i] > K)
-      throw IndexError(name + ": valid length " + std::to_string(v[i]) + " (element " + std::to_string(i) +
-                       " of valid_lens) is out of range [0, " + std::to_string(K) + "] for X of shape " +
-                       shape_str(scores));
   const int64_t rows = K > 0 ? numel(scores) / K : 0, per_batch = B > 0 ? rows / B : 0;
   std::vector<int64_t> lens(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {

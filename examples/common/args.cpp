@@ -56,20 +56,20 @@ Args::Args(int argc, char** argv, std::vector<Option> spec, std::string usage)
 
 namespace {
 
-// The edit distance of two option names (insertions, deletions, substitutions), for suggestions.
+// The edit distance of two option names (insertions, deletions, substitutions, and two neighbouring
+// letters swapped: "--rnu" is one edit from "--run"), for suggestions.
 size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
+  // d[i][j]: the distance between a's first i characters and b's first j.
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])  // two letters swapped
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
-  }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 }  // namespace
@@ -77,7 +77,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 const Args::Option& Args::option(const std::string& name) const {
   for (const Option& o : spec_)
     if (o.name == name) return o;
-  // The nearest name within a third of its length, or one the given name starts or ends: a typo.
+  // The nearest name within a third of its length, or one that begins the given name or that the
+  // given name begins: a typo.
   const Option* nearest = nullptr;
   size_t best = name.size() / 3 + 1;
   for (const Option& o : spec_) {
@@ -138,6 +139,7 @@ bool read_line(std::istream& in, std::string& line, int64_t& line_number, size_t
     }
     line.push_back(static_cast<char>(c));
   }
+  if (!line.empty() && line.back() == '\r') line.pop_back();  // a CRLF line end, as Windows writes it
   ++line_number;
   return true;
 }

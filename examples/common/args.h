@@ -81,8 +81,8 @@ double parse_number(const std::string& name, const std::string& text);
 // any needs, and bounds the memory a stream without newlines (/dev/zero) can take.
 inline constexpr size_t kMaxLineBytes = size_t{1} << 20;
 
-// Reads the next line of `in` (without its '\n') into `line` and counts it in `line_number`; false
-// at the end of the input. A line longer than `max_bytes` is refused without reading the rest of it:
+// Reads the next line of `in` (without its '\n', or its "\r\n") into `line` and counts it in
+// `line_number`; false at the end of the input. A line longer than `max_bytes` is refused without reading the rest of it:
 // ValueError "stdin: line N is longer than M bytes".
 bool read_line(std::istream& in, std::string& line, int64_t& line_number, size_t max_bytes = kMaxLineBytes);
 

@@ -249,6 +249,7 @@ int predict(int argc, char** argv) {
   }
   if (args.given("heatmap") && args.str("heatmap").empty())
     throw qkv::ValueError("option --heatmap is empty; expected a .png file");
+  if (args.str("checkpoint").empty()) throw qkv::ValueError("option --checkpoint is empty; expected a file");
   if (qkv::examples::use_reference_mode(args)) std::fprintf(stderr, "seq2seq: %s\n", qkv::examples::kReferenceModeNote);
   const std::unique_ptr<Seq2Seq> model = load_model(args.str("checkpoint"));
   const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
@@ -256,10 +257,17 @@ int predict(int argc, char** argv) {
   // output line N answers input line N (a blank line answers a blank line).
   int64_t lines = 0;
   bool drawn = args.str("heatmap").empty();
-  const auto translate = [&](const std::string& text) {
+  // `where` names the text in an error: "argument 2", "stdin line 3".
+  const auto translate = [&](const std::string& text, const std::string& where) {
     if (!text.empty()) {
-      const std::vector<Translation> t = greedy_decode(*model, {encode_source(src_vocab, text)}, tgt_vocab.id(kBos),
-                                                       tgt_vocab.id(kEos), tgt_vocab.pad_id(), kMaxOutputLen);
+      std::vector<int64_t> source;
+      try {
+        source = encode_source(src_vocab, text);
+      } catch (const qkv::Error& e) {
+        throw qkv::ValueError(where + ": " + e.what());
+      }
+      const std::vector<Translation> t = greedy_decode(*model, {source}, tgt_vocab.id(kBos), tgt_vocab.id(kEos),
+                                                       tgt_vocab.pad_id(), kMaxOutputLen);
       std::printf("%s => %s", text.c_str(), decode_ids(tgt_vocab, t[0].ids).c_str());
       if (!drawn) write_heatmap(text, t[0], args.str("heatmap"));
       drawn = true;
@@ -268,11 +276,12 @@ int predict(int argc, char** argv) {
     std::fflush(stdout);  // a program reading the answers line by line gets each at once
     ++lines;
   };
-  for (const std::string& text : args.positional()) translate(text);
+  for (const std::string& text : args.positional()) translate(text, "argument " + std::to_string(lines + 1));
   int64_t line_number = 0;
   for (std::string line; args.positional().empty() && qkv::examples::read_line(std::cin, line, line_number);)
-    translate(line);
+    translate(line, "stdin line " + std::to_string(line_number));
   if (lines == 0) throw qkv::ValueError("no text given (arguments or stdin)");
+  if (!drawn) std::fprintf(stderr, "seq2seq predict: every text was blank, so no --heatmap was drawn\n");
   return 0;
 }
 

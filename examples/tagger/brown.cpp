@@ -131,11 +131,11 @@ fs::path fetch_brown(const fs::path& cache_dir) {
   if (fs::is_directory(package, ec)) return package;
   in_cache(cache, "make it", [&] { fs::create_directories(cache); });
   // One fetch at a time: a second waits for the first and then finds its package/.
-  qkv::io::DirectoryLock lock = qkv::io::DirectoryLock::try_lock(cache);
-  if (!lock.locked()) {
+  const auto say_waiting = [&] {
     std::cout << "tagger: waiting for another fetch of the Brown Corpus into " << cache.string() << std::endl;
-    lock = qkv::io::DirectoryLock::wait_for(cache, "the Brown Corpus cache (--cache DIR)");
-  }
+  };
+  const qkv::io::DirectoryLock lock =
+      qkv::io::DirectoryLock::wait_for(cache, "the Brown Corpus cache (--cache DIR)", say_waiting);
   if (fs::is_directory(package, ec)) return package;
   if (fs::exists(fs::symlink_status(package, ec)))
     throw qkv::ValueError("the Brown Corpus cache " + cache.string() + " has a package that is not a directory: " +

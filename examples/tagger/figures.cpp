@@ -120,7 +120,7 @@ void check_example(const std::vector<std::string>& words) {
 
 }  // namespace
 
-void check_figures(const Config& config, const Vocabs& vocabs, const std::string& example) {
+void check_figures(const Config& config, const Vocabs& vocabs, const std::string& example, int64_t test_tokens) {
   const std::vector<std::string> words = split_words(example);
   check_example(words);
   try {
@@ -136,7 +136,10 @@ void check_figures(const Config& config, const Vocabs& vocabs, const std::string
     throw qkv::ValueError(std::string("--example: its attention figure cannot be drawn: ") + e.what());
   }
   try {
-    qkv::plot::heatmap_size(confusion_figure(vocabs.tags, {}));
+    qkv::plot::HeatmapSpec confusion = confusion_figure(vocabs.tags, {});
+    // Every cell as wide as the widest count can be, all the test tokens in one cell.
+    confusion.cell_text.assign(confusion.cell_text.size(), std::to_string(test_tokens));
+    qkv::plot::heatmap_size(confusion);
   } catch (const qkv::Error& e) {
     throw qkv::ValueError("the confusion matrix of " + std::to_string(vocabs.tags.size()) +
                           " tags cannot be drawn (" + e.what() + "); train with --no-figures");

@@ -12,8 +12,9 @@ namespace tagger {
 
 // Throws ValueError, naming the option, for what the figures would refuse once training is done:
 // an empty example sentence or one longer than the tagger reads, an attention or confusion
-// heatmap too large to draw. train and resume call it before the first step.
-void check_figures(const Config& config, const Vocabs& vocabs, const std::string& example);
+// heatmap too large to draw (its counts as wide as `test_tokens`, the most a cell can hold). train
+// and resume call it before the first step.
+void check_figures(const Config& config, const Vocabs& vocabs, const std::string& example, int64_t test_tokens);
 
 // loss_accuracy.png: train and dev loss (left) and accuracy (right) per epoch.
 std::string draw_curves(const std::vector<EpochMetrics>& history, const std::string& dir);

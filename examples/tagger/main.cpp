@@ -178,7 +178,7 @@ int cmd_eval(const Args& a) {
   a.refuse_positional();
   set_threads(a);
   note_reference_mode(a);
-  Run run = load_run(a.str("run"));
+  Run run = load_run(run_option(a));
   std::vector<TaggedSentence> train, test;
   std::string no_lexicon;
   if (a.given("test")) {  // another file instead of the run's test split: the run's data is not needed
@@ -207,7 +207,12 @@ int cmd_eval(const Args& a) {
 
 // Tags one line's words and prints them on one line, "word/TAG", with "(unk)" on words the run's
 // vocabulary lacks; a line with no word prints as an empty line. Counts words and unknown ones.
-void tag_line(Run& run, const std::vector<std::string>& words, int64_t& total, int64_t& unknown) {
+// `where` names the line in an error: "argument 2", "stdin line 3".
+void tag_line(Run& run, const std::vector<std::string>& words, const std::string& where, int64_t& total,
+              int64_t& unknown) {
+  if (words.size() > static_cast<size_t>(kMaxSentenceLength))
+    throw qkv::ValueError("tagger predict: " + where + " has " + std::to_string(words.size()) +
+                          " words; the tagger takes at most " + std::to_string(kMaxSentenceLength));
   if (!words.empty()) {
     const std::vector<std::string> tags = predict(run, {words})[0];
     for (size_t j = 0; j < words.size(); ++j) {
@@ -223,18 +228,16 @@ void tag_line(Run& run, const std::vector<std::string>& words, int64_t& total, i
 int cmd_predict(const Args& a) {
   set_threads(a);
   note_reference_mode(a);
-  Run run = load_run(a.str("run"));
+  Run run = load_run(run_option(a));
   const qkv::data::TokenizerStyle style = tokenizer_style_for(run.config);
   int64_t lines = 0, total = 0, unknown = 0;
   // Each line is tagged as it comes, so that an endless stdin streams in bounded memory, and output
   // line N answers input line N (a blank line answers a blank line).
-  for (const std::string& s : a.positional()) {
-    tag_line(run, qkv::data::tokenize(s, style), total, unknown);
-    ++lines;
-  }
+  for (const std::string& s : a.positional())
+    tag_line(run, qkv::data::tokenize(s, style), "argument " + std::to_string(++lines), total, unknown);
   if (a.positional().empty()) {
     for (std::string line; qkv::examples::read_line(std::cin, line, lines);)
-      tag_line(run, qkv::data::tokenize(line, style), total, unknown);
+      tag_line(run, qkv::data::tokenize(line, style), "stdin line " + std::to_string(lines), total, unknown);
   }
   if (lines == 0) throw qkv::ValueError("tagger predict: no sentence given (arguments or stdin)");
   if (unknown > 0) {
@@ -350,9 +353,9 @@ int cmd_ablate(const Args& a) {
 int write_brown_data(const Args& a) {
   if (a.given("seed") || a.given("sentences"))
     throw qkv::ValueError("--seed and --sentences are for the built-in corpus");
-  if (a.str("cache").empty()) throw qkv::ValueError("option --cache is empty; expected a directory");
+  const std::string cache = cache_option(a);
   qkv::examples::make_output_directory("out", a.str("out"));
-  qkv::data::BrownCorpus brown = load_brown(a.str("cache"));
+  qkv::data::BrownCorpus brown = load_brown(cache);
   const Corpus corpus{std::move(brown.train), std::move(brown.dev), std::move(brown.test)};
   write_corpus(corpus, a.str("out"));
   std::cout << "wrote " << a.str("out") << "/train.conllu, dev.conllu, test.conllu from the Brown Corpus ("

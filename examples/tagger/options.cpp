@@ -138,8 +138,6 @@ Config config_from(const qkv::examples::Args& a) {
   auto absolute = [](const std::string& p) {
     return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
   };
-  if (a.given("cache") && a.str("cache").empty())
-    throw qkv::ValueError("option --cache is empty; expected a directory");
   for (const char* file : {"train", "dev", "test"})
     if (a.given(file) && a.str(file).empty())
       throw qkv::ValueError(std::string("option --") + file + " is empty; expected a file");
@@ -151,16 +149,26 @@ Config config_from(const qkv::examples::Args& a) {
   c.test_file = absolute(a.str("test"));
   c.corpus = a.str("corpus");
   if (c.corpus == "brown")
-    c.corpus_cache = absolute(a.str("cache"));
+    c.corpus_cache = absolute(cache_option(a));
   else if (a.given("cache"))
     throw qkv::ValueError("option --cache is for --corpus brown");
   c.validate();
   return c;
 }
 
+std::string cache_option(const qkv::examples::Args& a) {
+  if (a.str("cache").empty()) throw qkv::ValueError("option --cache is empty; expected a directory");
+  return a.str("cache");
+}
+
+std::string run_option(const qkv::examples::Args& a) {
+  if (a.str("run").empty()) throw qkv::ValueError("option --run is empty; expected a run directory");
+  return a.str("run");
+}
+
 std::string run_dir_from(const qkv::examples::Args& a) {
   // A Brown run has a directory of its own, so that it never replaces the built-in corpus's run.
-  return !a.given("run") && a.str("corpus") == "brown" ? "runs/brown" : a.str("run");
+  return !a.given("run") && a.str("corpus") == "brown" ? "runs/brown" : run_option(a);
 }
 
 TrainOptions train_options_from(const qkv::examples::Args& a) {

@@ -32,6 +32,9 @@ std::string real_text_note();
 // names are made absolute, so that eval and --resume find them from any working directory.
 Config config_from(const qkv::examples::Args& args);
 
+// --cache and --run of parsed options; ValueError when given empty (--run=), which names no directory.
+std::string cache_option(const qkv::examples::Args& args);
+std::string run_option(const qkv::examples::Args& args);
 // The run directory of parsed train_options(): --run, or runs/brown for --corpus brown without it.
 std::string run_dir_from(const qkv::examples::Args& args);
 

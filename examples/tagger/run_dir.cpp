@@ -289,6 +289,7 @@ std::string config_differences(const Config& checkpoint, const Config& file) {
 }  // namespace
 
 SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoint) {
+  if (run_dir.empty()) throw qkv::ValueError("tagger: the run directory is empty; expected a run directory");
   const fs::path dir = run_dir, config_path = dir / "config.json", checkpoint_path = dir / checkpoint;
   {  // A fresh run's start that was stopped halfway is finished (or undone) first, unless a run is
      // writing here now; a directory that cannot be written to is read as it is.

@@ -1,5 +1,6 @@
 #include "examples/tagger/train.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -354,6 +355,12 @@ void Trainer::draw_figures(const Evaluation& test) const {
   if (const Tensor bias = model_->position_bias(qkv::IndexTensor(offsets)); bias.defined())
     written.push_back(draw_position_bias(bias, kMaxOffset, config_.positions, fig));
   written.push_back(draw_confusion(test.confusion, vocabs_.tags, fig));
+  // A figure this run did not draw now (an older version's name, a layer the run no longer has)
+  // would be read as this run's: the run's own figures/ keeps only this drawing's PNGs.
+  for (const auto& entry : fs::directory_iterator(fig)) {
+    const bool drawn = std::find(written.begin(), written.end(), entry.path().string()) != written.end();
+    if (!drawn && entry.is_regular_file() && entry.path().extension() == ".png") fs::remove(entry.path());
+  }
   if (options_.verbose) {
     std::cout << "\nwrote " << written.size() << " figures to " << fig.string() << "/:";
     for (const std::string& f : written) std::cout << " " << fs::path(f).filename().string();
@@ -407,6 +414,13 @@ void check_memory(const Config& config, const Vocabs& vocabs, const Data& data) 
   }
 }
 
+// The words of `sentences`, all told.
+int64_t count_tokens(const std::vector<TaggedSentence>& sentences) {
+  int64_t n = 0;
+  for (const TaggedSentence& s : sentences) n += static_cast<int64_t>(s.words.size());
+  return n;
+}
+
 }  // namespace
 
 TrainResult train(Config config, const Data& data, const TrainOptions& options) {
@@ -417,7 +431,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
   check_all_lengths(data);
   config.to_json();
   const Vocabs vocabs = build_vocabs(data, config);
-  if (options.figures) check_figures(config, vocabs, options.example);
+  if (options.figures) check_figures(config, vocabs, options.example, count_tokens(data.test));
   check_memory(config, vocabs, data);
   check_vocab_files(vocabs);
   std::optional<Trainer> trainer;
@@ -434,7 +448,7 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
 
 TrainResult resume(SavedRun saved, const Data& data, const TrainOptions& options) {
   check_all_lengths(data);
-  if (options.figures) check_figures(saved.config, saved.vocabs, options.example);
+  if (options.figures) check_figures(saved.config, saved.vocabs, options.example, count_tokens(data.test));
   const qkv::io::DirectoryLock lock = prepare_run_directory(options.run_dir);  // held until the run ends
   Trainer trainer(saved.config, saved.vocabs, data, options);
   trainer.restore(saved);

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "autograd/ops/attention.h"
+#include "autograd/ops/row_lengths.h"
 #include "autograd/ops/softmax.h"
 #include "nn/functional/basic.h"
 #include "tensor/error.h"
@@ -80,11 +81,7 @@ Tensor key_padding_mask(const IndexTensor& valid_lens, int64_t K) {
                      (valid_lens.defined() ? shape_str(valid_lens.shape()) : std::string("undefined")));
   if (K < 0) throw ValueError("key_padding_mask: K must be >= 0, got " + std::to_string(K));
   // The lengths masked_softmax accepts: a length past K would mask nothing and hide the mistake.
-  const int64_t* v = valid_lens.data();
-  for (int64_t i = 0; i < valid_lens.numel(); ++i)
-    if (v[i] < 0 || v[i] > K)
-      throw IndexError("key_padding_mask: valid length " + std::to_string(v[i]) + " (element " + std::to_string(i) +
-                       " of valid_lens) is out of range [0, " + std::to_string(K) + "]");
+  check_valid_lengths("key_padding_mask", valid_lens, K);
   // d2l's sequence_mask: arange(K)[None, :] < valid_len[:, None], one row per length.
   const Tensor mask = sequence_mask(valid_lens, K);
   return valid_lens.dim() == 1 ? mask.unsqueeze(1) : mask;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "autograd/ops/band.h"
+#include "autograd/ops/row_lengths.h"
 #include "nn/functional/basic.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
@@ -37,11 +38,9 @@ Tensor band_visibility(int64_t B, int64_t T, int64_t window, const IndexTensor& 
                      std::to_string(B) + ")");
   Tensor visible = zeros({rows, 1, T, W});
   float* out = visible.data();
+  if (valid_lens.defined()) check_valid_lengths("banded_attention", valid_lens, T);
   for (int64_t b = 0; b < rows; ++b) {
     const int64_t len = valid_lens.defined() ? valid_lens[b] : T;
-    if (len < 0 || len > T)
-      throw IndexError("banded_attention: valid length " + std::to_string(len) + " (element " +
-                       std::to_string(b) + ") is outside [0, " + std::to_string(T) + "]");
     for (int64_t i = 0; i < T; ++i)
       for (int64_t o = 0; o < W; ++o) {
         const int64_t j = i + o - window;

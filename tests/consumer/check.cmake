@@ -11,8 +11,14 @@ endif()
 set(extra)
 if(QKV_SANITIZE)  # the installed library was built with the sanitizers; so must its consumer be
   execute_process(COMMAND ${QKV_CXX_COMPILER} --version OUTPUT_VARIABLE version)
-  if(version MATCHES "clang")  # clang's sanitizer runtimes are not GCC's, which built the library
-    message("consumer check skipped: a sanitizer build of qkv links only with its own compiler's runtimes")
+  if(version MATCHES "clang")
+    set(consumer_id Clang)
+  else()
+    set(consumer_id GNU)
+  endif()
+  if(NOT consumer_id STREQUAL QKV_BUILD_CXX_ID)  # each compiler has sanitizer runtimes of its own
+    message("consumer check skipped: qkv's sanitizer build (${QKV_BUILD_CXX_ID}) links only with the "
+            "same compiler's sanitizer runtimes, not ${consumer_id}'s")
     return()
   endif()
   set(extra -DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined)

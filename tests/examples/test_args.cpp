@@ -50,6 +50,9 @@ TEST_CASE("args rejects unknown options and malformed values") {
   CHECK_THROWS_WITH_AS(parse({"--lrr", "3"}), "unknown option --lrr\ndid you mean --lr? (--help lists the options)",
                        qkv::ValueError);
   CHECK_THROWS_WITH_AS(parse({"--colour"}), "unknown option --colour\n(--help lists the options)", qkv::ValueError);
+  // Two letters swapped are one slip, not two.
+  CHECK_THROWS_WITH_AS(parse({"--otu", "x"}), "unknown option --otu\ndid you mean --out? (--help lists the options)",
+                       qkv::ValueError);
   CHECK_THROWS_WITH_AS(parse({"--epochs", "three"}).integer("epochs"),
                        "option --epochs expects an integer, got 'three'", qkv::ValueError);
   CHECK_THROWS_AS(parse({"--lr"}), qkv::ValueError);

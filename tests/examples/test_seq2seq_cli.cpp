@@ -13,6 +13,18 @@
 using qkv::testing::kSeq2SeqProgram;
 using qkv::testing::run_program;
 
+namespace {
+
+// A model of one epoch on 8 dates, in a fraction of a second, in `out`; whether it trained.
+bool train_tiny(const std::string& out) {
+  return run_program(kSeq2SeqProgram, {"train", "--epochs", "1", "--train-size", "8", "--dev-size", "1",
+                                       "--test-size", "1", "--heatmaps", "0", "--hidden", "8", "--embed", "8",
+                                       "--layers", "1", "--out", out})
+             .exit_code == 0;
+}
+
+}  // namespace
+
 TEST_CASE("seq2seq train refuses sizes and rates out of range before it trains naming the option") {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--hidden", "1000000000"}, "option --hidden expects an integer from 1 to 4096, got 1000000000"},
@@ -46,10 +58,7 @@ TEST_CASE("seq2seq train refuses an --out directory where a file it writes is a 
 TEST_CASE("seq2seq predict bounds a line of stdin and says when no text is given") {
   qkv::testing::ScratchDir dir;
   const std::string out = (dir / "out").string();
-  REQUIRE(run_program(kSeq2SeqProgram,
-                      {"train", "--epochs", "1", "--train-size", "8", "--dev-size", "1", "--test-size", "1",
-                       "--heatmaps", "0", "--hidden", "8", "--embed", "8", "--layers", "1", "--out", out})
-              .exit_code == 0);
+  REQUIRE(train_tiny(out));
   const std::string checkpoint = out + "/model.safetensors";
   // /dev/zero is one endless line: before the bound, predict read it until memory ran out. 2 MB of
   // it make the same point and end whatever the program does.
@@ -95,10 +104,7 @@ TEST_CASE("seq2seq refuses stray words and counts it cannot finish, naming the o
 TEST_CASE("seq2seq predict answers each line of stdin as it comes, a blank line with a blank line") {
   qkv::testing::ScratchDir dir;
   const std::string out = (dir / "out").string();
-  REQUIRE(run_program(kSeq2SeqProgram,
-                      {"train", "--epochs", "1", "--train-size", "8", "--dev-size", "1", "--test-size", "1",
-                       "--heatmaps", "0", "--hidden", "8", "--embed", "8", "--layers", "1", "--out", out})
-              .exit_code == 0);
+  REQUIRE(train_tiny(out));
   // Before, predict read all of stdin before it translated a line, so an endless stdin grew until
   // the OOM killer came. Now the answer to a line comes while stdin is still open.
   qkv::testing::InteractiveProgram p(kSeq2SeqProgram, {"predict", "--checkpoint", out + "/model.safetensors"});

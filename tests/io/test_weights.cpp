@@ -142,6 +142,14 @@ TEST_CASE("a state_dict with an integer buffer is read: its I64 tensors apart, n
         "load_safetensors: '" + (dir / "torch.safetensors").string() +
             "' does not fit Sequential (nothing was changed):\n"
             "  unexpected integer (I64) keys, which no parameter is: bn.num_batches_tracked;");
+  // An integer tensor under a parameter's name is a dtype mismatch, refused even when not strict.
+  const std::vector<int64_t> ones(12, 1);
+  const io::TensorRecord as_integers{"0.weight", io::DType::I64, {4, 3}, std::as_bytes(std::span(ones))};
+  io::save_safetensors(dir / "int.safetensors", std::span(&as_integers, 1));
+  CHECK(error_of([&] { io::load_safetensors(dir / "int.safetensors", *loaded, false); }) ==
+        "load_safetensors: '" + (dir / "int.safetensors").string() +
+            "': tensor '0.weight' is I64 (integers) where Sequential's tensor of that name is F32 (nothing was "
+            "changed)");
 }
 
 TEST_CASE("a non-strict load says what it loaded, what was missing and what was unexpected") {

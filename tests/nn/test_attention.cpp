@@ -332,7 +332,7 @@ TEST_CASE("attention layers name the shapes they cannot use") {
                        "MultiHeadAttention: values of shape (2,6,5) must pair with keys of shape (2,7,4): expected (2, 7, dv)",
                        ShapeError);
   CHECK_THROWS_WITH_AS(attention.forward(q, k, v, IndexTensor{8, 1}),
-                       "MultiHeadAttention: valid_lens element 0 is 8; expected a length from 0 to 7, the number of keys",
+                       "MultiHeadAttention: valid length 8 (element 0 of valid_lens) is out of range [0, 7], the number of keys",
                        IndexError);
   CHECK_THROWS_AS(attention.forward(q, k, v, IndexTensor{1, 2, 3}), ShapeError);
   CHECK_THROWS_AS(attention.forward(q, k, v, IndexTensor(), ones({3, 6})), ShapeError);  // mask (Q, K) wrong
@@ -348,8 +348,8 @@ TEST_CASE("an attention layer in a model names itself by its path whichever path
                                   .num_layers = 2, .dropout = 0.0f});
   const IndexTensor ids({1, 2, 3, 4, 5, 6}, {2, 3});
   const std::string expected =
-      "blocks.0.attention (MultiHeadAttention): valid_lens element 1 is 9; expected a length from 0 to 3, the "
-      "number of keys";
+      "blocks.0.attention (MultiHeadAttention): valid length 9 (element 1 of valid_lens) is out of range [0, 3], "
+      "the number of keys";
   for (const bool fused : {true, false}) {
     for (const bool reference : {false, true}) {
       CAPTURE(fused);
@@ -370,7 +370,7 @@ TEST_CASE("an attention layer in a model names itself by its path whichever path
   model.push_back(inner);
   const Tensor x = zeros({1, 2, 4});
   CHECK_THROWS_WITH_AS(inner->forward(x, x, x, IndexTensor{3}),
-                       "0 (MultiHeadAttention): valid_lens element 0 is 3; expected a length from 0 to 2, the number "
-                       "of keys",
+                       "0 (MultiHeadAttention): valid length 3 (element 0 of valid_lens) is out of range [0, 2], the "
+                       "number of keys",
                        IndexError);
 }
