@@ -4,6 +4,7 @@
 #include <string>
 #include <tuple>
 
+#include "autograd/grad_mode.h"
 #include "autograd/ops/row_lengths.h"
 #include "nn/functional/attention.h"
 #include "nn/functional/banded_attention.h"
@@ -148,6 +149,45 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   return W_o->forward(out.output);
 }
 
+Tensor MultiHeadAttention::forward_step(const Tensor& x, Tensor& keys, Tensor& values, int64_t position) {
+  if (is_training()) throw StateError(where() + ": forward_step decodes in eval mode; call eval() first");
+  if (!restriction.is_causal)
+    throw ValueError(where() + ": forward_step decodes a causal layer (each token attends to those before it); "
+                     "this one's restriction is " + restriction.describe());
+  check_input(*this, "x", x, -1, W_q->in_features);
+  const int64_t B = x.size(0), D = W_q->out_features, d = D / num_heads;
+  if (x.size(1) != 1)
+    throw ShapeError(where() + ": forward_step takes one token per sequence, x (B, 1, " +
+                     std::to_string(W_q->in_features) + "); got " + shape_str(x.shape()));
+  for (const Tensor* cache : {&keys, &values}) {
+    if (cache->dim() != 4 || cache->size(0) != B || cache->size(1) != num_heads || cache->size(3) != d ||
+        !cache->is_contiguous())
+      throw ShapeError(where() + ": a cache of shape " + shape_str(cache->shape()) + " must be contiguous (" +
+                       std::to_string(B) + ", " + std::to_string(num_heads) + ", capacity, " + std::to_string(d) + ")");
+  }
+  if (position < 0 || position >= keys.size(2) || keys.size(2) != values.size(2))
+    throw IndexError(where() + ": position " + std::to_string(position) + " is outside the cache's capacity " +
+                     std::to_string(keys.size(2)));
+  NoGradGuard no_grad;
+  Tensor q = functional::split_heads(W_q->forward(x), num_heads);
+  Tensor k = functional::split_heads(W_k->forward(x), num_heads);
+  const Tensor v = functional::split_heads(W_v->forward(x), num_heads);
+  if (positions) std::tie(q, k) = positions->transform_qk_at(q, k, position);
+  keys.narrow(2, position, 1).copy_(k);
+  values.narrow(2, position, 1).copy_(v);
+  const Tensor K = keys.narrow(2, 0, position + 1), V = values.narrow(2, 0, position + 1);
+  const Tensor bias = position_bias(1, position + 1, position);
+  functional::AttentionOutput out;
+  if (fused && !reference_mode()) {
+    out = functional::fused_attention(q, K, V, IndexTensor(), Tensor(), bias);
+  } else {
+    out = functional::scaled_dot_product_attention(q, K, V, IndexTensor(), Tensor(), bias);
+    out.output = functional::merge_heads(out.output);
+  }
+  attention_weights = out.weights.detach();
+  return W_o->forward(out.output);
+}
+
 bool MultiHeadAttention::keeps_weights(int64_t B, int64_t Q, int64_t K) const {
   const double bytes = static_cast<double>(B) * num_heads * Q * K * sizeof(float);
   return !is_training() || bytes <= static_cast<double>(recompute_weights_above);
@@ -223,13 +263,12 @@ std::pair<Tensor, Tensor> MultiHeadAttention::mask_and_bias(int64_t Q, int64_t K
   return {functional::mask_and(mask, restriction.dense_mask(Q, K)), all_bias};
 }
 
-// The position scheme's bias of Q queries against K keys, (1, H or 1, Q, K); undefined without one.
-Tensor MultiHeadAttention::position_bias(int64_t Q, int64_t K) const {
+Tensor MultiHeadAttention::position_bias(int64_t Q, int64_t K, int64_t first_query) const {
   if (!positions || Q == 0 || K == 0) return Tensor();
-  // The scheme's bias for each distinct offset j − i, from −(Q − 1) to K − 1: (H, Q + K − 1).
+  // The scheme's bias for each distinct offset j − i, from −(first_query + Q − 1) to K − 1 − first_query: (H, Q + K − 1).
   const int64_t n = Q + K - 1;
   std::vector<int64_t> offsets(static_cast<size_t>(n));
-  for (int64_t o = 0; o < n; ++o) offsets[o] = o - (Q - 1);
+  for (int64_t o = 0; o < n; ++o) offsets[o] = o - (Q - 1) - first_query;
   const Tensor b = positions->offset_bias(IndexTensor(offsets));
   if (!b.defined()) return b;
   if (b.dim() != 2 || b.size(1) != n || (b.size(0) != 1 && b.size(0) != num_heads))

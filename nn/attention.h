@@ -134,6 +134,15 @@ class MultiHeadAttention : public Module {
   Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                  const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
                  const Tensor& bias = Tensor());
+  // One step of decoding with a key/value cache (nn/kv_cache.h), for a causal layer in eval mode:
+  //   x (B, 1, query_size): the token at `position`, attending to itself and the positions before it
+  //   keys, values (B, H, capacity, d): rows [0, position) hold the earlier tokens' keys and values
+  //   (the keys transformed by the position scheme, at the position each token had); this step
+  //   writes row `position` and attends over rows [0, position]  →  (B, 1, D)
+  // The same computation as row `position` of forward() on the whole prefix, to the bit: the same
+  // projections, the same kernels (the causal mask there hides exactly the keys the cache does not
+  // hold yet). No graph is recorded. attention_weights holds this step's (B, H, 1, position + 1).
+  Tensor forward_step(const Tensor& x, Tensor& keys, Tensor& values, int64_t position);
   std::string extra_repr() const override;
 
   int64_t num_heads;
@@ -168,7 +177,9 @@ class MultiHeadAttention : public Module {
   // A window's own path: self-attention on the band.
   functional::AttentionOutput attend_window(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                             const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);
-  Tensor position_bias(int64_t Q, int64_t K) const;
+  // The position scheme's bias of Q queries at positions first_query .. first_query + Q − 1 against
+  // K keys at 0 .. K − 1, (1, H or 1, Q, K); undefined without one.
+  Tensor position_bias(int64_t Q, int64_t K, int64_t first_query = 0) const;
   // The mask and bias of Q queries against K keys: the caller's, and this layer's restriction and
   // position bias.
   std::pair<Tensor, Tensor> mask_and_bias(int64_t Q, int64_t K, const Tensor& mask, const Tensor& bias) const;

@@ -14,14 +14,17 @@ LearnedPositionalEncoding::LearnedPositionalEncoding(int64_t d, float p, int64_t
   weight = register_parameter("weight", normal({max_len, num_hiddens}, 0.0f, 0.02f));
 }
 
-Tensor LearnedPositionalEncoding::forward(const Tensor& X) const {
+Tensor LearnedPositionalEncoding::forward(const Tensor& X, int64_t offset) const {
   if (X.dim() != 3 || X.size(2) != num_hiddens)
     throw ShapeError("LearnedPositionalEncoding: input of shape " + shape_str(X.shape()) +
                      " must be (B, T, " + std::to_string(num_hiddens) + ")");
-  if (X.size(1) > max_len)
-    throw ShapeError("LearnedPositionalEncoding: sequence length " + std::to_string(X.size(1)) +
-                     " exceeds max_len " + std::to_string(max_len));
-  return dropout->forward(X + weight.narrow(0, 0, X.size(1)));
+  if (offset < 0 || X.size(1) > max_len - offset)
+    throw ShapeError("LearnedPositionalEncoding: " +
+                     (offset == 0 ? "sequence length " + std::to_string(X.size(1)) + " exceeds"
+                                  : "positions " + std::to_string(offset) + " .. " +
+                                        std::to_string(offset + X.size(1) - 1) + " exceed") +
+                     " max_len " + std::to_string(max_len));
+  return dropout->forward(X + weight.narrow(0, offset, X.size(1)));
 }
 
 std::string LearnedPositionalEncoding::extra_repr() const {

@@ -26,7 +26,8 @@ namespace qkv::nn {
 class LearnedPositionalEncoding : public Module {
  public:
   LearnedPositionalEncoding(int64_t num_hiddens, float dropout, int64_t max_len = 1000);
-  Tensor forward(const Tensor& X) const;
+  // offset: X holds positions offset .. offset + T − 1 (decoding with a key/value cache).
+  Tensor forward(const Tensor& X, int64_t offset = 0) const;
   std::string extra_repr() const override;
 
   int64_t num_hiddens, max_len;

@@ -6,11 +6,39 @@
 
 namespace qkv::nn {
 
+namespace {
+
+// x (..., T, ·) with `offset` rows of zeros before its T rows, along dim −2.
+Tensor after_zeros(const Tensor& x, int64_t offset, const char* hook) {
+  if (offset < 0) throw ValueError(std::string("PositionScheme::") + hook + ": offset " + std::to_string(offset) +
+                                   " is negative");
+  if (x.dim() < 2) throw ShapeError(std::string("PositionScheme::") + hook + ": input of shape " +
+                                    shape_str(x.shape()) + " has no positions dim");
+  Shape padding = x.shape();
+  padding[padding.size() - 2] = offset;
+  return offset == 0 ? x : cat({zeros(padding), x}, x.dim() - 2);
+}
+
+// The last `rows` rows of y along dim −2.
+Tensor last_rows(const Tensor& y, int64_t rows) { return y.narrow(y.dim() - 2, y.size(y.dim() - 2) - rows, rows); }
+
+}  // namespace
+
+Tensor PositionScheme::encode_input_at(const Tensor& X, int64_t offset) {
+  return last_rows(encode_input(after_zeros(X, offset, "encode_input_at")), X.size(X.dim() - 2));
+}
+
+std::pair<Tensor, Tensor> PositionScheme::transform_qk_at(const Tensor& q, const Tensor& k, int64_t offset) {
+  const auto [tq, tk] = transform_qk(after_zeros(q, offset, "transform_qk_at"), after_zeros(k, offset, "transform_qk_at"));
+  return {last_rows(tq, q.size(q.dim() - 2)), last_rows(tk, k.size(k.dim() - 2))};
+}
+
 SinusoidalPositions::SinusoidalPositions(const PositionSizes& s) {
   encoding = register_module("encoding", std::make_shared<PositionalEncoding>(s.num_hiddens, 0.0f, s.max_len));
 }
 
 Tensor SinusoidalPositions::encode_input(const Tensor& X) { return encoding->forward(X); }
+Tensor SinusoidalPositions::encode_input_at(const Tensor& X, int64_t offset) { return encoding->forward(X, offset); }
 
 LearnedPositions::LearnedPositions(const PositionSizes& s) {
   encoding = register_module("encoding",
@@ -18,6 +46,7 @@ LearnedPositions::LearnedPositions(const PositionSizes& s) {
 }
 
 Tensor LearnedPositions::encode_input(const Tensor& X) { return encoding->forward(X); }
+Tensor LearnedPositions::encode_input_at(const Tensor& X, int64_t offset) { return encoding->forward(X, offset); }
 
 RotaryPositions::RotaryPositions(const PositionSizes& s) {
   if (s.num_heads <= 0 || s.num_hiddens % s.num_heads != 0)
@@ -29,6 +58,10 @@ RotaryPositions::RotaryPositions(const PositionSizes& s) {
 
 std::pair<Tensor, Tensor> RotaryPositions::transform_qk(const Tensor& q, const Tensor& k) {
   return {rotary->forward(q), rotary->forward(k)};
+}
+
+std::pair<Tensor, Tensor> RotaryPositions::transform_qk_at(const Tensor& q, const Tensor& k, int64_t offset) {
+  return {rotary->forward(q, offset), rotary->forward(k, offset)};
 }
 
 RelativeBiasPositions::RelativeBiasPositions(std::shared_ptr<RelativePositionBias> table) {

@@ -54,6 +54,15 @@ class PositionScheme : public Module {
     (void)offsets;
     return Tensor();
   }
+  // Decoding with a key/value cache (TransformerEncoder::forward_step, nn/kv_cache.h) meets the
+  // tokens one at a time: these are encode_input and transform_qk for tokens at positions offset,
+  // offset + 1, ... instead of 0, 1, ... (offset_bias needs no such twin: it is a function of
+  // offsets). The defaults run the whole-sequence hook on offset rows of zeros followed by the
+  // tokens and keep the tokens' rows: exact, to the bit, for a scheme that treats each position
+  // alone, as every scheme here does, at the cost of work on all offset + T rows. The built-in
+  // schemes override them to do only the tokens' rows.
+  virtual Tensor encode_input_at(const Tensor& X, int64_t offset);
+  virtual std::pair<Tensor, Tensor> transform_qk_at(const Tensor& q, const Tensor& k, int64_t offset);
 };
 
 // What a factory knows when the encoder builds its scheme.
@@ -63,13 +72,18 @@ struct PositionSizes {
 using PositionFactory = std::function<std::shared_ptr<PositionScheme>(const PositionSizes&)>;
 
 // No positional information: the encoder sees a bag of tokens.
-class NoPositions : public PositionScheme {};
+class NoPositions : public PositionScheme {
+ public:
+  Tensor encode_input_at(const Tensor& X, int64_t) override { return X; }
+  std::pair<Tensor, Tensor> transform_qk_at(const Tensor& q, const Tensor& k, int64_t) override { return {q, k}; }
+};
 
 // The fixed sin/cos table (nn/positional_encoding.h) added to the embeddings.
 class SinusoidalPositions : public PositionScheme {
  public:
   explicit SinusoidalPositions(const PositionSizes& sizes);
   Tensor encode_input(const Tensor& X) override;
+  Tensor encode_input_at(const Tensor& X, int64_t offset) override;
 
   std::shared_ptr<PositionalEncoding> encoding;  // its table P (max_len, D) is a non-persistent buffer
 };
@@ -79,6 +93,7 @@ class LearnedPositions : public PositionScheme {
  public:
   explicit LearnedPositions(const PositionSizes& sizes);
   Tensor encode_input(const Tensor& X) override;
+  Tensor encode_input_at(const Tensor& X, int64_t offset) override;
 
   std::shared_ptr<LearnedPositionalEncoding> encoding;
 };
@@ -88,6 +103,7 @@ class RotaryPositions : public PositionScheme {
  public:
   explicit RotaryPositions(const PositionSizes& sizes);
   std::pair<Tensor, Tensor> transform_qk(const Tensor& q, const Tensor& k) override;
+  std::pair<Tensor, Tensor> transform_qk_at(const Tensor& q, const Tensor& k, int64_t offset) override;
   bool transforms_qk() const override { return true; }
 
   std::shared_ptr<RotaryEmbedding> rotary;
@@ -99,6 +115,8 @@ class RelativeBiasPositions : public PositionScheme {
  public:
   explicit RelativeBiasPositions(std::shared_ptr<RelativePositionBias> bias);
   Tensor offset_bias(const IndexTensor& offsets) override;
+  Tensor encode_input_at(const Tensor& X, int64_t) override { return X; }
+  std::pair<Tensor, Tensor> transform_qk_at(const Tensor& q, const Tensor& k, int64_t) override { return {q, k}; }
 
   std::shared_ptr<RelativePositionBias> bias;
 };

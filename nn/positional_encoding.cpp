@@ -31,14 +31,17 @@ PositionalEncoding::PositionalEncoding(int64_t d, float p, int64_t len)
   P = register_buffer("P", sinusoidal_table(max_len, num_hiddens), /*persistent=*/false);
 }
 
-Tensor PositionalEncoding::forward(const Tensor& X) const {
+Tensor PositionalEncoding::forward(const Tensor& X, int64_t offset) const {
   if (X.dim() != 3 || X.size(2) != num_hiddens)
     throw ShapeError("PositionalEncoding: input of shape " + shape_str(X.shape()) + " must be (B, T, " +
                      std::to_string(num_hiddens) + ")");
-  if (X.size(1) > max_len)
-    throw ShapeError("PositionalEncoding: sequence length " + std::to_string(X.size(1)) + " exceeds max_len " +
-                     std::to_string(max_len));
-  return dropout->forward(X + P.narrow(0, 0, X.size(1)));
+  if (offset < 0 || X.size(1) > max_len - offset)
+    throw ShapeError("PositionalEncoding: " +
+                     (offset == 0 ? "sequence length " + std::to_string(X.size(1)) + " exceeds"
+                                  : "positions " + std::to_string(offset) + " .. " +
+                                        std::to_string(offset + X.size(1) - 1) + " exceed") +
+                     " max_len " + std::to_string(max_len));
+  return dropout->forward(X + P.narrow(0, offset, X.size(1)));
 }
 
 std::string PositionalEncoding::extra_repr() const {

@@ -33,7 +33,8 @@ Tensor sinusoidal_table(int64_t max_len, int64_t d, float base = 10000.0f);
 class PositionalEncoding : public Module {
  public:
   PositionalEncoding(int64_t num_hiddens, float dropout, int64_t max_len = 1000);
-  Tensor forward(const Tensor& X) const;
+  // offset: X holds positions offset .. offset + T − 1 (decoding with a key/value cache).
+  Tensor forward(const Tensor& X, int64_t offset = 0) const;
   std::string extra_repr() const override;
 
   int64_t num_hiddens, max_len;

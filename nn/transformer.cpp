@@ -2,8 +2,10 @@
 
 #include <cmath>
 
+#include "autograd/grad_mode.h"
 #include "nn/functional/banded_attention.h"
 #include "tensor/error.h"
+#include "tensor/factories.h"
 
 namespace qkv::nn {
 
@@ -37,6 +39,15 @@ Tensor TransformerEncoderBlock::forward(const Tensor& X, const IndexTensor& vali
     return Y + dropout->forward(ffn->forward(norm2->forward(Y)));
   }
   const Tensor Y = addnorm1->forward(X, attention->forward(X, X, X, valid_lens, mask, bias));
+  return addnorm2->forward(Y, ffn->forward(Y));
+}
+
+Tensor TransformerEncoderBlock::forward_step(const Tensor& x, Tensor& keys, Tensor& values, int64_t position) {
+  if (norm == NormPlacement::Pre) {
+    const Tensor Y = x + attention->forward_step(norm1->forward(x), keys, values, position);
+    return Y + ffn->forward(norm2->forward(Y));
+  }
+  const Tensor Y = addnorm1->forward(x, attention->forward_step(x, keys, values, position));
   return addnorm2->forward(Y, ffn->forward(Y));
 }
 
@@ -96,6 +107,50 @@ Tensor TransformerEncoder::forward(const Tensor& embedded, const IndexTensor& va
   Tensor X = dropout->forward(positions->encode_input(embedded));
   for (size_t i = 0; i < blocks->size(); ++i)
     X = blocks->at<TransformerEncoderBlock>(i)->forward(X, valid_lens);
+  return norm ? norm->forward(X) : X;
+}
+
+KVCache TransformerEncoder::make_cache(int64_t B, int64_t capacity) const {
+  if (B <= 0 || capacity <= 0 || capacity > options.max_len)
+    throw ValueError(where() + ": a cache for " + std::to_string(B) + " sequences of " + std::to_string(capacity) +
+                     " positions; expected at least one sequence and 1 .. max_len (" +
+                     std::to_string(options.max_len) + ") positions");
+  const int64_t H = options.num_heads, d = options.num_hiddens / options.num_heads;
+  KVCache cache;
+  for (int64_t i = 0; i < options.num_layers; ++i) {
+    cache.keys.push_back(zeros({B, H, capacity, d}));
+    cache.values.push_back(zeros({B, H, capacity, d}));
+  }
+  return cache;
+}
+
+Tensor TransformerEncoder::forward_step(const IndexTensor& ids, KVCache& cache) {
+  if (ids.dim() != 2 || ids.size(1) != 1)
+    throw ShapeError(where() + ": forward_step takes one id per sequence, (B, 1); got " + shape_str(ids.shape()));
+  if (!embedding)
+    throw StateError(where() + ": built with vocab_size 0, it takes embedded input, not ids");
+  NoGradGuard no_grad;
+  return forward_step(embedding->forward(ids) * std::sqrt(static_cast<float>(options.num_hiddens)), cache);
+}
+
+Tensor TransformerEncoder::forward_step(const Tensor& embedded, KVCache& cache) {
+  if (!options.attend.is_causal)
+    throw ValueError(where() + ": forward_step decodes a causal encoder (attend = causal); this one attends " +
+                     options.attend.describe());
+  if (embedded.dim() != 3 || embedded.size(1) != 1 || embedded.size(2) != options.num_hiddens)
+    throw ShapeError(where() + ": forward_step takes one token vector per sequence, (B, 1, " +
+                     std::to_string(options.num_hiddens) + "); got " + shape_str(embedded.shape()));
+  if (static_cast<int64_t>(cache.keys.size()) != options.num_layers || cache.values.size() != cache.keys.size())
+    throw ValueError(where() + ": the cache has " + std::to_string(cache.keys.size()) + " layers; expected " +
+                     std::to_string(options.num_layers) + " (make it with make_cache)");
+  if (cache.length < 0 || cache.length >= cache.capacity())
+    throw ValueError(where() + ": the cache is full (" + std::to_string(cache.capacity()) +
+                     " positions); clear() it, or make a larger one");
+  NoGradGuard no_grad;
+  Tensor X = dropout->forward(positions->encode_input_at(embedded, cache.length));
+  for (size_t i = 0; i < blocks->size(); ++i)
+    X = blocks->at<TransformerEncoderBlock>(i)->forward_step(X, cache.keys[i], cache.values[i], cache.length);
+  ++cache.length;
   return norm ? norm->forward(X) : X;
 }
 

@@ -53,6 +53,7 @@
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/ffn.h"
+#include "nn/kv_cache.h"
 #include "nn/layer_norm.h"
 #include "nn/module.h"
 #include "nn/position_scheme.h"
@@ -84,6 +85,9 @@ class TransformerEncoderBlock : public Module {
   // X (B, T, D); valid_lens, mask and bias as for MultiHeadAttention (nn/attention.h).
   Tensor forward(const Tensor& X, const IndexTensor& valid_lens = IndexTensor(),
                  const Tensor& mask = Tensor(), const Tensor& bias = Tensor());
+  // One decoding step: x (B, 1, D) at `position`, the block's cached keys and values as
+  // MultiHeadAttention::forward_step takes them → (B, 1, D).
+  Tensor forward_step(const Tensor& x, Tensor& keys, Tensor& values, int64_t position);
   std::string extra_repr() const override;
 
   NormPlacement norm;
@@ -117,6 +121,14 @@ class TransformerEncoder : public Module {
   Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens = IndexTensor());
   // From token vectors (B, T, D) instead of ids: positions, dropout, the blocks.
   Tensor forward(const Tensor& embedded, const IndexTensor& valid_lens = IndexTensor());
+  // Decoding with a key/value cache (nn/kv_cache.h), for a causal encoder (attend = causal, a
+  // decoder-only model such as GPT) in eval mode. make_cache gives an empty cache for B sequences of
+  // up to `capacity` <= max_len tokens; forward_step runs the next token of each sequence, ids (B, 1)
+  // or embedded (B, 1, D), at position cache.length, and advances it → (B, 1, D): the same values,
+  // to the bit, as the last row of forward() over every token so far. No graph is recorded.
+  KVCache make_cache(int64_t B, int64_t capacity) const;
+  Tensor forward_step(const IndexTensor& ids, KVCache& cache);
+  Tensor forward_step(const Tensor& embedded, KVCache& cache);
   // Each block's attention weights from the last forward, (B, H, T, T), detached; zero outside a
   // window. Undefined after a forward in training mode whose weights are above
   // options.recompute_weights_above bytes per block.

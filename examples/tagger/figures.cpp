@@ -217,7 +217,7 @@ std::string draw_positional_encoding(const Tensor& P, int64_t positions, const s
 
 std::string draw_confusion(const std::vector<std::vector<int64_t>>& confusion, const qkv::data::Vocab& tags,
                            const std::string& dir) {
-  if (confusion.size() != tags.size())
+  if (static_cast<int64_t>(confusion.size()) != tags.size())
     throw qkv::ShapeError("draw_confusion: " + std::to_string(confusion.size()) + " rows for " +
                           std::to_string(tags.size()) + " tags");
   const std::string path = (fs::path(dir) / "confusion.png").string();
