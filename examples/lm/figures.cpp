@@ -1,0 +1,115 @@
+#include "examples/lm/figures.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+
+#include "autograd/grad_mode.h"
+#include "io/checkpoint.h"
+#include "io/file.h"
+#include "plot/plot.h"
+#include "tensor/error.h"
+
+namespace lm {
+namespace fs = std::filesystem;
+using qkv::io::Json;
+
+namespace {
+
+// A horizontal line across the steps, for a baseline.
+qkv::plot::Series level(const std::string& name, double y, double x0, double x1) {
+  return {name, {x0, x1}, {y, y}};
+}
+
+void draw_loss(const fs::path& run, const fs::path& path) {
+  const Json text = qkv::io::parse_json(qkv::io::read_checkpoint(run / "last.safetensors").config);
+  qkv::plot::Series train{"train", {}, {}}, validation{"validation", {}, {}};
+  for (const Json& row : text.find("history")->as_array()) {
+    const auto& r = row.as_array();
+    train.x.push_back(static_cast<double>(r[0].as_int()));
+    train.y.push_back(r[1].as_double());
+    validation.x.push_back(static_cast<double>(r[0].as_int()));
+    validation.y.push_back(r[2].as_double());
+  }
+  qkv::plot::LinePlotSpec spec;
+  spec.title = "Bits per character (lines: baselines on test)";
+  spec.x_label = "step";
+  spec.y_label = "bits per character";
+  spec.markers = train.x.size() < 30;
+  spec.series = {train, validation};
+  const double x0 = train.x.empty() ? 0 : 0, x1 = train.x.empty() ? 1 : train.x.back();
+  const Json baselines = qkv::io::parse_json(qkv::io::read_text_file(run / "baselines.json", "lm figures"));
+  spec.series.push_back(level("unigram", baselines.find("unigram")->as_double(), x0, x1));
+  spec.series.push_back(level("Kneser-Ney " + std::to_string(baselines.find("ngram_order")->as_int()) + "-gram",
+                              baselines.find("ngram")->as_double(), x0, x1));
+  for (const char* name : {"bzip2", "xz"})
+    if (const Json* b = baselines.find(name); b && !b->is_null()) spec.series.push_back(level(name, b->as_double(), x0, x1));
+  double top = 0;
+  for (const auto& s : spec.series) top = std::max(top, s.y.empty() ? 0.0 : *std::max_element(s.y.begin(), s.y.end()));
+  spec.y_range = qkv::plot::AxisRange{1.0, std::min(top, 5.0) + 0.2};
+  qkv::plot::draw_line_plot(spec).write_png(path.string());
+}
+
+void draw_by_position(const Run& run, const Data& data, const fs::path& path) {
+  std::vector<double> bits;
+  evaluate_bits(*run.model, data.test, data.start_id, &bits);
+  qkv::plot::Series s{"test", {}, bits};
+  for (size_t i = 0; i < bits.size(); ++i) s.x.push_back(static_cast<double>(i + 1));
+  qkv::plot::LinePlotSpec spec;
+  spec.title = "Test bits per character by position in the window";
+  spec.x_label = "characters of context + 1";
+  spec.y_label = "bits per character";
+  spec.log_x = true;
+  spec.series = {s};
+  qkv::plot::draw_line_plot(spec).write_png(path.string());
+}
+
+std::string label(char32_t c) {
+  if (c == U'\n') return "\\n";
+  if (c == U' ') return "_";
+  return encode_utf8(Piece(1, c));
+}
+
+}  // namespace
+
+void draw_sample_attention(CharGPT& model, const CharVocab& vocab, const std::vector<int32_t>& prompt,
+                           const SampleOptions& options, const std::string& path) {
+  std::vector<int32_t> ids = prompt;
+  const std::vector<int32_t> out = generate(model, prompt, options);
+  ids.insert(ids.end(), out.begin(), out.end());
+  const int64_t n = std::min<int64_t>({64, model.config.context, static_cast<int64_t>(ids.size())});
+  const std::vector<int64_t> passage(ids.end() - n, ids.end());
+  qkv::NoGradGuard no_grad;
+  model.eval();
+  model.forward(qkv::IndexTensor(passage, {1, n}));
+  const qkv::Tensor w = model.encoder->attention_weights().back();  // (1, H, n, n)
+  qkv::plot::HeatmapSpec spec;
+  spec.rows = spec.cols = static_cast<int>(n);
+  const qkv::Tensor head = w.narrow(1, 0, 1).contiguous();
+  spec.values.assign(head.data(), head.data() + n * n);
+  for (const int64_t id : passage) spec.row_labels.push_back(label(vocab.character(static_cast<int32_t>(id))));
+  spec.col_labels = spec.row_labels;
+  spec.title = "Last block, head 1: each character (row) over those before it";
+  spec.x_label = "key";
+  spec.y_label = "query";
+  qkv::plot::draw_heatmap(spec).write_png(path);
+}
+
+std::vector<std::string> draw_training_figures(const std::string& run_dir) {
+  const fs::path dir = fs::path(run_dir) / "figures";
+  fs::create_directories(dir);
+  const Run run = load_run(run_dir, "best");
+  const Data data = load_data(run.config, run.config.chars);
+  std::vector<std::string> written;
+  draw_loss(run_dir, dir / "loss.png");
+  written.push_back((dir / "loss.png").string());
+  draw_sample_attention(*run.model, run.vocab, {run.vocab.id(U'C'), run.vocab.id(U'a'), run.vocab.id(U'l')},
+                        {.tokens = 80, .temperature = 0.0}, (dir / "attention.png").string());
+  written.push_back((dir / "attention.png").string());
+  draw_by_position(run, data, dir / "bits_by_position.png");
+  written.push_back((dir / "bits_by_position.png").string());
+  for (const std::string& f : written) std::cout << "lm: figure " << f << "\n";
+  return written;
+}
+
+}  // namespace lm

@@ -1,0 +1,514 @@
+#include "examples/lm/train.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <numbers>
+#include <sstream>
+
+#include "autograd/grad_mode.h"
+#include "examples/common/progress.h"
+#include "io/checkpoint.h"
+#include "io/file.h"
+#include "nn/functional/loss.h"
+#include "optim/adam.h"
+#include "optim/clip.h"
+#include "optim/scheduler.h"
+#include "tensor/error.h"
+#include "tensor/random.h"
+
+namespace lm {
+namespace fs = std::filesystem;
+using qkv::IndexTensor;
+using qkv::Tensor;
+using qkv::io::Json;
+
+namespace {
+
+// Every field of the Config under its config.json key, for writing and strict reading.
+template <class C, class F>
+void for_each_field(C& c, F&& f) {
+  f("text", c.text);
+  f("cache", c.cache);
+  f("context", c.model.context);
+  f("d_model", c.model.d_model);
+  f("heads", c.model.heads);
+  f("layers", c.model.layers);
+  f("ffn_hidden", c.model.ffn_hidden);
+  f("positions", c.model.positions);
+  f("ffn", c.model.ffn);
+  f("dropout", c.model.dropout);
+  f("steps", c.steps);
+  f("batch", c.batch);
+  f("warmup", c.warmup);
+  f("eval_every", c.eval_every);
+  f("seed", c.seed);
+  f("lr", c.lr);
+  f("weight_decay", c.weight_decay);
+  f("clip", c.clip);
+  f("chars", c.chars);
+}
+
+std::string option_of(const std::string& key) {
+  std::string option = key;
+  std::replace(option.begin(), option.end(), '_', '-');
+  return key + " (--" + option + ")";
+}
+
+void check_int(const std::string& key, int64_t value, int64_t lo, int64_t hi) {
+  if (value < lo || value > hi)
+    throw qkv::ValueError(option_of(key) + " is " + std::to_string(value) + "; expected " + std::to_string(lo) +
+                          " .. " + std::to_string(hi));
+}
+
+void check_number(const std::string& key, double value, double lo, double hi, bool open_lo = false) {
+  if (!std::isfinite(value) || value < lo || value > hi || (open_lo && value == lo)) {
+    std::ostringstream s;
+    s << option_of(key) << " is " << value << "; expected a number in " << (open_lo ? "(" : "[") << lo << ", "
+      << hi << "]";
+    throw qkv::ValueError(s.str());
+  }
+}
+
+void check_name(const std::string& key, const std::string& value, const std::vector<std::string>& known) {
+  if (std::find(known.begin(), known.end(), value) != known.end()) return;
+  std::string list;
+  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+  throw qkv::ValueError(option_of(key) + " is '" + value + "'; expected one of " + list);
+}
+
+}  // namespace
+
+void Config::validate() const {
+  check_int("context", model.context, 2, 8192);
+  check_int("d_model", model.d_model, 1, 4096);
+  check_int("heads", model.heads, 1, model.d_model);
+  if (model.d_model % model.heads != 0)
+    throw qkv::ValueError("d_model (--d-model) " + std::to_string(model.d_model) + " is not a multiple of heads (--heads) " +
+                          std::to_string(model.heads));
+  if (model.positions == "rotary" && (model.d_model / model.heads) % 2 != 0)
+    throw qkv::ValueError("positions (--positions) rotary needs an even head width; d_model / heads is " +
+                          std::to_string(model.d_model / model.heads));
+  check_int("layers", model.layers, 1, 64);
+  check_int("ffn_hidden", model.ffn_hidden, 1, 65536);
+  check_name("positions", model.positions, qkv::nn::position_scheme_names());
+  check_name("ffn", model.ffn, qkv::nn::feed_forward_names());
+  check_number("dropout", model.dropout, 0.0, 0.9);
+  check_int("steps", steps, 1, 100'000'000);
+  check_int("batch", batch, 1, 4096);
+  check_int("warmup", warmup, 0, steps);
+  check_int("eval_every", eval_every, 1, 100'000'000);
+  check_int("seed", seed, 0, std::numeric_limits<int64_t>::max());
+  check_number("lr", lr, 0.0, 10.0, /*open_lo=*/true);
+  check_number("weight_decay", weight_decay, 0.0, 10.0);
+  check_number("clip", clip, 0.0, 1e6);
+}
+
+Json Config::to_json() const {
+  Json::Object members;
+  Config copy = *this;
+  for_each_field(copy, [&](const char* name, auto& value) {
+    using V = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<V, std::string>) members.emplace_back(name, Json(value));
+    else if constexpr (std::is_floating_point_v<V>) members.emplace_back(name, Json(static_cast<double>(value)));
+    else members.emplace_back(name, Json(static_cast<int64_t>(value)));
+  });
+  return Json(std::move(members));
+}
+
+Config Config::from_json(const Json& json, const std::string& source) {
+  auto fail = [&](const std::string& what) { throw qkv::ValueError(source + ": " + what); };
+  if (!json.is_object()) fail("expected an object of settings, found " + std::string(json.kind_name()));
+  Config c;
+  std::vector<std::string> seen;
+  for (const auto& [key, value] : json.as_object()) {
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) fail("key '" + key + "' appears twice");
+    seen.push_back(key);
+    bool known = false;
+    for_each_field(c, [&](const char* name, auto& field) {
+      if (key != name) return;
+      known = true;
+      using V = std::decay_t<decltype(field)>;
+      auto wrong_kind = [&](const char* wanted) { fail("key '" + key + "': " + qkv::io::kind_mismatch(wanted, value)); };
+      if constexpr (std::is_same_v<V, std::string>) {
+        if (!value.is_string()) wrong_kind("string");
+        field = value.as_string();
+      } else if constexpr (std::is_floating_point_v<V>) {
+        if (!value.is_int() && !value.is_double()) wrong_kind("number");
+        field = static_cast<V>(value.as_double());
+      } else {
+        if (!value.is_int()) wrong_kind("integer");
+        field = value.as_int();
+      }
+    });
+    if (!known) fail("unknown key '" + key + "' (is this an lm run?)");
+  }
+  int64_t count = 0;
+  for_each_field(c, [&](const char*, auto&) { ++count; });
+  if (static_cast<int64_t>(seen.size()) != count) fail("it lacks keys; expected all " + std::to_string(count) + " of an lm config");
+  try {
+    c.validate();
+  } catch (const qkv::ValueError& e) {
+    fail(e.what());
+  }
+  return c;
+}
+
+Data load_data(const Config& config, const std::string& chars) {
+  Data d;
+  d.text = config.text.empty() ? load_moby_dick(config.cache) : load_text_file(config.text);
+  if (chars.empty()) {
+    d.vocab = CharVocab(d.text.train);
+  } else {
+    const Piece saved = decode_utf8(chars, "the run's characters");
+    d.vocab = CharVocab::from_chars(std::vector<char32_t>(saved.begin(), saved.end()));
+  }
+  d.train = d.vocab.encode(d.text.train);
+  d.validation = d.vocab.encode(d.text.validation);
+  d.test = d.vocab.encode(d.text.test);
+  d.start_id = d.vocab.id(U'\n');
+  size_t longest = 0;
+  for (const auto& piece : d.train) longest = std::max(longest, piece.size());
+  if (static_cast<int64_t>(longest) < config.model.context)
+    throw qkv::ValueError(d.text.source + ": the longest piece of its training part has " + std::to_string(longest) +
+                          " characters, shorter than one context window (--context " +
+                          std::to_string(config.model.context) + "); give a longer text or a smaller --context");
+  return d;
+}
+
+Json BaselineBits::to_json() const {
+  Json::Object o{{"unigram", Json(unigram)}, {"ngram_order", Json(int64_t{ngram_order})}, {"ngram", Json(ngram)}};
+  o.emplace_back("bzip2", bzip2 ? Json(*bzip2) : Json());
+  o.emplace_back("xz", xz ? Json(*xz) : Json());
+  return Json(std::move(o));
+}
+
+BaselineBits compute_baselines(const Data& d) {
+  BaselineBits b;
+  b.unigram = unigram_bits(d.train, d.test, d.vocab.size());
+  const NgramChoice choice = best_kneser_ney_order(d.train, d.validation, d.vocab.size(), 8);
+  b.ngram_order = choice.order;
+  b.ngram = KneserNey(d.train, d.vocab.size(), choice.order).bits(d.test);
+  std::string train_text, test_text;
+  int64_t test_chars = 0;
+  for (const Piece& p : d.text.train) train_text += encode_utf8(p);
+  for (const Piece& p : d.text.test) {
+    test_text += encode_utf8(p);
+    test_chars += static_cast<int64_t>(p.size());
+  }
+  b.bzip2 = compressor_bits({"bzip2", "-9", "-c"}, train_text, test_text, test_chars);
+  b.xz = compressor_bits({"xz", "-9e", "-c"}, train_text, test_text, test_chars);
+  return b;
+}
+
+namespace {
+
+// The windows that score a piece read after start_id: x = [start_id] + piece, inputs x[a, a + n),
+// targets x[a + 1, a + n], of which those from index `from` on are scored (each target once).
+struct Window {
+  size_t piece;
+  int64_t start, length, from;
+};
+
+std::vector<Window> windows(const Ids& pieces, int64_t context, int64_t stride) {
+  std::vector<Window> out;
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    const int64_t L = static_cast<int64_t>(pieces[p].size());  // targets x[1 .. L]
+    int64_t scored = 0;                                        // targets x[1 .. scored] done
+    for (int64_t a = 0; scored < L; a += stride) {
+      const int64_t start = std::min(a, std::max<int64_t>(L - context, 0));
+      const int64_t length = std::min(context, L - start);
+      out.push_back({p, start, length, scored - start});
+      scored = start + length;
+    }
+  }
+  return out;
+}
+
+double log2e() { return 1.0 / std::numbers::ln2; }
+
+}  // namespace
+
+double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, std::vector<double>* by_position) {
+  const int64_t T = model.config.context;
+  const bool was_training = model.is_training();
+  model.eval();
+  qkv::NoGradGuard no_grad;
+  double total = 0;
+  int64_t count = 0;
+  const bool positions = by_position != nullptr;
+  std::vector<double> sum(static_cast<size_t>(T)), n(static_cast<size_t>(T));
+  for (const Window& w : windows(pieces, T, positions ? T : T / 2)) {
+    const std::vector<int32_t>& piece = pieces[w.piece];
+    std::vector<int64_t> inputs(static_cast<size_t>(w.length)), targets(static_cast<size_t>(w.length));
+    for (int64_t i = 0; i < w.length; ++i) {
+      const int64_t x = w.start + i;  // index into [start_id] + piece
+      inputs[i] = x == 0 ? start_id : piece[static_cast<size_t>(x - 1)];
+      targets[i] = piece[static_cast<size_t>(x)];
+    }
+    const Tensor logits = model.forward(IndexTensor(inputs, {1, w.length})).view({w.length, -1});
+    const Tensor nats = qkv::nn::functional::cross_entropy(logits, IndexTensor(targets),
+                                                          {.reduction = qkv::nn::functional::Reduction::None})
+                            .contiguous();
+    for (int64_t i = std::max<int64_t>(w.from, 0); i < w.length; ++i) {
+      total += nats.data()[i];
+      ++count;
+      if (positions && w.length == T) {
+        sum[static_cast<size_t>(i)] += nats.data()[i] * log2e();
+        n[static_cast<size_t>(i)] += 1;
+      }
+    }
+  }
+  if (positions) {
+    by_position->assign(static_cast<size_t>(T), 0.0);
+    for (int64_t i = 0; i < T; ++i) (*by_position)[i] = n[i] > 0 ? sum[i] / n[i] : 0.0;
+  }
+  model.train(was_training);
+  return count > 0 ? total / static_cast<double>(count) * log2e() : 0.0;
+}
+
+namespace {
+
+// Windows of context + 1 characters drawn uniformly over every start in the training pieces, each
+// piece read after start_id: inputs x[a, a + T), targets x[a + 1, a + T] of x = [start_id] + piece.
+class Batches {
+ public:
+  Batches(const Data& d, int64_t T) : d_(d), T_(T) {
+    for (size_t p = 0; p < d.train.size(); ++p) {
+      const int64_t starts = static_cast<int64_t>(d.train[p].size()) + 1 - T;  // a in [0, L + 1 − T)
+      if (starts > 0) {
+        total_ += starts;
+        ends_.push_back(total_);
+        pieces_.push_back(p);
+      }
+    }
+  }
+  // (B, T) inputs and targets, drawn with the default generator.
+  std::pair<IndexTensor, IndexTensor> draw(int64_t B) const {
+    std::vector<int64_t> inputs(static_cast<size_t>(B * T_)), targets(inputs.size());
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t k = static_cast<int64_t>(qkv::default_generator().next_below(static_cast<uint64_t>(total_)));
+      const size_t i = static_cast<size_t>(std::upper_bound(ends_.begin(), ends_.end(), k) - ends_.begin());
+      const std::vector<int32_t>& piece = d_.train[pieces_[i]];
+      const int64_t a = k - (i == 0 ? 0 : ends_[i - 1]);
+      for (int64_t t = 0; t < T_; ++t) {
+        const int64_t x = a + t;
+        inputs[b * T_ + t] = x == 0 ? d_.start_id : piece[static_cast<size_t>(x - 1)];
+        targets[b * T_ + t] = piece[static_cast<size_t>(x)];
+      }
+    }
+    return {IndexTensor(inputs, {B, T_}), IndexTensor(targets, {B * T_})};
+  }
+
+ private:
+  const Data& d_;
+  int64_t T_, total_ = 0;
+  std::vector<int64_t> ends_;  // cumulative starts
+  std::vector<size_t> pieces_;
+};
+
+struct Evaluation {
+  int64_t step = 0;
+  double train_bits = 0, validation_bits = 0, lr = 0, seconds = 0;
+};
+
+// What a checkpoint's config text holds: the config, the evaluations so far, the best validation.
+std::string checkpoint_text(const Config& c, const std::vector<Evaluation>& history, double best) {
+  Json::Array rows;
+  for (const Evaluation& e : history)
+    rows.push_back(Json(Json::Array{Json(e.step), Json(e.train_bits), Json(e.validation_bits), Json(e.lr)}));
+  return qkv::io::to_json(Json(Json::Object{{"config", c.to_json()}, {"history", Json(rows)}, {"best", Json(best)}}));
+}
+
+void write_metrics(const fs::path& dir, const std::vector<Evaluation>& history) {
+  std::ostringstream csv;
+  csv << "step,train_bits_per_char,validation_bits_per_char,lr,seconds\n" << std::setprecision(6);
+  for (const Evaluation& e : history)
+    csv << e.step << ',' << e.train_bits << ',' << e.validation_bits << ',' << e.lr << ',' << e.seconds << '\n';
+  qkv::io::write_text_file(dir / "metrics.csv", csv.str(), "lm");
+}
+
+// Makes and locks the run directory, refusing what the header of train.h says.
+qkv::io::DirectoryLock prepare_run_directory(const fs::path& dir, bool resume) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw qkv::ValueError("lm train: cannot make the run directory " + dir.string() + " (--run): " +
+                          (ec ? ec.message() : "it is not a directory"));
+  qkv::io::DirectoryLock lock = qkv::io::DirectoryLock::try_lock(dir);
+  if (!lock.locked())
+    throw qkv::ValueError("lm train: another training holds the run directory " + dir.string() +
+                          " (--run), or it cannot be written; wait for it, or choose another directory");
+  const bool has_run = fs::exists(dir / "config.json");
+  if (resume && !has_run)
+    throw qkv::ValueError("lm train --resume: " + dir.string() + " (--run) holds no lm run (no config.json)");
+  if (!resume) {
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      if (entry.path().filename() == ".lock") continue;
+      throw qkv::ValueError("lm train: " + dir.string() + " (--run) " +
+                            (has_run ? "holds an lm run; --resume continues it, or choose another --run"
+                                     : "is not empty and not an lm run; choose an empty or new directory") +
+                            " (nothing was changed)");
+    }
+  }
+  qkv::io::remove_temp_files(dir, {"config.json", "baselines.json", "metrics.csv", "last.safetensors",
+                                   "best.safetensors"});
+  qkv::io::check_writable(dir, "lm train");
+  return lock;
+}
+
+// The AdamW of nanoGPT: decoupled weight decay on the matrices (and the tied embedding), none on
+// the biases and the norms' gains.
+std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& c) {
+  qkv::optim::ParamGroup decay, no_decay{.weight_decay = 0.0};
+  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  return std::make_unique<qkv::optim::AdamW>(std::vector<qkv::optim::ParamGroup>{decay, no_decay},
+                                             qkv::optim::AdamWOptions{.lr = c.lr, .betas = {0.9, 0.99},
+                                                                      .weight_decay = c.weight_decay});
+}
+
+void print_baselines(std::ostream& out, const BaselineBits& b) {
+  out << std::fixed << std::setprecision(3) << "  unigram                          " << b.unigram << "\n"
+      << "  Kneser-Ney " << b.ngram_order << "-gram (best on val.)   " << b.ngram << "\n";
+  out << "  bzip2 -9                         " << (b.bzip2 ? std::to_string(*b.bzip2).substr(0, 5) : "not installed") << "\n";
+  out << "  xz -9e                           " << (b.xz ? std::to_string(*b.xz).substr(0, 5) : "not installed") << "\n";
+}
+
+// The run in `dir` that --resume continues: its config, with `steps` (0: the run's own) if that
+// extends it, and its evaluations and best validation bits from the last checkpoint.
+Config read_resumed_run(const fs::path& dir, int64_t steps, std::vector<Evaluation>& history, double& best) {
+  Config config = load_run(dir, "last").config;
+  if (steps == 0) steps = config.steps;
+  if (steps < config.steps)
+    throw qkv::ValueError("lm train --resume --steps " + std::to_string(steps) + " is below the run's " +
+                          std::to_string(config.steps) + ": a run can be extended, not shortened");
+  config.steps = steps;
+  const Json text = qkv::io::parse_json(qkv::io::read_checkpoint(dir / "last.safetensors").config);
+  for (const Json& row : text.find("history")->as_array()) {
+    const Json::Array& r = row.as_array();
+    history.push_back({r[0].as_int(), r[1].as_double(), r[2].as_double(), r[3].as_double(), 0});
+  }
+  best = text.find("best")->as_double();
+  return config;
+}
+
+}  // namespace
+
+TrainResult train(Config config, const TrainOptions& o) {
+  const fs::path dir = o.run_dir;
+  if (dir.empty()) throw qkv::ValueError("lm train: --run is empty; expected a directory");
+  const qkv::io::DirectoryLock lock = prepare_run_directory(dir, o.resume);
+  std::vector<Evaluation> history;
+  double best = std::numeric_limits<double>::infinity();
+  if (o.resume) config = read_resumed_run(dir, config.steps, history, best);
+  const Data data = load_data(config, config.chars);
+  config.chars = encode_utf8(Piece(data.vocab.chars().begin(), data.vocab.chars().end()));
+  config.model.vocab_size = data.vocab.size();
+  TrainResult result;
+  if (o.verbose)
+    std::cout << "lm: " << data.text.source << ", " << data.vocab.size() - 1 << " characters; train "
+              << data.text.train.size() << " pieces, validation " << data.text.validation.size() << ", test "
+              << data.text.test.size() << "\n";
+  result.baselines = compute_baselines(data);
+  if (o.verbose) {
+    std::cout << "baselines on test, bits per character:\n";
+    print_baselines(std::cout, result.baselines);
+  }
+  if (!o.resume) {
+    qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "lm train");
+    qkv::io::write_text_file(dir / "baselines.json", qkv::io::to_json(result.baselines.to_json()) + "\n", "lm train");
+    qkv::manual_seed(static_cast<uint64_t>(config.seed));
+  }
+  CharGPT model(config.model);
+  auto optimizer = make_optimizer(model, config);
+  int64_t step = 0;
+  if (o.resume) step = qkv::io::load_checkpoint(dir / "last.safetensors", model, *optimizer).step;
+  qkv::optim::WarmupLR schedule(*optimizer, config.warmup, config.steps);
+  schedule.set_last_step(step);
+  const Batches batches(data, config.model.context);
+  std::optional<qkv::examples::Progress> progress;
+  if (o.progress) progress.emplace("lm train", config.steps - step);
+  const auto started = std::chrono::steady_clock::now();
+  const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  const int64_t first = step;
+  double loss_sum = 0;
+  int64_t loss_count = 0, evaluations = 0;
+  model.train();
+  while (step < config.steps) {
+    const auto [inputs, targets] = batches.draw(config.batch);
+    const Tensor logits = model.forward(inputs);
+    const Tensor loss = qkv::nn::functional::cross_entropy(logits.view({-1, logits.size(2)}), targets);
+    optimizer->zero_grad();
+    loss.backward();
+    const double norm = qkv::optim::clip_grad_norm_(model.parameters(), config.clip > 0 ? config.clip : 1e30);
+    const double value = loss.item();
+    if (!std::isfinite(value) || !std::isfinite(norm))
+      throw qkv::Error("lm train: step " + std::to_string(step + 1) + " has a loss or gradient that is not finite (" +
+                       std::to_string(value) + "); lower --lr. The run keeps its last saved checkpoint");
+    optimizer->step();
+    schedule.step();
+    ++step;
+    loss_sum += value;
+    ++loss_count;
+    if (progress) progress->update(step - first, "loss " + std::to_string(value * log2e()).substr(0, 5) + " bits/char");
+    if (step % config.eval_every != 0 && step != config.steps) continue;
+    const Evaluation e{step, loss_sum / loss_count * log2e(), evaluate_bits(model, data.validation, data.start_id),
+                       optimizer->lr(), seconds()};
+    loss_sum = 0;
+    loss_count = 0;
+    history.push_back(e);
+    best = std::min(best, e.validation_bits);
+    const std::string text = checkpoint_text(config, history, best);
+    if (e.validation_bits == best) qkv::io::save_checkpoint(dir / "best.safetensors", model, *optimizer, step, text);
+    qkv::io::save_checkpoint(dir / "last.safetensors", model, *optimizer, step, text);
+    if (o.resume && step > first && evaluations == 0)  // a resumed run's config now says the new --steps
+      qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "lm train");
+    write_metrics(dir, history);
+    if (o.verbose)
+      std::cout << "step " << step << "/" << config.steps << ": train " << std::fixed << std::setprecision(3)
+                << e.train_bits << ", validation " << e.validation_bits << " bits/char" << std::endl;
+    if (++evaluations == o.stop_after) break;
+  }
+  result.tokens_per_second = static_cast<double>((step - first) * config.batch * config.model.context) /
+                             std::max(seconds(), 1e-9);
+  if (progress) progress->finish("trained to step " + std::to_string(step));
+  result.best_validation_bits = best;
+  const Run run = load_run(dir, "best");
+  result.test_bits = evaluate_bits(*run.model, data.test, data.start_id);
+  if (o.verbose) {
+    std::cout << "test bits per character:\n" << std::fixed << std::setprecision(3) << "  this model                       "
+              << result.test_bits << "\n";
+    print_baselines(std::cout, result.baselines);
+  }
+  return result;
+}
+
+Run load_run(const fs::path& dir, const std::string& which) {
+  const fs::path config_path = dir / "config.json";
+  if (!fs::exists(config_path))
+    throw qkv::ValueError("lm: " + dir.string() + " (--run) holds no lm run (no config.json)");
+  Run run;
+  run.config = Config::from_json(qkv::io::parse_json(qkv::io::read_text_file(config_path, "lm")), config_path.string());
+  const Piece chars = decode_utf8(run.config.chars, config_path.string() + " chars");
+  run.vocab = CharVocab::from_chars(std::vector<char32_t>(chars.begin(), chars.end()));
+  run.config.model.vocab_size = run.vocab.size();
+  const fs::path file = dir / (which + ".safetensors");
+  const qkv::io::Checkpoint checkpoint = qkv::io::read_checkpoint(file);
+  const Json text = qkv::io::parse_json(checkpoint.config);
+  const Json* saved = text.is_object() ? text.find("config") : nullptr;
+  if (!saved) throw qkv::ValueError("lm: " + file.string() + " is not an lm checkpoint (its config text has no lm config)");
+  Config from_checkpoint = Config::from_json(*saved, file.string());
+  from_checkpoint.steps = run.config.steps;  // --resume may have extended the run since
+  if (qkv::io::to_json(from_checkpoint.to_json()) != qkv::io::to_json(run.config.to_json()))
+    throw qkv::ValueError("lm: " + file.string() + " was saved with another config than " + config_path.string());
+  run.model = std::make_shared<CharGPT>(run.config.model);
+  run.model->load_state_dict(checkpoint.model);
+  run.model->eval();
+  return run;
+}
+
+}  // namespace lm

@@ -1,0 +1,151 @@
+// examples/lm: the character-level GPT's generation with and without the key/value cache, the text
+// and its splits, and the character vocabulary.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "autograd/grad_mode.h"
+#include "examples/lm/model.h"
+#include "examples/lm/text.h"
+#include "tensor/factories.h"
+#include "tensor/error.h"
+#include "tensor/random.h"
+#include "tensor/reference_mode.h"
+#include "thread_testing.h"
+
+using namespace lm;
+
+namespace {
+
+std::shared_ptr<CharGPT> tiny_gpt(const std::string& positions, int64_t context) {
+  qkv::manual_seed(11);
+  auto model = std::make_shared<CharGPT>(ModelConfig{.vocab_size = 23, .context = context, .d_model = 32,
+                                                     .heads = 4, .layers = 2, .ffn_hidden = 64,
+                                                     .positions = positions, .ffn = "swiglu", .dropout = 0.1f});
+  // Away from the initial N(0, 0.02²) embedding, so that the logits differ enough for sampling to
+  // wander over the whole vocabulary.
+  qkv::manual_seed(12);
+  qkv::NoGradGuard no_grad;
+  model->embedding->weight.copy_(qkv::randn(model->embedding->weight.shape()) * 0.3f);
+  return model;
+}
+
+struct Run {
+  std::vector<int32_t> ids;
+  std::vector<float> logits;  // every step's, one after another
+};
+
+Run sample(CharGPT& model, bool cache, double temperature = 1.0, int64_t tokens = 1000) {
+  std::vector<std::vector<float>> steps;
+  Run run;
+  run.ids = generate(model, {1, 2, 3}, {.tokens = tokens, .temperature = temperature, .seed = 5, .cache = cache},
+                     {}, &steps);
+  for (const auto& s : steps) run.logits.insert(run.logits.end(), s.begin(), s.end());
+  return run;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("1000 sampled characters: the logits with and without the cache have the same bits at every step") {
+  // A context of 96 makes the window fill and be cut to its last 48 characters many times on the way.
+  for (const std::string positions : {"learned", "rotary"}) {
+    CAPTURE(positions);
+    const auto model = tiny_gpt(positions, 96);
+    const Run cached = sample(*model, true), plain = sample(*model, false);
+    REQUIRE(cached.logits.size() == size_t{1000 * 23});
+    CHECK(same_bits(cached.logits, plain.logits));
+    CHECK(cached.ids == plain.ids);
+    // Sampling wandered: most of the vocabulary appears.
+    std::vector<bool> seen(23);
+    for (const int32_t id : cached.ids) seen[static_cast<size_t>(id)] = true;
+    CHECK(std::count(seen.begin(), seen.end(), true) >= 12);
+  }
+}
+
+TEST_CASE("cached sampling gives the same bits with 1 and 2 threads, and reproduces with its seed") {
+  const auto model = tiny_gpt("rotary", 96);
+  qkv::testing::check_bitwise_identical_with_1_and_2_threads([&] { return sample(*model, true, 1.0, 300).logits; });
+  CHECK(sample(*model, true, 0.8, 200).ids == sample(*model, true, 0.8, 200).ids);
+  CHECK(sample(*model, true, 0.8, 200).ids != sample(*model, true, 1.5, 200).ids);
+}
+
+TEST_CASE("in the reference mode the cache agrees to float32 rounding, and greedy text is the same") {
+  // The reference mode's softmax sums a row with the compiler's SIMD reduction, whose order depends
+  // on the row's length: the whole-prefix forward sums each causal row over all T keys (the hidden
+  // ones adding 0), a cached step over the keys so far, so the last bits may differ. The fast
+  // kernels sum in lanes fixed by position, and agree to the bit (above).
+  const auto model = tiny_gpt("learned", 64);
+  qkv::ReferenceModeGuard plain;
+  const Run cached = sample(*model, true, 0.0, 150), recomputed = sample(*model, false, 0.0, 150);
+  CHECK(cached.ids == recomputed.ids);
+  REQUIRE(cached.logits.size() == recomputed.logits.size());
+  float largest = 0;
+  for (size_t i = 0; i < cached.logits.size(); ++i)
+    largest = std::max(largest, std::abs(cached.logits[i] - recomputed.logits[i]));
+  CHECK(largest <= 2e-5f);
+  for (size_t t = 0; t < cached.ids.size(); ++t) {
+    const float* row = cached.logits.data() + t * 23;
+    CHECK(cached.ids[t] == std::max_element(row, row + 23) - row);
+  }
+}
+
+TEST_CASE("sample_id: greedy, top-k and temperature") {
+  const std::vector<float> logits = {0.0f, 3.0f, 1.0f, 2.9f};
+  qkv::Generator gen(1);
+  CHECK(sample_id(logits.data(), 4, {.temperature = 0.0}, gen) == 1);
+  // top_k 1 is greedy whatever the temperature; top_k 2 never picks outside {1, 3}.
+  CHECK(sample_id(logits.data(), 4, {.temperature = 5.0, .top_k = 1}, gen) == 1);
+  int counts[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 2000; ++i) ++counts[sample_id(logits.data(), 4, {.temperature = 1.0, .top_k = 2}, gen)];
+  CHECK(counts[0] == 0);
+  CHECK(counts[2] == 0);
+  // p(1) / p(3) = e^0.1 = 1.105: of 2000 draws about 1050 and 950.
+  CHECK(counts[1] == doctest::Approx(2000 * 1.105 / 2.105).epsilon(0.08));
+}
+
+TEST_CASE("Moby-Dick's chapters split by the rule: every 20th to test, the next to validation") {
+  Piece book;
+  for (int n = 1; n <= 135; ++n) book += U"CHAPTER " + decode_utf8(std::to_string(n), "n") + U". Title.\n\nText of it.\n";
+  const std::vector<Piece> chapters = split_chapters(book);
+  REQUIRE(chapters.size() == 135);
+  CHECK(chapters[0] == U"CHAPTER 1. Title.\n\nText of it.\n");
+  const Splits s = split_pieces("book", chapters);
+  CHECK(s.test.size() == 7);
+  CHECK(s.validation.size() == 7);
+  CHECK(s.train.size() == 121);
+  CHECK(s.test[1].starts_with(U"CHAPTER 21."));
+  CHECK(s.validation[1].starts_with(U"CHAPTER 22."));
+  CHECK_THROWS_WITH_AS(split_chapters(book.substr(0, book.find(U"CHAPTER 135."))),
+                       "Moby-Dick: 134 chapters; expected 135", qkv::ValueError);
+}
+
+TEST_CASE("UTF-8 is decoded to code points, and a malformed byte is named with its line") {
+  CHECK(decode_utf8("a\xE2\x80\x94\xC3\xA9", "t") == U"a\u2014\u00E9");
+  CHECK(encode_utf8(U"a\u2014\u00E9\U0001F600") == "a\xE2\x80\x94\xC3\xA9\xF0\x9F\x98\x80");
+  CHECK_THROWS_WITH_AS(decode_utf8("ok\nfine\nbad \xC3(", "f.txt"), "f.txt: not UTF-8 at line 3, byte 13; the text must be UTF-8",
+                       qkv::ValueError);
+  CHECK_THROWS_AS(decode_utf8("\xC0\xAF", "overlong"), qkv::ValueError);
+  CHECK_THROWS_AS(decode_utf8("\xED\xA0\x80", "surrogate"), qkv::ValueError);
+}
+
+TEST_CASE("the character vocabulary: the training part's characters after the unknown symbol") {
+  const CharVocab v({U"hello", U"world"});
+  CHECK(v.size() == 8);  // d e h l o r w, and the unknown symbol
+  CHECK(v.id(U'd') == 1);
+  CHECK(v.id(U'w') == 7);
+  CHECK(v.id(U'z') == 0);
+  CHECK(v.encode(U"hez") == std::vector<int32_t>{3, 2, 0});
+  CHECK(v.character(0) == U'\uFFFD');
+  CHECK(describe_char(U'\n') == "'\\n'");
+  CHECK(describe_char(U'\u2014') == "U+2014");
+  CHECK(CharVocab::from_chars(v.chars()).chars() == v.chars());
+  CHECK_THROWS_AS(CharVocab::from_chars({U'b', U'a'}), qkv::ValueError);
+}
