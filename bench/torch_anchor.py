@@ -1,16 +1,20 @@
 """PyTorch's time for the training steps that qkv's own benchmarks time, on this machine.
 
 What it measures: one training step (forward, loss, backward, optimizer step) of the same models,
-sizes and data shapes as `tagger bench --config CONFIG` and `seq2seq bench`, timed the same way:
-5 untimed warm-up steps, then the median wall-clock time of 30 steps. It prints one line in the
-format qkv's benchmarks print, so the two compare one to one:
+sizes and data shapes as `tagger bench --config CONFIG`, `seq2seq bench` and `lm bench --what step`,
+timed the same way: 5 untimed warm-up steps, then the median wall-clock time of 30 steps
+(--warmup-steps, --bench-steps). It prints one line in the format qkv's benchmarks print, so the two
+compare one to one:
 
     config=tiny threads=1 ms_per_step=... tokens_per_s=... peak_rss_mib=... blas_threads=2 parameters=...
+
+The lm line also has cpu_ms_per_step, the median of the process's CPU time per step (all threads),
+as `lm bench` prints it: over ms_per_step, how many cores the step kept busy.
 
 tokens_per_s is B·T over the median step (padding included); peak_rss_mib is the process's peak
 resident set (getrusage), the interpreter and PyTorch included; parameters counts the model's
 parameters, which for the tagger configs equals the parameters= of `tagger bench` (for brown,
-1704668: tests/examples/test_tagger_bench.cpp derives it).
+1704668: tests/examples/test_tagger_bench.cpp derives it) and for lm that of `lm bench` (834816).
 
 The models follow d2l.ai's PyTorch code:
   tiny, small, base   the Transformer-encoder tagger: embedding·sqrt(d) plus the sinusoidal
@@ -36,14 +40,39 @@ The models follow d2l.ai's PyTorch code:
                       200, embedding 32, hidden 32, 2 layers, batch 64, 10 steps; Adam lr 5e-3,
                       gradient clipping at norm 1. The keys W_k·h are computed once per sequence,
                       as qkv's decoder does; d2l's dropout on the attention weights is left out.
-Dropout is 0.1 everywhere. The data are random token ids, tags and valid lengths, seeded.
+  lm                  the character-level GPT of `lm bench --what step` (examples/lm/model.cpp,
+                      train.cpp), nanoGPT's architecture: vocabulary 84, context T 256, d 128,
+                      4 heads, 4 layers, FFN 512, batch 16, no dropout. x = E[ids] + P[:T] (no √d;
+                      E and P N(0, 0.02²)); pre-LN blocks x + W_o·attn(LN1(x)), x + FFN(LN2(x)),
+                      causal attention with bias-free W_q, W_k, W_v, W_o; FFN Linear(d, F), exact
+                      (erf) GELU, Linear(F, d), with biases; a final LayerNorm; logits h·Eᵀ (tied, no
+                      bias). Mean cross-entropy over the B·T next ids of one fixed random batch;
+                      AdamW lr 2e-3, betas (0.9, 0.99), eps 1e-8, weight decay 0.1 on the tensors of
+                      2 or more dimensions (E, P, the matrices) and 0 on the rest; the gradient
+                      clipped to norm 1; zero_grad(set_to_none=True). Attention is
+                      scaled_dot_product_attention(is_causal=True) where PyTorch has it (2.0 on),
+                      else written out (Debian's 1.13): scores / √(d/h), future keys -inf, softmax,
+                      times V. Options as `lm bench`'s, only with lm: --context, --d-model, --heads,
+                      --layers, --ffn-hidden, --batch, --positions learned|rotary (rotary: no P; each
+                      head's q and k turned in adjacent pairs (2i, 2i+1), base 10000, as
+                      nn/rotary.h), --ffn gelu|relu|swiglu (swiglu: down(silu(gate x) ⊙ up x), no
+                      biases, as nn/swiglu.h). `lm bench` itself defaults to 3 warm-up and 20 timed
+                      steps; bench/versus_torch.py gives both sides the same counts. One difference
+                      in how, not what: qkv skips the optimizer step when the loss or the norm is not
+                      finite, which costs it one check.
+Dropout is 0.1 everywhere else. The data are random token ids, tags and valid lengths, seeded.
 
 Run it with Debian's PyTorch (package python3-torch) through the system interpreter:
-    ./qkv bench torch CONFIG [THREADS] [--blas-threads N]
-    /usr/bin/python3 bench/torch_anchor.py CONFIG [THREADS] [--blas-threads N]
+    ./qkv bench torch CONFIG [THREADS] [--blas-threads N] [--warmup-steps N] [--bench-steps N]
+    /usr/bin/python3 bench/torch_anchor.py CONFIG [THREADS] [--blas-threads N] [...]
+    ./qkv bench torch lm 2 --blas-threads 1 --positions rotary     # beside: lm bench --what step
+                                                                   #   --threads 2 --positions rotary
 THREADS sets torch.set_num_threads (default 1); --blas-threads sets OPENBLAS_NUM_THREADS for the
 BLAS behind PyTorch's matrix products (default: that variable if set, else THREADS). On a 2-core
-machine try 1/1, 1/2 and 2/2 and compare qkv against PyTorch's best.
+machine try 1/1, 1/2 and 2/2 and compare qkv against PyTorch's best. Debian's PyTorch does its
+matrix products through whichever libblas.so.3 is installed: on the reference BLAS (libblas3 alone)
+they are an order of magnitude slower than on OpenBLAS (libopenblas0-pthread), and this script
+warns on stderr.
 """
 
 import argparse
@@ -66,9 +95,23 @@ BROWN = dict(V=44147, C=12, d=128, h=4, f=256, L=2, B=32, T=22, min_len=19, char
 # bytes, 1 to 16 (bench/tagger_bench.cpp's kFormLengthPermille).
 FORM_LENGTH_PERMILLE = [26, 71, 106, 174, 144, 125, 114, 85, 61, 42, 24, 14, 7, 4, 1, 2]
 CHAR_BEGIN, CHAR_END, NUM_CHAR_IDS = 257, 258, 259  # examples/tagger/model.h
-CONFIGS = [*TAGGER_CONFIGS, "brown", "gru"]
+# The lm config: the defaults of `lm bench` (examples/lm/train.h, model.h), which times its model on
+# 84 random character ids.
+LM = dict(V=84, context=256, d_model=128, heads=4, layers=4, ffn_hidden=512, batch=16, positions="learned",
+          ffn="gelu", lr=2e-3, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1, clip=1.0)
+CONFIGS = [*TAGGER_CONFIGS, "brown", "gru", "lm"]
 DROPOUT = 0.1
 WARMUP_STEPS, TIMED_STEPS = 5, 30
+
+
+def count(minimum):
+    """An argparse type: an integer >= minimum."""
+    def parse(text):
+        value = int(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text}")
+        return value
+    return parse
 
 
 def parse_args():
@@ -76,7 +119,29 @@ def parse_args():
     parser.add_argument("config", choices=CONFIGS)
     parser.add_argument("threads", nargs="?", type=int, default=1, help="torch.set_num_threads (1)")
     parser.add_argument("--blas-threads", type=int, help="OPENBLAS_NUM_THREADS (default: THREADS)")
-    return parser.parse_args()
+    parser.add_argument("--warmup-steps", type=count(0), default=WARMUP_STEPS,
+                        help=f"untimed steps first ({WARMUP_STEPS})")
+    parser.add_argument("--bench-steps", type=count(1), default=TIMED_STEPS,
+                        help=f"timed steps, of which the median ({TIMED_STEPS})")
+    lm = parser.add_argument_group("the lm config's model (as `lm bench`'s options; only with config lm)")
+    for name in ["context", "d-model", "heads", "layers", "ffn-hidden", "batch"]:
+        key = name.replace("-", "_")
+        lm.add_argument(f"--{name}", type=count(2 if key == "context" else 1), help=f"({LM[key]})")
+    lm.add_argument("--positions", choices=["learned", "rotary"], help=f"({LM['positions']})")
+    lm.add_argument("--ffn", choices=["gelu", "relu", "swiglu"], help=f"({LM['ffn']})")
+    args = parser.parse_args()
+    given = [f"--{k.replace('_', '-')}" for k in LM if getattr(args, k, None) is not None]
+    if given and args.config != "lm":
+        parser.error(f"{', '.join(given)}: options of the lm config only, not of {args.config}")
+    for k in LM:
+        if getattr(args, k, None) is None:
+            setattr(args, k, LM[k])
+    if args.config == "lm":
+        if args.d_model % args.heads:
+            parser.error(f"--d-model {args.d_model} must be a multiple of --heads {args.heads}")
+        if args.positions == "rotary" and (args.d_model // args.heads) % 2:
+            parser.error(f"rotary turns features in pairs: the head width {args.d_model // args.heads} must be even")
+    return args
 
 
 args = parse_args()
@@ -326,30 +391,166 @@ def gru_step():
     return model, step, B * T
 
 
+class RotaryEmbedding(nn.Module):
+    """RoPE on (..., T, d): pair (x_2i, x_2i+1) at position m turned by m·base^(-2i/d) (nn/rotary.h)."""
+
+    def __init__(self, head_dim, max_len, base=10000.0):
+        super().__init__()
+        theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+        angles = torch.arange(max_len, dtype=torch.float32)[:, None] * theta  # (max_len, d/2)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+
+    def forward(self, x):
+        T = x.shape[-2]
+        c, s = self.cos[:T], self.sin[:T]
+        even, odd = x[..., 0::2], x[..., 1::2]
+        return torch.stack((even * c - odd * s, even * s + odd * c), dim=-1).flatten(-2)
+
+
+class CausalSelfAttention(nn.Module):
+    """Each position attends to itself and those before it; h heads of width d/h, bias-free projections."""
+
+    def __init__(self, d, heads, context):
+        super().__init__()
+        self.heads = heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d, d, bias=False) for _ in range(4))
+        if not hasattr(nn.functional, "scaled_dot_product_attention"):  # PyTorch before 2.0
+            self.register_buffer("future", torch.ones(context, context, dtype=torch.bool).triu(1), persistent=False)
+
+    def forward(self, x, rotary=None):
+        B, T, d = x.shape
+        q, k, v = (W(x).view(B, T, self.heads, d // self.heads).transpose(1, 2) for W in (self.W_q, self.W_k, self.W_v))
+        if rotary is not None:
+            q, k = rotary(q), rotary(k)
+        if hasattr(nn.functional, "scaled_dot_product_attention"):
+            y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+            y = scores.masked_fill(self.future[:T, :T], float("-inf")).softmax(dim=-1) @ v
+        return self.W_o(y.transpose(1, 2).reshape(B, T, d))
+
+
+class SwiGLU(nn.Module):
+    """down(silu(gate(x)) ⊙ up(x)), no biases (nn/swiglu.h)."""
+
+    def __init__(self, d, hidden):
+        super().__init__()
+        self.gate, self.up = nn.Linear(d, hidden, bias=False), nn.Linear(d, hidden, bias=False)
+        self.down = nn.Linear(hidden, d, bias=False)
+
+    def forward(self, x):
+        return self.down(nn.functional.silu(self.gate(x)) * self.up(x))
+
+
+class GPTBlock(nn.Module):
+    """Pre-LN: x + attention(LN1(x)), then x + FFN(LN2(x))."""
+
+    def __init__(self, a):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(a.d_model), nn.LayerNorm(a.d_model)
+        self.attention = CausalSelfAttention(a.d_model, a.heads, a.context)
+        if a.ffn == "swiglu":
+            self.ffn = SwiGLU(a.d_model, a.ffn_hidden)
+        else:
+            act = nn.GELU() if a.ffn == "gelu" else nn.ReLU()  # GELU: exact, with erf
+            self.ffn = nn.Sequential(nn.Linear(a.d_model, a.ffn_hidden), act, nn.Linear(a.ffn_hidden, a.d_model))
+
+    def forward(self, x, rotary=None):
+        x = x + self.attention(self.norm1(x), rotary)
+        return x + self.ffn(self.norm2(x))
+
+
+class CharGPT(nn.Module):
+    """examples/lm/model.h: E[ids] (+ P[:T]), pre-LN blocks, a final LayerNorm, logits h·Eᵀ."""
+
+    def __init__(self, a):
+        super().__init__()
+        self.embedding = nn.Embedding(a.V, a.d_model)
+        nn.init.normal_(self.embedding.weight, 0.0, 0.02)
+        self.positions = nn.Parameter(torch.randn(a.context, a.d_model) * 0.02) if a.positions == "learned" else None
+        self.rotary = RotaryEmbedding(a.d_model // a.heads, a.context) if a.positions == "rotary" else None
+        self.blocks = nn.ModuleList(GPTBlock(a) for _ in range(a.layers))
+        self.norm = nn.LayerNorm(a.d_model)
+
+    def forward(self, ids):  # (B, T) -> (B, T, V)
+        x = self.embedding(ids)
+        if self.positions is not None:
+            x = x + self.positions[: ids.shape[1]]
+        for block in self.blocks:
+            x = block(x, self.rotary)
+        return nn.functional.linear(self.norm(x), self.embedding.weight)
+
+
+def lm_step(a):
+    """The lm model, one training step on one fixed batch of random ids (examples/lm/train.cpp's
+    make_optimizer and train_step), and B·T."""
+    model = CharGPT(a)
+    params = list(model.parameters())
+    optimizer = torch.optim.AdamW(
+        [{"params": [p for p in params if p.dim() >= 2], "weight_decay": a.weight_decay},
+         {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
+        lr=a.lr, betas=a.betas, eps=a.eps)
+    B, T = a.batch, a.context
+    ids = torch.randint(0, a.V, (B, T + 1))
+    inputs, targets = ids[:, :-1].contiguous(), ids[:, 1:].reshape(-1)
+
+    def step():
+        logits = model(inputs)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, a.V), targets)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(params, a.clip)
+        optimizer.step()
+
+    return model, step, B * T
+
+
 def median_seconds(step):
-    times = []
-    for i in range(WARMUP_STEPS + TIMED_STEPS):
-        start = time.perf_counter()
+    """The medians of the timed steps' wall-clock and process CPU seconds, after the warm-up steps."""
+    times, cpu = [], []
+    for i in range(args.warmup_steps + args.bench_steps):
+        start, cpu_start = time.perf_counter(), time.process_time()
         step()
-        if i >= WARMUP_STEPS:
+        if i >= args.warmup_steps:
             times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
+            cpu.append(time.process_time() - cpu_start)
+    return sorted(times)[len(times) // 2], sorted(cpu)[len(cpu) // 2]
+
+
+def warn_if_reference_blas():
+    """Debian's python3-torch does its matrix products through whichever libblas.so.3 the alternatives
+    system picks; with only the reference implementation installed (libblas3), they run an order of
+    magnitude slower than on OpenBLAS, and the comparison says nothing about PyTorch."""
+    try:
+        with open("/proc/self/maps") as maps:
+            libraries = {line.split()[-1] for line in maps if "libblas.so" in line}
+    except OSError:  # not Linux
+        return
+    for path in sorted(libraries):
+        if "/blas/libblas.so" in path:  # Debian's directory of the reference BLAS
+            print(f"torch_anchor.py: warning: PyTorch's BLAS is the reference implementation ({path}), "
+                  "far slower than OpenBLAS: sudo apt-get install libopenblas0-pthread", file=sys.stderr)
 
 
 def main():
     torch.set_num_threads(args.threads)
+    warn_if_reference_blas()
     torch.manual_seed(0)
     if args.config == "gru":
         model, step, tokens = gru_step()
     elif args.config == "brown":
         model, step, tokens = brown_step()
+    elif args.config == "lm":
+        model, step, tokens = lm_step(args)
     else:
         model, step, tokens = tagger_step(args.config)
-    seconds = median_seconds(step)
+    seconds, cpu_seconds = median_seconds(step)
     peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     parameters = sum(p.numel() for p in model.parameters())
+    cpu = f"cpu_ms_per_step={cpu_seconds * 1e3:.2f} " if args.config == "lm" else ""
     print(f"config={args.config} threads={args.threads} ms_per_step={seconds * 1e3:.2f} "
-          f"tokens_per_s={tokens / seconds:.0f} peak_rss_mib={peak_rss_mib:.0f} "
+          f"tokens_per_s={tokens / seconds:.0f} peak_rss_mib={peak_rss_mib:.0f} {cpu}"
           f"blas_threads={os.environ['OPENBLAS_NUM_THREADS']} parameters={parameters}")
 
 

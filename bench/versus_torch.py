@@ -1,61 +1,91 @@
 """qkv against PyTorch per training step, interleaved in one sitting.
 
-For each config, each round runs in turn: `tagger bench` at 1 and 2 threads, and
-bench/torch_anchor.py at 1/1, 2/1 and 2/2 (torch threads / BLAS threads). It prints the medians over
-the rounds, in ms per step and MiB of peak resident memory, and the ratios the project tracks:
+For each config, each round runs in turn: qkv's bench at 1 and 2 threads (`tagger bench`, or for lm
+`lm bench --what step`), and bench/torch_anchor.py at 1/1, 2/1 and 2/2 (torch threads / BLAS
+threads). It prints the medians over the rounds, in ms per step and MiB of peak resident memory,
+and the ratios the project tracks:
 
     config=base qkv_1=... qkv_2=... torch_1_1=... torch_2_1=... torch_2_2=... \\
         vs_torch_1thread=... vs_torch_best=... rss_qkv=... rss_torch=... of_peak_1=... of_peak_2=...
 
 vs_torch_1thread is PyTorch 1/1 over qkv at 1 thread; vs_torch_best is PyTorch's best setting over
 qkv at 2 threads; of_peak_N is the share of the FMA peak qkv's step reached at N threads (the median
-of `tagger bench`'s own of_peak).
+of `tagger bench`'s own of_peak; `lm bench` counts no FLOPs, so the lm line ends at rss_torch).
 
 Usage: python3 bench/versus_torch.py [--tagger build/examples/tagger] [--configs tiny,small,base,brown]
                                      [--rounds 3] [--matmul highest|medium]
+       python3 bench/versus_torch.py --configs lm [--lm build/examples/lm] [--rounds 3] [--lm-steps 20]
+                                     [--lm-options="--context 128 --positions rotary"]
 --matmul medium runs qkv's products with bfloat16 operands (`tagger bench --matmul medium`); PyTorch
-stays in float32, so those ratios compare qkv's fastest step with PyTorch's float32 one.
+stays in float32, so those ratios compare qkv's fastest step with PyTorch's float32 one; the tagger
+configs only. The lm config times the character-level GPT of examples/lm on both sides, each run 3
+untimed warm-up steps and then --lm-steps timed ones; --lm-options (model options both `lm bench`
+and torch_anchor.py's lm accept: --context, --d-model, --heads, --layers, --ffn-hidden, --batch,
+--positions learned|rotary, --ffn gelu|relu|swiglu) go to both, so they time the same model.
 PyTorch runs through /usr/bin/python3 (Debian's python3-torch).
 """
 
 import argparse
 import os
+import shlex
 import statistics
+import sys
 
 from tagger_bench_line import bench_fields, positive_int, tagger_bench
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+LM_WARMUP_STEPS = 3  # `lm bench`'s default, on both sides
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tagger", default="build/examples/tagger")
-    parser.add_argument("--configs", default="tiny,small,base,brown")
+    parser.add_argument("--lm", default="build/examples/lm", help="the lm program, for config lm")
+    parser.add_argument("--configs", default="tiny,small,base,brown", help="any of tiny, small, base, brown, lm")
     parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--matmul", choices=["highest", "medium"], default="highest")
-    return parser.parse_args()
+    parser.add_argument("--lm-steps", type=positive_int, default=20, help="timed steps of each lm run, both sides")
+    parser.add_argument("--lm-options", default="", help='model options for both lm sides, e.g. "--context 128"')
+    args = parser.parse_args()
+    args.configs = args.configs.split(",")
+    args.lm_options = shlex.split(args.lm_options)
+    if "lm" in args.configs:
+        if args.matmul != "highest":
+            parser.error("--matmul is an option of tagger bench; lm bench has none")
+        if not os.path.exists(args.lm):
+            sys.exit(f"{args.lm} not found: build it with ./qkv build lm (or give --lm PATH)")
+    elif args.lm_options:
+        parser.error("--lm-options is for config lm, which --configs does not name")
+    return args
+
+
+def lm_steps(args):
+    return ["--warmup-steps", str(LM_WARMUP_STEPS), "--bench-steps", str(args.lm_steps), *args.lm_options]
 
 
 def qkv(args, config, threads):
+    if config == "lm":
+        return bench_fields([args.lm, "bench", "--what", "step", "--threads", str(threads), *lm_steps(args)])
     return tagger_bench(args.tagger, config, threads, extra=["--matmul", args.matmul])
 
 
-def torch(config, threads, blas):
+def torch(args, config, threads, blas):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas))
+    extra = lm_steps(args) if config == "lm" else []
     return bench_fields(["/usr/bin/python3", os.path.join(HERE, "torch_anchor.py"), config, str(threads),
-                   "--blas-threads", str(blas)], env)
+                   "--blas-threads", str(blas), *extra], env)
 
 
 def main():
     args = parse_args()
-    for config in args.configs.split(","):
+    for config in args.configs:
         runs = {k: [] for k in ["qkv_1", "qkv_2", "torch_1_1", "torch_2_1", "torch_2_2"]}
         for _ in range(args.rounds):
             runs["qkv_1"].append(qkv(args, config, 1))
-            runs["torch_1_1"].append(torch(config, 1, 1))
+            runs["torch_1_1"].append(torch(args, config, 1, 1))
             runs["qkv_2"].append(qkv(args, config, 2))
-            runs["torch_2_1"].append(torch(config, 2, 1))
-            runs["torch_2_2"].append(torch(config, 2, 2))
+            runs["torch_2_1"].append(torch(args, config, 2, 1))
+            runs["torch_2_2"].append(torch(args, config, 2, 2))
 
         def med(name, field="ms_per_step"):
             return statistics.median(float(r[field]) for r in runs[name])
@@ -63,10 +93,10 @@ def main():
         ms = {name: med(name) for name in runs}
         torch_best = min(ms["torch_1_1"], ms["torch_2_1"], ms["torch_2_2"])
         rss_torch = min(med(n, "peak_rss_mib") for n in ["torch_1_1", "torch_2_1", "torch_2_2"])
+        peak = "" if config == "lm" else f" of_peak_1={med('qkv_1', 'of_peak'):.0f}% of_peak_2={med('qkv_2', 'of_peak'):.0f}%"
         print(f"config={config} " + " ".join(f"{k}={v:.2f}" for k, v in ms.items()) +
               f" vs_torch_1thread={ms['torch_1_1'] / ms['qkv_1']:.2f} vs_torch_best={torch_best / ms['qkv_2']:.2f}"
-              f" rss_qkv={med('qkv_2', 'peak_rss_mib'):.0f} rss_torch={rss_torch:.0f}"
-              f" of_peak_1={med('qkv_1', 'of_peak'):.0f}% of_peak_2={med('qkv_2', 'of_peak'):.0f}%", flush=True)
+              f" rss_qkv={med('qkv_2', 'peak_rss_mib'):.0f} rss_torch={rss_torch:.0f}" + peak, flush=True)
 
 
 if __name__ == "__main__":

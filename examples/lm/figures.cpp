@@ -103,7 +103,10 @@ std::vector<std::string> draw_training_figures(const std::string& run_dir) {
   std::vector<std::string> written;
   draw_loss(run_dir, dir / "loss.png");
   written.push_back((dir / "loss.png").string());
-  draw_sample_attention(*run.model, run.vocab, {run.vocab.id(U'C'), run.vocab.id(U'a'), run.vocab.id(U'l')},
+  // Greedy, from the opening of the first validation piece.
+  const std::vector<int32_t>& opening = data.validation.front();
+  const std::vector<int32_t> prompt(opening.begin(), opening.begin() + std::min<size_t>(8, opening.size()));
+  draw_sample_attention(*run.model, run.vocab, prompt.empty() ? std::vector<int32_t>{data.start_id} : prompt,
                         {.tokens = 80, .temperature = 0.0}, (dir / "attention.png").string());
   written.push_back((dir / "attention.png").string());
   draw_by_position(run, data, dir / "bits_by_position.png");

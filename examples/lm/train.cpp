@@ -100,7 +100,7 @@ void Config::validate() const {
   check_number("dropout", model.dropout, 0.0, 0.9);
   check_int("steps", steps, 1, 100'000'000);
   check_int("batch", batch, 1, 4096);
-  check_int("warmup", warmup, 0, steps);
+  check_int("warmup", warmup, 0, steps - 1);
   check_int("eval_every", eval_every, 1, 100'000'000);
   check_int("seed", seed, 0, std::numeric_limits<int64_t>::max());
   check_number("lr", lr, 0.0, 10.0, /*open_lo=*/true);
@@ -242,24 +242,32 @@ double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, std::v
   int64_t count = 0;
   const bool positions = by_position != nullptr;
   std::vector<double> sum(static_cast<size_t>(T)), n(static_cast<size_t>(T));
-  for (const Window& w : windows(pieces, T, positions ? T : T / 2)) {
-    const std::vector<int32_t>& piece = pieces[w.piece];
-    std::vector<int64_t> inputs(static_cast<size_t>(w.length)), targets(static_cast<size_t>(w.length));
-    for (int64_t i = 0; i < w.length; ++i) {
-      const int64_t x = w.start + i;  // index into [start_id] + piece
-      inputs[i] = x == 0 ? start_id : piece[static_cast<size_t>(x - 1)];
-      targets[i] = piece[static_cast<size_t>(x)];
+  const std::vector<Window> all = windows(pieces, T, positions ? T : T / 2);
+  // Windows of one length run together, up to 16 at a time.
+  for (size_t first = 0, last = 0; first < all.size(); first = last) {
+    while (last < all.size() && last - first < 16 && all[last].length == all[first].length) ++last;
+    const int64_t B = static_cast<int64_t>(last - first), length = all[first].length;
+    std::vector<int64_t> inputs, targets;
+    for (size_t k = first; k < last; ++k) {
+      const std::vector<int32_t>& piece = pieces[all[k].piece];
+      for (int64_t x = all[k].start; x < all[k].start + length; ++x) {  // x indexes [start_id] + piece
+        inputs.push_back(x == 0 ? start_id : piece[static_cast<size_t>(x - 1)]);
+        targets.push_back(piece[static_cast<size_t>(x)]);
+      }
     }
-    const Tensor logits = model.forward(IndexTensor(inputs, {1, w.length})).view({w.length, -1});
+    const Tensor logits = model.forward(IndexTensor(inputs, {B, length})).view({B * length, -1});
     const Tensor nats = qkv::nn::functional::cross_entropy(logits, IndexTensor(targets),
                                                           {.reduction = qkv::nn::functional::Reduction::None})
                             .contiguous();
-    for (int64_t i = std::max<int64_t>(w.from, 0); i < w.length; ++i) {
-      total += nats.data()[i];
-      ++count;
-      if (positions && w.length == T) {
-        sum[static_cast<size_t>(i)] += nats.data()[i] * log2e();
-        n[static_cast<size_t>(i)] += 1;
+    for (size_t k = first; k < last; ++k) {
+      const float* row = nats.data() + static_cast<int64_t>(k - first) * length;
+      for (int64_t i = std::max<int64_t>(all[k].from, 0); i < length; ++i) {
+        total += row[i];
+        ++count;
+        if (positions && length == T) {
+          sum[static_cast<size_t>(i)] += row[i] * log2e();
+          n[static_cast<size_t>(i)] += 1;
+        }
       }
     }
   }
@@ -339,14 +347,13 @@ qkv::io::DirectoryLock prepare_run_directory(const fs::path& dir, bool resume) {
   if (ec || !fs::is_directory(dir))
     throw qkv::ValueError("lm train: cannot make the run directory " + dir.string() + " (--run): " +
                           (ec ? ec.message() : "it is not a directory"));
-  qkv::io::DirectoryLock lock = qkv::io::DirectoryLock::try_lock(dir);
-  if (!lock.locked())
-    throw qkv::ValueError("lm train: another training holds the run directory " + dir.string() +
-                          " (--run), or it cannot be written; wait for it, or choose another directory");
-  const bool has_run = fs::exists(dir / "config.json");
-  if (resume && !has_run)
-    throw qkv::ValueError("lm train --resume: " + dir.string() + " (--run) holds no lm run (no config.json)");
-  if (!resume) {
+  // Checked before the lock too, so that a directory of other files gets no .lock file; and again
+  // under it, for a training that started in between.
+  const auto check_contents = [&] {
+    const bool has_run = fs::exists(dir / "config.json");
+    if (resume && !has_run)
+      throw qkv::ValueError("lm train --resume: " + dir.string() + " (--run) holds no lm run (no config.json)");
+    if (resume) return;
     for (const auto& entry : fs::directory_iterator(dir)) {
       if (entry.path().filename() == ".lock") continue;
       throw qkv::ValueError("lm train: " + dir.string() + " (--run) " +
@@ -354,29 +361,19 @@ qkv::io::DirectoryLock prepare_run_directory(const fs::path& dir, bool resume) {
                                      : "is not empty and not an lm run; choose an empty or new directory") +
                             " (nothing was changed)");
     }
-  }
+  };
+  check_contents();
+  qkv::io::DirectoryLock lock = qkv::io::DirectoryLock::try_lock(dir);
+  if (!lock.locked())
+    throw qkv::ValueError("lm train: another training holds the run directory " + dir.string() +
+                          " (--run), or it cannot be written; wait for it, or choose another directory");
+  check_contents();
   qkv::io::remove_temp_files(dir, {"config.json", "baselines.json", "metrics.csv", "last.safetensors",
                                    "best.safetensors"});
   qkv::io::check_writable(dir, "lm train");
   return lock;
 }
 
-// The AdamW of nanoGPT: decoupled weight decay on the matrices (and the tied embedding), none on
-// the biases and the norms' gains.
-std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& c) {
-  qkv::optim::ParamGroup decay, no_decay{.weight_decay = 0.0};
-  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
-  return std::make_unique<qkv::optim::AdamW>(std::vector<qkv::optim::ParamGroup>{decay, no_decay},
-                                             qkv::optim::AdamWOptions{.lr = c.lr, .betas = {0.9, 0.99},
-                                                                      .weight_decay = c.weight_decay});
-}
-
-void print_baselines(std::ostream& out, const BaselineBits& b) {
-  out << std::fixed << std::setprecision(3) << "  unigram                          " << b.unigram << "\n"
-      << "  Kneser-Ney " << b.ngram_order << "-gram (best on val.)   " << b.ngram << "\n";
-  out << "  bzip2 -9                         " << (b.bzip2 ? std::to_string(*b.bzip2).substr(0, 5) : "not installed") << "\n";
-  out << "  xz -9e                           " << (b.xz ? std::to_string(*b.xz).substr(0, 5) : "not installed") << "\n";
-}
 
 // The run in `dir` that --resume continues: its config, with `steps` (0: the run's own) if that
 // extends it, and its evaluations and best validation bits from the last checkpoint.
@@ -398,6 +395,56 @@ Config read_resumed_run(const fs::path& dir, int64_t steps, std::vector<Evaluati
 
 }  // namespace
 
+std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& c) {
+  qkv::optim::ParamGroup decay, no_decay{.weight_decay = 0.0};
+  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  return std::make_unique<qkv::optim::AdamW>(std::vector<qkv::optim::ParamGroup>{decay, no_decay},
+                                             qkv::optim::AdamWOptions{.lr = c.lr, .betas = {0.9, 0.99},
+                                                                      .weight_decay = c.weight_decay});
+}
+
+StepResult train_step(CharGPT& model, qkv::optim::Optimizer& optimizer, const IndexTensor& inputs,
+                      const IndexTensor& targets, double clip) {
+  const Tensor logits = model.forward(inputs);
+  const Tensor loss = qkv::nn::functional::cross_entropy(logits.view({-1, logits.size(2)}), targets);
+  optimizer.zero_grad();
+  loss.backward();
+  StepResult r;
+  r.grad_norm = qkv::optim::clip_grad_norm_(model.parameters(), clip > 0 ? clip : std::numeric_limits<double>::infinity());
+  r.loss = loss.item();
+  if (std::isfinite(r.loss) && std::isfinite(r.grad_norm)) optimizer.step();
+  return r;
+}
+
+void print_baselines(std::ostream& out, const BaselineBits& b) {
+  const auto row = [&](const std::string& name, std::optional<double> bits) {
+    out << "  " << std::left << std::setw(32) << name << std::right;
+    if (bits) out << std::fixed << std::setprecision(3) << *bits << "\n";
+    else out << "not installed\n";
+  };
+  row("unigram", b.unigram);
+  row("Kneser-Ney " + std::to_string(b.ngram_order) + "-gram (best on val.)", b.ngram);
+  row("bzip2 -9", b.bzip2);
+  row("xz -9e", b.xz);
+}
+
+BaselineBits BaselineBits::from_json(const Json& json, const std::string& source) {
+  const auto number = [&](const char* key) -> std::optional<double> {
+    const Json* v = json.is_object() ? json.find(key) : nullptr;
+    if (!v) throw qkv::ValueError(source + ": no '" + key + "'");
+    if (v->is_null()) return std::nullopt;
+    if (!v->is_int() && !v->is_double()) throw qkv::ValueError(source + ": '" + key + "' is not a number");
+    return v->as_double();
+  };
+  BaselineBits b;
+  b.unigram = number("unigram").value_or(0);
+  b.ngram_order = static_cast<int>(number("ngram_order").value_or(0));
+  b.ngram = number("ngram").value_or(0);
+  b.bzip2 = number("bzip2");
+  b.xz = number("xz");
+  return b;
+}
+
 TrainResult train(Config config, const TrainOptions& o) {
   const fs::path dir = o.run_dir;
   if (dir.empty()) throw qkv::ValueError("lm train: --run is empty; expected a directory");
@@ -410,7 +457,7 @@ TrainResult train(Config config, const TrainOptions& o) {
   config.model.vocab_size = data.vocab.size();
   TrainResult result;
   if (o.verbose)
-    std::cout << "lm: " << data.text.source << ", " << data.vocab.size() - 1 << " characters; train "
+    std::cout << "lm: " << (config.text.empty() ? "Moby-Dick" : config.text) << ", " << data.vocab.size() - 1 << " characters; train "
               << data.text.train.size() << " pieces, validation " << data.text.validation.size() << ", test "
               << data.text.test.size() << "\n";
   result.baselines = compute_baselines(data);
@@ -440,16 +487,10 @@ TrainResult train(Config config, const TrainOptions& o) {
   model.train();
   while (step < config.steps) {
     const auto [inputs, targets] = batches.draw(config.batch);
-    const Tensor logits = model.forward(inputs);
-    const Tensor loss = qkv::nn::functional::cross_entropy(logits.view({-1, logits.size(2)}), targets);
-    optimizer->zero_grad();
-    loss.backward();
-    const double norm = qkv::optim::clip_grad_norm_(model.parameters(), config.clip > 0 ? config.clip : 1e30);
-    const double value = loss.item();
+    const auto [value, norm] = train_step(model, *optimizer, inputs, targets, config.clip);
     if (!std::isfinite(value) || !std::isfinite(norm))
       throw qkv::Error("lm train: step " + std::to_string(step + 1) + " has a loss or gradient that is not finite (" +
                        std::to_string(value) + "); lower --lr. The run keeps its last saved checkpoint");
-    optimizer->step();
     schedule.step();
     ++step;
     loss_sum += value;
@@ -480,8 +521,8 @@ TrainResult train(Config config, const TrainOptions& o) {
   const Run run = load_run(dir, "best");
   result.test_bits = evaluate_bits(*run.model, data.test, data.start_id);
   if (o.verbose) {
-    std::cout << "test bits per character:\n" << std::fixed << std::setprecision(3) << "  this model                       "
-              << result.test_bits << "\n";
+    std::cout << "test bits per character:\n  " << std::left << std::setw(32) << "this model" << std::right
+              << std::fixed << std::setprecision(3) << result.test_bits << "\n";
     print_baselines(std::cout, result.baselines);
   }
   return result;

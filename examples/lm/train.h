@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@
 #include "examples/lm/model.h"
 #include "examples/lm/text.h"
 #include "io/json.h"
+#include "optim/adam.h"
 
 namespace lm {
 
@@ -29,7 +31,7 @@ struct Config {
   ModelConfig model;     // model.vocab_size comes from the data
   std::string text;      // a user's UTF-8 file; empty: Moby-Dick
   std::string cache = kDefaultCache;
-  int64_t steps = 2500, batch = 16, warmup = 100, eval_every = 250, seed = 1;
+  int64_t steps = 10000, batch = 4, warmup = 200, eval_every = 1000, seed = 1;
   double lr = 2e-3, weight_decay = 0.1, clip = 1.0;
   std::string chars;     // the vocabulary's characters in order, UTF-8 (without the unknown symbol)
 
@@ -58,6 +60,19 @@ Data load_data(const Config& config, const std::string& chars = "");
 // position of windows that do not overlap, (context) values: how much a longer context helps.
 double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, std::vector<double>* by_position = nullptr);
 
+// The AdamW of nanoGPT: decoupled weight decay on the matrices (and the tied embedding), none on
+// the biases and the norms' gains; betas (0.9, 0.99).
+std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& config);
+
+// One training step: the mean cross-entropy of predicting each target from the inputs up to it,
+// backward, the gradient clipped to norm `clip` (0: not clipped), and the optimizer's step unless
+// the loss or the gradient norm is not finite. inputs (B, T), targets (B·T).
+struct StepResult {
+  double loss = 0, grad_norm = 0;  // in nats; the norm before clipping
+};
+StepResult train_step(CharGPT& model, qkv::optim::Optimizer& optimizer, const qkv::IndexTensor& inputs,
+                      const qkv::IndexTensor& targets, double clip);
+
 struct TrainOptions {
   std::string run_dir = "runs/lm";
   bool resume = false;
@@ -76,8 +91,11 @@ struct BaselineBits {
   double ngram = 0;
   std::optional<double> bzip2, xz;
   qkv::io::Json to_json() const;
+  static BaselineBits from_json(const qkv::io::Json& json, const std::string& source);
 };
 BaselineBits compute_baselines(const Data& data);
+// One line per baseline, as train and eval print them.
+void print_baselines(std::ostream& out, const BaselineBits& baselines);
 
 struct TrainResult {
   double best_validation_bits = 0, test_bits = 0;

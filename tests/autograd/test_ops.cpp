@@ -8,6 +8,7 @@
 #include "autograd/ops/linear.h"
 #include "autograd/ops_golden_values.h"
 #include "qkv.h"
+#include "tensor/reference_mode.h"
 
 using namespace qkv;
 using V = std::vector<float>;
@@ -59,6 +60,29 @@ TEST_CASE("unary math ops compute the textbook functions") {
   check_close(tensor({1.0f, std::exp(1.0f)}).log(), {0, 1});
   // sigmoid does not overflow for large |x|
   CHECK(tensor({-100.0f, 100.0f}).sigmoid().to_vector() == V{std::exp(-100.0f) / (1 + std::exp(-100.0f)), 1.0f});
+}
+
+TEST_CASE("the fast GELU and its gradient are within 3e-7 of the reference mode's libm form") {
+  // The fast path computes Φ and φ with vecmath.h; the reference mode with erfc and exp.
+  std::vector<float> values;
+  for (int i = -4000; i <= 4000; ++i) values.push_back(static_cast<float>(i) / 500.0f);
+  const Tensor fast_x = tensor(values, {static_cast<int64_t>(values.size())}, true);
+  const Tensor fast = fast_x.gelu();
+  fast.sum().backward();
+  Tensor plain_x = tensor(values, {static_cast<int64_t>(values.size())}, true), plain;
+  {
+    ReferenceModeGuard reference;
+    plain = plain_x.gelu();
+    plain.sum().backward();
+  }
+  const V f = fast.to_vector(), p = plain.to_vector(), fg = fast_x.grad().to_vector(), pg = plain_x.grad().to_vector();
+  float worst = 0, worst_grad = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    worst = std::max(worst, std::fabs(f[i] - p[i]) / (1.0f + std::fabs(values[i])));
+    worst_grad = std::max(worst_grad, std::fabs(fg[i] - pg[i]) / (1.0f + std::fabs(values[i])));
+  }
+  CHECK(worst < 3e-7f);
+  CHECK(worst_grad < 3e-7f);
 }
 
 TEST_CASE("maximum minimum where and masked_fill select elementwise") {

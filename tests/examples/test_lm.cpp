@@ -11,6 +11,8 @@
 #include "autograd/grad_mode.h"
 #include "examples/lm/model.h"
 #include "examples/lm/text.h"
+#include "examples/lm/train.h"
+#include "nn/functional/loss.h"
 #include "tensor/factories.h"
 #include "tensor/error.h"
 #include "tensor/random.h"
@@ -34,14 +36,14 @@ std::shared_ptr<CharGPT> tiny_gpt(const std::string& positions, int64_t context)
   return model;
 }
 
-struct Run {
+struct Sampled {
   std::vector<int32_t> ids;
   std::vector<float> logits;  // every step's, one after another
 };
 
-Run sample(CharGPT& model, bool cache, double temperature = 1.0, int64_t tokens = 1000) {
+Sampled sample(CharGPT& model, bool cache, double temperature = 1.0, int64_t tokens = 1000) {
   std::vector<std::vector<float>> steps;
-  Run run;
+  Sampled run;
   run.ids = generate(model, {1, 2, 3}, {.tokens = tokens, .temperature = temperature, .seed = 5, .cache = cache},
                      {}, &steps);
   for (const auto& s : steps) run.logits.insert(run.logits.end(), s.begin(), s.end());
@@ -59,7 +61,7 @@ TEST_CASE("1000 sampled characters: the logits with and without the cache have t
   for (const std::string positions : {"learned", "rotary"}) {
     CAPTURE(positions);
     const auto model = tiny_gpt(positions, 96);
-    const Run cached = sample(*model, true), plain = sample(*model, false);
+    const Sampled cached = sample(*model, true), plain = sample(*model, false);
     REQUIRE(cached.logits.size() == size_t{1000 * 23});
     CHECK(same_bits(cached.logits, plain.logits));
     CHECK(cached.ids == plain.ids);
@@ -84,7 +86,7 @@ TEST_CASE("in the reference mode the cache agrees to float32 rounding, and greed
   // kernels sum in lanes fixed by position, and agree to the bit (above).
   const auto model = tiny_gpt("learned", 64);
   qkv::ReferenceModeGuard plain;
-  const Run cached = sample(*model, true, 0.0, 150), recomputed = sample(*model, false, 0.0, 150);
+  const Sampled cached = sample(*model, true, 0.0, 150), recomputed = sample(*model, false, 0.0, 150);
   CHECK(cached.ids == recomputed.ids);
   REQUIRE(cached.logits.size() == recomputed.logits.size());
   float largest = 0;
@@ -148,4 +150,24 @@ TEST_CASE("the character vocabulary: the training part's characters after the un
   CHECK(describe_char(U'\u2014') == "U+2014");
   CHECK(CharVocab::from_chars(v.chars()).chars() == v.chars());
   CHECK_THROWS_AS(CharVocab::from_chars({U'b', U'a'}), qkv::ValueError);
+}
+
+TEST_CASE("evaluate_bits scores each character of a piece once, read after the start symbol") {
+  const auto model = tiny_gpt("learned", 16);
+  const std::vector<int32_t> piece = {4, 5, 6, 7, 8, 9, 10, 11, 12, 13};  // shorter than the context
+  model->eval();
+  // One window: inputs [start, piece[0..8]], targets piece[0..9]; the mean of their bits.
+  const qkv::Tensor logits =
+      model->forward(qkv::IndexTensor({2, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 10})).view({10, 23});
+  const qkv::Tensor nats = qkv::nn::functional::cross_entropy(logits, qkv::IndexTensor({4, 5, 6, 7, 8, 9, 10, 11, 12, 13}));
+  CHECK(evaluate_bits(*model, {piece}, 2) == doctest::Approx(nats.item() / std::log(2.0)).epsilon(1e-6));
+  // A piece of 40 characters is read in windows of 16 advancing by 8: every character scored once,
+  // so by_position, over windows that do not overlap, averages 2 windows at each position.
+  std::vector<int32_t> longer;
+  for (int i = 0; i < 40; ++i) longer.push_back(1 + (i * 7) % 22);
+  std::vector<double> by_position;
+  const double bits = evaluate_bits(*model, {longer, piece}, 2, &by_position);
+  CHECK(by_position.size() == 16);
+  CHECK(std::isfinite(bits));
+  CHECK(bits > 0);
 }

@@ -61,3 +61,17 @@ TEST_CASE("vsigmoid and vtanh are within 3e-7 relative of the exact functions") 
   CHECK(std::isnan(vtanh(std::numeric_limits<float>::quiet_NaN())));
   CHECK(std::isnan(vsigmoid(std::numeric_limits<float>::quiet_NaN())));
 }
+
+TEST_CASE("vnormal_cdf is within 3e-7 of the normal distribution function") {
+  double worst = 0.0;
+  for_sample_floats([&](float x) {
+    if (std::fabs(x) > 40.0f) return;
+    const double want = 0.5 * std::erfc(-static_cast<double>(x) / std::sqrt(2.0));
+    worst = std::max(worst, std::fabs(vnormal_cdf(x) - want));
+  });
+  CHECK(worst < 3e-7);
+  CHECK(vnormal_cdf(0.0f) == doctest::Approx(0.5f).epsilon(1e-7));
+  CHECK(vnormal_cdf(1e30f) == 1.0f);
+  CHECK(vnormal_cdf(-1e30f) == 0.0f);
+  CHECK(std::isnan(vnormal_cdf(std::numeric_limits<float>::quiet_NaN())));
+}

@@ -1,0 +1,161 @@
+// The lm program as a user runs it, on a small text of its own (--text): a tiny model trains,
+// evaluates and samples; bad input is refused in one line naming the option or file, and nothing
+// of an existing run is lost. Each case runs the built program (tests/child_process.h).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "io/file.h"
+#include "io/scratch_dir.h"
+
+using qkv::testing::kLmProgram;
+using qkv::testing::run_program;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A text of 80 lines, 40 sections: short sentences over a small alphabet.
+std::string small_text() {
+  const std::vector<std::string> words = {"the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to", "it"};
+  std::string text;
+  for (int line = 0; line < 80; ++line) {
+    for (int w = 0; w < 8; ++w) text += words[(line * 7 + w * 3 + w * w) % words.size()] + (w < 7 ? " " : ".\n");
+  }
+  return text;
+}
+
+void write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+const std::vector<std::string> kTiny = {"--context", "16", "--d-model", "16", "--heads", "2", "--layers", "1",
+                                        "--ffn-hidden", "32", "--batch", "4", "--warmup", "2",
+                                        "--eval-every", "10", "--no-figures"};
+
+qkv::testing::ChildResult train(const std::string& run, const std::string& text, const std::string& steps,
+                                std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv = {"train", "--run", run, "--text", text, "--steps", steps};
+  argv.insert(argv.end(), kTiny.begin(), kTiny.end());
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return run_program(kLmProgram, argv);
+}
+
+std::string read(const fs::path& path) { return qkv::io::read_text_file(path, "test"); }
+
+}  // namespace
+
+TEST_CASE("lm trains on a text of its own, beats the unigram, evaluates, samples and resumes") {
+  qkv::testing::ScratchDir dir;
+  write(dir / "text.txt", small_text());
+  const std::string run = (dir / "run").string();
+  const auto r = train(run, (dir / "text.txt").string(), "20");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.errors);
+  CHECK(r.output.find("Kneser-Ney") != std::string::npos);
+  CHECK(r.output.find("this model") != std::string::npos);
+  for (const char* f : {"config.json", "baselines.json", "metrics.csv", "last.safetensors", "best.safetensors"})
+    CHECK_MESSAGE(fs::exists(dir / "run" / f), f);
+  CHECK(read(dir / "run" / "metrics.csv").starts_with("step,train_bits_per_char,validation_bits_per_char,lr,seconds\n10,"));
+
+  const auto e = run_program(kLmProgram, {"eval", "--run", run});
+  REQUIRE_MESSAGE(e.exit_code == 0, e.errors);
+  CHECK(e.output.find("test        ") != std::string::npos);
+
+  // Greedy sampling repeats itself exactly, with the cache and without it.
+  const std::vector<std::string> greedy = {"sample", "--run", run, "--prompt", "the cat", "--tokens", "40",
+                                           "--temperature", "0"};
+  const auto s1 = run_program(kLmProgram, greedy);
+  std::vector<std::string> no_cache = greedy;
+  no_cache.push_back("--no-cache");
+  const auto s2 = run_program(kLmProgram, no_cache);
+  REQUIRE_MESSAGE(s1.exit_code == 0, s1.errors);
+  CHECK(s1.output.starts_with("the cat"));
+  CHECK(s1.output.size() == std::string("the cat").size() + 40 + 1);
+  CHECK(s1.output == s2.output);
+  // A prompt longer than the context (16) slides: the model reads its last characters.
+  const auto s3 = run_program(kLmProgram, {"sample", "--run", run, "--prompt", "the cat sat on a mat and the dog ran",
+                                           "--tokens", "5", "--top-k", "3", "--seed", "4"});
+  CHECK_MESSAGE(s3.exit_code == 0, s3.errors);
+
+  // --resume extends the run to 30 steps: one more evaluation row, and the figures.
+  const auto resumed = run_program(kLmProgram, {"train", "--run", run, "--resume", "--steps", "30"});
+  REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.errors);
+  CHECK(read(dir / "run" / "metrics.csv").find("\n30,") != std::string::npos);
+  for (const char* f : {"loss.png", "attention.png", "bits_by_position.png"})
+    CHECK_MESSAGE(fs::file_size(dir / "run" / "figures" / f) > 1000, f);
+  const auto heatmap = run_program(kLmProgram, {"sample", "--run", run, "--prompt", "the", "--tokens", "20", "--heatmap",
+                                                (dir / "heat.png").string()});
+  CHECK_MESSAGE(heatmap.exit_code == 0, heatmap.errors);
+  CHECK(fs::exists(dir / "heat.png"));
+}
+
+TEST_CASE("lm sample refuses bad options in one line naming the option") {
+  qkv::testing::ScratchDir dir;
+  write(dir / "text.txt", small_text());
+  const std::string run = (dir / "run").string();
+  REQUIRE(train(run, (dir / "text.txt").string(), "3").exit_code == 0);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--temperature", "-1"}, "lm: option --temperature expects a number from 0 to 100, got -1\n"},
+      {{"--temperature", "nan"}, "lm: option --temperature expects a number from 0 to 100, got nan\n"},
+      {{"--top-k", "0"}, "lm: option --top-k expects an integer from 1 to 17, got 0\n"},
+      {{"--top-k", "18"}, "lm: option --top-k expects an integer from 1 to 17, got 18\n"},
+      {{"--prompt", ""}, "lm: --prompt is empty; the model needs at least one character to go on from\n"},
+      {{"--prompt", "the Cat"},
+       "lm: --prompt: character 5 ('C') is not among the 16 characters the run was trained on\n"},
+      {{"--prompt", "the \xE9"}, "lm: --prompt: not UTF-8 at line 1, byte 5; the text must be UTF-8\n"},
+      {{"--checkpoint", "first"}, "lm: --checkpoint is 'first'; expected best or last\n"},
+  };
+  for (const auto& [options, message] : cases) {
+    std::vector<std::string> argv = {"sample", "--run", run, "--tokens", "3"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    const auto r = run_program(kLmProgram, argv);
+    CHECK(r.exit_code == 1);
+    CHECK(r.errors == message);
+    CHECK(r.output.empty());
+  }
+}
+
+TEST_CASE("lm train refuses a bad text, and never writes over a run or a directory of other files") {
+  qkv::testing::ScratchDir dir;
+  write(dir / "empty.txt", "");
+  write(dir / "latin1.txt", "caf\xE9\n");
+  write(dir / "short.txt", "a b c\nd e f\n");
+  write(dir / "text.txt", small_text());
+  const std::string run = (dir / "run").string();
+  const auto empty = train(run, (dir / "empty.txt").string(), "3");
+  CHECK(empty.errors == "lm --text " + (dir / "empty.txt").string() + ": the file is empty; expected UTF-8 text\n");
+  const auto latin1 = train(run, (dir / "latin1.txt").string(), "3");
+  CHECK(latin1.errors == "lm --text " + (dir / "latin1.txt").string() +
+                             ": not UTF-8 at line 1, byte 4; the text must be UTF-8\n");
+  const auto short_text = train(run, (dir / "short.txt").string(), "3");
+  CHECK(short_text.exit_code == 1);
+  CHECK(short_text.errors.find("shorter than one context window (--context 16)") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "run" / "config.json"));
+
+  REQUIRE(train(run, (dir / "text.txt").string(), "3").exit_code == 0);
+  const std::string before = read(dir / "run" / "config.json");
+  const auto again = train(run, (dir / "text.txt").string(), "3", {"--seed", "2"});
+  CHECK(again.exit_code == 1);
+  CHECK(again.errors == "lm train: " + run + " (--run) holds an lm run; --resume continues it, or choose another "
+                                             "--run (nothing was changed)\n");
+  CHECK(read(dir / "run" / "config.json") == before);
+
+  fs::create_directories(dir / "other");
+  write(dir / "other" / "notes.txt", "mine");
+  const auto other = train((dir / "other").string(), (dir / "text.txt").string(), "3");
+  CHECK(other.errors == "lm train: " + (dir / "other").string() +
+                            " (--run) is not empty and not an lm run; choose an empty or new directory (nothing "
+                            "was changed)\n");
+  CHECK(read(dir / "other" / "notes.txt") == "mine");
+}
+
+TEST_CASE("lm refuses a run directory of another program, naming its file") {
+  qkv::testing::ScratchDir dir;
+  fs::create_directories(dir / "tagger");
+  write(dir / "tagger" / "config.json", "{\"model\": \"transformer\", \"epochs\": 3}\n");
+  const auto r = run_program(kLmProgram, {"sample", "--run", (dir / "tagger").string()});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors == "lm: " + (dir / "tagger" / "config.json").string() +
+                        ": unknown key 'model' (is this an lm run?)\n");
+}
