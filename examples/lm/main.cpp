@@ -189,8 +189,8 @@ int cmd_eval(const Args& a) {
   const Data data = load_data(run.config, run.config.chars);
   std::cout << std::fixed << std::setprecision(3) << "bits per character of the best checkpoint ("
             << (run.config.text.empty() ? "Moby-Dick" : run.config.text) << "):\n"
-            << "  validation                      " << evaluate_bits(*run.model, data.validation, data.start_id) << "\n"
-            << "  test                            " << evaluate_bits(*run.model, data.test, data.start_id) << "\n";
+            << "  validation                        " << evaluate_bits(*run.model, data.validation, data.start_id) << "\n"
+            << "  test                              " << evaluate_bits(*run.model, data.test, data.start_id) << "\n";
   const std::filesystem::path file = std::filesystem::path(a.str("run")) / "baselines.json";
   std::cout << "baselines on test (" << file.string() << "):\n";
   print_baselines(std::cout, BaselineBits::from_json(qkv::io::parse_json(qkv::io::read_text_file(file, "lm eval")),

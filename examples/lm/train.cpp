@@ -418,7 +418,7 @@ StepResult train_step(CharGPT& model, qkv::optim::Optimizer& optimizer, const In
 
 void print_baselines(std::ostream& out, const BaselineBits& b) {
   const auto row = [&](const std::string& name, std::optional<double> bits) {
-    out << "  " << std::left << std::setw(32) << name << std::right;
+    out << "  " << std::left << std::setw(34) << name << std::right;
     if (bits) out << std::fixed << std::setprecision(3) << *bits << "\n";
     else out << "not installed\n";
   };
@@ -521,7 +521,7 @@ TrainResult train(Config config, const TrainOptions& o) {
   const Run run = load_run(dir, "best");
   result.test_bits = evaluate_bits(*run.model, data.test, data.start_id);
   if (o.verbose) {
-    std::cout << "test bits per character:\n  " << std::left << std::setw(32) << "this model" << std::right
+    std::cout << "test bits per character:\n  " << std::left << std::setw(34) << "this model" << std::right
               << std::fixed << std::setprecision(3) << result.test_bits << "\n";
     print_baselines(std::cout, result.baselines);
   }
