@@ -59,8 +59,9 @@ class PositionScheme : public Module {
   // offset + 1, ... instead of 0, 1, ... (offset_bias needs no such twin: it is a function of
   // offsets). The defaults run the whole-sequence hook on offset rows of zeros followed by the
   // tokens and keep the tokens' rows: exact, to the bit, for a scheme that treats each position
-  // alone, as every scheme here does, at the cost of work on all offset + T rows. The built-in
-  // schemes override them to do only the tokens' rows.
+  // alone, as every scheme here does, at the cost of work on all offset + T rows. The schemes below
+  // override them to do only the tokens' rows; ALiBi (nn/alibi.h), the worked example of a new
+  // scheme, relies on the defaults, which for a bias scheme cost a copy of the rows.
   virtual Tensor encode_input_at(const Tensor& X, int64_t offset);
   virtual std::pair<Tensor, Tensor> transform_qk_at(const Tensor& q, const Tensor& k, int64_t offset);
 };
@@ -84,6 +85,7 @@ class SinusoidalPositions : public PositionScheme {
   explicit SinusoidalPositions(const PositionSizes& sizes);
   Tensor encode_input(const Tensor& X) override;
   Tensor encode_input_at(const Tensor& X, int64_t offset) override;
+  std::pair<Tensor, Tensor> transform_qk_at(const Tensor& q, const Tensor& k, int64_t) override { return {q, k}; }
 
   std::shared_ptr<PositionalEncoding> encoding;  // its table P (max_len, D) is a non-persistent buffer
 };
@@ -94,6 +96,7 @@ class LearnedPositions : public PositionScheme {
   explicit LearnedPositions(const PositionSizes& sizes);
   Tensor encode_input(const Tensor& X) override;
   Tensor encode_input_at(const Tensor& X, int64_t offset) override;
+  std::pair<Tensor, Tensor> transform_qk_at(const Tensor& q, const Tensor& k, int64_t) override { return {q, k}; }
 
   std::shared_ptr<LearnedPositionalEncoding> encoding;
 };
@@ -104,6 +107,7 @@ class RotaryPositions : public PositionScheme {
   explicit RotaryPositions(const PositionSizes& sizes);
   std::pair<Tensor, Tensor> transform_qk(const Tensor& q, const Tensor& k) override;
   std::pair<Tensor, Tensor> transform_qk_at(const Tensor& q, const Tensor& k, int64_t offset) override;
+  Tensor encode_input_at(const Tensor& X, int64_t) override { return X; }
   bool transforms_qk() const override { return true; }
 
   std::shared_ptr<RotaryEmbedding> rotary;

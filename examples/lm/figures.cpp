@@ -22,14 +22,12 @@ qkv::plot::Series level(const std::string& name, double y, double x0, double x1)
 }
 
 void draw_loss(const fs::path& run, const fs::path& path) {
-  const Json text = qkv::io::parse_json(qkv::io::read_checkpoint(run / "last.safetensors").config);
   qkv::plot::Series train{"train", {}, {}}, validation{"validation", {}, {}};
-  for (const Json& row : text.find("history")->as_array()) {
-    const auto& r = row.as_array();
-    train.x.push_back(static_cast<double>(r[0].as_int()));
-    train.y.push_back(r[1].as_double());
-    validation.x.push_back(static_cast<double>(r[0].as_int()));
-    validation.y.push_back(r[2].as_double());
+  for (const Evaluation& e : read_evaluations(run / "last.safetensors")) {
+    train.x.push_back(static_cast<double>(e.step));
+    train.y.push_back(e.train_bits);
+    validation.x.push_back(static_cast<double>(e.step));
+    validation.y.push_back(e.validation_bits);
   }
   qkv::plot::LinePlotSpec spec;
   spec.title = "Bits per character (lines: baselines on test)";
@@ -37,16 +35,18 @@ void draw_loss(const fs::path& run, const fs::path& path) {
   spec.y_label = "bits per character";
   spec.markers = train.x.size() < 30;
   spec.series = {train, validation};
-  const double x0 = train.x.empty() ? 0 : 0, x1 = train.x.empty() ? 1 : train.x.back();
-  const Json baselines = qkv::io::parse_json(qkv::io::read_text_file(run / "baselines.json", "lm figures"));
-  spec.series.push_back(level("unigram", baselines.find("unigram")->as_double(), x0, x1));
-  spec.series.push_back(level("Kneser-Ney " + std::to_string(baselines.find("ngram_order")->as_int()) + "-gram",
-                              baselines.find("ngram")->as_double(), x0, x1));
-  for (const char* name : {"bzip2", "xz"})
-    if (const Json* b = baselines.find(name); b && !b->is_null()) spec.series.push_back(level(name, b->as_double(), x0, x1));
-  double top = 0;
-  for (const auto& s : spec.series) top = std::max(top, s.y.empty() ? 0.0 : *std::max_element(s.y.begin(), s.y.end()));
-  spec.y_range = qkv::plot::AxisRange{1.0, std::min(top, 5.0) + 0.2};
+  const double x0 = 0, x1 = train.x.empty() ? 1 : train.x.back();
+  const fs::path file = run / "baselines.json";
+  const BaselineBits b =
+      BaselineBits::from_json(qkv::io::parse_json(qkv::io::read_text_file(file, "lm figures")), file.string());
+  spec.series.push_back(level("unigram", b.unigram, x0, x1));
+  spec.series.push_back(level("Kneser-Ney " + std::to_string(b.ngram_order) + "-gram", b.ngram, x0, x1));
+  if (b.bzip2) spec.series.push_back(level("bzip2", *b.bzip2, x0, x1));
+  if (b.xz) spec.series.push_back(level("xz", *b.xz, x0, x1));
+  double low = 1e9, top = 0;
+  for (const auto& s : spec.series)
+    for (const double y : s.y) low = std::min(low, y), top = std::max(top, y);
+  spec.y_range = qkv::plot::AxisRange{std::max(0.0, std::min(low, 1.0) - 0.2), std::min(top, 5.0) + 0.2};
   qkv::plot::draw_line_plot(spec).write_png(path.string());
 }
 

@@ -327,7 +327,7 @@ int main(int argc, char** argv) {
               {"prompt", "Call me", "the text to go on from (UTF-8, characters the run was trained on)"},
               {"tokens", "500", "characters to generate"},
               {"temperature", "0.8", "divides the logits; 0 takes the most likely character (greedy)"},
-              {"top-k", "", "sample among the k most likely characters only (1 .. the vocabulary; default all)"},
+              {"top-k", "", "sample among the k most likely characters only (1 .. the vocabulary; default all; no effect at --temperature 0)"},
               {"seed", "1", "seed of the sampling"},
               {"no-cache", "false", "run the whole window at every step instead of the key/value cache"},
               {"heatmap", "", "draw one head's attention over the generated passage to this PNG"},

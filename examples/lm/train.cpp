@@ -84,7 +84,8 @@ void check_name(const std::string& key, const std::string& value, const std::vec
 }  // namespace
 
 void Config::validate() const {
-  check_int("context", model.context, 2, 8192);
+  // Above 2048 a window's attention weights, (H, T, T) per block, no longer fit a small machine.
+  check_int("context", model.context, 2, 2048);
   check_int("d_model", model.d_model, 1, 4096);
   check_int("heads", model.heads, 1, model.d_model);
   if (model.d_model % model.heads != 0)
@@ -93,6 +94,9 @@ void Config::validate() const {
   if (model.positions == "rotary" && (model.d_model / model.heads) % 2 != 0)
     throw qkv::ValueError("positions (--positions) rotary needs an even head width; d_model / heads is " +
                           std::to_string(model.d_model / model.heads));
+  if (model.positions == "sinusoidal" && model.d_model % 2 != 0)
+    throw qkv::ValueError("positions (--positions) sinusoidal needs an even d_model (--d-model); it is " +
+                          std::to_string(model.d_model));
   check_int("layers", model.layers, 1, 64);
   check_int("ffn_hidden", model.ffn_hidden, 1, 65536);
   check_name("positions", model.positions, qkv::nn::position_scheme_names());
@@ -190,7 +194,10 @@ Json BaselineBits::to_json() const {
 BaselineBits compute_baselines(const Data& d) {
   BaselineBits b;
   b.unigram = unigram_bits(d.train, d.test, d.vocab.size());
-  const NgramChoice choice = best_kneser_ney_order(d.train, d.validation, d.vocab.size(), 8);
+  // Orders up to 8, as far as an n-gram of ids fits the 64-bit key the counts use.
+  int bits = 1;
+  while ((int64_t{1} << bits) < d.vocab.size()) ++bits;
+  const NgramChoice choice = best_kneser_ney_order(d.train, d.validation, d.vocab.size(), std::min(8, 64 / bits));
   b.ngram_order = choice.order;
   b.ngram = KneserNey(d.train, d.vocab.size(), choice.order).bits(d.test);
   std::string train_text, test_text;
@@ -231,6 +238,11 @@ std::vector<Window> windows(const Ids& pieces, int64_t context, int64_t stride) 
 
 double log2e() { return 1.0 / std::numbers::ln2; }
 
+// Windows of the context that evaluate_bits runs at once: 16 at a context of 256, fewer above, so
+// that the attention weights each block keeps in evaluation, (windows, H, T, T), stay near 16 MiB
+// per head.
+int64_t windows_at_once(int64_t T) { return std::clamp<int64_t>(16 * 256 * 256 / (T * T), 1, 16); }
+
 }  // namespace
 
 double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, std::vector<double>* by_position) {
@@ -243,9 +255,11 @@ double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, std::v
   const bool positions = by_position != nullptr;
   std::vector<double> sum(static_cast<size_t>(T)), n(static_cast<size_t>(T));
   const std::vector<Window> all = windows(pieces, T, positions ? T : T / 2);
-  // Windows of one length run together, up to 16 at a time.
+  // Windows of one length run together, up to windows_at_once(T) at a time.
   for (size_t first = 0, last = 0; first < all.size(); first = last) {
-    while (last < all.size() && last - first < 16 && all[last].length == all[first].length) ++last;
+    while (last < all.size() && static_cast<int64_t>(last - first) < windows_at_once(T) &&
+           all[last].length == all[first].length)
+      ++last;
     const int64_t B = static_cast<int64_t>(last - first), length = all[first].length;
     std::vector<int64_t> inputs, targets;
     for (size_t k = first; k < last; ++k) {
@@ -319,16 +333,12 @@ class Batches {
   std::vector<size_t> pieces_;
 };
 
-struct Evaluation {
-  int64_t step = 0;
-  double train_bits = 0, validation_bits = 0, lr = 0, seconds = 0;
-};
-
 // What a checkpoint's config text holds: the config, the evaluations so far, the best validation.
 std::string checkpoint_text(const Config& c, const std::vector<Evaluation>& history, double best) {
   Json::Array rows;
   for (const Evaluation& e : history)
-    rows.push_back(Json(Json::Array{Json(e.step), Json(e.train_bits), Json(e.validation_bits), Json(e.lr)}));
+    rows.push_back(Json(Json::Array{Json(e.step), Json(e.train_bits), Json(e.validation_bits), Json(e.lr),
+                                    Json(e.seconds)}));
   return qkv::io::to_json(Json(Json::Object{{"config", c.to_json()}, {"history", Json(rows)}, {"best", Json(best)}}));
 }
 
@@ -343,6 +353,8 @@ void write_metrics(const fs::path& dir, const std::vector<Evaluation>& history) 
 // Makes and locks the run directory, refusing what the header of train.h says.
 qkv::io::DirectoryLock prepare_run_directory(const fs::path& dir, bool resume) {
   std::error_code ec;
+  if (resume && !fs::is_directory(dir))
+    throw qkv::ValueError("lm train --resume: " + dir.string() + " (--run) is not a directory holding an lm run");
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))
     throw qkv::ValueError("lm train: cannot make the run directory " + dir.string() + " (--run): " +
@@ -357,7 +369,8 @@ qkv::io::DirectoryLock prepare_run_directory(const fs::path& dir, bool resume) {
     for (const auto& entry : fs::directory_iterator(dir)) {
       if (entry.path().filename() == ".lock") continue;
       throw qkv::ValueError("lm train: " + dir.string() + " (--run) " +
-                            (has_run ? "holds an lm run; --resume continues it, or choose another --run"
+                            (has_run ? "holds a run (its config.json); --resume continues an lm run, or choose "
+                                       "another --run"
                                      : "is not empty and not an lm run; choose an empty or new directory") +
                             " (nothing was changed)");
     }
@@ -375,21 +388,46 @@ qkv::io::DirectoryLock prepare_run_directory(const fs::path& dir, bool resume) {
 }
 
 
+// A JSON text, its errors naming `source`.
+Json parse_json_of(const std::string& text, const std::string& source) {
+  try {
+    return qkv::io::parse_json(text);
+  } catch (const qkv::Error& e) {
+    throw qkv::ValueError(source + ": " + e.what());
+  }
+}
+
+// The evaluations and best validation bits a checkpoint's config text holds (checkpoint_text).
+void read_history(const std::string& config_text, const fs::path& file, std::vector<Evaluation>& history,
+                  double& best) {
+  const Json text = parse_json_of(config_text, file.string() + " (its config text)");
+  const Json* rows = text.is_object() ? text.find("history") : nullptr;
+  const Json* best_json = text.is_object() ? text.find("best") : nullptr;
+  if (!rows || !rows->is_array() || !best_json || (!best_json->is_double() && !best_json->is_int()))
+    throw qkv::ValueError(file.string() + " is not an lm checkpoint: its config text has no history and best");
+  for (const Json& row : rows->as_array()) {
+    if (!row.is_array() || row.as_array().size() != 5)
+      throw qkv::ValueError(file.string() + ": a history row is not [step, train, validation, lr, seconds]");
+    const Json::Array& r = row.as_array();
+    history.push_back({r[0].as_int(), r[1].as_double(), r[2].as_double(), r[3].as_double(), r[4].as_double()});
+  }
+  best = best_json->as_double();
+}
+
 // The run in `dir` that --resume continues: its config, with `steps` (0: the run's own) if that
-// extends it, and its evaluations and best validation bits from the last checkpoint.
-Config read_resumed_run(const fs::path& dir, int64_t steps, std::vector<Evaluation>& history, double& best) {
-  Config config = load_run(dir, "last").config;
+// extends it, and its evaluations and best validation bits from the last checkpoint. A run stopped
+// before its first checkpoint has none: it starts again from step 0 with its config.
+Config read_resumed_run(const fs::path& dir, int64_t steps, std::vector<Evaluation>& history, double& best,
+                        bool& has_checkpoint) {
+  has_checkpoint = fs::exists(dir / "last.safetensors");
+  Config config = has_checkpoint ? load_run(dir, "last").config : read_run_config(dir);
   if (steps == 0) steps = config.steps;
   if (steps < config.steps)
     throw qkv::ValueError("lm train --resume --steps " + std::to_string(steps) + " is below the run's " +
                           std::to_string(config.steps) + ": a run can be extended, not shortened");
   config.steps = steps;
-  const Json text = qkv::io::parse_json(qkv::io::read_checkpoint(dir / "last.safetensors").config);
-  for (const Json& row : text.find("history")->as_array()) {
-    const Json::Array& r = row.as_array();
-    history.push_back({r[0].as_int(), r[1].as_double(), r[2].as_double(), r[3].as_double(), 0});
-  }
-  best = text.find("best")->as_double();
+  if (has_checkpoint)
+    read_history(qkv::io::read_checkpoint(dir / "last.safetensors").config, dir / "last.safetensors", history, best);
   return config;
 }
 
@@ -448,32 +486,38 @@ BaselineBits BaselineBits::from_json(const Json& json, const std::string& source
 TrainResult train(Config config, const TrainOptions& o) {
   const fs::path dir = o.run_dir;
   if (dir.empty()) throw qkv::ValueError("lm train: --run is empty; expected a directory");
-  const qkv::io::DirectoryLock lock = prepare_run_directory(dir, o.resume);
+  // Everything that can be refused is checked before the run directory is touched.
   std::vector<Evaluation> history;
   double best = std::numeric_limits<double>::infinity();
-  if (o.resume) config = read_resumed_run(dir, config.steps, history, best);
+  bool has_checkpoint = false;
+  if (o.resume) {
+    if (!fs::is_directory(dir))
+      throw qkv::ValueError("lm train --resume: " + dir.string() + " (--run) is not a directory holding an lm run");
+    config = read_resumed_run(dir, config.steps, history, best, has_checkpoint);
+  } else if (!config.text.empty()) {
+    config.text = fs::absolute(config.text).lexically_normal().string();  // eval and --resume may run elsewhere
+  }
   const Data data = load_data(config, config.chars);
   config.chars = encode_utf8(Piece(data.vocab.chars().begin(), data.vocab.chars().end()));
   config.model.vocab_size = data.vocab.size();
+  if (!has_checkpoint) qkv::manual_seed(static_cast<uint64_t>(config.seed));
+  CharGPT model(config.model);
+  auto optimizer = make_optimizer(model, config);
+  const qkv::io::DirectoryLock lock = prepare_run_directory(dir, o.resume);
   TrainResult result;
   if (o.verbose)
-    std::cout << "lm: " << (config.text.empty() ? "Moby-Dick" : config.text) << ", " << data.vocab.size() - 1 << " characters; train "
-              << data.text.train.size() << " pieces, validation " << data.text.validation.size() << ", test "
-              << data.text.test.size() << "\n";
+    std::cout << "lm: " << (config.text.empty() ? "Moby-Dick" : config.text) << ", " << data.vocab.size() - 1
+              << " characters; train " << data.text.train.size() << " pieces, validation "
+              << data.text.validation.size() << ", test " << data.text.test.size() << "\n";
   result.baselines = compute_baselines(data);
   if (o.verbose) {
     std::cout << "baselines on test, bits per character:\n";
     print_baselines(std::cout, result.baselines);
   }
-  if (!o.resume) {
-    qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "lm train");
-    qkv::io::write_text_file(dir / "baselines.json", qkv::io::to_json(result.baselines.to_json()) + "\n", "lm train");
-    qkv::manual_seed(static_cast<uint64_t>(config.seed));
-  }
-  CharGPT model(config.model);
-  auto optimizer = make_optimizer(model, config);
+  if (!o.resume) qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "lm train");
+  qkv::io::write_text_file(dir / "baselines.json", qkv::io::to_json(result.baselines.to_json()) + "\n", "lm train");
   int64_t step = 0;
-  if (o.resume) step = qkv::io::load_checkpoint(dir / "last.safetensors", model, *optimizer).step;
+  if (has_checkpoint) step = qkv::io::load_checkpoint(dir / "last.safetensors", model, *optimizer).step;
   qkv::optim::WarmupLR schedule(*optimizer, config.warmup, config.steps);
   schedule.set_last_step(step);
   const Batches batches(data, config.model.context);
@@ -482,6 +526,7 @@ TrainResult train(Config config, const TrainOptions& o) {
   const auto started = std::chrono::steady_clock::now();
   const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   const int64_t first = step;
+  const double seconds_before = history.empty() ? 0.0 : history.back().seconds;  // a resumed run's
   double loss_sum = 0;
   int64_t loss_count = 0, evaluations = 0;
   model.train();
@@ -490,7 +535,7 @@ TrainResult train(Config config, const TrainOptions& o) {
     const auto [value, norm] = train_step(model, *optimizer, inputs, targets, config.clip);
     if (!std::isfinite(value) || !std::isfinite(norm))
       throw qkv::Error("lm train: step " + std::to_string(step + 1) + " has a loss or gradient that is not finite (" +
-                       std::to_string(value) + "); lower --lr. The run keeps its last saved checkpoint");
+                       std::to_string(value) + "); lower --lr. The run keeps its checkpoints of the last evaluation, if any");
     schedule.step();
     ++step;
     loss_sum += value;
@@ -498,16 +543,16 @@ TrainResult train(Config config, const TrainOptions& o) {
     if (progress) progress->update(step - first, "loss " + std::to_string(value * log2e()).substr(0, 5) + " bits/char");
     if (step % config.eval_every != 0 && step != config.steps) continue;
     const Evaluation e{step, loss_sum / loss_count * log2e(), evaluate_bits(model, data.validation, data.start_id),
-                       optimizer->lr(), seconds()};
+                       optimizer->lr(), seconds_before + seconds()};
     loss_sum = 0;
     loss_count = 0;
     history.push_back(e);
     best = std::min(best, e.validation_bits);
     const std::string text = checkpoint_text(config, history, best);
+    if (o.resume && evaluations == 0)  // a resumed run's config now says the new --steps (before any checkpoint does)
+      qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "lm train");
     if (e.validation_bits == best) qkv::io::save_checkpoint(dir / "best.safetensors", model, *optimizer, step, text);
     qkv::io::save_checkpoint(dir / "last.safetensors", model, *optimizer, step, text);
-    if (o.resume && step > first && evaluations == 0)  // a resumed run's config now says the new --steps
-      qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "lm train");
     write_metrics(dir, history);
     if (o.verbose)
       std::cout << "step " << step << "/" << config.steps << ": train " << std::fixed << std::setprecision(3)
@@ -528,18 +573,29 @@ TrainResult train(Config config, const TrainOptions& o) {
   return result;
 }
 
+std::vector<Evaluation> read_evaluations(const fs::path& checkpoint_file) {
+  std::vector<Evaluation> history;
+  double best = 0;
+  read_history(qkv::io::read_checkpoint(checkpoint_file).config, checkpoint_file, history, best);
+  return history;
+}
+
+Config read_run_config(const fs::path& dir) {
+  const fs::path path = dir / "config.json";
+  if (!fs::exists(path)) throw qkv::ValueError("lm: " + dir.string() + " (--run) holds no lm run (no config.json)");
+  return Config::from_json(parse_json_of(qkv::io::read_text_file(path, "lm"), path.string()), path.string());
+}
+
 Run load_run(const fs::path& dir, const std::string& which) {
   const fs::path config_path = dir / "config.json";
-  if (!fs::exists(config_path))
-    throw qkv::ValueError("lm: " + dir.string() + " (--run) holds no lm run (no config.json)");
   Run run;
-  run.config = Config::from_json(qkv::io::parse_json(qkv::io::read_text_file(config_path, "lm")), config_path.string());
+  run.config = read_run_config(dir);
   const Piece chars = decode_utf8(run.config.chars, config_path.string() + " chars");
   run.vocab = CharVocab::from_chars(std::vector<char32_t>(chars.begin(), chars.end()));
   run.config.model.vocab_size = run.vocab.size();
   const fs::path file = dir / (which + ".safetensors");
   const qkv::io::Checkpoint checkpoint = qkv::io::read_checkpoint(file);
-  const Json text = qkv::io::parse_json(checkpoint.config);
+  const Json text = parse_json_of(checkpoint.config, file.string() + " is not an lm checkpoint: its config text");
   const Json* saved = text.is_object() ? text.find("config") : nullptr;
   if (!saved) throw qkv::ValueError("lm: " + file.string() + " is not an lm checkpoint (its config text has no lm config)");
   Config from_checkpoint = Config::from_json(*saved, file.string());

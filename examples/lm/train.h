@@ -6,7 +6,7 @@
 //   metrics.csv          one row per evaluation: step, train and validation bits per character, lr
 //   figures/*.png        curves, attention over a generated passage, bits by position
 //   .lock                the lock a training holds (io::DirectoryLock)
-// Every file is written atomically (io/file.h). A training is refused, naming the directory, where
+// Every file but the figures is written atomically (io/file.h). A training is refused, naming the directory, where
 // another holds the lock, where the directory holds an lm run (it is continued with --resume, never
 // overwritten), and where it holds anything else.
 #pragma once
@@ -73,6 +73,15 @@ struct StepResult {
 StepResult train_step(CharGPT& model, qkv::optim::Optimizer& optimizer, const qkv::IndexTensor& inputs,
                       const qkv::IndexTensor& targets, double clip);
 
+// One evaluation of a training: a row of metrics.csv, and of each checkpoint's history.
+struct Evaluation {
+  int64_t step = 0;
+  double train_bits = 0, validation_bits = 0, lr = 0;
+  double seconds = 0;  // of training since the run began (a resumed run's go on from its last)
+};
+// The evaluations a checkpoint of an lm run holds; ValueError naming the file otherwise.
+std::vector<Evaluation> read_evaluations(const std::filesystem::path& checkpoint_file);
+
 struct TrainOptions {
   std::string run_dir = "runs/lm";
   bool resume = false;
@@ -113,5 +122,7 @@ struct Run {
   std::shared_ptr<CharGPT> model;
 };
 Run load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best");
+// The run's config.json, read strictly; ValueError naming the file.
+Config read_run_config(const std::filesystem::path& run_dir);
 
 }  // namespace lm

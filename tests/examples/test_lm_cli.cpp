@@ -137,8 +137,8 @@ TEST_CASE("lm train refuses a bad text, and never writes over a run or a directo
   const std::string before = read(dir / "run" / "config.json");
   const auto again = train(run, (dir / "text.txt").string(), "3", {"--seed", "2"});
   CHECK(again.exit_code == 1);
-  CHECK(again.errors == "lm train: " + run + " (--run) holds an lm run; --resume continues it, or choose another "
-                                             "--run (nothing was changed)\n");
+  CHECK(again.errors == "lm train: " + run + " (--run) holds a run (its config.json); --resume continues an lm "
+                                             "run, or choose another --run (nothing was changed)\n");
   CHECK(read(dir / "run" / "config.json") == before);
 
   fs::create_directories(dir / "other");
@@ -158,4 +158,38 @@ TEST_CASE("lm refuses a run directory of another program, naming its file") {
   CHECK(r.exit_code == 1);
   CHECK(r.errors == "lm: " + (dir / "tagger" / "config.json").string() +
                         ": unknown key 'model' (is this an lm run?)\n");
+}
+
+TEST_CASE("lm train --resume starts a run killed before its first checkpoint again, and refuses what is no run") {
+  qkv::testing::ScratchDir dir;
+  write(dir / "text.txt", small_text());
+  const std::string run = (dir / "run").string();
+  REQUIRE(train(run, (dir / "text.txt").string(), "3").exit_code == 0);
+  const std::string metrics = read(dir / "run" / "metrics.csv");
+  // As a kill before the first evaluation leaves it: config.json and baselines.json, no checkpoint.
+  for (const char* f : {"last.safetensors", "best.safetensors", "metrics.csv"}) fs::remove(dir / "run" / f);
+  const auto resumed = run_program(kLmProgram, {"train", "--run", run, "--resume", "--no-figures"});
+  REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.errors);
+  // The same run again, from its seed: the same metrics but for the seconds.
+  const auto without_seconds = [](const std::string& csv) {
+    std::string out;
+    for (size_t at = 0; at < csv.size();) {
+      const size_t end = csv.find('\n', at);
+      const std::string line = csv.substr(at, end - at);
+      out += line.substr(0, line.rfind(',')) + "\n";
+      at = end + 1;
+    }
+    return out;
+  };
+  CHECK(without_seconds(read(dir / "run" / "metrics.csv")) == without_seconds(metrics));
+
+  const auto missing = run_program(kLmProgram, {"train", "--run", (dir / "nowhere").string(), "--resume"});
+  CHECK(missing.errors == "lm train --resume: " + (dir / "nowhere").string() +
+                              " (--run) is not a directory holding an lm run\n");
+  CHECK_FALSE(fs::exists(dir / "nowhere"));
+  const auto odd = run_program(kLmProgram, {"train", "--run", (dir / "odd").string(), "--text",
+                                            (dir / "text.txt").string(), "--positions", "sinusoidal", "--d-model",
+                                            "15", "--heads", "3"});
+  CHECK(odd.errors == "lm: positions (--positions) sinusoidal needs an even d_model (--d-model); it is 15\n");
+  CHECK_FALSE(fs::exists(dir / "odd"));
 }
