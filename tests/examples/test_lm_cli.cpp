@@ -50,10 +50,17 @@ TEST_CASE("lm trains on a text of its own, beats the unigram, evaluates, samples
   qkv::testing::ScratchDir dir;
   write(dir / "text.txt", small_text());
   const std::string run = (dir / "run").string();
-  const auto r = train(run, (dir / "text.txt").string(), "20");
+  const auto r = train(run, (dir / "text.txt").string(), "120", {"--lr", "0.01"});
   REQUIRE_MESSAGE(r.exit_code == 0, r.errors);
+  // The test table's first two rows: this model, then the unigram, in bits per character.
+  const auto bits_after = [&](const std::string& label) {
+    const size_t at = r.output.rfind(label);
+    return at == std::string::npos ? -1.0 : std::stod(r.output.substr(at + label.size()));
+  };
   CHECK(r.output.find("Kneser-Ney") != std::string::npos);
-  CHECK(r.output.find("this model") != std::string::npos);
+  const double model = bits_after("this model"), unigram = bits_after("unigram");
+  CHECK(model > 0);
+  CHECK(model < unigram);
   for (const char* f : {"config.json", "baselines.json", "metrics.csv", "last.safetensors", "best.safetensors"})
     CHECK_MESSAGE(fs::exists(dir / "run" / f), f);
   CHECK(read(dir / "run" / "metrics.csv").starts_with("step,train_bits_per_char,validation_bits_per_char,lr,seconds\n10,"));
@@ -78,10 +85,10 @@ TEST_CASE("lm trains on a text of its own, beats the unigram, evaluates, samples
                                            "--tokens", "5", "--top-k", "3", "--seed", "4"});
   CHECK_MESSAGE(s3.exit_code == 0, s3.errors);
 
-  // --resume extends the run to 30 steps: one more evaluation row, and the figures.
-  const auto resumed = run_program(kLmProgram, {"train", "--run", run, "--resume", "--steps", "30"});
+  // --resume extends the run to 130 steps: one more evaluation row, and the figures.
+  const auto resumed = run_program(kLmProgram, {"train", "--run", run, "--resume", "--steps", "130"});
   REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.errors);
-  CHECK(read(dir / "run" / "metrics.csv").find("\n30,") != std::string::npos);
+  CHECK(read(dir / "run" / "metrics.csv").find("\n130,") != std::string::npos);
   for (const char* f : {"loss.png", "attention.png", "bits_by_position.png"})
     CHECK_MESSAGE(fs::file_size(dir / "run" / "figures" / f) > 1000, f);
   const auto heatmap = run_program(kLmProgram, {"sample", "--run", run, "--prompt", "the", "--tokens", "20", "--heatmap",
