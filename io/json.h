@@ -85,6 +85,9 @@ Json parse_json(std::string_view text, const JsonLimits& limits = {});
 // True if `s` is well-formed UTF-8 (RFC 3629), as every JSON text and string must be.
 bool is_valid_utf8(std::string_view s);
 
+// Appends the UTF-8 bytes of the code point cp (at most U+10FFFF) to out.
+void append_utf8(std::string& out, uint32_t cp);
+
 // Compact text, no spaces, members in order: {"a":[1,2.5,"x"]}. Non-ASCII characters are written
 // as UTF-8; '"', '\\' and control characters are escaped. Throws ValueError for a NaN or infinite
 // number or a string that is not valid UTF-8, which JSON cannot carry.

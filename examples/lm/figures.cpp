@@ -72,11 +72,8 @@ std::string label(char32_t c) {
 
 }  // namespace
 
-void draw_sample_attention(CharGPT& model, const CharVocab& vocab, const std::vector<int32_t>& prompt,
-                           const SampleOptions& options, const std::string& path) {
-  std::vector<int32_t> ids = prompt;
-  const std::vector<int32_t> out = generate(model, prompt, options);
-  ids.insert(ids.end(), out.begin(), out.end());
+void draw_sample_attention(CharGPT& model, const CharVocab& vocab, const std::vector<int32_t>& ids,
+                           const std::string& path) {
   const int64_t n = std::min<int64_t>({64, model.config.context, static_cast<int64_t>(ids.size())});
   const std::vector<int64_t> passage(ids.end() - n, ids.end());
   qkv::NoGradGuard no_grad;
@@ -106,8 +103,10 @@ std::vector<std::string> draw_training_figures(const std::string& run_dir) {
   // Greedy, from the opening of the first validation piece.
   const std::vector<int32_t>& opening = data.validation.front();
   const std::vector<int32_t> prompt(opening.begin(), opening.begin() + std::min<size_t>(8, opening.size()));
-  draw_sample_attention(*run.model, run.vocab, prompt.empty() ? std::vector<int32_t>{data.start_id} : prompt,
-                        {.tokens = 80, .temperature = 0.0}, (dir / "attention.png").string());
+  std::vector<int32_t> passage = prompt.empty() ? std::vector<int32_t>{data.start_id} : prompt;
+  const std::vector<int32_t> generated = generate(*run.model, passage, {.tokens = 80, .temperature = 0.0});
+  passage.insert(passage.end(), generated.begin(), generated.end());
+  draw_sample_attention(*run.model, run.vocab, passage, (dir / "attention.png").string());
   written.push_back((dir / "attention.png").string());
   draw_by_position(run, data, dir / "bits_by_position.png");
   written.push_back((dir / "bits_by_position.png").string());

@@ -16,9 +16,9 @@ namespace lm {
 // All three, for the trained run in run_dir (its best checkpoint); returns the files written.
 std::vector<std::string> draw_training_figures(const std::string& run_dir);
 
-// attention.png's heatmap for a passage generated from `prompt` as `options` say (its last 64
-// characters at most), written to `path`.
-void draw_sample_attention(CharGPT& model, const CharVocab& vocab, const std::vector<int32_t>& prompt,
-                           const SampleOptions& options, const std::string& path);
+// attention.png's heatmap for a passage, ids (a prompt and what was generated after it): one head of
+// the last block over its last 64 characters at most, written to `path`.
+void draw_sample_attention(CharGPT& model, const CharVocab& vocab, const std::vector<int32_t>& ids,
+                           const std::string& path);
 
 }  // namespace lm

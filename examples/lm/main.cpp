@@ -171,13 +171,16 @@ int cmd_sample(const Args& a) {
   const std::vector<int32_t> prompt = prompt_ids(a.str("prompt"), run.vocab);
   std::cout << a.str("prompt") << std::flush;
   const auto start = std::chrono::steady_clock::now();
-  generate(*run.model, prompt, o, [&](int32_t id) { std::cout << encode_utf8(Piece(1, run.vocab.character(id))) << std::flush; });
+  std::vector<int32_t> passage = prompt;
+  const std::vector<int32_t> written =
+      generate(*run.model, prompt, o, [&](int32_t id) { std::cout << encode_utf8(Piece(1, run.vocab.character(id))) << std::flush; });
+  passage.insert(passage.end(), written.begin(), written.end());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << "\n";
   std::cerr << "lm sample: " << o.tokens << " characters in " << std::fixed << std::setprecision(2) << seconds << " s ("
             << std::setprecision(0) << o.tokens / std::max(seconds, 1e-9) << " per second, "
             << (o.cache ? "with" : "without") << " the key/value cache)\n";
-  if (a.given("heatmap")) draw_sample_attention(*run.model, run.vocab, prompt, o, a.str("heatmap"));
+  if (a.given("heatmap")) draw_sample_attention(*run.model, run.vocab, passage, a.str("heatmap"));
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include "examples/common/npm_package.h"
 #include "io/digest.h"
 #include "io/file.h"
+#include "io/json.h"
 #include "tensor/error.h"
 
 namespace lm {
@@ -66,23 +67,7 @@ Piece decode_utf8(const std::string& bytes, const std::string& where) {
 std::string encode_utf8(const Piece& text) {
   std::string out;
   out.reserve(text.size());
-  for (const char32_t c : text) {
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-    } else if (c < 0x800) {
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-      out += static_cast<char>(0xE0 | (c >> 12));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (c >> 18));
-      out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (c & 0x3F));
-    }
-  }
+  for (const char32_t c : text) qkv::io::append_utf8(out, c);
   return out;
 }
 
