@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "autograd/grad_mode.h"
+#include "autograd/hooks.h"
 #include "autograd/node.h"
 #include "autograd/observer.h"
 #include "tensor/error.h"
@@ -159,6 +161,33 @@ void send_to_inputs(Node& node, std::vector<Tensor> grads) {
   }
 }
 
+// ---- Gradient hooks (autograd/hooks.h) --------------------------------------------------------
+//
+// A hooked leaf's gradient is complete once every edge of the graph that leads to it has been
+// walked: count those edges before the walk, count them down as their nodes run (or are skipped
+// because no gradient reached them), and call the hooks at zero.
+class LeafCountdown {
+ public:
+  explicit LeafCountdown(const std::vector<std::shared_ptr<Node>>& order) {
+    if (detail::hook_count() == 0) return;  // nothing to count
+    for (const std::shared_ptr<Node>& node : order)
+      for (const Edge& edge : node->inputs)
+        if (edge.leaf && edge.leaf->hooks && !edge.leaf->hooks->hooks.empty()) ++remaining_[edge.leaf.get()];
+  }
+  // The node's edges have been walked: call the hooks of the leaves this completes.
+  void walked(const Node& node) {
+    if (remaining_.empty()) return;
+    for (const Edge& edge : node.inputs) {
+      if (!edge.leaf) continue;
+      const auto it = remaining_.find(edge.leaf.get());
+      if (it != remaining_.end() && --it->second == 0) detail::run_hooks(edge.leaf);
+    }
+  }
+
+ private:
+  std::unordered_map<const TensorImpl*, int64_t> remaining_;
+};
+
 }  // namespace
 
 void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
@@ -167,9 +196,11 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
   const std::shared_ptr<Node>& root_node = root.grad_fn();
   if (!root_node) {  // backward() on a leaf: its gradient is the seed itself
     accumulate_into_leaf(*root.impl(), seed);
+    detail::run_hooks(root.shared_impl());
     return;
   }
   const std::vector<std::shared_ptr<Node>> order = topological_order(root_node);
+  LeafCountdown countdown(order);
   if (observed()) detail::notify_backward_started(order);
   const bool observers_read_g = node_gradient_observed();
   root_node->grad_sum = seed;
@@ -184,6 +215,7 @@ void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
       g = Tensor();  // the gradients sent on may be views of g: a leaf can then take one alone
       send_to_inputs(*node, std::move(grads));
     }
+    countdown.walked(*node);
     if (!retain_graph) release(*node);
   }
 }

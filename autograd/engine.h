@@ -6,7 +6,8 @@
 //      over many steps, must not overflow the call stack);
 //   2. walk that order, giving each node the sum of the gradients its consumers sent it, and
 //      calling its backward function to get its inputs' gradients;
-//   3. add (+=) the gradients that reach leaves into their .grad();
+//   3. add (+=) the gradients that reach leaves into their .grad(), and call a leaf's hooks
+//      (autograd/hooks.h) once the last edge leading to it has been walked;
 //   4. free each node's saved tensors and closure once it has run, unless retain_graph.
 // The fast path also lets buffers that nothing else reads serve again (a leaf adopts its first
 // gradient, a backward writes over the gradient it received or over what it saved); the reference

@@ -31,6 +31,7 @@ namespace qkv {
 
 namespace autograd {
 struct Node;  // the graph node that produced a tensor (autograd/node.h)
+struct LeafHooks;  // functions called when a backward pass has completed a leaf's gradient (autograd/hooks.h)
 }
 
 class Tensor;
@@ -44,6 +45,7 @@ struct TensorImpl {
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;              // accumulated gradient (leaves only)
   std::shared_ptr<autograd::Node> grad_fn;       // null for leaves
+  std::shared_ptr<autograd::LeafHooks> hooks;    // leaves only: what runs when a backward completes .grad
   std::string name;                              // set by nn::Module for parameters
 };
 
