@@ -23,19 +23,24 @@ constexpr const char* kFormat = "qkv.checkpoint";
 constexpr const char* kVersion = "1";
 const std::string kModel = "model.", kOptim = "optim.";
 
-// The checksum of a checkpoint's tensors and of its metadata other than "checksum" itself.
-std::string checksum(const std::vector<TensorRecord>& tensors,
-                     const std::map<std::string, std::string>& metadata) {
+// Adds the tensors to h by name: each name, dtype, shape and its bytes.
+void add_tensors(Fnv1a& h, const std::vector<TensorRecord>& tensors) {
   std::vector<const TensorRecord*> by_name;
   for (const TensorRecord& t : tensors) by_name.push_back(&t);
   std::sort(by_name.begin(), by_name.end(), [](auto* a, auto* b) { return a->name < b->name; });
-  Fnv1a h;
   for (const TensorRecord* t : by_name) {
     h.add(t->name);
     h.add(dtype_name(t->dtype));
     h.add(shape_string(t->shape));
     h.add(t->data);
   }
+}
+
+// The checksum of a checkpoint's tensors and of its metadata other than "checksum" itself.
+std::string checksum(const std::vector<TensorRecord>& tensors,
+                     const std::map<std::string, std::string>& metadata) {
+  Fnv1a h;
+  add_tensors(h, tensors);
   for (const auto& [key, value] : metadata)
     if (key != "checksum") {
       h.add(key);
@@ -91,6 +96,15 @@ void save(const std::filesystem::path& path, const nn::Module& model, const opti
 }
 
 }  // namespace
+
+std::string state_checksum(const nn::Module& model) {
+  NoGradGuard no_grad;
+  TensorRecords records;
+  for (const auto& [name, t] : model.state_dict()) records.add(kModel + name, t);
+  Fnv1a h;
+  add_tensors(h, records.records());
+  return h.hex();
+}
 
 void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
                      const optim::Optimizer& optimizer, int64_t step, const std::string& config) {

@@ -76,6 +76,11 @@ void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
 void save_checkpoint(const std::filesystem::path& path, const nn::Module& model, int64_t step,
                      const std::string& config = "");
 
+// Part 1 of the checksum above over the model's state_dict alone (names with the "model."
+// prefix): equal on two processes exactly when their models have the same names, shapes and bytes.
+// The data-parallel trainer compares it across ranks (dist/same_start.h).
+std::string state_checksum(const nn::Module& model);
+
 // Reads and checks a checkpoint without applying it: to look at it, or to load only the weights
 // (model.load_state_dict(read_checkpoint(path).model, false)) when fine-tuning.
 Checkpoint read_checkpoint(const std::filesystem::path& path, bool allow_non_finite = false);

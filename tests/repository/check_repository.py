@@ -12,7 +12,7 @@ checks:
   core-without-figures  the core library (ARG: the path of libqkv) holds no image-library code,
                         and no core source includes plot/ or stb
   include-direction     every project include points down the layers: tensor < autograd < nn <
-                        optim < io < autograd/debug < data < plot < examples and bench (the
+                        optim < io < autograd/debug < data < plot and dist < examples and bench (the
                         debuggers write their reports as JSON and files, so they sit above io;
                         bench and the examples share one layer, since `tagger bench` runs
                         bench/tagger_bench.cpp, which builds the tagger's model)
@@ -24,7 +24,7 @@ import sys
 
 from function_lengths import functions
 
-LIBRARY = ["tensor", "autograd", "nn", "optim", "io", "data", "plot"]
+LIBRARY = ["tensor", "autograd", "nn", "optim", "io", "data", "plot", "dist"]
 CORE = ["tensor", "autograd", "nn", "optim", "io", "data"]
 SKIP_DIRS = {".git", "tests", "runs", "data_cache", "cache"}
 
@@ -83,7 +83,7 @@ def engine_alone(root, _):
 
 
 def core_without_figures(root, library):
-    include = re.compile(r'^\s*#\s*include\s*[<"](plot/|stb)')
+    include = re.compile(r'^\s*#\s*include\s*[<"](plot/|dist/|stb|mpi)')
     bad = []
     for path in sources(root, CORE):
         bad += matching_lines(root, path, include)
@@ -94,7 +94,7 @@ def core_without_figures(root, library):
 
 # The layers, lowest first, each one or more folders: a file may include its own layer and those
 # below it.
-LAYERS = [["tensor"], ["autograd"], ["nn"], ["optim"], ["io"], ["autograd/debug"], ["data"], ["plot"],
+LAYERS = [["tensor"], ["autograd"], ["nn"], ["optim"], ["io"], ["autograd/debug"], ["data"], ["plot", "dist"],
           ["examples", "bench"]]
 
 
@@ -111,7 +111,7 @@ def layer_of(path):
 def include_direction(root, _):
     include = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
     bad = []
-    for path in sources(root, ["tensor", "autograd", "nn", "optim", "io", "data", "plot", "examples", "bench"]):
+    for path in sources(root, ["tensor", "autograd", "nn", "optim", "io", "data", "plot", "dist", "examples", "bench"]):
         rel = os.path.relpath(path, root)
         mine = layer_of(rel)
         for number, text in enumerate(read(path).splitlines(), 1):
