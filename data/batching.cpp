@@ -82,4 +82,24 @@ std::vector<Batch> make_batches(const std::vector<std::vector<int64_t>>& inputs,
   return batches;
 }
 
+Batch select_rows(const Batch& batch, const std::vector<int64_t>& rows) {
+  Batch out;
+  out.batch_size = static_cast<int64_t>(rows.size());
+  for (int64_t r : rows) {
+    if (r < 0 || r >= batch.batch_size)
+      throw ValueError("select_rows: row " + std::to_string(r) + " of a batch of " + std::to_string(batch.batch_size));
+    out.max_len = std::max(out.max_len, batch.valid_lens[static_cast<size_t>(r)]);
+  }
+  const int64_t T = batch.max_len, t = out.max_len;
+  for (int64_t r : rows) {
+    const auto from = static_cast<std::ptrdiff_t>(r * T);
+    out.inputs.insert(out.inputs.end(), batch.inputs.begin() + from, batch.inputs.begin() + from + t);
+    if (!batch.targets.empty())
+      out.targets.insert(out.targets.end(), batch.targets.begin() + from, batch.targets.begin() + from + t);
+    out.valid_lens.push_back(batch.valid_lens[static_cast<size_t>(r)]);
+    out.indices.push_back(batch.indices[static_cast<size_t>(r)]);
+  }
+  return out;
+}
+
 }  // namespace qkv::data

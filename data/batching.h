@@ -45,4 +45,9 @@ std::vector<Batch> make_batches(const std::vector<std::vector<int64_t>>& inputs,
                                 const std::vector<std::vector<int64_t>>& targets,
                                 const BatchOptions& options);
 
+// The batch of the given rows of `batch` (indices into it, in the order given), cut to the longest
+// of them: a rank's share of a global batch in data-parallel training (dist/sampler.h's shard).
+// ValueError for a row out of range.
+Batch select_rows(const Batch& batch, const std::vector<int64_t>& rows);
+
 }  // namespace qkv::data

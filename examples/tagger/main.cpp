@@ -18,6 +18,7 @@
 #include <iostream>
 #include <limits>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "bench/tagger_bench.h"
 #include "examples/tagger/brown.h"
 #include "examples/tagger/options.h"
+#include "dist/world.h"
 #include "examples/tagger/train.h"
 #include "nn/position_scheme.h"
 #include "tensor/error.h"
@@ -85,8 +87,14 @@ void use_modes(const Args& a, const std::string& precision, bool saved_run = fal
   }
 }
 
+// The ranks this process trains with (dist/world.h): one without mpirun.
+qkv::dist::World* world = nullptr;
+
 void announce(const TrainOptions& options) {
-  std::cout << "tagger: training on " << qkv::get_num_threads() << " thread(s)"
+  if (!options.verbose) return;
+  std::cout << "tagger: training on "
+            << (world->size() > 1 ? std::to_string(world->size()) + " ranks (" + world->group().backend() + ") of " : "")
+            << qkv::get_num_threads() << " thread(s)"
             << (qkv::reference_mode() ? std::string(", ") + qkv::examples::kReferenceModeNote : "")
             << (qkv::get_matmul_precision() == qkv::MatmulPrecision::medium ? ", bfloat16 products" : "")
             << ", run directory " << options.run_dir << "\n";
@@ -95,13 +103,23 @@ void announce(const TrainOptions& options) {
 // The options --resume honours: where the run is, how long it goes on, and what it prints and draws.
 // Every other option is part of the run's saved config, which resume keeps.
 void refuse_options_resume_ignores(const Args& a) {
-  const std::vector<std::string> honoured = {"run",     "resume",  "epochs",  "threads",
-                                             "no-figures", "profile", "example", "reference"};
+  const std::vector<std::string> honoured = {"run",     "resume",  "epochs",    "threads", "no-figures",
+                                             "profile", "example", "reference", "reduce"};
   for (const Args::Option& o : train_options()) {
     if (a.given(o.name) && std::find(honoured.begin(), honoured.end(), o.name) == honoured.end())
       throw qkv::ValueError("--resume continues the run with its saved config; --" + o.name +
                             " cannot change it");
   }
+}
+
+// Under mpirun: rank 0 speaks for the run; the others train quietly beside it.
+void join_world(TrainOptions& options) {
+  options.group = &world->group();
+  if (world->is_root()) return;
+  options.verbose = false;
+  options.progress = false;
+  options.figures = false;
+  options.profile = false;
 }
 
 int cmd_train(const Args& a) {
@@ -110,6 +128,7 @@ int cmd_train(const Args& a) {
   set_threads(a);
   const Config config = config_from(a);
   TrainOptions options = train_options_from(a);
+  join_world(options);
   if (!a.flag("resume")) {
     use_modes(a, config.matmul);
     const Data data = load_data(config);
@@ -400,13 +419,33 @@ int cmd_bench(const Args& a) {
 
 }  // namespace
 
+// Under mpirun, an error on one rank must not leave the others waiting in a collective: the rank
+// says what went wrong, naming itself, and ends the job (MPI_Abort).
+int fail(const std::string& what) {
+  const bool many = world != nullptr && world->size() > 1;
+  std::cerr << (what.starts_with("tagger") ? "" : "tagger: ")
+            << (many ? "(rank " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) + ") " : "")
+            << what << "\n";
+  if (many) world->group().abort(1);
+  return 1;
+}
+
 int main(int argc, char** argv) {
+  std::optional<qkv::dist::World> the_world;
+  try {
+    the_world.emplace(argc, argv);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+  world = &*the_world;
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
   try {
+    if (cmd != "train" && world->size() > 1)
+      throw qkv::ValueError("only train runs on several ranks; run `tagger " + cmd + "` without mpirun");
     std::vector<Args::Option> spec;
     int (*run)(const Args&) = nullptr;
     if (cmd == "train" || cmd == "ablate") {
@@ -462,8 +501,6 @@ int main(int argc, char** argv) {
     return run(args);
   } catch (const std::exception& e) {
     // The tagger's own messages start with "tagger"; the library's with the function's name.
-    const std::string what = e.what();
-    std::cerr << (what.starts_with("tagger") ? "" : "tagger: ") << what << "\n";
-    return 1;
+    return fail(e.what());
   }
 }

@@ -62,9 +62,11 @@ std::vector<qkv::examples::Args::Option> train_options() {
       {"min-freq", std::to_string(d.min_freq), "words seen fewer times become <unk>"},
       {"seed", std::to_string(d.seed), "seed of the corpus, the initialization and the batch order"},
       {"sentences", std::to_string(d.train_sentences), "built-in corpus: training sentences"},
-      {"threads", "0", "threads (0: QKV_NUM_THREADS or all cores)"},
+      {"threads", "0", "threads (0: QKV_NUM_THREADS or all cores); under mpirun, per rank"},
       {"matmul", "highest", kMatmulHelp},
       qkv::examples::kReferenceOption,
+      {"reduce", "library", "under mpirun: add the ranks' gradients in the MPI library's order (library) or in "
+                            "rank order (fixed)"},
       {"resume", "false", "continue the run in --run from its last checkpoint"},
       {"no-figures", "false", "skip the PNG figures"},
       {"profile", "false", "train: profile the first epoch (op table, RUN/profile.csv)"},
@@ -178,6 +180,10 @@ TrainOptions train_options_from(const qkv::examples::Args& a) {
   options.figures = !a.flag("no-figures");
   options.profile = a.flag("profile");
   if (a.given("example")) options.example = a.str("example");
+  const std::string reduce = a.str("reduce");
+  if (reduce != "library" && reduce != "fixed")
+    throw qkv::ValueError("option --reduce is '" + reduce + "'; expected library or fixed");
+  options.fixed_order_reduction = reduce == "fixed";
   return options;
 }
 

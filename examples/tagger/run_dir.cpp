@@ -253,11 +253,13 @@ void commit_new_run(const fs::path& dir) {
 void save_run_checkpoint(const fs::path& path, const TaggerModel& model,
                          const qkv::optim::Optimizer& optimizer, int64_t step, const Config& config,
                          const Vocabs& vocabs, const std::vector<EpochMetrics>& history,
-                         double best_dev_acc) {
+                         double best_dev_acc, int64_t world_size) {
   Json::Object state{{"config", config.to_json()},
                      {"vocabularies", vocab_digests(vocabs)},
                      {"history", history_json(history)},
                      {"best_dev_acc", Json(best_dev_acc)}};
+  // Only when above 1, so that a run in one process writes the bytes it always wrote.
+  if (world_size > 1) state.emplace_back("world_size", Json(world_size));
   qkv::io::save_checkpoint(path, model, optimizer, step, qkv::io::to_json(Json(std::move(state))));
 }
 
@@ -284,6 +286,19 @@ std::string config_differences(const Config& checkpoint, const Config& file) {
             (other ? qkv::io::to_json(*other) : std::string("nothing")) + " in config.json";
   }
   return diff;
+}
+
+}  // namespace
+
+namespace {
+
+// The ranks a run was trained on: 1 unless the checkpoint says more.
+int64_t saved_world_size(const Json& state, const fs::path& path) {
+  const Json* n = state.find("world_size");
+  if (n == nullptr) return 1;
+  if (!n->is_int() || n->as_int() < 2)
+    throw qkv::FormatError("tagger: " + path.string() + ": \"world_size\" must be a whole number of ranks above 1");
+  return n->as_int();
 }
 
 }  // namespace
@@ -329,7 +344,8 @@ SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoin
                   .config = std::move(config),
                   .vocabs = std::move(vocabs),
                   .history = std::move(history),
-                  .best_dev_acc = state.find("best_dev_acc")->as_double()};
+                  .best_dev_acc = state.find("best_dev_acc")->as_double(),
+                  .world_size = saved_world_size(state, checkpoint_path)};
 }
 
 namespace {

@@ -67,9 +67,11 @@ void commit_new_run(const std::filesystem::path& dir);
 // Writes the model and optimizer at `step` to `path`, with the config, a digest of each vocabulary,
 // the epoch history and the best dev accuracy in the checkpoint's config text (what load_saved_run
 // reads back).
+// A run trained on several ranks records their number (world_size), which a resume reads back.
 void save_run_checkpoint(const std::filesystem::path& path, const TaggerModel& model,
                          const qkv::optim::Optimizer& optimizer, int64_t step, const Config& config,
-                         const Vocabs& vocabs, const std::vector<EpochMetrics>& history, double best_dev_acc);
+                         const Vocabs& vocabs, const std::vector<EpochMetrics>& history, double best_dev_acc,
+                         int64_t world_size = 1);
 
 void write_metrics_csv(const std::filesystem::path& path, const std::vector<EpochMetrics>& history);
 
@@ -86,6 +88,7 @@ struct SavedRun {
   Vocabs vocabs;
   std::vector<EpochMetrics> history;
   double best_dev_acc = 0;
+  int64_t world_size = 1;  // the ranks it was trained on
 };
 SavedRun load_saved_run(const std::string& run_dir, const std::string& checkpoint);
 

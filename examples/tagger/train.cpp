@@ -12,6 +12,10 @@
 
 #include "autograd/debug/profiler.h"
 #include "data/batching.h"
+#include "dist/process_group.h"
+#include "dist/reducer.h"
+#include "dist/same_start.h"
+#include "dist/sampler.h"
 #include "examples/common/memory.h"
 #include "examples/common/progress.h"
 #include "examples/tagger/figures.h"
@@ -23,7 +27,9 @@
 #include "optim/clip.h"
 #include "optim/scheduler.h"
 #include "tensor/error.h"
+#include "tensor/factories.h"
 #include "tensor/random.h"
+#include "tensor/reference_mode.h"
 
 namespace tagger {
 
@@ -98,6 +104,10 @@ class Trainer {
   std::shared_ptr<TaggerModel> seeded_model() const;
   EpochTotals train_steps(int64_t epoch, const std::vector<qkv::data::Batch>& batches,
                           qkv::examples::Progress* progress, std::vector<double>& step_losses);
+  EpochTotals train_steps_distributed(int64_t epoch, const std::vector<qkv::data::Batch>& batches,
+                                      qkv::examples::Progress* progress, std::vector<double>& step_losses);
+  double reduce_gradients(bool has_rows);
+  bool is_root() const { return group_ == nullptr || group_->rank() == 0; }
   [[noreturn]] void diverged(const std::string& what, double value, int64_t epoch, size_t batch,
                              size_t batches) const;
   void run_epoch(int64_t epoch, bool profile, std::vector<double>& step_losses);
@@ -115,7 +125,9 @@ class Trainer {
   const TagLexicon lexicon_;
   const Encoded train_set_;
   const int64_t total_steps_;
+  qkv::dist::ProcessGroup* const group_;  // the ranks training together; null in one process
   std::shared_ptr<TaggerModel> model_;
+  std::unique_ptr<qkv::dist::Reducer> reducer_;  // with group_, unless in the reference mode
   qkv::optim::AdamW optimizer_;
   qkv::optim::WarmupLR schedule_;
   int64_t step_ = 0;
@@ -140,9 +152,18 @@ Trainer::Trainer(Config config, Vocabs vocabs, const Data& data, const TrainOpti
       lexicon_(data.train),
       train_set_(encode(vocabs_, data.train)),
       total_steps_(steps_per_epoch(train_set_, config_.batch_size) * config_.epochs),
+      group_(options.group != nullptr && options.group->size() > 1 ? options.group : nullptr),
       model_(seeded_model()),
       optimizer_(model_->parameters(), {.lr = config_.lr, .weight_decay = config_.weight_decay}),
-      schedule_(optimizer_, warmup_for(config_, total_steps_, options.verbose), total_steps_) {}
+      schedule_(optimizer_, warmup_for(config_, total_steps_, options.verbose), total_steps_) {
+  if (group_ == nullptr) return;
+  // Every rank starts from rank 0's weights (dist/same_start.h). The reference mode reduces each
+  // gradient after backward, the plain way; the fast path overlaps the reduction with backward.
+  qkv::dist::broadcast_parameters(*model_, *group_);
+  if (!qkv::reference_mode())
+    reducer_ = std::make_unique<qkv::dist::Reducer>(model_->named_parameters(), *group_,
+                                                    qkv::dist::ReducerOptions{.fixed_order = options.fixed_order_reduction});
+}
 
 std::shared_ptr<TaggerModel> Trainer::seeded_model() const {
   qkv::manual_seed(config_.seed);
@@ -157,6 +178,12 @@ std::shared_ptr<TaggerModel> Trainer::seeded_model() const {
 
 void Trainer::restore(const SavedRun& saved) {
   step_ = qkv::io::load_checkpoint(saved.checkpoint_path, *model_, optimizer_).step;
+  if (group_ != nullptr) qkv::dist::check_same_state(*model_, *group_, "after loading " + saved.checkpoint_path);
+  if (options_.verbose && saved.world_size != (group_ ? group_->size() : 1))
+    std::cout << "note: the run was trained on " << saved.world_size << " rank(s) and continues on "
+              << (group_ ? group_->size() : 1)
+              << ": the same global batches, but the ranks' sums are added in another order, so the "
+                 "continuation is not bit for bit the one the run would have had\n";
   started_ = true;
   history_ = saved.history;
   best_dev_ = saved.best_dev_acc;
@@ -205,6 +232,70 @@ EpochTotals Trainer::train_steps(int64_t epoch, const std::vector<qkv::data::Bat
   return totals;
 }
 
+// Each rank's own dropout stream, a function of the seed, the rank and the step alone: the ranks
+// drop different units, and a resumed run draws what an uninterrupted one would have.
+qkv::GeneratorState dropout_stream(uint64_t seed, int rank, int64_t step) {
+  uint64_t key = seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank + 1));
+  key ^= key >> 31;
+  return {key, static_cast<uint64_t>(step) << 32};
+}
+
+// The same loop on several ranks (docs/distributed.md): every rank builds the same global batches,
+// takes its stride of each one's rows, and scales its loss by its share of the batch's real
+// tokens, so that the summed gradient is the gradient of the mean over the whole batch; the
+// gradient norm, computed after the sum, is the same on every rank, and so is the decision to stop.
+EpochTotals Trainer::train_steps_distributed(int64_t epoch, const std::vector<qkv::data::Batch>& batches,
+                                             qkv::examples::Progress* progress, std::vector<double>& step_losses) {
+  EpochTotals totals;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const qkv::data::Batch& global = batches[i];
+    const std::vector<int64_t> rows = qkv::dist::shard(global.batch_size, group_->rank(), group_->size());
+    int64_t global_tokens = 0;
+    for (int64_t n : global.valid_lens) global_tokens += n;
+    qkv::default_generator().set_state(dropout_stream(config_.seed, group_->rank(), step_));
+    if (reducer_) reducer_->zero_grad(); else optimizer_.zero_grad();
+    double l = 0;
+    if (!rows.empty()) {
+      const BatchTensors b = to_tensors(qkv::data::select_rows(global, rows), data_.train, model_->reads_chars());
+      const Tensor logits = model_->forward(b.input);
+      const Tensor loss = qkv::nn::functional::sequence_cross_entropy(logits, b.targets, b.input.valid_lens);
+      l = loss.item();
+      (loss * static_cast<float>(static_cast<double>(b.tokens) / global_tokens)).backward();
+      totals.loss_sum += l * b.tokens;
+      totals.tokens += b.tokens;
+      totals.correct += count_correct(logits, b);
+    }
+    const double norm = reduce_gradients(!rows.empty());
+    if (!std::isfinite(norm)) diverged("the gradient norm", norm, epoch, i, batches.size());
+    optimizer_.step();
+    totals.lr = optimizer_.lr();
+    schedule_.step();
+    ++step_;
+    step_losses.push_back(l);
+    if (progress) show_progress(*progress, static_cast<int64_t>(i) + 1, totals);
+  }
+  // The epoch's sums over every rank, for its metrics.
+  double sums[3] = {totals.loss_sum, static_cast<double>(totals.tokens), static_cast<double>(totals.correct)};
+  group_->all_reduce_sum(std::span<double>(sums));
+  totals.loss_sum = sums[0];
+  totals.tokens = static_cast<int64_t>(sums[1]);
+  totals.correct = static_cast<int64_t>(sums[2]);
+  return totals;
+}
+
+// Sums the ranks' gradients (a rank without rows sends zeros) and clips them; returns the norm.
+double Trainer::reduce_gradients(bool has_rows) {
+  if (reducer_) {
+    if (!has_rows) reducer_->contribute_nothing();
+    reducer_->finish();
+  } else {
+    if (!has_rows)
+      for (Tensor p : model_->parameters()) p.set_grad(qkv::zeros(p.shape()));
+    qkv::dist::all_reduce_gradients(model_->parameters(), *group_, options_.fixed_order_reduction);
+  }
+  return qkv::optim::clip_grad_norm_(model_->parameters(), config_.clip);
+}
+
 // Training has diverged: nothing of this epoch is saved, so the run directory keeps the checkpoints
 // and metrics of the last finished epoch.
 void Trainer::diverged(const std::string& what, double value, int64_t epoch, size_t batch,
@@ -239,17 +330,21 @@ void Trainer::run_epoch(int64_t epoch, bool profile, std::vector<double>& step_l
   }
   std::optional<qkv::Profiler> profiler;
   if (profile) profiler.emplace();
-  const EpochTotals totals = train_steps(epoch, batches, progress ? &*progress : nullptr, step_losses);
+  qkv::examples::Progress* bar = progress ? &*progress : nullptr;
+  const EpochTotals totals = group_ ? train_steps_distributed(epoch, batches, bar, step_losses)
+                                    : train_steps(epoch, batches, bar, step_losses);
   if (profiler) profiler->stop();
   const double train_secs = seconds_since(t0);
   train_seconds_ += train_secs;
   train_tokens_ += totals.tokens;
-  const Evaluation dev = evaluate(*model_, vocabs_, lexicon_, data_.dev, kEvalBatchSize);
+  // Rank 0 alone evaluates, keeps the run directory and draws; the others wait for it at the
+  // barrier in record(), so that a checkpoint is whole on disk before any rank goes on.
+  const Evaluation dev = is_root() ? evaluate(*model_, vocabs_, lexicon_, data_.dev, kEvalBatchSize) : Evaluation{};
   const EpochMetrics m{.epoch = epoch + 1,
                        .train_loss = totals.loss_sum / totals.tokens,
                        .train_acc = static_cast<double>(totals.correct) / totals.tokens,
                        .dev_loss = dev.loss,
-                       .dev_acc = dev.score.overall.value(),
+                       .dev_acc = is_root() ? dev.score.overall.value() : 0,
                        .lr = totals.lr,
                        .tokens_per_s = totals.tokens / train_secs,
                        .seconds = seconds_since(t0)};
@@ -270,6 +365,11 @@ bool Trainer::record(const EpochMetrics& m) {
   history_.push_back(m);
   const bool improved = m.dev_acc > best_dev_;
   if (improved) best_dev_ = m.dev_acc;
+  if (!is_root()) {
+    group_->barrier();  // rank 0 has written the epoch
+    started_ = true;
+    return improved;
+  }
   // A fresh run replaces an old one in its directory only now, with its first epoch saved whole
   // beside it (run_dir.h): a run that fails or is stopped before leaves the old one as it was.
   const fs::path where = started_ ? dir_ : new_run_staging(dir_);
@@ -281,11 +381,13 @@ bool Trainer::record(const EpochMetrics& m) {
   write_metrics_csv(where / "metrics.csv", history_);
   if (!started_) commit_new_run(dir_);
   started_ = true;
+  if (group_) group_->barrier();
   return improved;
 }
 
 void Trainer::save_checkpoint(const fs::path& path) const {
-  save_run_checkpoint(path, *model_, optimizer_, step_, config_, vocabs_, history_, best_dev_);
+  save_run_checkpoint(path, *model_, optimizer_, step_, config_, vocabs_, history_, best_dev_,
+                      group_ ? group_->size() : 1);
 }
 
 TrainResult Trainer::run() {
@@ -301,6 +403,7 @@ TrainResult Trainer::run() {
   result.best_dev_acc = best_dev_;
   result.train_tokens_per_s = train_seconds_ > 0 ? train_tokens_ / train_seconds_ : 0;
   if (static_cast<int64_t>(history_.size()) < config_.epochs) return result;  // stopped early: resume later
+  if (!is_root()) return result;  // rank 0 tests and draws
 
   // The best checkpoint, on test.
   model_->load_state_dict(qkv::io::read_checkpoint(dir_ / "best.safetensors").model);
@@ -442,14 +545,19 @@ TrainResult train(Config config, const Data& data, const TrainOptions& options) 
                           std::to_string(config.ffn_width) + " and " + std::to_string(config.layers) +
                           " layers does not fit in memory");
   }
-  const qkv::io::DirectoryLock lock = prepare_run_directory(options.run_dir);  // held until the run ends
+  // Held until the run ends, by rank 0 alone, which alone writes there.
+  const bool root = options.group == nullptr || options.group->rank() == 0;
+  std::optional<qkv::io::DirectoryLock> lock;
+  if (root) lock.emplace(prepare_run_directory(options.run_dir));
   return trainer->run();
 }
 
 TrainResult resume(SavedRun saved, const Data& data, const TrainOptions& options) {
   check_all_lengths(data);
   if (options.figures) check_figures(saved.config, saved.vocabs, options.example, count_tokens(data.test));
-  const qkv::io::DirectoryLock lock = prepare_run_directory(options.run_dir);  // held until the run ends
+  const bool root = options.group == nullptr || options.group->rank() == 0;
+  std::optional<qkv::io::DirectoryLock> lock;
+  if (root) lock.emplace(prepare_run_directory(options.run_dir));
   Trainer trainer(saved.config, saved.vocabs, data, options);
   trainer.restore(saved);
   return trainer.run();

@@ -11,6 +11,10 @@
 #include "examples/tagger/model.h"
 #include "examples/tagger/run_dir.h"
 
+namespace qkv::dist {
+class ProcessGroup;
+}
+
 namespace tagger {
 
 struct TrainOptions {
@@ -21,6 +25,13 @@ struct TrainOptions {
   bool progress = true;  // the progress bar on stderr (plain lines when not a terminal)
   bool profile = false;  // profile the first epoch's steps: print the op table, write run_dir/profile.csv
   std::string example = "they saw the saw and i can can the can";  // attention figure sentence
+  // The ranks that train together (dist/world.h, docs/distributed.md): each takes its stride of the
+  // rows of every batch, gradients are summed by the reducer, rank 0 prints and writes the run
+  // directory (the other ranks should be quiet: verbose, progress and figures off). Null, or a
+  // group of one, trains in this process alone, exactly as before.
+  qkv::dist::ProcessGroup* group = nullptr;
+  // Add the ranks' gradients in rank order rather than in the MPI library's order (--reduce fixed).
+  bool fixed_order_reduction = false;
 };
 
 struct TrainResult {

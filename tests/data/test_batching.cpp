@@ -144,3 +144,20 @@ TEST_CASE("make_batches takes a batch size as large as int64 allows: one batch o
     CHECK(batches[0].max_len == 4);
   }
 }
+
+TEST_CASE("select_rows takes a batch's rows in the order given and cuts the padding to the longest") {
+  const Data d = make_data({4, 2, 3});
+  const Batch b = make_batches(d.inputs, d.targets, {.batch_size = 3, .shuffle = false, .pad_id = 0})[0];
+  REQUIRE(b.max_len == 4);
+  const Batch s = qkv::data::select_rows(b, {2, 1});  // lengths 3 and 2 after sorting: rows are 2,3,4 long
+  CHECK(s.batch_size == 2);
+  CHECK(s.max_len == 4);
+  CHECK(s.valid_lens == std::vector<int64_t>{4, 3});
+  const Batch t = qkv::data::select_rows(b, {0});
+  CHECK(t.max_len == 2);
+  CHECK(t.inputs == std::vector<int64_t>{101, 102});
+  CHECK(t.targets == std::vector<int64_t>{10, 11});
+  CHECK(t.indices == std::vector<int64_t>{1});
+  CHECK(qkv::data::select_rows(b, {}).batch_size == 0);
+  CHECK_THROWS_WITH_AS(qkv::data::select_rows(b, {3}), doctest::Contains("row 3 of a batch of 3"), qkv::ValueError);
+}
