@@ -21,6 +21,7 @@
 
 #include "autograd/debug/profiler.h"
 #include "examples/common/args.h"
+#include "examples/common/ranks.h"
 #include "examples/common/memory.h"
 #include "examples/lm/figures.h"
 #include "examples/lm/train.h"
@@ -80,6 +81,7 @@ std::vector<Args::Option> train_options() {
           {"weight-decay", option_text(d.weight_decay), "AdamW weight decay on the matrices"},
           {"clip", option_text(d.clip), "gradient norm clipping (0: none)"},
           {"no-figures", "false", "draw no figures"},
+          {"reduce", "library", "under mpirun: add the ranks' gradients in the MPI library's order (library) or in rank order (fixed)"},
           {"threads", "0", "threads"},
           qkv::examples::kReferenceOption};
 }
@@ -119,20 +121,30 @@ int cmd_train(const Args& a) {
   o.run_dir = a.str("run");
   o.resume = a.flag("resume");
   o.figures = !a.flag("no-figures");
+  qkv::dist::World& world = qkv::examples::world();
+  o.group = &world.group();
+  const std::string reduce = a.str("reduce");
+  if (reduce != "library" && reduce != "fixed")
+    throw qkv::ValueError("option --reduce is '" + reduce + "'; expected library or fixed");
+  o.fixed_order_reduction = reduce == "fixed";
+  if (!world.is_root()) o.verbose = o.progress = o.figures = false;  // rank 0 speaks for the run
   Config config;
   if (o.resume) {
     for (const Args::Option& opt : train_options())
       if (a.given(opt.name) && opt.name != "run" && opt.name != "resume" && opt.name != "steps" &&
-          opt.name != "threads" && opt.name != "no-figures" && opt.name != "reference")
+          opt.name != "threads" && opt.name != "no-figures" && opt.name != "reference" && opt.name != "reduce")
         throw qkv::ValueError("--resume continues the run with its saved config; --" + opt.name + " cannot change it");
     config.steps = a.integer_in("steps", 1, 100'000'000);
     if (!a.given("steps")) config.steps = 0;  // keep the run's
   } else {
     config = config_from(a);
   }
-  std::cout << "lm: training on " << qkv::get_num_threads() << " thread(s)"
-            << (qkv::reference_mode() ? std::string(", ") + qkv::examples::kReferenceModeNote : "")
-            << ", run directory " << o.run_dir << std::endl;
+  if (world.is_root())
+    std::cout << "lm: training on "
+              << (world.size() > 1 ? std::to_string(world.size()) + " ranks (" + world.group().backend() + ") of " : "")
+              << qkv::get_num_threads() << " thread(s)"
+              << (qkv::reference_mode() ? std::string(", ") + qkv::examples::kReferenceModeNote : "")
+              << ", run directory " << o.run_dir << std::endl;
   train(config, o);
   if (o.figures) draw_training_figures(o.run_dir);
   return 0;
@@ -312,12 +324,14 @@ int cmd_bench(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!qkv::examples::start_world(argc, argv, "lm")) return 1;
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
   try {
+    qkv::examples::refuse_many_ranks("lm", cmd);
     std::vector<Args::Option> spec;
     int (*run)(const Args&) = nullptr;
     const Args::Option threads{"threads", "0", "threads"};
@@ -348,7 +362,7 @@ int main(int argc, char** argv) {
     } else if (cmd == "bench") {
       // The model options of train, so that a bench measures the model a train would train.
       for (const Args::Option& o : train_options())
-        if (o.name != "run" && o.name != "resume" && o.name != "no-figures") spec.push_back(o);
+        if (o.name != "run" && o.name != "resume" && o.name != "no-figures" && o.name != "reduce") spec.push_back(o);
       spec.push_back({"what", "both", "step (training steps), sample (with and without the cache) or both"});
       spec.push_back({"bench-steps", "20", "timed training steps"});
       spec.push_back({"warmup-steps", "3", "untimed training steps first"});
@@ -366,8 +380,6 @@ int main(int argc, char** argv) {
     }
     return run(args);
   } catch (const std::exception& e) {
-    const std::string what = e.what();
-    std::cerr << (what.starts_with("lm") ? "" : "lm: ") << what << "\n";
-    return 1;
+    return qkv::examples::fail("lm", e.what());
   }
 }

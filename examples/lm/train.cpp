@@ -11,6 +11,10 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "dist/process_group.h"
+#include "dist/reducer.h"
+#include "dist/same_start.h"
+#include "dist/sampler.h"
 #include "examples/common/progress.h"
 #include "io/checkpoint.h"
 #include "io/file.h"
@@ -19,7 +23,9 @@
 #include "optim/clip.h"
 #include "optim/scheduler.h"
 #include "tensor/error.h"
+#include "tensor/factories.h"
 #include "tensor/random.h"
+#include "tensor/reference_mode.h"
 
 namespace lm {
 namespace fs = std::filesystem;
@@ -309,11 +315,11 @@ class Batches {
       }
     }
   }
-  // (B, T) inputs and targets, drawn with the default generator.
-  std::pair<IndexTensor, IndexTensor> draw(int64_t B) const {
+  // (B, T) inputs and targets, drawn with `g` (the default generator in one process).
+  std::pair<IndexTensor, IndexTensor> draw(int64_t B, qkv::Generator& g = qkv::default_generator()) const {
     std::vector<int64_t> inputs(static_cast<size_t>(B * T_)), targets(inputs.size());
     for (int64_t b = 0; b < B; ++b) {
-      const int64_t k = static_cast<int64_t>(qkv::default_generator().next_below(static_cast<uint64_t>(total_)));
+      const int64_t k = static_cast<int64_t>(g.next_below(static_cast<uint64_t>(total_)));
       const size_t i = static_cast<size_t>(std::upper_bound(ends_.begin(), ends_.end(), k) - ends_.begin());
       const std::vector<int32_t>& piece = d_.train[pieces_[i]];
       const int64_t a = k - (i == 0 ? 0 : ends_[i - 1]);
@@ -483,6 +489,99 @@ BaselineBits BaselineBits::from_json(const Json& json, const std::string& source
   return b;
 }
 
+namespace {
+
+// The run's first files: the config (a fresh run) and the baselines, printed too when verbose.
+void write_run_start(const fs::path& dir, const Config& config, const Data& data, const TrainOptions& o,
+                     TrainResult& result) {
+  result.baselines = compute_baselines(data);
+  if (o.verbose) {
+    std::cout << "baselines on test, bits per character:\n";
+    print_baselines(std::cout, result.baselines);
+  }
+  if (!o.resume) qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "lm train");
+  qkv::io::write_text_file(dir / "baselines.json", qkv::io::to_json(result.baselines.to_json()) + "\n", "lm train");
+}
+
+StepResult draw_and_step(CharGPT& model, qkv::optim::Optimizer& optimizer, const Batches& batches, const Config& c) {
+  const auto [inputs, targets] = batches.draw(c.batch);
+  return train_step(model, optimizer, inputs, targets, c.clip);
+}
+
+// Data-parallel training (docs/distributed.md): the ranks, and the reducer that sums their
+// gradients (none in the reference mode, which reduces the plain way after backward).
+struct Ranks {
+  qkv::dist::ProcessGroup* group = nullptr;  // null in one process
+  std::unique_ptr<qkv::dist::Reducer> reducer;
+  bool fixed_order = false;
+  bool root() const { return group == nullptr || group->rank() == 0; }
+};
+
+Ranks join(CharGPT& model, const TrainOptions& o) {
+  Ranks r;
+  if (o.group == nullptr || o.group->size() < 2) return r;
+  r.group = o.group;
+  r.fixed_order = o.fixed_order_reduction;
+  qkv::dist::broadcast_parameters(model, *r.group);
+  if (!qkv::reference_mode())
+    r.reducer = std::make_unique<qkv::dist::Reducer>(model.named_parameters(), *r.group,
+                                                     qkv::dist::ReducerOptions{.fixed_order = r.fixed_order});
+  return r;
+}
+
+// A seed and step made into a generator state of their own: every rank draws the same windows
+// (`stream` 0) and its own dropout (`stream` 1 + rank), and a resumed run draws what an
+// uninterrupted one would have.
+qkv::GeneratorState keyed_state(int64_t seed, int64_t stream, int64_t step) {
+  uint64_t key = static_cast<uint64_t>(seed) ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(stream + 1));
+  key ^= key >> 31;
+  return {key, static_cast<uint64_t>(step) << 32};
+}
+
+// One step on several ranks: the global batch of B windows, this rank's stride of them, its loss
+// scaled by its share of the batch (every window has T targets), the gradients summed over the
+// ranks and clipped there, so that every rank clips the same norm and takes the same step.
+StepResult train_step_ranks(CharGPT& model, qkv::optim::Optimizer& optimizer, const Batches& batches,
+                            const Config& c, int64_t step, Ranks& r) {
+  qkv::Generator data_rng;
+  data_rng.set_state(keyed_state(c.seed, 0, step));
+  const auto [inputs, targets] = batches.draw(c.batch, data_rng);
+  const std::vector<int64_t> rows = qkv::dist::shard(c.batch, r.group->rank(), r.group->size());
+  qkv::default_generator().set_state(keyed_state(c.seed, 1 + r.group->rank(), step));
+  if (r.reducer) r.reducer->zero_grad(); else optimizer.zero_grad();
+  StepResult out;
+  if (!rows.empty()) {
+    const int64_t T = c.model.context;
+    std::vector<int64_t> x, y;
+    for (int64_t b : rows)
+      for (int64_t t = 0; t < T; ++t) {
+        x.push_back(inputs[b * T + t]);
+        y.push_back(targets[b * T + t]);
+      }
+    const int64_t n = static_cast<int64_t>(rows.size());
+    const Tensor logits = model.forward(IndexTensor(x, {n, T}));
+    const Tensor loss = qkv::nn::functional::cross_entropy(logits.view({-1, logits.size(2)}), IndexTensor(y, {n * T}));
+    out.loss = loss.item() * static_cast<double>(n) / static_cast<double>(c.batch);  // this rank's share
+    (loss * static_cast<float>(static_cast<double>(n) / static_cast<double>(c.batch))).backward();
+  }
+  if (r.reducer) {
+    if (rows.empty()) r.reducer->contribute_nothing();
+    r.reducer->finish();
+  } else {
+    if (rows.empty())
+      for (Tensor p : model.parameters()) p.set_grad(qkv::zeros(p.shape()));
+    qkv::dist::all_reduce_gradients(model.parameters(), *r.group, r.fixed_order);
+  }
+  double share[1] = {out.loss};  // the batch's mean loss, for the progress line and the metrics
+  r.group->all_reduce_sum(std::span<double>(share));
+  out.loss = share[0];
+  out.grad_norm = qkv::optim::clip_grad_norm_(model.parameters(), c.clip > 0 ? c.clip : std::numeric_limits<double>::infinity());
+  if (std::isfinite(out.loss) && std::isfinite(out.grad_norm)) optimizer.step();
+  return out;
+}
+
+}  // namespace
+
 TrainResult train(Config config, const TrainOptions& o) {
   const fs::path dir = o.run_dir;
   if (dir.empty()) throw qkv::ValueError("lm train: --run is empty; expected a directory");
@@ -503,21 +602,18 @@ TrainResult train(Config config, const TrainOptions& o) {
   if (!has_checkpoint) qkv::manual_seed(static_cast<uint64_t>(config.seed));
   CharGPT model(config.model);
   auto optimizer = make_optimizer(model, config);
-  const qkv::io::DirectoryLock lock = prepare_run_directory(dir, o.resume);
+  Ranks ranks = join(model, o);
+  std::optional<qkv::io::DirectoryLock> lock;  // rank 0 alone writes the run directory
+  if (ranks.root()) lock.emplace(prepare_run_directory(dir, o.resume));
   TrainResult result;
   if (o.verbose)
     std::cout << "lm: " << (config.text.empty() ? "Moby-Dick" : config.text) << ", " << data.vocab.size() - 1
               << " characters; train " << data.text.train.size() << " pieces, validation "
               << data.text.validation.size() << ", test " << data.text.test.size() << "\n";
-  result.baselines = compute_baselines(data);
-  if (o.verbose) {
-    std::cout << "baselines on test, bits per character:\n";
-    print_baselines(std::cout, result.baselines);
-  }
-  if (!o.resume) qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "lm train");
-  qkv::io::write_text_file(dir / "baselines.json", qkv::io::to_json(result.baselines.to_json()) + "\n", "lm train");
+  if (ranks.root()) write_run_start(dir, config, data, o, result);
   int64_t step = 0;
   if (has_checkpoint) step = qkv::io::load_checkpoint(dir / "last.safetensors", model, *optimizer).step;
+  if (ranks.group && has_checkpoint) qkv::dist::check_same_state(model, *ranks.group, "after loading the last checkpoint");
   qkv::optim::WarmupLR schedule(*optimizer, config.warmup, config.steps);
   schedule.set_last_step(step);
   const Batches batches(data, config.model.context);
@@ -531,8 +627,8 @@ TrainResult train(Config config, const TrainOptions& o) {
   int64_t loss_count = 0, evaluations = 0;
   model.train();
   while (step < config.steps) {
-    const auto [inputs, targets] = batches.draw(config.batch);
-    const auto [value, norm] = train_step(model, *optimizer, inputs, targets, config.clip);
+    const auto [value, norm] = ranks.group ? train_step_ranks(model, *optimizer, batches, config, step, ranks)
+                                           : draw_and_step(model, *optimizer, batches, config);
     if (!std::isfinite(value) || !std::isfinite(norm))
       throw qkv::Error("lm train: step " + std::to_string(step + 1) + " has a loss or gradient that is not finite (" +
                        std::to_string(value) + "); lower --lr. The run keeps its checkpoints of the last evaluation, if any");
@@ -542,6 +638,11 @@ TrainResult train(Config config, const TrainOptions& o) {
     ++loss_count;
     if (progress) progress->update(step - first, "loss " + std::to_string(value * log2e()).substr(0, 5) + " bits/char");
     if (step % config.eval_every != 0 && step != config.steps) continue;
+    if (!ranks.root()) {  // rank 0 evaluates and writes; the others wait for the files at the barrier
+      ranks.group->barrier();
+      if (++evaluations == o.stop_after) break;
+      continue;
+    }
     const Evaluation e{step, loss_sum / loss_count * log2e(), evaluate_bits(model, data.validation, data.start_id),
                        optimizer->lr(), seconds_before + seconds()};
     loss_sum = 0;
@@ -554,6 +655,7 @@ TrainResult train(Config config, const TrainOptions& o) {
     if (e.validation_bits == best) qkv::io::save_checkpoint(dir / "best.safetensors", model, *optimizer, step, text);
     qkv::io::save_checkpoint(dir / "last.safetensors", model, *optimizer, step, text);
     write_metrics(dir, history);
+    if (ranks.group) ranks.group->barrier();
     if (o.verbose)
       std::cout << "step " << step << "/" << config.steps << ": train " << std::fixed << std::setprecision(3)
                 << e.train_bits << ", validation " << e.validation_bits << " bits/char" << std::endl;
@@ -562,6 +664,7 @@ TrainResult train(Config config, const TrainOptions& o) {
   result.tokens_per_second = static_cast<double>((step - first) * config.batch * config.model.context) /
                              std::max(seconds(), 1e-9);
   if (progress) progress->finish("trained to step " + std::to_string(step));
+  if (!ranks.root()) return result;  // rank 0 tests
   result.best_validation_bits = best;
   const Run run = load_run(dir, "best");
   result.test_bits = evaluate_bits(*run.model, data.test, data.start_id);

@@ -25,6 +25,10 @@
 #include "io/json.h"
 #include "optim/adam.h"
 
+namespace qkv::dist {
+class ProcessGroup;
+}
+
 namespace lm {
 
 struct Config {
@@ -89,6 +93,11 @@ struct TrainOptions {
   bool verbose = true;
   bool progress = true;
   int64_t stop_after = -1;  // stop after this many evaluations of this call, as if interrupted (tests)
+  // The ranks that train together (dist/world.h, docs/distributed.md): every rank draws the same
+  // global batch of windows and takes its stride of them; rank 0 evaluates, prints and writes the
+  // run directory (the others should be quiet). Null, or a group of one, trains in one process.
+  qkv::dist::ProcessGroup* group = nullptr;
+  bool fixed_order_reduction = false;  // add the ranks' gradients in rank order (--reduce fixed)
 };
 
 // The baselines on the test part, trained on the training part (baselines.h): a unigram, the

@@ -27,7 +27,7 @@
 #include "bench/tagger_bench.h"
 #include "examples/tagger/brown.h"
 #include "examples/tagger/options.h"
-#include "dist/world.h"
+#include "examples/common/ranks.h"
 #include "examples/tagger/train.h"
 #include "nn/position_scheme.h"
 #include "tensor/error.h"
@@ -419,33 +419,16 @@ int cmd_bench(const Args& a) {
 
 }  // namespace
 
-// Under mpirun, an error on one rank must not leave the others waiting in a collective: the rank
-// says what went wrong, naming itself, and ends the job (MPI_Abort).
-int fail(const std::string& what) {
-  const bool many = world != nullptr && world->size() > 1;
-  std::cerr << (what.starts_with("tagger") ? "" : "tagger: ")
-            << (many ? "(rank " + std::to_string(world->rank()) + " of " + std::to_string(world->size()) + ") " : "")
-            << what << "\n";
-  if (many) world->group().abort(1);
-  return 1;
-}
-
 int main(int argc, char** argv) {
-  std::optional<qkv::dist::World> the_world;
-  try {
-    the_world.emplace(argc, argv);
-  } catch (const std::exception& e) {
-    return fail(e.what());
-  }
-  world = &*the_world;
+  if (!qkv::examples::start_world(argc, argv, "tagger")) return 1;
+  world = &qkv::examples::world();
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
   try {
-    if (cmd != "train" && world->size() > 1)
-      throw qkv::ValueError("only train runs on several ranks; run `tagger " + cmd + "` without mpirun");
+    qkv::examples::refuse_many_ranks("tagger", cmd);
     std::vector<Args::Option> spec;
     int (*run)(const Args&) = nullptr;
     if (cmd == "train" || cmd == "ablate") {
@@ -501,6 +484,6 @@ int main(int argc, char** argv) {
     return run(args);
   } catch (const std::exception& e) {
     // The tagger's own messages start with "tagger"; the library's with the function's name.
-    return fail(e.what());
+    return qkv::examples::fail("tagger", e.what());
   }
 }

@@ -1,0 +1,43 @@
+#include "examples/common/ranks.h"
+
+#include <iostream>
+#include <optional>
+
+#include "tensor/error.h"
+
+namespace qkv::examples {
+namespace {
+std::optional<dist::World> the_world;
+}
+
+dist::World& world() {
+  if (!the_world) throw StateError("examples::world(): start_world was not called");
+  return *the_world;
+}
+
+bool start_world(int& argc, char**& argv, const std::string& program) {
+  try {
+    the_world.emplace(argc, argv);
+    return true;
+  } catch (const std::exception& e) {
+    fail(program, e.what());
+    return false;
+  }
+}
+
+int fail(const std::string& program, const std::string& what) {
+  const bool many = the_world && the_world->size() > 1;
+  std::cerr << (what.starts_with(program) ? "" : program + ": ")
+            << (many ? "(rank " + std::to_string(the_world->rank()) + " of " + std::to_string(the_world->size()) + ") "
+                     : "")
+            << what << std::endl;
+  if (many) the_world->group().abort(1);
+  return 1;
+}
+
+void refuse_many_ranks(const std::string& program, const std::string& command) {
+  if (command != "train" && world().size() > 1)
+    throw ValueError("only train runs on several ranks; run `" + program + " " + command + "` without mpirun");
+}
+
+}  // namespace qkv::examples

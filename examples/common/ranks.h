@@ -1,0 +1,27 @@
+// What the training programs share for running under mpirun (docs/distributed.md): the World they
+// run in, quiet ranks, and errors that end the whole job instead of leaving the other ranks waiting.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "dist/world.h"
+
+namespace qkv::examples {
+
+// The world of this process, made by start_world at the top of main: a group of one without mpirun.
+dist::World& world();
+
+// Makes the world (MPI when started by mpirun). Returns false, having reported why, when it cannot
+// be made (mpirun with a build that has no MPI).
+bool start_world(int& argc, char**& argv, const std::string& program);
+
+// Reports an error of `program` on stderr, naming the rank under mpirun, and returns the exit code
+// 1; under mpirun with several ranks it ends the whole job (MPI_Abort) instead, so that no rank is
+// left waiting in a collective for one that has stopped.
+int fail(const std::string& program, const std::string& what);
+
+// Only `train` runs on several ranks: other commands are refused there, naming the command.
+void refuse_many_ranks(const std::string& program, const std::string& command);
+
+}  // namespace qkv::examples
