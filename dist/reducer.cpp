@@ -168,6 +168,7 @@ void Reducer::finish() {
   for (Bucket& b : buckets_) b.work->wait();
   const double total_missed = *unused_count_;
   exposed_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++finished_steps_;
   reset_step();
   if (total_missed > 0) throw_missed(total_missed, missed);
 }

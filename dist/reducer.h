@@ -99,7 +99,11 @@ class Reducer {
   // Seconds finish() spent waiting, summed over the steps since the last reset: the part of the
   // reduction that backward did not hide.
   double exposed_seconds() const { return exposed_seconds_; }
-  void reset_timing() { exposed_seconds_ = 0; }
+  int64_t finished_steps() const { return finished_steps_; }  // finish() calls since the last reset
+  void reset_timing() {
+    exposed_seconds_ = 0;
+    finished_steps_ = 0;
+  }
 
  private:
   struct Slot {  // one parameter's place
@@ -134,6 +138,7 @@ class Reducer {
   bool syncing_ = true;
   float* unused_count_ = nullptr;  // the last bucket's extra float: parameters some rank missed
   double exposed_seconds_ = 0;
+  int64_t finished_steps_ = 0;
 };
 
 // The plain reduction beside the reducer: after backward, each parameter's gradient summed over the

@@ -11,8 +11,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
-#include "dist/process_group.h"
-#include "dist/reducer.h"
+#include "dist/data_parallel.h"
 #include "dist/same_start.h"
 #include "dist/sampler.h"
 #include "examples/common/progress.h"
@@ -23,9 +22,7 @@
 #include "optim/clip.h"
 #include "optim/scheduler.h"
 #include "tensor/error.h"
-#include "tensor/factories.h"
 #include "tensor/random.h"
-#include "tensor/reference_mode.h"
 
 namespace lm {
 namespace fs = std::filesystem;
@@ -512,8 +509,7 @@ StepResult draw_and_step(CharGPT& model, qkv::optim::Optimizer& optimizer, const
 // gradients (none in the reference mode, which reduces the plain way after backward).
 struct Ranks {
   qkv::dist::ProcessGroup* group = nullptr;  // null in one process
-  std::unique_ptr<qkv::dist::Reducer> reducer;
-  bool fixed_order = false;
+  std::unique_ptr<qkv::dist::DataParallel> parallel;
   bool root() const { return group == nullptr || group->rank() == 0; }
 };
 
@@ -521,11 +517,8 @@ Ranks join(CharGPT& model, const TrainOptions& o) {
   Ranks r;
   if (o.group == nullptr || o.group->size() < 2) return r;
   r.group = o.group;
-  r.fixed_order = o.fixed_order_reduction;
-  qkv::dist::broadcast_parameters(model, *r.group);
-  if (!qkv::reference_mode())
-    r.reducer = std::make_unique<qkv::dist::Reducer>(model.named_parameters(), *r.group,
-                                                     qkv::dist::ReducerOptions{.fixed_order = r.fixed_order});
+  r.parallel = std::make_unique<qkv::dist::DataParallel>(
+      model, *r.group, qkv::dist::ReducerOptions{.fixed_order = o.fixed_order_reduction});
   return r;
 }
 
@@ -548,7 +541,7 @@ StepResult train_step_ranks(CharGPT& model, qkv::optim::Optimizer& optimizer, co
   const auto [inputs, targets] = batches.draw(c.batch, data_rng);
   const std::vector<int64_t> rows = qkv::dist::shard(c.batch, r.group->rank(), r.group->size());
   qkv::default_generator().set_state(keyed_state(c.seed, 1 + r.group->rank(), step));
-  if (r.reducer) r.reducer->zero_grad(); else optimizer.zero_grad();
+  r.parallel->zero_grad();
   StepResult out;
   if (!rows.empty()) {
     const int64_t T = c.model.context;
@@ -564,14 +557,7 @@ StepResult train_step_ranks(CharGPT& model, qkv::optim::Optimizer& optimizer, co
     out.loss = loss.item() * static_cast<double>(n) / static_cast<double>(c.batch);  // this rank's share
     (loss * static_cast<float>(static_cast<double>(n) / static_cast<double>(c.batch))).backward();
   }
-  if (r.reducer) {
-    if (rows.empty()) r.reducer->contribute_nothing();
-    r.reducer->finish();
-  } else {
-    if (rows.empty())
-      for (Tensor p : model.parameters()) p.set_grad(qkv::zeros(p.shape()));
-    qkv::dist::all_reduce_gradients(model.parameters(), *r.group, r.fixed_order);
-  }
+  r.parallel->sum_gradients(!rows.empty());
   double share[1] = {out.loss};  // the batch's mean loss, for the progress line and the metrics
   r.group->all_reduce_sum(std::span<double>(share));
   out.loss = share[0];

@@ -12,15 +12,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "autograd/debug/profiler.h"
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
+#include "examples/common/ranks.h"
 #include "examples/seq2seq/bleu.h"
 #include "examples/seq2seq/dates.h"
 #include "examples/seq2seq/model.h"
 #include "examples/seq2seq/training.h"
+#include "dist/data_parallel.h"
 #include "plot/plot.h"
 #include "qkv.h"
 
@@ -81,6 +84,7 @@ Args train_args(int argc, char** argv) {
                {"target", "1.0", "stop once the dev exact match reaches this"},
                {"heatmaps", "4", "attention heatmaps to write (test examples)"},
                {"out", "runs/seq2seq", "directory for the checkpoint and the heatmaps"},
+               {"reduce", "library", "under mpirun: add the ranks' gradients in the MPI library's order (library) or in rank order (fixed)"},
                qkv::examples::kReferenceOption},
               "usage: seq2seq train [options]");
 }
@@ -100,47 +104,90 @@ struct TrainingState {
   double training_seconds = 0;
 };
 
-// One pass over the training examples in batches drawn with seed + epoch, with a progress line;
-// returns the mean loss.
+// One step on several ranks (docs/distributed.md): this rank's rows of the global batch, its loss
+// scaled by its share of the batch's target tokens, the gradients summed over the ranks, then the
+// clipping and the step every rank takes alike. Dropout draws each rank's own stream, keyed by the
+// seed, the rank and the step. Returns the batch's mean loss over all ranks.
+double train_step_ranks(Seq2Seq& model, qkv::optim::Optimizer& optimizer, const Batch& batch, const Schedule& schedule,
+                        int64_t step, qkv::dist::DataParallel& dp) {
+  const int rank = dp.group().rank();
+  qkv::default_generator().set_state(
+      {schedule.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank + 1)), static_cast<uint64_t>(step) << 32});
+  dp.zero_grad();
+  double share[1] = {0};
+  if (!batch.empty()) {
+    const Tensor logits = model.forward(batch.source, batch.source_valid_lens, batch.dec_input);
+    const Tensor loss = qkv::nn::functional::sequence_cross_entropy(logits, batch.target, batch.target_valid_lens);
+    int64_t tokens = 0;
+    for (int64_t i = 0; i < batch.target_valid_lens.numel(); ++i) tokens += batch.target_valid_lens[i];
+    const double weight = static_cast<double>(tokens) / static_cast<double>(batch.global_tokens);
+    share[0] = loss.item() * weight;
+    (loss * static_cast<float>(weight)).backward();
+  }
+  dp.sum_gradients(!batch.empty());
+  dp.group().all_reduce_sum(std::span<double>(share));
+  qkv::optim::clip_grad_norm_(model.parameters(), schedule.clip);
+  optimizer.step();
+  return share[0];
+}
+
+// One pass over the training examples in batches drawn with seed + epoch, with a progress line
+// (rank 0's); returns the mean loss. With `dp`, this rank's share of each batch.
 double train_epoch(Seq2Seq& model, qkv::optim::Optimizer& optimizer, const std::vector<Example>& examples,
-                   int64_t epoch, const Schedule& schedule, TrainingState& state) {
+                   int64_t epoch, const Schedule& schedule, TrainingState& state, qkv::dist::DataParallel* dp) {
   const qkv::data::Vocab tgt_vocab = target_vocab();
   model.train();
   const std::vector<Batch> batches =
-      make_batches(examples, schedule.batch_size, schedule.seed + static_cast<uint64_t>(epoch),
-                   tgt_vocab.pad_id(), tgt_vocab.id(kBos));
-  Progress progress("epoch " + std::to_string(epoch), static_cast<int64_t>(batches.size()));
+      make_batches(examples, schedule.batch_size, schedule.seed + static_cast<uint64_t>(epoch), tgt_vocab.pad_id(),
+                   tgt_vocab.id(kBos), dp ? dp->group().rank() : 0, dp ? dp->group().size() : 1);
+  std::optional<Progress> progress;
+  if (!dp || dp->group().rank() == 0) progress.emplace("epoch " + std::to_string(epoch), static_cast<int64_t>(batches.size()));
   double loss_sum = 0;
   for (size_t i = 0; i < batches.size(); ++i) {
-    loss_sum += train_step(model, optimizer, batches[i], schedule.clip);
+    loss_sum += dp ? train_step_ranks(model, optimizer, batches[i], schedule, state.step, *dp)
+                   : train_step(model, optimizer, batches[i], schedule.clip);
     ++state.step;
+    if (!progress) continue;
     char stats[64];
     std::snprintf(stats, sizeof stats, "loss %.4f", loss_sum / static_cast<double>(i + 1));
-    progress.update(static_cast<int64_t>(i + 1), stats);
+    progress->update(static_cast<int64_t>(i + 1), stats);
   }
   return loss_sum / static_cast<double>(batches.size());
 }
 
 // Epochs until the dev exact match reaches the target, the epochs run out or the time limit has
 // passed (checked after each epoch), printing a line per epoch.
+// On several ranks, rank 0 evaluates and decides, and the others follow its decision.
 TrainingState train_until_done(Seq2Seq& model, qkv::optim::Optimizer& optimizer,
                                const std::vector<Example>& examples, const std::vector<DatePair>& dev_pairs,
-                               const Schedule& schedule) {
+                               const Schedule& schedule, qkv::dist::DataParallel* dp) {
   TrainingState state;
   for (int64_t epoch = 1; epoch <= schedule.epochs; ++epoch) {
     const auto epoch_start = Clock::now();
-    const double loss = train_epoch(model, optimizer, examples, epoch, schedule, state);
+    const double loss = train_epoch(model, optimizer, examples, epoch, schedule, state, dp);
     state.training_seconds += seconds_since(epoch_start);
+    if (dp && dp->group().rank() != 0) {
+      int64_t stop[1] = {0};
+      dp->group().broadcast(std::span<int64_t>(stop), 0);
+      if (stop[0] != 0) break;
+      continue;
+    }
     const Score dev = evaluate(model, dev_pairs).score;
     std::printf("epoch %3lld  step %6lld  loss %.4f  dev exact %.4f  bleu %.4f  train time %s\n",
                 static_cast<long long>(epoch), static_cast<long long>(state.step), loss, dev.exact_match,
                 dev.bleu, format_duration(state.training_seconds).c_str());
     std::fflush(stdout);
-    if (dev.exact_match >= schedule.target) {
+    const bool reached = dev.exact_match >= schedule.target;
+    const bool out_of_time = !reached && state.training_seconds >= schedule.time_limit && epoch < schedule.epochs;
+    if (dp) {
+      int64_t stop[1] = {reached || out_of_time ? 1 : 0};
+      dp->group().broadcast(std::span<int64_t>(stop), 0);
+    }
+    if (reached) {
       std::printf("stopped: the dev exact match reached --target %g\n", schedule.target);
       break;
     }
-    if (state.training_seconds >= schedule.time_limit && epoch < schedule.epochs) {
+    if (out_of_time) {
       std::printf("stopped: %s of training reached --time-limit %g s\n",
                   format_duration(state.training_seconds).c_str(), schedule.time_limit);
       break;
@@ -200,6 +247,10 @@ int train(int argc, char** argv) {
                           .num_layers = args.integer_in("layers", 1, 16),
                           .dropout = static_cast<float>(args.number_in("dropout", 0, 0.99))};
   const double lr = args.number_in("lr", 1e-12, 1e3);
+  const std::string reduce = args.str("reduce");
+  if (reduce != "library" && reduce != "fixed")
+    throw qkv::ValueError("option --reduce is '" + reduce + "'; expected library or fixed");
+  const bool fixed_order = reduce == "fixed";
   const int64_t heatmaps = args.integer_in("heatmaps", 0, 1000);
   make_output_directory("out", args.str("out"));
   std::vector<std::string> outputs = {"model.safetensors"};
@@ -222,14 +273,21 @@ int train(int argc, char** argv) {
   config.target_vocab = tgt_vocab.size();
   Seq2Seq model(config);
   qkv::optim::Adam optimizer(model.parameters(), {.lr = lr});
-  std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters, %d thread(s)%s\n",
-              data.train.size(), data.dev.size(), data.test.size(),
-              static_cast<long long>(model.num_parameters()), qkv::get_num_threads(),
-              reference ? (std::string(", ") + qkv::examples::kReferenceModeNote).c_str() : "");
-  std::printf("%s", model.summary().c_str());
+  // Under mpirun: every rank from rank 0's weights; rank 0 prints, evaluates and writes.
+  qkv::dist::World& world = qkv::examples::world();
+  std::optional<qkv::dist::DataParallel> dp;
+  if (world.size() > 1) dp.emplace(model, world.group(), qkv::dist::ReducerOptions{.fixed_order = fixed_order});
+  if (world.is_root()) {
+    std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters, %s%d thread(s)%s\n",
+                data.train.size(), data.dev.size(), data.test.size(), static_cast<long long>(model.num_parameters()),
+                world.size() > 1 ? (std::to_string(world.size()) + " ranks of ").c_str() : "", qkv::get_num_threads(),
+                reference ? (std::string(", ") + qkv::examples::kReferenceModeNote).c_str() : "");
+    std::printf("%s", model.summary().c_str());
+  }
 
   const auto start = Clock::now();
-  const TrainingState state = train_until_done(model, optimizer, train_examples, data.dev, schedule);
+  const TrainingState state = train_until_done(model, optimizer, train_examples, data.dev, schedule, dp ? &*dp : nullptr);
+  if (!world.is_root()) return 0;
   const Evaluation test = evaluate(model, data.test);
   print_test(test, data.test, state, start);
   write_outputs(args.str("out"), model, optimizer, state.step, data.test, test, heatmaps);
@@ -374,12 +432,14 @@ const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!qkv::examples::start_world(argc, argv, "seq2seq")) return 1;
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     return 2;
   }
   const std::string command = argv[1];
   try {
+    qkv::examples::refuse_many_ranks("seq2seq", command);
     if (command == "train") return train(argc - 2, argv + 2);
     if (command == "predict") return predict(argc - 2, argv + 2);
     if (command == "data") return data(argc - 2, argv + 2);
@@ -391,7 +451,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "seq2seq: unknown command '%s'\n%s", command.c_str(), kUsage);
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "seq2seq %s: %s\n", command.c_str(), e.what());
-    return 1;
+    return qkv::examples::fail("seq2seq " + command, e.what());
   }
 }

@@ -69,13 +69,22 @@ std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& leng
 }  // namespace
 
 std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t batch_size, uint64_t seed,
-                                int64_t pad_id, int64_t bos_id) {
+                                int64_t pad_id, int64_t bos_id, int rank, int ranks) {
   std::vector<int64_t> lengths;
   for (const Example& e : examples) lengths.push_back(static_cast<int64_t>(e.source.size()));
   qkv::Generator rng(seed);
   std::vector<Batch> batches;
-  for (const auto& rows : length_batches(lengths, batch_size, &rng))
-    batches.push_back(collate(examples, rows, pad_id, bos_id));
+  for (const auto& rows : length_batches(lengths, batch_size, &rng)) {
+    std::vector<size_t> mine;
+    int64_t tokens = 0;
+    for (size_t k = 0; k < rows.size(); ++k) {
+      tokens += static_cast<int64_t>(examples[rows[k]].target.size());
+      if (static_cast<int>(k % static_cast<size_t>(ranks)) == rank) mine.push_back(rows[k]);
+    }
+    Batch b = mine.empty() ? Batch{} : collate(examples, mine, pad_id, bos_id);
+    b.global_tokens = tokens;
+    batches.push_back(std::move(b));
+  }
   return batches;
 }
 

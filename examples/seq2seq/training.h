@@ -28,13 +28,18 @@ struct Batch {
   IndexTensor source, source_valid_lens;  // (B, T), (B)
   IndexTensor dec_input;                  // (B, S): <bos> then the target without its last id
   IndexTensor target, target_valid_lens;  // (B, S) ids ending in <eos>, padded; (B)
+  // On several ranks: the target tokens of the whole global batch this one is a rank's share of.
+  int64_t global_tokens = 0;
+  bool empty() const { return !source.defined() || source.numel() == 0; }
 };
 
 // Batches of similar source lengths, so little of the encoder's work is padding: the examples
 // are shuffled, cut into pools of 32 batches, each pool is sorted by source length, cut into
 // batches, and the batches are shuffled. A function of `seed` (pass seed + epoch).
+// On several ranks (docs/distributed.md), every rank cuts the same global batches and keeps rows
+// rank, rank + ranks, … of each (dist::shard): a rank's batch may have a row fewer, or none (empty()).
 std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t batch_size, uint64_t seed,
-                                int64_t pad_id, int64_t bos_id);
+                                int64_t pad_id, int64_t bos_id, int rank = 0, int ranks = 1);
 
 // One step of teacher-forced training: the masked cross-entropy of the logits against the target
 // (the mean over real target tokens, <eos> included), backward, gradient clipping at clip_norm,

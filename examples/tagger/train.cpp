@@ -12,8 +12,7 @@
 
 #include "autograd/debug/profiler.h"
 #include "data/batching.h"
-#include "dist/process_group.h"
-#include "dist/reducer.h"
+#include "dist/data_parallel.h"
 #include "dist/same_start.h"
 #include "dist/sampler.h"
 #include "examples/common/memory.h"
@@ -27,9 +26,7 @@
 #include "optim/clip.h"
 #include "optim/scheduler.h"
 #include "tensor/error.h"
-#include "tensor/factories.h"
 #include "tensor/random.h"
-#include "tensor/reference_mode.h"
 
 namespace tagger {
 
@@ -106,7 +103,6 @@ class Trainer {
                           qkv::examples::Progress* progress, std::vector<double>& step_losses);
   EpochTotals train_steps_distributed(int64_t epoch, const std::vector<qkv::data::Batch>& batches,
                                       qkv::examples::Progress* progress, std::vector<double>& step_losses);
-  double reduce_gradients(bool has_rows);
   bool is_root() const { return group_ == nullptr || group_->rank() == 0; }
   [[noreturn]] void diverged(const std::string& what, double value, int64_t epoch, size_t batch,
                              size_t batches) const;
@@ -127,7 +123,7 @@ class Trainer {
   const int64_t total_steps_;
   qkv::dist::ProcessGroup* const group_;  // the ranks training together; null in one process
   std::shared_ptr<TaggerModel> model_;
-  std::unique_ptr<qkv::dist::Reducer> reducer_;  // with group_, unless in the reference mode
+  std::unique_ptr<qkv::dist::DataParallel> parallel_;  // with group_
   qkv::optim::AdamW optimizer_;
   qkv::optim::WarmupLR schedule_;
   int64_t step_ = 0;
@@ -156,13 +152,9 @@ Trainer::Trainer(Config config, Vocabs vocabs, const Data& data, const TrainOpti
       model_(seeded_model()),
       optimizer_(model_->parameters(), {.lr = config_.lr, .weight_decay = config_.weight_decay}),
       schedule_(optimizer_, warmup_for(config_, total_steps_, options.verbose), total_steps_) {
-  if (group_ == nullptr) return;
-  // Every rank starts from rank 0's weights (dist/same_start.h). The reference mode reduces each
-  // gradient after backward, the plain way; the fast path overlaps the reduction with backward.
-  qkv::dist::broadcast_parameters(*model_, *group_);
-  if (!qkv::reference_mode())
-    reducer_ = std::make_unique<qkv::dist::Reducer>(model_->named_parameters(), *group_,
-                                                    qkv::dist::ReducerOptions{.fixed_order = options.fixed_order_reduction});
+  if (group_ != nullptr)  // every rank starts from rank 0's weights
+    parallel_ = std::make_unique<qkv::dist::DataParallel>(
+        *model_, *group_, qkv::dist::ReducerOptions{.fixed_order = options.fixed_order_reduction});
 }
 
 std::shared_ptr<TaggerModel> Trainer::seeded_model() const {
@@ -253,7 +245,7 @@ EpochTotals Trainer::train_steps_distributed(int64_t epoch, const std::vector<qk
     int64_t global_tokens = 0;
     for (int64_t n : global.valid_lens) global_tokens += n;
     qkv::default_generator().set_state(dropout_stream(config_.seed, group_->rank(), step_));
-    if (reducer_) reducer_->zero_grad(); else optimizer_.zero_grad();
+    parallel_->zero_grad();
     double l = 0;
     if (!rows.empty()) {
       const BatchTensors b = to_tensors(qkv::data::select_rows(global, rows), data_.train, model_->reads_chars());
@@ -265,7 +257,8 @@ EpochTotals Trainer::train_steps_distributed(int64_t epoch, const std::vector<qk
       totals.tokens += b.tokens;
       totals.correct += count_correct(logits, b);
     }
-    const double norm = reduce_gradients(!rows.empty());
+    parallel_->sum_gradients(!rows.empty());
+    const double norm = qkv::optim::clip_grad_norm_(model_->parameters(), config_.clip);
     if (!std::isfinite(norm)) diverged("the gradient norm", norm, epoch, i, batches.size());
     optimizer_.step();
     totals.lr = optimizer_.lr();
@@ -281,19 +274,6 @@ EpochTotals Trainer::train_steps_distributed(int64_t epoch, const std::vector<qk
   totals.tokens = static_cast<int64_t>(sums[1]);
   totals.correct = static_cast<int64_t>(sums[2]);
   return totals;
-}
-
-// Sums the ranks' gradients (a rank without rows sends zeros) and clips them; returns the norm.
-double Trainer::reduce_gradients(bool has_rows) {
-  if (reducer_) {
-    if (!has_rows) reducer_->contribute_nothing();
-    reducer_->finish();
-  } else {
-    if (!has_rows)
-      for (Tensor p : model_->parameters()) p.set_grad(qkv::zeros(p.shape()));
-    qkv::dist::all_reduce_gradients(model_->parameters(), *group_, options_.fixed_order_reduction);
-  }
-  return qkv::optim::clip_grad_norm_(model_->parameters(), config_.clip);
 }
 
 // Training has diverged: nothing of this epoch is saved, so the run directory keeps the checkpoints
@@ -401,6 +381,10 @@ TrainResult Trainer::run() {
   }
   result.history = history_;
   result.best_dev_acc = best_dev_;
+  if (const auto* r = parallel_ ? parallel_->reducer() : nullptr; r && options_.verbose && r->finished_steps() > 0)
+    std::printf("data parallel: %d ranks; the gradient sum kept rank 0 waiting %.2f ms per step after backward "
+                "(the rest of it ran during backward)\n",
+                group_->size(), 1e3 * r->exposed_seconds() / static_cast<double>(r->finished_steps()));
   result.train_tokens_per_s = train_seconds_ > 0 ? train_tokens_ / train_seconds_ : 0;
   if (static_cast<int64_t>(history_.size()) < config_.epochs) return result;  // stopped early: resume later
   if (!is_root()) return result;  // rank 0 tests and draws
