@@ -43,19 +43,20 @@ class MpiWork final : public Work {
   MPI_Request* request() { return &request_; }
   void wait() override {
     if (done_) return;
+    done_ = true;  // finished or failed: either way never waited for again
     check(MPI_Wait(&request_, MPI_STATUS_IGNORE), call_);
-    done_ = true;
   }
   bool test() override {
     if (done_) return true;
     int flag = 0;
-    check(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), call_);
-    done_ = flag != 0;
+    const int code = MPI_Test(&request_, &flag, MPI_STATUS_IGNORE);
+    done_ = flag != 0 || code != MPI_SUCCESS;
+    check(code, call_);
     return done_;
   }
   ~MpiWork() override {
     // A collective cannot be cancelled: one dropped unfinished is waited for, so that its buffer
-    // outlives it (unless MPI has failed, when waiting could hang).
+    // outlives it; one that failed is not (waiting on it could hang).
     if (!done_) MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
 

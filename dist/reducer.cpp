@@ -113,10 +113,16 @@ void Reducer::point_grad_into_bucket(Slot& s) {
   s.param.set_grad(view);
 }
 
+// A step interrupted by an exception (a backward that threw, a hook's error) may have left
+// reductions in flight: they are waited for before their buffers are written, and the step's
+// state starts afresh.
 void Reducer::zero_grad() {
   NoGradGuard no_grad;
+  for (Bucket& b : buckets_)
+    if (b.work) b.work->wait();
+  reset_step();
   for (Bucket& b : buckets_) b.buffer.zero_();
-  for (Slot& s : slots_) point_grad_into_bucket(s);
+  for (Slot& s : slots_) s.param.set_grad(view_of_slot(s));
 }
 
 void Reducer::on_gradient_ready(size_t i) {
@@ -142,7 +148,6 @@ void Reducer::start_ready_buckets() {
 void Reducer::start(Bucket& b) {
   std::span<float> data(b.buffer.data(), static_cast<size_t>(b.buffer.numel()));
   b.work = options_.fixed_order ? group_.all_reduce_sum_fixed_order_async(data) : group_.all_reduce_sum_async(data);
-  b.started = true;
 }
 
 void Reducer::contribute_nothing() {
@@ -178,7 +183,6 @@ void Reducer::reset_step() {
   for (Bucket& b : buckets_) {
     b.pending = b.slots.size();
     b.work.reset();
-    b.started = false;
   }
   next_bucket_ = 0;
   *unused_count_ = 0;

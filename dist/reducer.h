@@ -65,6 +65,8 @@ class Reducer {
   Reducer& operator=(const Reducer&) = delete;
 
   // Every bucket to zero and every parameter's .grad() a view into its bucket: the start of a step.
+  // (optimizer.zero_grad(), which drops the gradients, works too, at the price of a copy of each
+  // new gradient into its bucket.)
   void zero_grad();
   // This rank has no data this step (fewer rows than ranks in the last batch): it sends zeros.
   void contribute_nothing();
@@ -76,17 +78,19 @@ class Reducer {
   // Within its scope, backward only accumulates into the buckets; covers forward and backward.
   class NoSync {
    public:
-    explicit NoSync(Reducer& r) : reducer_(&r) { r.syncing_ = false; }
-    NoSync(NoSync&& other) noexcept : reducer_(std::exchange(other.reducer_, nullptr)) {}
+    explicit NoSync(Reducer& r) : reducer_(&r), previous_(r.syncing_) { r.syncing_ = false; }
+    NoSync(NoSync&& other) noexcept
+        : reducer_(std::exchange(other.reducer_, nullptr)), previous_(other.previous_) {}
     NoSync(const NoSync&) = delete;
     NoSync& operator=(const NoSync&) = delete;
     NoSync& operator=(NoSync&&) = delete;
     ~NoSync() {
-      if (reducer_) reducer_->syncing_ = true;
+      if (reducer_) reducer_->syncing_ = previous_;  // nested scopes restore what they found
     }
 
    private:
     Reducer* reducer_;
+    bool previous_;
   };
   [[nodiscard]] NoSync no_sync() { return NoSync(*this); }
 
@@ -118,7 +122,6 @@ class Reducer {
     std::vector<size_t> slots;    // indices into slots_
     size_t pending = 0;           // slots not ready yet this step
     std::unique_ptr<Work> work;   // the all-reduce in flight
-    bool started = false;
   };
 
   void plan_buckets();

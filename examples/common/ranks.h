@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dist/world.h"
+#include "tensor/random.h"
 
 namespace qkv::examples {
 
@@ -23,5 +24,10 @@ int fail(const std::string& program, const std::string& what);
 
 // Only `train` runs on several ranks: other commands are refused there, naming the command.
 void refuse_many_ranks(const std::string& program, const std::string& command);
+
+// A generator state of its own for (seed, stream, step): the programs give dropout stream 1 + rank,
+// so that ranks drop different units, and lm's windows stream 0, the same on every rank. A function
+// of the step alone, so that a resumed run draws what an uninterrupted one would have.
+GeneratorState keyed_stream(uint64_t seed, uint64_t stream, int64_t step);
 
 }  // namespace qkv::examples

@@ -15,6 +15,7 @@
 #include "dist/same_start.h"
 #include "dist/sampler.h"
 #include "examples/common/progress.h"
+#include "examples/common/ranks.h"
 #include "io/checkpoint.h"
 #include "io/file.h"
 #include "nn/functional/loss.h"
@@ -522,25 +523,17 @@ Ranks join(CharGPT& model, const TrainOptions& o) {
   return r;
 }
 
-// A seed and step made into a generator state of their own: every rank draws the same windows
-// (`stream` 0) and its own dropout (`stream` 1 + rank), and a resumed run draws what an
-// uninterrupted one would have.
-qkv::GeneratorState keyed_state(int64_t seed, int64_t stream, int64_t step) {
-  uint64_t key = static_cast<uint64_t>(seed) ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(stream + 1));
-  key ^= key >> 31;
-  return {key, static_cast<uint64_t>(step) << 32};
-}
-
 // One step on several ranks: the global batch of B windows, this rank's stride of them, its loss
 // scaled by its share of the batch (every window has T targets), the gradients summed over the
 // ranks and clipped there, so that every rank clips the same norm and takes the same step.
 StepResult train_step_ranks(CharGPT& model, qkv::optim::Optimizer& optimizer, const Batches& batches,
                             const Config& c, int64_t step, Ranks& r) {
   qkv::Generator data_rng;
-  data_rng.set_state(keyed_state(c.seed, 0, step));
+  data_rng.set_state(qkv::examples::keyed_stream(static_cast<uint64_t>(c.seed), 0, step));  // the same on every rank
   const auto [inputs, targets] = batches.draw(c.batch, data_rng);
   const std::vector<int64_t> rows = qkv::dist::shard(c.batch, r.group->rank(), r.group->size());
-  qkv::default_generator().set_state(keyed_state(c.seed, 1 + r.group->rank(), step));
+  qkv::default_generator().set_state(
+      qkv::examples::keyed_stream(static_cast<uint64_t>(c.seed), 1 + static_cast<uint64_t>(r.group->rank()), step));
   r.parallel->zero_grad();
   StepResult out;
   if (!rows.empty()) {
@@ -609,12 +602,14 @@ TrainResult train(Config config, const TrainOptions& o) {
   const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   const int64_t first = step;
   const double seconds_before = history.empty() ? 0.0 : history.back().seconds;  // a resumed run's
-  double loss_sum = 0;
+  double loss_sum = 0, step_seconds = 0;  // the training steps' own time, evaluations excluded
   int64_t loss_count = 0, evaluations = 0;
   model.train();
   while (step < config.steps) {
+    const double t0 = seconds();
     const auto [value, norm] = ranks.group ? train_step_ranks(model, *optimizer, batches, config, step, ranks)
                                            : draw_and_step(model, *optimizer, batches, config);
+    step_seconds += seconds() - t0;
     if (!std::isfinite(value) || !std::isfinite(norm))
       throw qkv::Error("lm train: step " + std::to_string(step + 1) + " has a loss or gradient that is not finite (" +
                        std::to_string(value) + "); lower --lr. The run keeps its checkpoints of the last evaluation, if any");
@@ -648,8 +643,9 @@ TrainResult train(Config config, const TrainOptions& o) {
     if (++evaluations == o.stop_after) break;
   }
   result.tokens_per_second = static_cast<double>((step - first) * config.batch * config.model.context) /
-                             std::max(seconds(), 1e-9);
+                             std::max(step_seconds, 1e-9);
   if (progress) progress->finish("trained to step " + std::to_string(step));
+  if (o.verbose) std::cout << "training steps: " << std::fixed << std::setprecision(0) << result.tokens_per_second << " characters/s\n";
   if (!ranks.root()) return result;  // rank 0 tests
   result.best_validation_bits = best;
   const Run run = load_run(dir, "best");

@@ -111,8 +111,7 @@ struct TrainingState {
 double train_step_ranks(Seq2Seq& model, qkv::optim::Optimizer& optimizer, const Batch& batch, const Schedule& schedule,
                         int64_t step, qkv::dist::DataParallel& dp) {
   const int rank = dp.group().rank();
-  qkv::default_generator().set_state(
-      {schedule.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank + 1)), static_cast<uint64_t>(step) << 32});
+  qkv::default_generator().set_state(qkv::examples::keyed_stream(schedule.seed, 1 + static_cast<uint64_t>(rank), step));
   dp.zero_grad();
   double share[1] = {0};
   if (!batch.empty()) {

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "dist/sampler.h"
 #include "examples/seq2seq/bleu.h"
 #include "io/checkpoint.h"
 #include "io/tensor_record.h"
@@ -77,10 +78,9 @@ std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t ba
   for (const auto& rows : length_batches(lengths, batch_size, &rng)) {
     std::vector<size_t> mine;
     int64_t tokens = 0;
-    for (size_t k = 0; k < rows.size(); ++k) {
-      tokens += static_cast<int64_t>(examples[rows[k]].target.size());
-      if (static_cast<int>(k % static_cast<size_t>(ranks)) == rank) mine.push_back(rows[k]);
-    }
+    for (size_t k : rows) tokens += static_cast<int64_t>(examples[k].target.size());
+    for (int64_t k : qkv::dist::shard(static_cast<int64_t>(rows.size()), rank, ranks))
+      mine.push_back(rows[static_cast<size_t>(k)]);
     Batch b = mine.empty() ? Batch{} : collate(examples, mine, pad_id, bos_id);
     b.global_tokens = tokens;
     batches.push_back(std::move(b));

@@ -17,6 +17,7 @@
 #include "dist/sampler.h"
 #include "examples/common/memory.h"
 #include "examples/common/progress.h"
+#include "examples/common/ranks.h"
 #include "examples/tagger/figures.h"
 #include "io/checkpoint.h"
 #include "io/file.h"
@@ -224,14 +225,6 @@ EpochTotals Trainer::train_steps(int64_t epoch, const std::vector<qkv::data::Bat
   return totals;
 }
 
-// Each rank's own dropout stream, a function of the seed, the rank and the step alone: the ranks
-// drop different units, and a resumed run draws what an uninterrupted one would have.
-qkv::GeneratorState dropout_stream(uint64_t seed, int rank, int64_t step) {
-  uint64_t key = seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(rank + 1));
-  key ^= key >> 31;
-  return {key, static_cast<uint64_t>(step) << 32};
-}
-
 // The same loop on several ranks (docs/distributed.md): every rank builds the same global batches,
 // takes its stride of each one's rows, and scales its loss by its share of the batch's real
 // tokens, so that the summed gradient is the gradient of the mean over the whole batch; the
@@ -244,20 +237,25 @@ EpochTotals Trainer::train_steps_distributed(int64_t epoch, const std::vector<qk
     const std::vector<int64_t> rows = qkv::dist::shard(global.batch_size, group_->rank(), group_->size());
     int64_t global_tokens = 0;
     for (int64_t n : global.valid_lens) global_tokens += n;
-    qkv::default_generator().set_state(dropout_stream(config_.seed, group_->rank(), step_));
+    qkv::default_generator().set_state(
+        qkv::examples::keyed_stream(config_.seed, 1 + static_cast<uint64_t>(group_->rank()), step_));
     parallel_->zero_grad();
-    double l = 0;
+    double share[1] = {0};  // this rank's part of the batch's mean loss
     if (!rows.empty()) {
       const BatchTensors b = to_tensors(qkv::data::select_rows(global, rows), data_.train, model_->reads_chars());
       const Tensor logits = model_->forward(b.input);
       const Tensor loss = qkv::nn::functional::sequence_cross_entropy(logits, b.targets, b.input.valid_lens);
-      l = loss.item();
-      (loss * static_cast<float>(static_cast<double>(b.tokens) / global_tokens)).backward();
-      totals.loss_sum += l * b.tokens;
+      const double weight = static_cast<double>(b.tokens) / static_cast<double>(global_tokens);
+      share[0] = loss.item() * weight;
+      (loss * static_cast<float>(weight)).backward();
+      totals.loss_sum += loss.item() * b.tokens;
       totals.tokens += b.tokens;
       totals.correct += count_correct(logits, b);
     }
     parallel_->sum_gradients(!rows.empty());
+    group_->all_reduce_sum(std::span<double>(share));  // the batch's mean loss, the same on every rank
+    const double l = share[0];
+    if (!std::isfinite(l)) diverged("the loss", l, epoch, i, batches.size());
     const double norm = qkv::optim::clip_grad_norm_(model_->parameters(), config_.clip);
     if (!std::isfinite(norm)) diverged("the gradient norm", norm, epoch, i, batches.size());
     optimizer_.step();
@@ -317,14 +315,16 @@ void Trainer::run_epoch(int64_t epoch, bool profile, std::vector<double>& step_l
   const double train_secs = seconds_since(t0);
   train_seconds_ += train_secs;
   train_tokens_ += totals.tokens;
-  // Rank 0 alone evaluates, keeps the run directory and draws; the others wait for it at the
-  // barrier in record(), so that a checkpoint is whole on disk before any rank goes on.
+  // Rank 0 alone evaluates (and sends the others its dev metrics), keeps the run directory and
+  // draws; the others wait at the barrier in record() until the epoch's files are written.
   const Evaluation dev = is_root() ? evaluate(*model_, vocabs_, lexicon_, data_.dev, kEvalBatchSize) : Evaluation{};
+  double dev_metrics[2] = {dev.loss, is_root() ? dev.score.overall.value() : 0};
+  if (group_) group_->broadcast(std::span<double>(dev_metrics), 0);  // every rank keeps the same history
   const EpochMetrics m{.epoch = epoch + 1,
                        .train_loss = totals.loss_sum / totals.tokens,
                        .train_acc = static_cast<double>(totals.correct) / totals.tokens,
-                       .dev_loss = dev.loss,
-                       .dev_acc = is_root() ? dev.score.overall.value() : 0,
+                       .dev_loss = dev_metrics[0],
+                       .dev_acc = dev_metrics[1],
                        .lr = totals.lr,
                        .tokens_per_s = totals.tokens / train_secs,
                        .seconds = seconds_since(t0)};

@@ -12,7 +12,7 @@ checks:
   core-without-figures  the core library (ARG: the path of libqkv) holds no image-library code,
                         and no core source includes plot/ or stb
   include-direction     every project include points down the layers: tensor < autograd < nn <
-                        optim < io < autograd/debug < data < plot and dist < examples and bench (the
+                        optim < io < autograd/debug < data < plot < dist < examples and bench (the
                         debuggers write their reports as JSON and files, so they sit above io;
                         bench and the examples share one layer, since `tagger bench` runs
                         bench/tagger_bench.cpp, which builds the tagger's model)
@@ -94,7 +94,7 @@ def core_without_figures(root, library):
 
 # The layers, lowest first, each one or more folders: a file may include its own layer and those
 # below it.
-LAYERS = [["tensor"], ["autograd"], ["nn"], ["optim"], ["io"], ["autograd/debug"], ["data"], ["plot", "dist"],
+LAYERS = [["tensor"], ["autograd"], ["nn"], ["optim"], ["io"], ["autograd/debug"], ["data"], ["plot"], ["dist"],
           ["examples", "bench"]]
 
 
