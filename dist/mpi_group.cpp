@@ -130,6 +130,4 @@ void mpi_finalize() {
   if (!finalized) MPI_Finalize();
 }
 
-bool mpi_available() { return true; }
-
 }  // namespace qkv::dist

@@ -36,7 +36,5 @@ class MpiGroup final : public ProcessGroup {
 // threads never do) and MPI_Finalize, for dist::World.
 void mpi_initialize(int& argc, char**& argv);
 void mpi_finalize();
-// Whether this build has the MPI backend.
-bool mpi_available();
 
 }  // namespace qkv::dist

@@ -24,6 +24,5 @@ void MpiGroup::all_gather_raw(const void*, void*, int64_t, DType) { missing(); }
 std::unique_ptr<Work> MpiGroup::all_gather_async_raw(const float*, float*, int64_t) { missing(); }
 void mpi_initialize(int&, char**&) { missing(); }
 void mpi_finalize() {}
-bool mpi_available() { return false; }
 
 }  // namespace qkv::dist

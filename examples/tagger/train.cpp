@@ -104,6 +104,8 @@ class Trainer {
                           qkv::examples::Progress* progress, std::vector<double>& step_losses);
   EpochTotals train_steps_distributed(int64_t epoch, const std::vector<qkv::data::Batch>& batches,
                                       qkv::examples::Progress* progress, std::vector<double>& step_losses);
+  void clip_and_step(double loss, int64_t epoch, size_t batch, size_t batches, EpochTotals& totals,
+                     std::vector<double>& step_losses);
   bool is_root() const { return group_ == nullptr || group_->rank() == 0; }
   [[noreturn]] void diverged(const std::string& what, double value, int64_t epoch, size_t batch,
                              size_t batches) const;
@@ -210,19 +212,26 @@ EpochTotals Trainer::train_steps(int64_t epoch, const std::vector<qkv::data::Bat
     if (!std::isfinite(l)) diverged("the loss", l, epoch, i, batches.size());
     optimizer_.zero_grad();
     loss.backward();
-    const double norm = qkv::optim::clip_grad_norm_(model_->parameters(), config_.clip);
-    if (!std::isfinite(norm)) diverged("the gradient norm", norm, epoch, i, batches.size());
-    optimizer_.step();
-    totals.lr = optimizer_.lr();
-    schedule_.step();
-    ++step_;
-    step_losses.push_back(l);
+    clip_and_step(l, epoch, i, batches.size(), totals, step_losses);
     totals.loss_sum += l * b.tokens;
     totals.tokens += b.tokens;
     totals.correct += count_correct(logits, b);
     if (progress) show_progress(*progress, static_cast<int64_t>(i) + 1, totals);
   }
   return totals;
+}
+
+// The end of a step in either loop, once the gradients are whole: clipping, a stop on a norm that
+// is not finite, the optimizer's and the schedule's steps, and the step's loss kept.
+void Trainer::clip_and_step(double loss, int64_t epoch, size_t batch, size_t batches, EpochTotals& totals,
+                            std::vector<double>& step_losses) {
+  const double norm = qkv::optim::clip_grad_norm_(model_->parameters(), config_.clip);
+  if (!std::isfinite(norm)) diverged("the gradient norm", norm, epoch, batch, batches);
+  optimizer_.step();
+  totals.lr = optimizer_.lr();
+  schedule_.step();
+  ++step_;
+  step_losses.push_back(loss);
 }
 
 // The same loop on several ranks (docs/distributed.md): every rank builds the same global batches,
@@ -246,9 +255,10 @@ EpochTotals Trainer::train_steps_distributed(int64_t epoch, const std::vector<qk
       const Tensor logits = model_->forward(b.input);
       const Tensor loss = qkv::nn::functional::sequence_cross_entropy(logits, b.targets, b.input.valid_lens);
       const double weight = static_cast<double>(b.tokens) / static_cast<double>(global_tokens);
-      share[0] = loss.item() * weight;
+      const double mine = loss.item();
+      share[0] = mine * weight;
       (loss * static_cast<float>(weight)).backward();
-      totals.loss_sum += loss.item() * b.tokens;
+      totals.loss_sum += mine * b.tokens;
       totals.tokens += b.tokens;
       totals.correct += count_correct(logits, b);
     }
@@ -256,13 +266,7 @@ EpochTotals Trainer::train_steps_distributed(int64_t epoch, const std::vector<qk
     group_->all_reduce_sum(std::span<double>(share));  // the batch's mean loss, the same on every rank
     const double l = share[0];
     if (!std::isfinite(l)) diverged("the loss", l, epoch, i, batches.size());
-    const double norm = qkv::optim::clip_grad_norm_(model_->parameters(), config_.clip);
-    if (!std::isfinite(norm)) diverged("the gradient norm", norm, epoch, i, batches.size());
-    optimizer_.step();
-    totals.lr = optimizer_.lr();
-    schedule_.step();
-    ++step_;
-    step_losses.push_back(l);
+    clip_and_step(l, epoch, i, batches.size(), totals, step_losses);
     if (progress) show_progress(*progress, static_cast<int64_t>(i) + 1, totals);
   }
   // The epoch's sums over every rank, for its metrics.
