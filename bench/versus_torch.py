@@ -22,6 +22,9 @@ configs only. The lm config times the character-level GPT of examples/lm on both
 untimed warm-up steps and then --lm-steps timed ones; --lm-options (model options both `lm bench`
 and torch_anchor.py's lm accept: --context, --d-model, --heads, --layers, --ffn-hidden, --batch,
 --positions learned|rotary, --ffn gelu|relu|swiglu) go to both, so they time the same model.
+The vit config times the tiny ViT of examples/vit (`vit bench`) against bench/vit_torch.py, the same
+model and step in PyTorch, each run 3 untimed warm-up steps and then --lm-steps timed ones:
+       python3 bench/versus_torch.py --configs vit [--vit build/examples/vit] [--rounds 5]
 PyTorch runs through /usr/bin/python3 (Debian's python3-torch).
 """
 
@@ -41,7 +44,8 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tagger", default="build/examples/tagger")
     parser.add_argument("--lm", default="build/examples/lm", help="the lm program, for config lm")
-    parser.add_argument("--configs", default="tiny,small,base,brown", help="any of tiny, small, base, brown, lm")
+    parser.add_argument("--vit", default="build/examples/vit", help="the vit program, for config vit")
+    parser.add_argument("--configs", default="tiny,small,base,brown", help="any of tiny, small, base, brown, lm, vit")
     parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--matmul", choices=["highest", "medium"], default="highest")
     parser.add_argument("--lm-steps", type=positive_int, default=20, help="timed steps of each lm run, both sides")
@@ -64,6 +68,8 @@ def lm_steps(args):
 
 
 def qkv(args, config, threads):
+    if config == "vit":
+        return bench_fields([args.vit, "bench", "--threads", str(threads), *lm_steps(args)[:4]])
     if config == "lm":
         return bench_fields([args.lm, "bench", "--what", "step", "--threads", str(threads), *lm_steps(args)])
     return tagger_bench(args.tagger, config, threads, extra=["--matmul", args.matmul])
@@ -71,6 +77,9 @@ def qkv(args, config, threads):
 
 def torch(args, config, threads, blas):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas))
+    if config == "vit":
+        return bench_fields(["/usr/bin/python3", os.path.join(HERE, "vit_torch.py"), str(threads),
+                             "--blas-threads", str(blas), *lm_steps(args)[:4]], env)
     extra = lm_steps(args) if config == "lm" else []
     return bench_fields(["/usr/bin/python3", os.path.join(HERE, "torch_anchor.py"), config, str(threads),
                    "--blas-threads", str(blas), *extra], env)
@@ -93,7 +102,7 @@ def main():
         ms = {name: med(name) for name in runs}
         torch_best = min(ms["torch_1_1"], ms["torch_2_1"], ms["torch_2_2"])
         rss_torch = min(med(n, "peak_rss_mib") for n in ["torch_1_1", "torch_2_1", "torch_2_2"])
-        peak = "" if config == "lm" else f" of_peak_1={med('qkv_1', 'of_peak'):.0f}% of_peak_2={med('qkv_2', 'of_peak'):.0f}%"
+        peak = "" if config in ("lm", "vit") else f" of_peak_1={med('qkv_1', 'of_peak'):.0f}% of_peak_2={med('qkv_2', 'of_peak'):.0f}%"
         print(f"config={config} " + " ".join(f"{k}={v:.2f}" for k, v in ms.items()) +
               f" vs_torch_1thread={ms['torch_1_1'] / ms['qkv_1']:.2f} vs_torch_best={torch_best / ms['qkv_2']:.2f}"
               f" rss_qkv={med('qkv_2', 'peak_rss_mib'):.0f} rss_torch={rss_torch:.0f}" + peak, flush=True)

@@ -14,7 +14,9 @@
 #include "dist/data_parallel.h"
 #include "dist/same_start.h"
 #include "dist/sampler.h"
+#include "examples/common/config_fields.h"
 #include "examples/common/progress.h"
+#include "examples/common/run_directory.h"
 #include "examples/common/ranks.h"
 #include "io/checkpoint.h"
 #include "io/file.h"
@@ -30,6 +32,9 @@ namespace fs = std::filesystem;
 using qkv::IndexTensor;
 using qkv::Tensor;
 using qkv::io::Json;
+using qkv::examples::check_int;
+using qkv::examples::check_name;
+using qkv::examples::check_number;
 
 namespace {
 
@@ -57,33 +62,9 @@ void for_each_field(C& c, F&& f) {
   f("chars", c.chars);
 }
 
-std::string option_of(const std::string& key) {
-  std::string option = key;
-  std::replace(option.begin(), option.end(), '_', '-');
-  return key + " (--" + option + ")";
-}
-
-void check_int(const std::string& key, int64_t value, int64_t lo, int64_t hi) {
-  if (value < lo || value > hi)
-    throw qkv::ValueError(option_of(key) + " is " + std::to_string(value) + "; expected " + std::to_string(lo) +
-                          " .. " + std::to_string(hi));
-}
-
-void check_number(const std::string& key, double value, double lo, double hi, bool open_lo = false) {
-  if (!std::isfinite(value) || value < lo || value > hi || (open_lo && value == lo)) {
-    std::ostringstream s;
-    s << option_of(key) << " is " << value << "; expected a number in " << (open_lo ? "(" : "[") << lo << ", "
-      << hi << "]";
-    throw qkv::ValueError(s.str());
-  }
-}
-
-void check_name(const std::string& key, const std::string& value, const std::vector<std::string>& known) {
-  if (std::find(known.begin(), known.end(), value) != known.end()) return;
-  std::string list;
-  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-  throw qkv::ValueError(option_of(key) + " is '" + value + "'; expected one of " + list);
-}
+// The files a training writes atomically in its run directory.
+const std::vector<std::string> kRunFiles = {"config.json", "baselines.json", "metrics.csv", "last.safetensors",
+                                            "best.safetensors"};
 
 }  // namespace
 
@@ -116,52 +97,15 @@ void Config::validate() const {
   check_number("clip", clip, 0.0, 1e6);
 }
 
-Json Config::to_json() const {
-  Json::Object members;
-  Config copy = *this;
-  for_each_field(copy, [&](const char* name, auto& value) {
-    using V = std::decay_t<decltype(value)>;
-    if constexpr (std::is_same_v<V, std::string>) members.emplace_back(name, Json(value));
-    else if constexpr (std::is_floating_point_v<V>) members.emplace_back(name, Json(static_cast<double>(value)));
-    else members.emplace_back(name, Json(static_cast<int64_t>(value)));
-  });
-  return Json(std::move(members));
-}
+Json Config::to_json() const { return qkv::examples::fields_to_json(*this, [](auto& c, auto&& f) { for_each_field(c, f); }); }
 
 Config Config::from_json(const Json& json, const std::string& source) {
-  auto fail = [&](const std::string& what) { throw qkv::ValueError(source + ": " + what); };
-  if (!json.is_object()) fail("expected an object of settings, found " + std::string(json.kind_name()));
   Config c;
-  std::vector<std::string> seen;
-  for (const auto& [key, value] : json.as_object()) {
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) fail("key '" + key + "' appears twice");
-    seen.push_back(key);
-    bool known = false;
-    for_each_field(c, [&](const char* name, auto& field) {
-      if (key != name) return;
-      known = true;
-      using V = std::decay_t<decltype(field)>;
-      auto wrong_kind = [&](const char* wanted) { fail("key '" + key + "': " + qkv::io::kind_mismatch(wanted, value)); };
-      if constexpr (std::is_same_v<V, std::string>) {
-        if (!value.is_string()) wrong_kind("string");
-        field = value.as_string();
-      } else if constexpr (std::is_floating_point_v<V>) {
-        if (!value.is_int() && !value.is_double()) wrong_kind("number");
-        field = static_cast<V>(value.as_double());
-      } else {
-        if (!value.is_int()) wrong_kind("integer");
-        field = value.as_int();
-      }
-    });
-    if (!known) fail("unknown key '" + key + "' (is this an lm run?)");
-  }
-  int64_t count = 0;
-  for_each_field(c, [&](const char*, auto&) { ++count; });
-  if (static_cast<int64_t>(seen.size()) != count) fail("it lacks keys; expected all " + std::to_string(count) + " of an lm config");
+  qkv::examples::fields_from_json(json, source, "an lm", c, [](auto& c, auto&& f) { for_each_field(c, f); });
   try {
     c.validate();
   } catch (const qkv::ValueError& e) {
-    fail(e.what());
+    throw qkv::ValueError(source + ": " + e.what());
   }
   return c;
 }
@@ -354,57 +298,10 @@ void write_metrics(const fs::path& dir, const std::vector<Evaluation>& history) 
   qkv::io::write_text_file(dir / "metrics.csv", csv.str(), "lm");
 }
 
-// Makes and locks the run directory, refusing what the header of train.h says.
-qkv::io::DirectoryLock prepare_run_directory(const fs::path& dir, bool resume) {
-  std::error_code ec;
-  if (resume && !fs::is_directory(dir))
-    throw qkv::ValueError("lm train --resume: " + dir.string() + " (--run) is not a directory holding an lm run");
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir))
-    throw qkv::ValueError("lm train: cannot make the run directory " + dir.string() + " (--run): " +
-                          (ec ? ec.message() : "it is not a directory"));
-  // Checked before the lock too, so that a directory of other files gets no .lock file; and again
-  // under it, for a training that started in between.
-  const auto check_contents = [&] {
-    const bool has_run = fs::exists(dir / "config.json");
-    if (resume && !has_run)
-      throw qkv::ValueError("lm train --resume: " + dir.string() + " (--run) holds no lm run (no config.json)");
-    if (resume) return;
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      if (entry.path().filename() == ".lock") continue;
-      throw qkv::ValueError("lm train: " + dir.string() + " (--run) " +
-                            (has_run ? "holds a run (its config.json); --resume continues an lm run, or choose "
-                                       "another --run"
-                                     : "is not empty and not an lm run; choose an empty or new directory") +
-                            " (nothing was changed)");
-    }
-  };
-  check_contents();
-  qkv::io::DirectoryLock lock = qkv::io::DirectoryLock::try_lock(dir);
-  if (!lock.locked())
-    throw qkv::ValueError("lm train: another training holds the run directory " + dir.string() +
-                          " (--run), or it cannot be written; wait for it, or choose another directory");
-  check_contents();
-  qkv::io::remove_temp_files(dir, {"config.json", "baselines.json", "metrics.csv", "last.safetensors",
-                                   "best.safetensors"});
-  qkv::io::check_writable(dir, "lm train");
-  return lock;
-}
-
-
-// A JSON text, its errors naming `source`.
-Json parse_json_of(const std::string& text, const std::string& source) {
-  try {
-    return qkv::io::parse_json(text);
-  } catch (const qkv::Error& e) {
-    throw qkv::ValueError(source + ": " + e.what());
-  }
-}
-
 // The evaluations and best validation bits a checkpoint's config text holds (checkpoint_text).
 void read_history(const std::string& config_text, const fs::path& file, std::vector<Evaluation>& history,
                   double& best) {
-  const Json text = parse_json_of(config_text, file.string() + " (its config text)");
+  const Json text = qkv::examples::parse_json_of(config_text, file.string() + " (its config text)");
   const Json* rows = text.is_object() ? text.find("history") : nullptr;
   const Json* best_json = text.is_object() ? text.find("best") : nullptr;
   if (!rows || !rows->is_array() || !best_json || (!best_json->is_double() && !best_json->is_int()))
@@ -583,17 +480,18 @@ TrainResult train(Config config, const TrainOptions& o) {
   auto optimizer = make_optimizer(model, config);
   Ranks ranks = join(model, o);
   std::optional<qkv::io::DirectoryLock> lock;  // rank 0 alone writes the run directory
-  if (ranks.root()) lock.emplace(prepare_run_directory(dir, o.resume));
+  if (ranks.root()) lock.emplace(qkv::examples::prepare_run_directory(dir, o.resume, "lm", kRunFiles));
   TrainResult result;
   if (o.verbose)
     std::cout << "lm: " << (config.text.empty() ? "Moby-Dick" : config.text) << ", " << data.vocab.size() - 1
               << " characters; train " << data.text.train.size() << " pieces, validation "
               << data.text.validation.size() << ", test " << data.text.test.size() << "\n";
   if (ranks.root()) write_run_start(dir, config, data, o, result);
+  // The schedule reads the base learning rate before a checkpoint replaces it with its last step's.
+  qkv::optim::WarmupLR schedule(*optimizer, config.warmup, config.steps);
   int64_t step = 0;
   if (has_checkpoint) step = qkv::io::load_checkpoint(dir / "last.safetensors", model, *optimizer).step;
   if (ranks.group && has_checkpoint) qkv::dist::check_same_state(model, *ranks.group, "after loading the last checkpoint");
-  qkv::optim::WarmupLR schedule(*optimizer, config.warmup, config.steps);
   schedule.set_last_step(step);
   const Batches batches(data, config.model.context);
   std::optional<qkv::examples::Progress> progress;
@@ -668,7 +566,7 @@ std::vector<Evaluation> read_evaluations(const fs::path& checkpoint_file) {
 Config read_run_config(const fs::path& dir) {
   const fs::path path = dir / "config.json";
   if (!fs::exists(path)) throw qkv::ValueError("lm: " + dir.string() + " (--run) holds no lm run (no config.json)");
-  return Config::from_json(parse_json_of(qkv::io::read_text_file(path, "lm"), path.string()), path.string());
+  return Config::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(path, "lm"), path.string()), path.string());
 }
 
 Run load_run(const fs::path& dir, const std::string& which) {
@@ -680,7 +578,7 @@ Run load_run(const fs::path& dir, const std::string& which) {
   run.config.model.vocab_size = run.vocab.size();
   const fs::path file = dir / (which + ".safetensors");
   const qkv::io::Checkpoint checkpoint = qkv::io::read_checkpoint(file);
-  const Json text = parse_json_of(checkpoint.config, file.string() + " is not an lm checkpoint: its config text");
+  const Json text = qkv::examples::parse_json_of(checkpoint.config, file.string() + " is not an lm checkpoint: its config text");
   const Json* saved = text.is_object() ? text.find("config") : nullptr;
   if (!saved) throw qkv::ValueError("lm: " + file.string() + " is not an lm checkpoint (its config text has no lm config)");
   Config from_checkpoint = Config::from_json(*saved, file.string());

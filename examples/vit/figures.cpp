@@ -1,0 +1,205 @@
+#include "examples/vit/figures.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+
+#include "autograd/grad_mode.h"
+#include "plot/font.h"
+#include "plot/plot.h"
+#include "tensor/error.h"
+
+namespace vit {
+
+namespace fs = std::filesystem;
+using qkv::Tensor;
+using qkv::plot::Image;
+using qkv::plot::Rgb;
+
+namespace {
+
+constexpr int kMistakes = 24, kRolloutImages = 8;
+
+// An image drawn at `scale` pixels per pixel, with `caption` below it.
+Image draw_image(const std::uint8_t* pixels, int64_t rows, int64_t cols, int scale, const std::string& caption,
+                 const std::vector<float>& heat = {}, int64_t grid_rows = 0, int64_t grid_cols = 0) {
+  const int w = static_cast<int>(cols) * scale, h = static_cast<int>(rows) * scale;
+  const int caption_h = caption.empty() ? 0 : qkv::plot::text_height() + 4;
+  Image img(std::max(w, qkv::plot::text_width(caption) + 4), h + caption_h);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      // Fashion-MNIST draws the garment bright on black; shown dark on white, as on paper.
+      const std::uint8_t v = static_cast<std::uint8_t>(255 - pixels[r * cols + c]);
+      Rgb color{v, v, v};
+      if (!heat.empty()) {  // the patch's share of the rollout, blended over the image
+        const float t = heat[(r * grid_rows / rows) * grid_cols + c * grid_cols / cols];
+        const Rgb hot = qkv::plot::colormap_color(qkv::plot::Colormap::Viridis, t);
+        color = {static_cast<std::uint8_t>((v * 4 + hot.r * 6) / 10), static_cast<std::uint8_t>((v * 4 + hot.g * 6) / 10),
+                 static_cast<std::uint8_t>((v * 4 + hot.b * 6) / 10)};
+      }
+      img.fill_rect({static_cast<int>(c) * scale, static_cast<int>(r) * scale, scale, scale}, color);
+    }
+  if (!caption.empty()) img.draw_text(2, h + 2, caption, qkv::plot::kBlack);
+  return img;
+}
+
+// `panels` tiled under a title line.
+Image titled(const std::string& title, const Image& body) {
+  const int th = 2 * qkv::plot::text_height() + 8;
+  Image img(std::max(body.width(), qkv::plot::text_width(title, 2) + 8), body.height() + th);
+  img.draw_text(4, 4, title, qkv::plot::kBlack, 2);
+  for (int y = 0; y < body.height(); ++y)
+    for (int x = 0; x < body.width(); ++x) img.set_pixel(x, y + th, body.pixel(x, y));
+  return img;
+}
+
+void draw_curves(const std::vector<EpochRecord>& history, const fs::path& file) {
+  qkv::plot::Series loss{"training loss", {}, {}}, accuracy{"validation accuracy", {}, {}};
+  for (const EpochRecord& e : history) {
+    loss.x.push_back(static_cast<double>(e.epoch));
+    loss.y.push_back(e.train_loss);
+    accuracy.x.push_back(static_cast<double>(e.epoch));
+    accuracy.y.push_back(100 * e.validation_accuracy);
+  }
+  const Image left = qkv::plot::draw_line_plot(
+      {.series = {loss}, .title = "Training loss (label-smoothed cross-entropy)", .x_label = "epoch", .y_label = "nats", .markers = true});
+  const Image right = qkv::plot::draw_line_plot(
+      {.series = {accuracy}, .title = "Validation accuracy", .x_label = "epoch", .y_label = "%", .markers = true});
+  qkv::plot::tile({left, right}, 2).write_png(file.string());
+}
+
+qkv::plot::HeatmapSpec confusion_spec(const ImageSet& set, const std::vector<int32_t>& predicted,
+                                      const std::vector<std::string>& names) {
+  const int C = static_cast<int>(names.size());
+  std::vector<int64_t> counts(static_cast<size_t>(C * C), 0), totals(static_cast<size_t>(C), 0);
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    ++counts[static_cast<size_t>(set.labels[i] * C + predicted[i])];
+    ++totals[static_cast<size_t>(set.labels[i])];
+  }
+  qkv::plot::HeatmapSpec spec;
+  spec.rows = spec.cols = C;
+  spec.values.assign(counts.size(), 0.0f);
+  spec.cell_text.assign(counts.size(), "");
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] == 0) continue;
+    spec.values[i] = static_cast<float>(static_cast<double>(counts[i]) / static_cast<double>(totals[i / C]));
+    spec.cell_text[i] = std::to_string(counts[i]);
+  }
+  spec.row_labels = spec.col_labels = names;
+  spec.title = "Confusion matrix on test (colour: share of the true row; numbers: counts)";
+  spec.x_label = "predicted class";
+  spec.y_label = "true class";
+  spec.colormap = qkv::plot::Colormap::Blues;
+  spec.annotate = true;
+  spec.value_min = 0.0f;
+  spec.value_max = 1.0f;
+  return spec;
+}
+
+Image draw_mistakes(const ImageSet& set, const std::vector<int32_t>& predicted, const std::vector<std::string>& names) {
+  std::vector<Image> panels;
+  for (size_t i = 0; i < predicted.size() && panels.size() < kMistakes; ++i)
+    if (predicted[i] != set.labels[i])
+      panels.push_back(draw_image(set.image(static_cast<int64_t>(i)), set.rows, set.cols, 4,
+                                  names[set.labels[i]] + " > " + names[predicted[i]]));
+  if (panels.empty()) panels.push_back(Image(200, 20));
+  return titled("Test images the model got wrong (true > predicted)", qkv::plot::tile(panels, 6));
+}
+
+Image draw_rollout(ViT& model, const ImageSet& set, const Config& c, const std::vector<std::string>& names) {
+  qkv::NoGradGuard no_grad;
+  model.eval();
+  std::vector<int64_t> idx;
+  for (int64_t i = 0; i < std::min<int64_t>(kRolloutImages, set.size()); ++i) idx.push_back(i);
+  const Tensor logits =
+      model.forward(patches(set, idx, c.model.patch, static_cast<float>(c.pixel_mean), static_cast<float>(c.pixel_std)));
+  const qkv::IndexTensor predicted = logits.argmax(1);
+  const Tensor heat = model.rollout();  // (B, N)
+  const int64_t N = heat.size(1);
+  std::vector<Image> panels;
+  for (size_t b = 0; b < idx.size(); ++b) {
+    std::vector<float> h(heat.data() + b * N, heat.data() + (b + 1) * N);
+    const float lo = *std::min_element(h.begin(), h.end()), hi = *std::max_element(h.begin(), h.end());
+    for (float& v : h) v = hi > lo ? (v - lo) / (hi - lo) : 0.5f;
+    const std::string caption = names[set.labels[idx[b]]] + " > " + names[predicted.data()[b]];
+    panels.push_back(draw_image(set.image(idx[b]), set.rows, set.cols, 6, caption));
+    panels.push_back(draw_image(set.image(idx[b]), set.rows, set.cols, 6, "rollout", h, c.model.grid_rows(),
+                                c.model.grid_cols()));
+  }
+  return titled("Attention rollout of the class token (yellow: most attended patches)", qkv::plot::tile(panels, 4));
+}
+
+}  // namespace
+
+Image draw_position_similarity(const Tensor& table, int64_t grid_rows, int64_t grid_cols, const std::string& title) {
+  if (!table.defined()) throw qkv::ValueError("draw_position_similarity: the scheme has no position vectors");
+  const int64_t N = grid_rows * grid_cols;
+  if (table.dim() != 2 || table.size(0) != N)
+    throw qkv::ShapeError("draw_position_similarity: a table of shape " + qkv::shape_str(table.shape()) +
+                          " for a grid of " + std::to_string(grid_rows) + "×" + std::to_string(grid_cols));
+  qkv::NoGradGuard no_grad;
+  const Tensor unit = table / table.norm(2.0f, {1}, true).clamp_min(1e-12f);
+  const Tensor cos = unit.matmul(unit.t()).contiguous();  // (N, N)
+  const int cell = std::max(2, static_cast<int>(64 / std::max(grid_rows, grid_cols))), gap = 3;
+  const int map_w = static_cast<int>(grid_cols) * cell, map_h = static_cast<int>(grid_rows) * cell;
+  Image body(static_cast<int>(grid_cols) * (map_w + gap), static_cast<int>(grid_rows) * (map_h + gap));
+  for (int64_t i = 0; i < N; ++i) {
+    const int ox = static_cast<int>(i % grid_cols) * (map_w + gap), oy = static_cast<int>(i / grid_cols) * (map_h + gap);
+    for (int64_t j = 0; j < N; ++j) {
+      const double t = (cos.data()[i * N + j] + 1.0) / 2.0;  // cosine −1 .. 1 on the colormap
+      body.fill_rect({ox + static_cast<int>(j % grid_cols) * cell, oy + static_cast<int>(j / grid_cols) * cell, cell, cell},
+                     qkv::plot::colormap_color(qkv::plot::Colormap::BlueWhiteRed, t));
+    }
+  }
+  return titled(title, body);
+}
+
+std::vector<std::string> class_names_of(const Config& c) {
+  if (c.data == "fashion-mnist") return fashion_mnist_classes();
+  if (c.data == "generated") return generated_images(10, 1, 1, 16, 0).class_names;
+  std::vector<std::string> names;
+  for (int64_t k = 0; k < c.model.classes; ++k) names.push_back(std::to_string(k));
+  return names;
+}
+
+void print_per_class(std::ostream& out, const ImageSet& set, const std::vector<int32_t>& predicted,
+                     const std::vector<std::string>& names) {
+  std::vector<int64_t> right(names.size(), 0), total(names.size(), 0);
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    ++total[static_cast<size_t>(set.labels[i])];
+    right[static_cast<size_t>(set.labels[i])] += predicted[i] == set.labels[i];
+  }
+  for (size_t k = 0; k < names.size(); ++k)
+    out << "  " << std::left << std::setw(14) << names[k] << std::right << std::fixed << std::setprecision(1)
+        << std::setw(6) << (total[k] ? 100.0 * static_cast<double>(right[k]) / static_cast<double>(total[k]) : 0.0)
+        << " %  of " << total[k] << "\n";
+}
+
+std::vector<std::string> draw_run_figures(const std::string& run_dir) {
+  const fs::path dir = fs::path(run_dir) / "figures";
+  fs::create_directories(dir);
+  Run run = load_run(run_dir, "best");
+  Config config = run.config;
+  const ImageData data = load_data(config);
+  const Evaluation test = evaluate(*run.model, data.test, run.config);
+  std::vector<std::string> written;
+  const auto save = [&](const Image& img, const std::string& name) {
+    img.write_png((dir / name).string());
+    written.push_back((dir / name).string());
+  };
+  draw_curves(read_metrics(run_dir), dir / "curves.png");
+  written.push_back((dir / "curves.png").string());
+  save(qkv::plot::draw_heatmap(confusion_spec(data.test, test.predicted, data.class_names)), "confusion.png");
+  save(draw_mistakes(data.test, test.predicted, data.class_names), "mistakes.png");
+  save(draw_rollout(*run.model, data.test, run.config, data.class_names), "rollout.png");
+  if (const Tensor P = run.model->positions->table(); P.defined())
+    save(draw_position_similarity(P, run.config.model.grid_rows(), run.config.model.grid_cols(),
+                                  "Position similarity (" + run.config.model.positions + "): cosine of each patch's to every other's"),
+         "positions.png");
+  for (const std::string& f : written) std::cout << "vit: figure " << f << "\n";
+  return written;
+}
+
+}  // namespace vit

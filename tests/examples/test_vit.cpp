@@ -1,0 +1,241 @@
+// The ViT example (examples/vit): its images, patches, positions, model, rollout and training, on
+// generated images small enough for the suite.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "autograd/grad_mode.h"
+#include "data/idx.h"
+#include "examples/vit/images.h"
+#include "examples/vit/model.h"
+#include "examples/vit/train.h"
+#include "gradcheck_registry.h"
+#include "io/scratch_dir.h"
+#include "nn/functional/loss.h"
+#include "nn/init.h"
+#include "nn/positional_encoding_2d.h"
+#include "tensor/error.h"
+#include "tensor/factories.h"
+#include "tensor/random.h"
+#include "tensor/reference_mode.h"
+#include "tensor/threads.h"
+
+using qkv::Tensor;
+using qkv::testing::ScratchDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+vit::ModelConfig tiny_model(const std::string& positions = "sin2d", const std::string& pool = "cls") {
+  vit::ModelConfig m;
+  m.rows = m.cols = 8, m.patch = 4, m.classes = 3;
+  m.d_model = 8, m.heads = 2, m.layers = 1, m.ffn_hidden = 16;
+  m.positions = positions, m.pool = pool;
+  return m;
+}
+
+// A ViT small enough for finite differences, as a module of the registry.
+struct TinyViT : qkv::nn::Module {
+  // The class token starts at zero in training (as ViT's); here it is drawn, since at zero every
+  // channel of it is equal and the first LayerNorm sits at its kink, where differences mislead.
+  TinyViT() {
+    vit = register_module("vit", std::make_shared<vit::ViT>(tiny_model("learned2d")));
+    qkv::nn::init::normal_(vit->cls_token, 0.0f, 1.0f);
+  }
+  std::shared_ptr<vit::ViT> vit;
+};
+
+vit::Config generated_config(const std::string& positions) {
+  vit::Config c;
+  c.data = "generated";
+  c.generated = 1200;
+  c.model.positions = positions;
+  c.model.d_model = 32, c.model.heads = 2, c.model.layers = 2, c.model.ffn_hidden = 64;
+  c.epochs = 6, c.batch = 64, c.warmup = 20, c.lr = 3e-3;
+  c.flip = false;
+  return c;
+}
+
+vit::TrainOptions quiet(const fs::path& dir) {
+  vit::TrainOptions o;
+  o.run_dir = dir.string();
+  o.figures = o.verbose = o.progress = false;
+  o.baselines = false;
+  return o;
+}
+
+}  // namespace
+
+QKV_GRADCHECK_MODULE("ViT (patches, learned 2-D positions, class token, encoder, head)",
+                     {qkv::testing::In::normal({2, 4, 16}).no_grad()}, [] { return std::make_shared<TinyViT>(); },
+                     [](TinyViT& m, const qkv::testing::Inputs& x) { return m.vit->forward(x[0]); });
+
+TEST_CASE("patches cut images into p×p squares in raster order, scaled, and mirrored on request") {
+  vit::ImageSet set;
+  set.rows = 4, set.cols = 4;
+  for (int i = 0; i < 16; ++i) set.pixels.push_back(static_cast<std::uint8_t>(i));
+  set.labels = {0};
+  const Tensor p = vit::patches(set, {0}, 2, 0.0f, 1.0f / 255.0f);  // (pixel/255 − 0) / (1/255) = pixel
+  REQUIRE(p.shape() == qkv::Shape{1, 4, 4});
+  const std::vector<float> want = {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15};
+  for (int i = 0; i < 16; ++i) CHECK(p.data()[i] == doctest::Approx(want[i]));
+  const Tensor m = vit::patches(set, {0}, 2, 0.0f, 1.0f / 255.0f, {1});
+  const std::vector<float> mirrored = {3, 2, 7, 6, 1, 0, 5, 4, 11, 10, 15, 14, 9, 8, 13, 12};
+  for (int i = 0; i < 16; ++i) CHECK(m.data()[i] == doctest::Approx(mirrored[i]));
+  CHECK_THROWS_AS(vit::patches(set, {0}, 3, 0.0f, 1.0f), qkv::ValueError);
+}
+
+TEST_CASE("the position schemes: sin2d is the 2-D table, learned2d concatenates column and row vectors") {
+  const auto sin2d = vit::make_patch_positions("sin2d", 3, 5, 8);
+  const Tensor table = qkv::nn::sinusoidal_table_2d(3, 5, 8);
+  for (int64_t i = 0; i < 3 * 5 * 8; ++i) CHECK(sin2d->table().data()[i] == table.data()[i]);
+  const auto learned = vit::make_patch_positions("learned2d", 3, 5, 8);
+  const Tensor P = learned->table().contiguous();  // (15, 8)
+  const auto params = learned->named_parameters();
+  REQUIRE(params.size() == 2);
+  REQUIRE(params[0].first == "col");
+  REQUIRE(params[1].first == "row");
+  const Tensor col = params[0].second, row = params[1].second;
+  for (int64_t y = 0; y < 3; ++y)
+    for (int64_t x = 0; x < 5; ++x)
+      for (int64_t k = 0; k < 4; ++k) {
+        CHECK(P.data()[(y * 5 + x) * 8 + k] == col.data()[x * 4 + k]);
+        CHECK(P.data()[(y * 5 + x) * 8 + 4 + k] == row.data()[y * 4 + k]);
+      }
+  CHECK_FALSE(vit::make_patch_positions("none", 3, 5, 8)->table().defined());
+  CHECK(vit::make_patch_positions("learned1d", 3, 5, 8)->table().shape() == qkv::Shape{15, 8});
+  CHECK_THROWS_WITH_AS(vit::make_patch_positions("sin2d", 3, 5, 6), doctest::Contains("divisible by 4"), qkv::ValueError);
+  CHECK_THROWS_WITH_AS(vit::make_patch_positions("polar", 3, 5, 8), doctest::Contains("sin2d, learned2d"), qkv::ValueError);
+}
+
+TEST_CASE("without positions and with mean pooling the ViT cannot tell a patch order from another") {
+  qkv::manual_seed(3);
+  vit::ViT model(tiny_model("none", "mean"));
+  model.eval();
+  const Tensor x = qkv::randn({1, 4, 16});
+  const Tensor swapped = qkv::cat({x.slice(1, 2, 4), x.slice(1, 0, 2)}, 1);
+  const Tensor a = model.forward(x), b = model.forward(swapped);
+  for (int i = 0; i < 3; ++i) CHECK(a.data()[i] == doctest::Approx(b.data()[i]).epsilon(1e-5));
+  qkv::manual_seed(3);
+  vit::ViT placed(tiny_model("sin2d", "mean"));
+  placed.eval();
+  const Tensor c = placed.forward(x), d = placed.forward(swapped);
+  double diff = 0;
+  for (int i = 0; i < 3; ++i) diff += std::abs(c.data()[i] - d.data()[i]);
+  CHECK(diff > 1e-4);
+}
+
+TEST_CASE("attention rollout of one layer is half the class token's head-averaged weights plus half the identity") {
+  qkv::manual_seed(4);
+  vit::ViT model(tiny_model());
+  model.eval();
+  qkv::NoGradGuard no_grad;
+  model.forward(qkv::randn({2, 4, 16}));
+  const Tensor r = model.rollout();  // (2, 4)
+  const Tensor w = model.encoder->attention_weights()[0];  // (2, H, 5, 5)
+  REQUIRE(r.shape() == qkv::Shape{2, 4});
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t j = 0; j < 4; ++j) {
+      const float mean_heads = (w.data()[((b * 2 + 0) * 5 + 0) * 5 + 1 + j] + w.data()[((b * 2 + 1) * 5 + 0) * 5 + 1 + j]) / 2;
+      CHECK(r.data()[b * 4 + j] == doctest::Approx(0.5f * mean_heads).epsilon(1e-5));
+    }
+}
+
+TEST_CASE("the ViT gives the same loss and gradients in the reference mode as on the fused ops") {
+  const auto run = [](bool plain) {
+    qkv::ReferenceModeGuard mode(plain);
+    qkv::manual_seed(5);
+    vit::ViT model(tiny_model("learned2d"));
+    qkv::nn::init::normal_(model.cls_token, 0.0f, 1.0f);
+    const Tensor loss = qkv::nn::functional::cross_entropy(model.forward(qkv::randn({3, 4, 16})), qkv::IndexTensor{0, 2, 1});
+    loss.backward();
+    std::vector<float> out = {loss.item()};
+    for (const Tensor& p : model.parameters()) out.insert(out.end(), p.grad().data(), p.grad().data() + p.numel());
+    return out;
+  };
+  const std::vector<float> fast = run(false), plain = run(true);
+  REQUIRE(fast.size() == plain.size());
+  float largest = 0, worst = 0;
+  for (size_t i = 0; i < fast.size(); ++i) {
+    largest = std::max(largest, std::abs(plain[i]));
+    worst = std::max(worst, std::abs(fast[i] - plain[i]));
+  }
+  CHECK(fast[0] == doctest::Approx(plain[0]).epsilon(1e-6));  // the loss
+  CHECK(worst <= 1e-5f * largest);  // float32 rounding, in another order
+}
+
+TEST_CASE("IDX image sets are refused with the file named: label counts, label values, ranks, sizes") {
+  ScratchDir dir;
+  const auto write = [&](const std::string& name, std::vector<int64_t> shape, std::uint8_t fill) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    qkv::data::write_idx(dir / name, shape, std::vector<std::uint8_t>(static_cast<size_t>(n), fill));
+  };
+  write("train-images-idx3-ubyte", {20, 8, 8}, 9);
+  write("train-labels-idx1-ubyte", {19}, 1);
+  write("t10k-images-idx3-ubyte", {5, 8, 8}, 9);
+  write("t10k-labels-idx1-ubyte", {5}, 1);
+  CHECK_THROWS_WITH_AS(vit::load_idx_directory(dir.path(), 4, 10),
+                       doctest::Contains("holds 19 labels for the 20 images"), qkv::FormatError);
+  write("train-labels-idx1-ubyte", {20}, 12);
+  CHECK_THROWS_WITH_AS(vit::load_idx_directory(dir.path(), 4, 10),
+                       doctest::Contains("byte 8 (image 0) is label 12; expected 0 to 9"), qkv::FormatError);
+  write("train-labels-idx1-ubyte", {20}, 1);
+  write("t10k-images-idx3-ubyte", {5, 6, 6}, 9);
+  CHECK_THROWS_WITH_AS(vit::load_idx_directory(dir.path(), 4, 10), doctest::Contains("test images of 6×6"),
+                       qkv::FormatError);
+  write("t10k-images-idx3-ubyte", {5, 64}, 9);
+  CHECK_THROWS_WITH_AS(vit::load_idx_directory(dir.path(), 4, 10), doctest::Contains("2 dimensions; expected 3"),
+                       qkv::FormatError);
+  write("t10k-images-idx3-ubyte", {5, 8, 8}, 9);
+  const vit::ImageData d = vit::load_idx_directory(dir.path(), 4, 10);
+  CHECK(d.train.size() == 16);
+  CHECK(d.validation.size() == 4);
+  CHECK(d.test.size() == 5);
+}
+
+TEST_CASE("a Fashion-MNIST cache holding another file is refused, naming it and the pinned digest") {
+  ScratchDir dir;
+  qkv::data::write_idx(dir / "train-images-idx3-ubyte", {2, 28, 28}, std::vector<std::uint8_t>(2 * 784, 0));
+  CHECK_THROWS_WITH_AS(vit::load_fashion_mnist(dir.path(), 5000),
+                       doctest::Contains("is not Fashion-MNIST's train-images-idx3-ubyte (1584 bytes"), qkv::FormatError);
+}
+
+TEST_CASE("the ViT learns the generated shapes only with positions: their half of the image is the class") {
+  ScratchDir dir;
+  const vit::TrainResult placed = vit::train(generated_config("sin2d"), quiet(dir / "sin2d"));
+  const vit::TrainResult bag = vit::train(generated_config("none"), quiet(dir / "none"));
+  CHECK(placed.test_accuracy > 0.9);
+  // Without positions (and a class token that has none) top and bottom look alike: about half
+  // the classes' pairs are a coin toss.
+  CHECK(bag.test_accuracy < 0.65);
+  CHECK(bag.test_accuracy > 0.35);
+}
+
+TEST_CASE("vit training is the same to the byte at 1 and 2 threads, and a resumed run ends where a whole one does") {
+  ScratchDir dir;
+  vit::Config c = generated_config("learned2d");
+  c.generated = 400, c.epochs = 3, c.flip = true;
+  const int before = qkv::get_num_threads();
+  qkv::set_num_threads(1);
+  vit::train(c, quiet(dir / "one"));
+  qkv::set_num_threads(2);
+  vit::train(c, quiet(dir / "two"));
+  vit::TrainOptions first = quiet(dir / "resumed");
+  first.stop_after = 1;
+  vit::train(c, first);
+  vit::TrainOptions rest = quiet(dir / "resumed");
+  rest.resume = true;
+  vit::Config keep;
+  keep.epochs = 0;
+  vit::train(keep, rest);
+  qkv::set_num_threads(before);
+  const std::string one = qkv::testing::read_file(dir / "one" / "last.safetensors");
+  CHECK(one == qkv::testing::read_file(dir / "two" / "last.safetensors"));
+  CHECK(one == qkv::testing::read_file(dir / "resumed" / "last.safetensors"));
+  CHECK_THROWS_WITH_AS(vit::train(c, quiet(dir / "one")), doctest::Contains("holds a run"), qkv::ValueError);
+}

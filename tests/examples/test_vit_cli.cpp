@@ -1,0 +1,121 @@
+// The vit program as a user runs it, on generated images (--data generated): it trains with figures
+// in both modes, evaluates, predicts, ablates; bad input is refused in one line naming the option or
+// file, and nothing of an existing run is lost.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "data/idx.h"
+#include "io/scratch_dir.h"
+
+using qkv::testing::kVitProgram;
+using qkv::testing::run_program;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kTiny = {"--data", "generated", "--generated", "400", "--d-model", "16",
+                                        "--heads", "2", "--layers", "1", "--ffn-hidden", "32", "--epochs", "2",
+                                        "--batch", "50", "--warmup", "4"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// kTiny with the options of `changes` (pairs of option and value) set to their values.
+std::vector<std::string> tiny_with(const std::vector<std::string>& changes) {
+  std::vector<std::string> a = kTiny;
+  for (size_t i = 0; i + 1 < changes.size(); i += 2) {
+    const auto at = std::find(a.begin(), a.end(), changes[i]);
+    if (at == a.end()) a.insert(a.end(), {changes[i], changes[i + 1]});
+    else *(at + 1) = changes[i + 1];
+  }
+  return a;
+}
+
+// The last line of a program's errors: the one-line message.
+std::string last_line(const std::string& text) {
+  const std::string trimmed = text.substr(0, text.find_last_not_of('\n') + 1);
+  return trimmed.substr(trimmed.find_last_of('\n') + 1);
+}
+
+}  // namespace
+
+TEST_CASE("vit trains on generated images with its figures in both modes, then evaluates and predicts") {
+  qkv::testing::ScratchDir dir;
+  for (const std::string mode : {"fast", "reference"}) {
+    const std::string run = (dir / mode).string();
+    std::vector<std::string> argv = with({"train", "--run", run}, kTiny);
+    if (mode == "reference") argv.push_back("--reference");
+    const auto r = run_program(kVitProgram, argv);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.errors);
+    CHECK(r.output.find("test accuracy (best validation checkpoint)") != std::string::npos);
+    for (const char* f : {"curves.png", "confusion.png", "mistakes.png", "rollout.png", "positions.png"})
+      CHECK_MESSAGE(fs::exists(fs::path(run) / "figures" / f), f);
+    CHECK(fs::exists(fs::path(run) / "results.json"));
+  }
+  const auto eval = run_program(kVitProgram, {"eval", "--run", (dir / "fast").string()});
+  REQUIRE_MESSAGE(eval.exit_code == 0, eval.errors);
+  CHECK(eval.output.find("h-bar top") != std::string::npos);
+  CHECK(eval.output.find("logistic regression") != std::string::npos);
+  qkv::data::write_idx(dir / "three", {3, 16, 16}, std::vector<std::uint8_t>(3 * 256, 0));
+  const auto predict = run_program(kVitProgram, {"predict", "--run", (dir / "fast").string(), "--images", (dir / "three").string()});
+  REQUIRE_MESSAGE(predict.exit_code == 0, predict.errors);
+  CHECK(predict.output.find("2\t") != std::string::npos);
+  qkv::data::write_idx(dir / "big", {1, 28, 28}, std::vector<std::uint8_t>(784, 0));
+  const auto wrong = run_program(kVitProgram, {"predict", "--run", (dir / "fast").string(), "--images", (dir / "big").string()});
+  CHECK(wrong.exit_code == 1);
+  CHECK(last_line(wrong.errors).find("holds images of shape (1,28,28); the run was trained on (N, 16, 16)") != std::string::npos);
+}
+
+TEST_CASE("vit refuses bad options and bad data in one line, and leaves an existing run as it was") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string();
+  REQUIRE(run_program(kVitProgram, with({"train", "--run", run, "--no-figures"}, kTiny)).exit_code == 0);
+  const std::string before = qkv::testing::read_file(fs::path(run) / "last.safetensors");
+  const auto again = run_program(kVitProgram, with({"train", "--run", run}, kTiny));
+  CHECK(again.exit_code == 1);
+  CHECK(last_line(again.errors).find("holds a run") != std::string::npos);
+  const auto change = run_program(kVitProgram, {"train", "--run", run, "--resume", "--patch", "8"});
+  CHECK(last_line(change.errors).find("--patch cannot change it") != std::string::npos);
+  CHECK(qkv::testing::read_file(fs::path(run) / "last.safetensors") == before);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--patch", "3"}, "patch (--patch) 3 does not tile images of 16×16"},
+      {{"--positions", "polar"}, "positions (--positions) is 'polar'; expected one of sin2d"},
+      {{"--heads", "3"}, "d_model (--d-model) 16 is not a multiple of heads (--heads) 3"},
+      {{"--warmup", "100"}, "warmup (--warmup) 100 steps; expected fewer than the 16 steps of 2 epochs"},
+      {{"--pool", "max"}, "pool (--pool) is 'max'; expected one of cls, mean"},
+      {{"--lr", "0"}, "lr (--lr) is 0"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto r = run_program(kVitProgram, with({"train", "--run", (dir / "new").string()}, tiny_with(args)));
+    CHECK(r.exit_code == 1);
+    CHECK_MESSAGE(last_line(r.errors).find(message) != std::string::npos, last_line(r.errors));
+    CHECK_FALSE(fs::exists(dir / "new" / "config.json"));
+  }
+  fs::create_directories(dir / "idx");
+  qkv::data::write_idx(dir / "idx" / "train-images-idx3-ubyte", {10, 8, 8}, std::vector<std::uint8_t>(640, 1));
+  const auto missing = run_program(kVitProgram, {"train", "--run", (dir / "other").string(), "--data", (dir / "idx").string()});
+  CHECK(missing.exit_code == 1);
+  CHECK(last_line(missing.errors).find("train-labels-idx1-ubyte") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "other"));
+}
+
+TEST_CASE("vit ablate trains one run per scheme and writes the table") {
+  qkv::testing::ScratchDir dir;
+  const std::string out = (dir / "ablation").string();
+  const auto r = run_program(kVitProgram, with({"ablate", "--out", out, "--schemes", "sin2d,none"}, kTiny));
+  REQUIRE_MESSAGE(r.exit_code == 0, r.errors);
+  const std::string table = qkv::testing::read_file(fs::path(out) / "ablation.md");
+  CHECK(table.find("| sin2d |") != std::string::npos);
+  CHECK(table.find("| none |") != std::string::npos);
+  CHECK(fs::exists(fs::path(out) / "positions-sin2d.png"));
+  CHECK_FALSE(fs::exists(fs::path(out) / "positions-none.png"));
+  const auto twice = run_program(kVitProgram, with({"ablate", "--out", out, "--schemes", "sin2d,sin2d"}, kTiny));
+  CHECK(last_line(twice.errors).find("'sin2d' is named twice") != std::string::npos);
+}
