@@ -129,7 +129,7 @@ int cmd_sweep(const Args& a) {
   const std::vector<double> hs = homophily_list(a.str("homophily"));
   const int64_t seeds = a.integer_in("seeds", 1, 100);
   const TrainOptions o = train_options(a);
-  sbm_from(a, 0.5, 0);  // refuses bad graph options before the output directory is made
+  for (const double h : hs) check_options(sbm_from(a, h, 0));  // before the output directory is made
   const std::string out = a.str("out");
   qkv::examples::make_output_directory("out", out);
   std::vector<std::vector<double>> mean(kColumns.size(), std::vector<double>(hs.size(), 0.0));

@@ -14,7 +14,9 @@ namespace {
 
 using qkv::ValueError;
 
-void check(const SbmOptions& o) {
+}  // namespace
+
+void check_options(const SbmOptions& o) {
   if (o.classes < 2 || o.nodes < o.classes * (o.labelled_per_class + 2) + o.val)
     throw ValueError("stochastic block model: " + std::to_string(o.nodes) + " nodes in " +
                      std::to_string(o.classes) + " classes leave no test nodes after " +
@@ -31,6 +33,8 @@ void check(const SbmOptions& o) {
   if (o.vocab < o.classes || o.words < 1 || o.words > o.vocab || !(o.signal >= 0.0 && o.signal <= 1.0))
     throw ValueError("stochastic block model: features need vocab >= classes, 1 <= words <= vocab and signal in [0, 1]");
 }
+
+namespace {
 
 // Node i is in class i mod K: class c holds nodes c, c + K, c + 2K, ...
 int64_t random_member(int64_t c, const SbmOptions& o, qkv::Generator& gen) {
@@ -91,7 +95,7 @@ void split(Graph& g, const SbmOptions& o, qkv::Generator& gen) {
 }  // namespace
 
 Graph stochastic_block_model(const SbmOptions& o) {
-  check(o);
+  check_options(o);
   qkv::Generator gen(o.seed);
   Graph g;
   g.nodes = o.nodes, g.classes = o.classes;

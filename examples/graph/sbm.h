@@ -17,7 +17,7 @@ struct SbmOptions {
   // preferred vocab/K words with probability `signal` and from the whole vocabulary otherwise; the
   // feature is 1 for every word drawn (binary bag of words).
   int64_t vocab = 200, words = 20;
-  double signal = 0.12;
+  double signal = 0.2;
   int64_t labelled_per_class = 20, val = 200;  // the training and validation nodes; the rest is test
   uint64_t seed = 0;
 };
@@ -26,5 +26,9 @@ struct SbmOptions {
 // graph. ValueError naming the option when the sizes leave no room (too few nodes for the split, a
 // degree a class cannot hold, h outside [0, 1]).
 Graph stochastic_block_model(const SbmOptions& options);
+
+// The checks stochastic_block_model makes, alone: for a program to refuse bad options before it
+// writes anything.
+void check_options(const SbmOptions& options);
 
 }  // namespace graph

@@ -9,6 +9,7 @@
 
 #include "autograd/ops/attention.h"
 #include "autograd/ops/graph_attention.h"
+#include "autograd/ops/softmax.h"
 #include "graph_attention_golden_values.h"
 #include "gradcheck_registry.h"
 #include "nn/attention_testing.h"
@@ -84,7 +85,7 @@ TEST_CASE("graph_attention equals dense attention under the adjacency mask on ra
     check_close(sparse.dk, dense.dk, 1e-4f);
     check_close(sparse.dv, dense.dv, 1e-4f);
     // The weights of each destination's edges add up to 1.
-    const Tensor per_node = zeros({N, H});
+    Tensor per_node = zeros({N, H});
     for (int64_t e = 0; e < g.edges(); ++e)
       for (int64_t h = 0; h < H; ++h) per_node.data()[g.targets()[e] * H + h] += sparse.weights.at({e, h});
     for (int64_t t = 0; t < N; ++t) CHECK(per_node.at({t, 0}) == doctest::Approx(g.in_degree(t) > 0 ? 1.0 : 0.0));

@@ -127,6 +127,7 @@ TEST_CASE("read_graph reads edges and labels and refuses bad lines naming the fi
         labels.string() + ":2: node 2 is labelled, but only 2 nodes are: number them 0 ... N - 1");
   write(labels, "0 a\n0 b\n");
   CHECK(error_of(edges, labels) == labels.string() + ":2: node 0 was already labelled on line 1");
+  write(labels, "0 a\n1 b\n");
   CHECK(error_of(dir / "missing.txt", labels).find("missing.txt: cannot be opened") != std::string::npos);
 }
 
