@@ -15,9 +15,15 @@
 // (nn::functional::banded_attention, what a Transformer encoder with a window does) makes truncated
 // attention linear in n, and with it a whole windowed encoder block.
 //
+// The same holds on a graph: attention restricted to the edges of a graph of N nodes, each with 8
+// incoming edges, costs O(E·d) computed on the edges (graph_attention) and O(N²·d) as dense
+// attention under the adjacency mask (graph_attention_reference); the second table times both
+// against the number of edges E = 8N, for N = 16 ... max-len.
+//
 //   usage: scaling_study [--out DIR] [--width 64] [--window 8] [--max-len 4096] [--repeats 5]
 //                        [--threads 1]
-// writes DIR/scaling.png and prints the table, the slopes and the FLOPs the profiler counted.
+// writes DIR/scaling.png and DIR/graph_scaling.png and prints the tables, the slopes and the FLOPs
+// the profiler counted.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,6 +35,7 @@
 #include <vector>
 
 #include "autograd/debug/profiler.h"
+#include "autograd/ops/graph_attention.h"
 #include "examples/common/args.h"
 #include "nn/functional/banded_attention.h"
 #include "plot/plot.h"
@@ -204,6 +211,70 @@ void write_plot(const std::vector<Model>& models, const Timings& t, const Option
   std::printf("\nwrote %s\n", path.c_str());
 }
 
+constexpr int64_t kGraphDegree = 8;
+
+// N nodes, each with kGraphDegree incoming edges from distinct random sources.
+GraphEdges random_regular_graph(int64_t N, Generator& gen) {
+  std::vector<int64_t> src, dst;
+  for (int64_t t = 0; t < N; ++t) {
+    std::vector<int64_t> picked;
+    while (static_cast<int64_t>(picked.size()) < std::min(kGraphDegree, N)) {
+      const auto s = static_cast<int64_t>(gen.next_below(static_cast<uint64_t>(N)));
+      if (std::find(picked.begin(), picked.end(), s) == picked.end()) picked.push_back(s);
+    }
+    for (int64_t s : picked) src.push_back(s), dst.push_back(t);
+  }
+  return GraphEdges::from_pairs(N, src, dst);
+}
+
+// Attention on random graphs of degree 8, on the edges and dense under the adjacency mask, against
+// the number of edges: the table, the slopes and OUT/graph_scaling.png.
+void graph_study(const Options& o) {
+  const std::vector<std::string> names = {"graph_attention", "dense masked"};
+  Timings t;
+  t.ms.resize(2);
+  std::vector<int64_t> edges;
+  std::printf("\ngraph attention, forward + backward, degree %lld, width d = %lld, one head; best of %d\n\n",
+              static_cast<long long>(kGraphDegree), static_cast<long long>(o.d), o.repeats);
+  std::printf("%6s %8s %18s %18s   (ms)\n", "N", "E", names[0].c_str(), names[1].c_str());
+  Generator gen(0);
+  for (int64_t N = 16; N <= o.max_len; N *= 2) {
+    const GraphEdges g = random_regular_graph(N, gen);
+    Tensor q = randn({N, 1, o.d}, true), k = randn({N, 1, o.d}, true), v = randn({N, 1, o.d}, true);
+    const auto timed = [&](auto attend) {
+      return best_ms(o.repeats, [&] {
+        q.zero_grad(), k.zero_grad(), v.zero_grad();
+        attend(q, k, v, g).output.sum().backward();
+      });
+    };
+    edges.push_back(g.edges());
+    t.ms[0].push_back(timed(graph_attention));
+    t.ms[1].push_back(timed(graph_attention_reference));
+    std::printf("%6lld %8lld %18.3f %18.3f\n", static_cast<long long>(N), static_cast<long long>(g.edges()),
+                t.ms[0].back(), t.ms[1].back());
+    std::fflush(stdout);
+  }
+  const size_t first = edges.size() / 2;
+  std::printf("\nslope of log time vs log E for E = %lld ... %lld:\n", static_cast<long long>(edges[first]),
+              static_cast<long long>(edges.back()));
+  std::printf("  %-20s %5.2f   expected: O(E d), slope 1\n", names[0].c_str(), loglog_slope(edges, t.ms[0], first));
+  std::printf("  %-20s %5.2f   expected: O(N^2 d) = O(E^2 d / 64), slope 2\n", names[1].c_str(),
+              loglog_slope(edges, t.ms[1], first));
+  plot::LinePlotSpec spec;
+  spec.title = "graph attention: forward + backward time vs edges (degree 8, d = " + std::to_string(o.d) + ")";
+  spec.x_label = "edges E";
+  spec.y_label = "time (ms)";
+  spec.log_x = spec.log_y = spec.markers = true;
+  for (size_t i = 0; i < names.size(); ++i) {
+    plot::Series s{names[i], {}, t.ms[i]};
+    for (int64_t e : edges) s.x.push_back(static_cast<double>(e));
+    spec.series.push_back(s);
+  }
+  const std::string path = o.out + "/graph_scaling.png";
+  plot::draw_line_plot(spec).write_png(path);
+  std::printf("\nwrote %s\n", path.c_str());
+}
+
 int run(int argc, char** argv) {
   const examples::Args args(argc, argv,
                             {{"out", ".", "directory for scaling.png"},
@@ -232,6 +303,7 @@ int run(int argc, char** argv) {
   const Timings timings = time_models(models, options);
   print_slopes(models, timings);
   write_plot(models, timings, options);
+  graph_study(options);
   return 0;
 }
 

@@ -29,6 +29,7 @@
 #include "autograd/ops/cross_entropy.h"
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/embedding.h"
+#include "autograd/ops/graph_attention.h"
 #include "autograd/ops/gru.h"
 #include "autograd/ops/layer_norm.h"
 #include "autograd/ops/linear.h"
@@ -229,6 +230,14 @@ std::vector<FusedOpCase> fused_ops() {
                                                                      0.5f, g);
                      return std::vector<Tensor>{a.output, a.weights, position_of(g)};
                    }, 1e-4f});
+  // Two heads on a graph with self-loops and a node (4) without incoming edges.
+  cases.push_back({"graph_attention", "graph_attention_reference",
+                   [] { return Inputs{normal({5, 2, 3}, 40), normal({5, 2, 3}, 41), normal({5, 2, 3}, 42)}; },
+                   [](const Inputs& x) {
+                     const GraphEdges g = GraphEdges::from_pairs(5, {0, 1, 2, 0, 3, 1, 4, 2}, {1, 0, 0, 0, 2, 2, 2, 3});
+                     const GraphAttention a = graph_attention(x[0], x[1], x[2], g);
+                     return std::vector<Tensor>{a.output, a.weights};
+                   }});
   return cases;
 }
 

@@ -1,0 +1,271 @@
+// graph: attention on graphs. Self-attention restricted to a graph's edges is a graph neural
+// network; this program measures when the edges help.
+//
+//   graph sweep    [--homophily 0.1,0.3,0.5,0.7,0.9] [--seeds 3] [--out DIR]   test accuracy of the four
+//                  models on stochastic-block-model graphs over homophily: DIR/sweep.tsv, DIR/sweep.png
+//   graph karate   [--out DIR]   Zachary's karate club from the two leaders' labels alone;
+//                  DIR/karate_attention.png, the learned attention on the adjacency matrix
+//   graph generate --out DIR [--homophily H] [--nodes N]   a generated graph as edges.txt and labels.txt
+//   graph train    --edges FILE --labels FILE   the four models on a graph of your own
+//                  (examples/graph/read_graph.h has the formats and rules)
+//
+// Every command takes --seed, --threads and --reference (run on the composed references); the
+// models are examples/graph/models.h, docs/graph.md has the results.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "examples/common/args.h"
+#include "examples/common/ranks.h"
+#include "examples/graph/figures.h"
+#include "examples/graph/karate.h"
+#include "examples/graph/label_propagation.h"
+#include "examples/graph/read_graph.h"
+#include "examples/graph/sbm.h"
+#include "examples/graph/train.h"
+#include "tensor/error.h"
+#include "tensor/reference_mode.h"
+#include "tensor/threads.h"
+
+namespace {
+
+using namespace graph;
+using qkv::examples::Args;
+
+const char* const kUsage =
+    "usage: graph COMMAND [OPTIONS]\n"
+    "commands:\n"
+    "  sweep     test accuracy of mlp, full attention, graph attention and label propagation over homophily\n"
+    "  karate    Zachary's karate club from the two leaders' labels; the attention figure\n"
+    "  generate  write a generated graph as edges.txt and labels.txt (--out DIR)\n"
+    "  train     the four models on a graph of your own (--edges FILE --labels FILE)\n"
+    "run `graph COMMAND --help` for its options\n";
+
+const std::vector<std::string> kColumns = {"mlp", "attention", "graph", "label propagation"};
+
+std::vector<Args::Option> common_options(const std::string& out) {
+  const TrainOptions d;
+  using qkv::examples::option_text;
+  return {{"out", out, "output directory"},
+          {"seed", "0", "seed of the graphs, the initialization and the dropout"},
+          {"epochs", std::to_string(d.epochs), "full-batch training epochs"},
+          {"hidden", std::to_string(d.model.hidden), "model width"},
+          {"heads", std::to_string(d.model.heads), "attention heads"},
+          {"layers", std::to_string(d.model.layers), "attention layers"},
+          {"dropout", option_text(d.model.dropout), "dropout on the features and the hidden layer"},
+          {"lr", option_text(d.lr), "learning rate (Adam)"},
+          {"threads", "0", "threads (0: QKV_NUM_THREADS or the default)"},
+          qkv::examples::kReferenceOption};
+}
+
+std::vector<Args::Option> sbm_options(std::vector<Args::Option> spec) {
+  const SbmOptions d;
+  using qkv::examples::option_text;
+  spec.insert(spec.end(), {{"nodes", std::to_string(d.nodes), "nodes of each generated graph"},
+                           {"classes", std::to_string(d.classes), "classes"},
+                           {"degree", option_text(d.degree), "mean degree"},
+                           {"signal", option_text(d.signal), "fraction of a node's words drawn from its class's words"},
+                           {"labelled", std::to_string(d.labelled_per_class), "labelled training nodes per class"},
+                           {"val", std::to_string(d.val), "validation nodes"}});
+  return spec;
+}
+
+TrainOptions train_options(const Args& a) {
+  TrainOptions o;
+  o.epochs = a.integer_in("epochs", 1, 100000);
+  o.model.hidden = a.integer_in("hidden", 1, 4096);
+  o.model.heads = a.integer_in("heads", 1, 64);
+  o.model.layers = a.integer_in("layers", 1, 16);
+  o.model.dropout = static_cast<float>(a.number_in("dropout", 0.0, 0.95));
+  o.lr = a.number_in("lr", 1e-6, 10.0);
+  o.seed = static_cast<uint64_t>(a.integer_in("seed", 0, INT64_MAX));
+  return o;
+}
+
+SbmOptions sbm_from(const Args& a, double homophily, uint64_t seed) {
+  SbmOptions o;
+  o.nodes = a.integer_in("nodes", 4, 1000000);
+  o.classes = a.integer_in("classes", 2, 1000);
+  o.degree = a.number_in("degree", 0.0, 1000.0);
+  o.signal = a.number_in("signal", 0.0, 1.0);
+  o.labelled_per_class = a.integer_in("labelled", 1, 1000000);
+  o.val = a.integer_in("val", 0, 1000000);
+  o.homophily = homophily;
+  o.seed = seed;
+  return o;
+}
+
+void setup(const Args& a) {
+  a.refuse_positional();
+  if (const int64_t n = a.integer_in("threads", 0, qkv::kMaxThreads); n > 0) qkv::set_num_threads(static_cast<int>(n));
+  if (qkv::examples::use_reference_mode(a)) std::cout << qkv::examples::kReferenceModeNote << "\n";
+}
+
+// Test accuracy of the three trained models and of label propagation on g.
+std::vector<double> evaluate_all(const Graph& g, const TrainOptions& o) {
+  std::vector<double> acc;
+  for (const std::string& name : model_names()) acc.push_back(train_model(name, g, o).test);
+  acc.push_back(accuracy(label_propagation(g), g, g.test));
+  return acc;
+}
+
+std::vector<double> homophily_list(const std::string& text) {
+  std::vector<double> hs;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const double h = qkv::examples::parse_number("homophily", item);
+    if (!(h >= 0.0 && h <= 1.0)) throw qkv::ValueError("--homophily: " + item + " is outside [0, 1]");
+    hs.push_back(h);
+  }
+  if (hs.empty()) throw qkv::ValueError("--homophily is empty; expected values such as 0.1,0.5,0.9");
+  return hs;
+}
+
+int cmd_sweep(const Args& a) {
+  setup(a);
+  const std::vector<double> hs = homophily_list(a.str("homophily"));
+  const int64_t seeds = a.integer_in("seeds", 1, 100);
+  const TrainOptions o = train_options(a);
+  for (const double h : hs) check_options(sbm_from(a, h, 0));  // before the output directory is made
+  const std::string out = a.str("out");
+  qkv::examples::make_output_directory("out", out);
+  std::vector<std::vector<double>> mean(kColumns.size(), std::vector<double>(hs.size(), 0.0));
+  std::printf("test accuracy, mean of %lld seed(s)\n%-6s %-8s", static_cast<long long>(seeds), "h", "measured");
+  for (const std::string& c : kColumns) std::printf(" %18s", c.c_str());
+  std::printf("\n");
+  for (size_t i = 0; i < hs.size(); ++i) {
+    double measured = 0.0;
+    for (int64_t s = 0; s < seeds; ++s) {
+      const Graph g = stochastic_block_model(sbm_from(a, hs[i], o.seed + static_cast<uint64_t>(s)));
+      measured += edge_homophily(g) / static_cast<double>(seeds);
+      TrainOptions run = o;
+      run.seed = o.seed + static_cast<uint64_t>(s);
+      const std::vector<double> acc = evaluate_all(g, run);
+      for (size_t m = 0; m < acc.size(); ++m) mean[m][i] += acc[m] / static_cast<double>(seeds);
+    }
+    std::printf("%-6.2f %-8.3f", hs[i], measured);
+    for (size_t m = 0; m < kColumns.size(); ++m) std::printf(" %18.3f", mean[m][i]);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  std::ofstream tsv(out + "/sweep.tsv");
+  tsv << "homophily";
+  for (const std::string& c : kColumns) tsv << '\t' << c;
+  tsv << '\n';
+  for (size_t i = 0; i < hs.size(); ++i) {
+    tsv << hs[i];
+    for (size_t m = 0; m < kColumns.size(); ++m) tsv << '\t' << mean[m][i];
+    tsv << '\n';
+  }
+  draw_sweep(hs, kColumns, mean, out + "/sweep.png");
+  std::printf("wrote %s/sweep.tsv and %s/sweep.png\n", out.c_str(), out.c_str());
+  return 0;
+}
+
+int cmd_karate(const Args& a) {
+  setup(a);
+  const TrainOptions o = train_options(a);
+  const std::string out = a.str("out");
+  qkv::examples::make_output_directory("out", out);
+  const Graph g = karate_club();
+  std::printf("Zachary's karate club: %lld members, %zu friendships; labelled: 0 (Mr. Hi) and 33 (John A.)\n",
+              static_cast<long long>(g.nodes), g.edges.size());
+  std::printf("accuracy on the other 32 members:\n");
+  std::shared_ptr<NodeModel> graph_model;
+  for (const std::string& name : model_names()) {
+    const TrainResult r = train_model(name, g, o);
+    std::printf("  %-18s %.3f\n", name.c_str(), r.test);
+    if (name == "graph") graph_model = r.model;
+  }
+  std::printf("  %-18s %.3f\n", "label propagation", accuracy(label_propagation(g), g, g.test));
+  const std::string path = out + "/karate_attention.png";
+  draw_attention(g, last_attention(*graph_model), "karate club: graph attention weights (mean of heads)", path);
+  std::printf("wrote %s\n", path.c_str());
+  return 0;
+}
+
+// Writes g as the two files read_graph reads.
+void write_graph(const Graph& g, const std::string& dir) {
+  std::ofstream edges(dir + "/edges.txt"), labels(dir + "/labels.txt");
+  edges << "# undirected edges 'U V'\n";
+  for (const auto& [u, v] : g.edges) edges << u << ' ' << v << '\n';
+  labels << "# 'NODE CLASS'\n";
+  for (int64_t i = 0; i < g.nodes; ++i) labels << i << " c" << g.labels[i] << '\n';
+}
+
+int cmd_generate(const Args& a) {
+  a.refuse_positional();
+  const double h = a.number_in("homophily", 0.0, 1.0);
+  const Graph g = stochastic_block_model(sbm_from(a, h, static_cast<uint64_t>(a.integer_in("seed", 0, INT64_MAX))));
+  const std::string out = a.str("out");
+  qkv::examples::make_output_directory("out", out);
+  write_graph(g, out);
+  std::printf("%lld nodes, %zu edges, homophily %.3f, mean degree %.2f: wrote %s/edges.txt and %s/labels.txt\n",
+              static_cast<long long>(g.nodes), g.edges.size(), edge_homophily(g), mean_degree(g), out.c_str(),
+              out.c_str());
+  return 0;
+}
+
+int cmd_train(const Args& a) {
+  setup(a);
+  if (!a.given("edges") || !a.given("labels")) throw qkv::ValueError("train needs --edges FILE and --labels FILE");
+  const TrainOptions o = train_options(a);
+  const GraphFile f = read_graph(a.str("edges"), a.str("labels"), a.integer_in("labelled", 1, 1000000), o.seed);
+  for (const std::string& note : f.notes) std::printf("note: %s\n", note.c_str());
+  const Graph& g = f.graph;
+  std::printf("%lld nodes, %zu edges, %lld classes; %zu labelled, %zu validation, %zu test nodes\n",
+              static_cast<long long>(g.nodes), g.edges.size(), static_cast<long long>(g.classes), g.train.size(),
+              g.val.size(), g.test.size());
+  const std::vector<double> acc = evaluate_all(g, o);
+  for (size_t m = 0; m < kColumns.size(); ++m) std::printf("  %-18s test accuracy %.3f\n", kColumns[m].c_str(), acc[m]);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+      std::cout << kUsage;
+      return argc < 2 ? 2 : 0;
+    }
+    const std::string cmd = argv[1];
+    std::vector<Args::Option> spec;
+    int (*run)(const Args&) = nullptr;
+    if (cmd == "sweep") {
+      spec = sbm_options(common_options("runs/graph"));
+      spec.push_back({"homophily", "0.1,0.3,0.5,0.7,0.9", "homophily values, comma-separated"});
+      spec.push_back({"seeds", "3", "graphs (and trainings) per homophily value; the table shows the mean"});
+      run = cmd_sweep;
+    } else if (cmd == "karate") {
+      spec = common_options("runs/graph");
+      run = cmd_karate;
+    } else if (cmd == "generate") {
+      spec = sbm_options({{"out", "data/graph", "directory for edges.txt and labels.txt"},
+                          {"seed", "0", "seed of the graph"},
+                          {"homophily", "0.7", "fraction of edges inside a class"}});
+      run = cmd_generate;
+    } else if (cmd == "train") {
+      spec = common_options("");
+      spec.erase(spec.begin());  // train writes nothing: no --out
+      spec.insert(spec.end(), {{"edges", "", "the edge list, one 'U V' per line"},
+                               {"labels", "", "the labels, one 'NODE CLASS' per line"},
+                               {"labelled", "20", "labelled training nodes per class"}});
+      run = cmd_train;
+    } else {
+      std::cerr << "graph: unknown command '" << cmd << "'\n" << kUsage;
+      return 2;
+    }
+    const Args args(argc - 2, argv + 2, spec, "usage: graph " + cmd + " [OPTIONS]");
+    if (args.help_requested()) {
+      std::cout << args.help();
+      return 0;
+    }
+    return run(args);
+  } catch (const std::exception& e) {
+    return qkv::examples::fail("graph", e.what());
+  }
+}
