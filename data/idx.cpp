@@ -1,5 +1,6 @@
 #include "data/idx.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 
@@ -81,6 +82,8 @@ void write_idx(const std::filesystem::path& path, const std::vector<int64_t>& sh
   for (int64_t n : shape) {
     if (n <= 0 || n > 0xffffffffLL) throw ValueError("write_idx: size " + std::to_string(n) + "; expected 1 to 2^32 - 1");
     for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<std::uint8_t>(n >> s));
+    if (static_cast<uint64_t>(n) > values.size() / std::max<uint64_t>(count, 1) + 1)
+      throw ShapeError("write_idx: " + std::to_string(values.size()) + " values for a larger shape");
     count *= static_cast<uint64_t>(n);
   }
   if (count != values.size())

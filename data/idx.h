@@ -24,8 +24,8 @@ struct IdxBytes {
 // The unsigned-byte IDX file at `path`. The sizes are checked against the file's length before
 // anything is allocated. A file that is not IDX, of another element type, with a size of zero,
 // shorter or longer than its header says, throws FormatError naming the file and the byte:
-//   "read_idx: 'train-images-idx3-ubyte': truncated: the header (bytes 0-15) promises 60000×28×28 =
-//    47040000 bytes of images from byte 16; the file ends at byte 1016"
+//   "read_idx: 'train-images-idx3-ubyte': truncated: the header (bytes 0-15) promises 60000×28×28
+//    bytes of data from byte 16; the file ends at byte 1016"
 IdxBytes read_idx(const std::filesystem::path& path);
 
 // The IDX file of `values` in `shape` (unsigned bytes), written atomically: for tests and for a

@@ -18,12 +18,11 @@ std::vector<std::string> split_names(const std::string& list) {
   std::stringstream in(list);
   std::string name;
   while (std::getline(in, name, ',')) {
+    name.erase(0, name.find_first_not_of(' '));
+    name.erase(name.find_last_not_of(' ') + 1);
     const auto& known = position_names();
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::string all;
-      for (const std::string& k : known) all += (all.empty() ? "" : ", ") + k;
-      throw qkv::ValueError("--schemes: '" + name + "' is not a position scheme; expected some of " + all);
-    }
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw qkv::ValueError("--schemes: '" + name + "' is not a position scheme; expected some of " + join(known));
     if (std::find(names.begin(), names.end(), name) != names.end())
       throw qkv::ValueError("--schemes: '" + name + "' is named twice");
     names.push_back(name);
@@ -33,7 +32,11 @@ std::vector<std::string> split_names(const std::string& list) {
 }
 
 std::vector<AblationRow> run_ablation(const Config& config, const AblationOptions& o) {
-  // Every scheme's config is checked before the first one trains.
+  // Every scheme's config is checked before the first one trains, and nothing of an earlier
+  // ablation is overwritten.
+  if (fs::exists(fs::path(o.out) / "ablation.md"))
+    throw qkv::ValueError("vit ablate: " + (fs::path(o.out) / "ablation.md").string() +
+                          " exists; choose another --out (nothing was changed)");
   for (const std::string& scheme : o.schemes) {
     Config c = config;
     c.model.positions = scheme;
@@ -58,7 +61,7 @@ std::vector<AblationRow> run_ablation(const Config& config, const AblationOption
                     run.model->num_parameters()});
     if (const qkv::Tensor P = run.model->positions->table(); P.defined())
       draw_position_similarity(P, run.config.model.grid_rows(), run.config.model.grid_cols(),
-                               "Position similarity (" + o.schemes[i] + "): cosine of each patch's to every other's")
+                               "Position similarity, " + o.schemes[i])
           .write_png((fs::path(o.out) / ("positions-" + o.schemes[i] + ".png")).string());
   }
   std::ostringstream md;
@@ -67,8 +70,9 @@ std::vector<AblationRow> run_ablation(const Config& config, const AblationOption
   for (const AblationRow& r : rows)
     md << "| " << r.scheme << " | " << std::setprecision(2) << 100 * r.validation_accuracy << " % | "
        << 100 * r.test_accuracy << " % | " << r.parameters << " | " << std::setprecision(0) << r.seconds << " |\n";
-  md << "\nBaselines on test: logistic regression " << std::setprecision(2) << 100 * baselines.logistic_accuracy
-     << " %, MLP " << 100 * baselines.mlp_accuracy << " %\n";
+  if (baselines.has_baselines)
+    md << "\nBaselines on test: logistic regression " << std::setprecision(2) << 100 * baselines.logistic_accuracy
+       << " %, MLP " << 100 * baselines.mlp_accuracy << " %\n";
   qkv::io::write_text_file(fs::path(o.out) / "ablation.md", md.str(), "vit ablate");
   if (o.verbose) std::cout << "\n" << md.str();
   return rows;

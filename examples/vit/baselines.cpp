@@ -102,6 +102,9 @@ Baselines Baselines::from_json(const qkv::io::Json& json, const std::string& sou
 Baselines compute_baselines(const ImageData& data, float mean, float std, uint64_t seed, int64_t epochs) {
   const int64_t in = data.train.rows * data.train.cols, classes = static_cast<int64_t>(data.class_names.size());
   Baselines b;
+  // The baselines draw their initial weights from the default generator and give it back as they
+  // found it: a ViT trained after them draws the same dropout with or without them.
+  const qkv::GeneratorState before = qkv::default_generator().state();
   qkv::manual_seed(seed);
   qkv::nn::Sequential logistic;
   logistic.push_back(std::make_shared<qkv::nn::Linear>(in, classes));
@@ -111,6 +114,7 @@ Baselines compute_baselines(const ImageData& data, float mean, float std, uint64
       .push_back(std::make_shared<qkv::nn::ReLU>())
       .push_back(std::make_shared<qkv::nn::Linear>(256, classes));
   b.mlp = fit(mlp, data, mean, std, seed, epochs);
+  qkv::default_generator().set_state(before);
   return b;
 }
 

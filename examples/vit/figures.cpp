@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "autograd/grad_mode.h"
 #include "plot/font.h"
@@ -45,7 +46,7 @@ Image draw_image(const std::uint8_t* pixels, int64_t rows, int64_t cols, int sca
   return img;
 }
 
-// `panels` tiled under a title line.
+// `body` under a title line.
 Image titled(const std::string& title, const Image& body) {
   const int th = 2 * qkv::plot::text_height() + 8;
   Image img(std::max(body.width(), qkv::plot::text_width(title, 2) + 8), body.height() + th);
@@ -63,11 +64,17 @@ void draw_curves(const std::vector<EpochRecord>& history, const fs::path& file) 
     accuracy.x.push_back(static_cast<double>(e.epoch));
     accuracy.y.push_back(100 * e.validation_accuracy);
   }
-  const Image left = qkv::plot::draw_line_plot(
-      {.series = {loss}, .title = "Training loss (label-smoothed cross-entropy)", .x_label = "epoch", .y_label = "nats", .markers = true});
-  const Image right = qkv::plot::draw_line_plot(
-      {.series = {accuracy}, .title = "Validation accuracy", .x_label = "epoch", .y_label = "%", .markers = true});
-  qkv::plot::tile({left, right}, 2).write_png(file.string());
+  qkv::plot::LinePlotSpec spec;
+  spec.x_label = "epoch";
+  spec.markers = true;
+  spec.series = {loss};
+  spec.title = "Training loss (label-smoothed cross-entropy)";
+  spec.y_label = "nats";
+  const Image left = qkv::plot::draw_line_plot(spec);
+  spec.series = {accuracy};
+  spec.title = "Validation accuracy";
+  spec.y_label = "%";
+  qkv::plot::tile({left, qkv::plot::draw_line_plot(spec)}, 2).write_png(file.string());
 }
 
 qkv::plot::HeatmapSpec confusion_spec(const ImageSet& set, const std::vector<int32_t>& predicted,
@@ -128,7 +135,9 @@ Image draw_rollout(ViT& model, const ImageSet& set, const Config& c, const std::
     panels.push_back(draw_image(set.image(idx[b]), set.rows, set.cols, 6, "rollout", h, c.model.grid_rows(),
                                 c.model.grid_cols()));
   }
-  return titled("Attention rollout of the class token (yellow: most attended patches)", qkv::plot::tile(panels, 4));
+  return titled(std::string("Attention rollout of ") + (c.model.pool == "cls" ? "the class token" : "the mean of the tokens") +
+                    " (yellow: most attended patches)",
+                qkv::plot::tile(panels, 4));
 }
 
 }  // namespace
@@ -142,26 +151,30 @@ Image draw_position_similarity(const Tensor& table, int64_t grid_rows, int64_t g
   qkv::NoGradGuard no_grad;
   const Tensor unit = table / table.norm(2.0f, {1}, true).clamp_min(1e-12f);
   const Tensor cos = unit.matmul(unit.t()).contiguous();  // (N, N)
+  // The colours span the cosines' own range: a fixed table such as sin2d at base 10000 spends most
+  // channels on frequencies too low to change across 7 patches, so every cosine is near 1.
+  const float* c = cos.data();
+  const float lo = *std::min_element(c, c + N * N), hi = *std::max_element(c, c + N * N);
   const int cell = std::max(2, static_cast<int>(64 / std::max(grid_rows, grid_cols))), gap = 3;
   const int map_w = static_cast<int>(grid_cols) * cell, map_h = static_cast<int>(grid_rows) * cell;
   Image body(static_cast<int>(grid_cols) * (map_w + gap), static_cast<int>(grid_rows) * (map_h + gap));
   for (int64_t i = 0; i < N; ++i) {
     const int ox = static_cast<int>(i % grid_cols) * (map_w + gap), oy = static_cast<int>(i / grid_cols) * (map_h + gap);
     for (int64_t j = 0; j < N; ++j) {
-      const double t = (cos.data()[i * N + j] + 1.0) / 2.0;  // cosine −1 .. 1 on the colormap
+      const double t = hi > lo ? (c[i * N + j] - lo) / (hi - lo) : 1.0;
       body.fill_rect({ox + static_cast<int>(j % grid_cols) * cell, oy + static_cast<int>(j / grid_cols) * cell, cell, cell},
-                     qkv::plot::colormap_color(qkv::plot::Colormap::BlueWhiteRed, t));
+                     qkv::plot::colormap_color(qkv::plot::Colormap::Viridis, t));
     }
   }
-  return titled(title, body);
+  std::ostringstream range;
+  range << std::fixed << std::setprecision(2) << " (cosine " << lo << " dark to " << hi << " yellow)";
+  return titled(title + range.str(), body);
 }
 
 std::vector<std::string> class_names_of(const Config& c) {
   if (c.data == "fashion-mnist") return fashion_mnist_classes();
-  if (c.data == "generated") return generated_images(10, 1, 1, 16, 0).class_names;
-  std::vector<std::string> names;
-  for (int64_t k = 0; k < c.model.classes; ++k) names.push_back(std::to_string(k));
-  return names;
+  if (c.data == "generated") return generated_classes();
+  return numbered_classes(static_cast<int>(c.model.classes));
 }
 
 void print_per_class(std::ostream& out, const ImageSet& set, const std::vector<int32_t>& predicted,
@@ -196,7 +209,7 @@ std::vector<std::string> draw_run_figures(const std::string& run_dir) {
   save(draw_rollout(*run.model, data.test, run.config, data.class_names), "rollout.png");
   if (const Tensor P = run.model->positions->table(); P.defined())
     save(draw_position_similarity(P, run.config.model.grid_rows(), run.config.model.grid_cols(),
-                                  "Position similarity (" + run.config.model.positions + "): cosine of each patch's to every other's"),
+                                  "Position similarity, " + run.config.model.positions),
          "positions.png");
   for (const std::string& f : written) std::cout << "vit: figure " << f << "\n";
   return written;

@@ -143,6 +143,19 @@ const std::vector<std::string>& fashion_mnist_classes() {
   return names;
 }
 
+const std::vector<std::string>& generated_classes() {
+  static const std::vector<std::string> names = {"h-bar top",  "h-bar bottom", "v-bar top",    "v-bar bottom",
+                                                 "square top", "square bottom", "cross top",   "cross bottom",
+                                                 "diagonal top", "diagonal bottom"};
+  return names;
+}
+
+std::vector<std::string> numbered_classes(int classes) {
+  std::vector<std::string> names;
+  for (int c = 0; c < classes; ++c) names.push_back(std::to_string(c));
+  return names;
+}
+
 ImageData load_fashion_mnist(const fs::path& cache, int64_t validation) {
   fs::path files[4];
   try {
@@ -161,7 +174,7 @@ ImageData load_idx_directory(const fs::path& dir, int64_t validation, int classe
   ImageSet train = read_image_set(dir / kFiles[0].name, dir / kFiles[1].name, classes);
   ImageSet test = read_image_set(dir / kFiles[2].name, dir / kFiles[3].name, classes);
   ImageData d = split_off_validation(std::move(train), std::move(test), validation, dir.string());
-  for (int c = 0; c < classes; ++c) d.class_names.push_back(std::to_string(c));
+  d.class_names = numbered_classes(classes);
   return d;
 }
 
@@ -211,8 +224,7 @@ ImageData generated_images(int64_t train, int64_t validation, int64_t test, int6
   qkv::Generator gen(seed);
   ImageSet all = generated_set(train + validation, side, gen);
   ImageData d = split_off_validation(std::move(all), generated_set(test, side, gen), validation, "generated shapes");
-  for (const char* shape : {"h-bar", "v-bar", "square", "cross", "diagonal"})
-    for (const char* half : {" top", " bottom"}) d.class_names.push_back(std::string(shape) + half);
+  d.class_names = generated_classes();
   return d;
 }
 

@@ -28,7 +28,7 @@ struct ImageSet {
   std::vector<int32_t> labels;       // each in [0, classes)
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   const std::uint8_t* image(int64_t i) const { return pixels.data() + i * rows * cols; }
-  // The images at `rows_wanted` (indices), in that order.
+  // The images at `indices`, in that order.
   ImageSet subset(const std::vector<int64_t>& indices) const;
 };
 
@@ -45,8 +45,10 @@ struct ImageData {
   std::string source;  // how a report names the data
 };
 
-// The ten classes of Fashion-MNIST, in label order.
+// The ten classes of Fashion-MNIST, in label order; those of the generated set; "0" .. "C−1".
 const std::vector<std::string>& fashion_mnist_classes();
+const std::vector<std::string>& generated_classes();
+std::vector<std::string> numbered_classes(int classes);
 
 // Fashion-MNIST from `cache` (filled as above), the last `validation` training images held out.
 // ValueError saying how to get the data when neither the cache nor the package has it; FormatError

@@ -23,6 +23,7 @@
 #include "data/idx.h"
 #include "examples/common/args.h"
 #include "examples/common/ranks.h"
+#include "examples/common/run_directory.h"
 #include "examples/vit/ablation.h"
 #include "examples/vit/baselines.h"
 #include "examples/vit/figures.h"
@@ -51,12 +52,6 @@ const char* const kUsage =
     "  bench    time training steps of the model train would train\n"
     "run `vit COMMAND --help` for its options\n";
 
-std::string names(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& n : v) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
 void set_threads(const Args& a) {
   if (const int64_t n = a.integer_in("threads", 0, qkv::kMaxThreads); n > 0) qkv::set_num_threads(static_cast<int>(n));
 }
@@ -74,7 +69,7 @@ std::vector<Args::Option> model_options() {
           {"heads", std::to_string(d.model.heads), "attention heads"},
           {"layers", std::to_string(d.model.layers), "Transformer blocks"},
           {"ffn-hidden", std::to_string(d.model.ffn_hidden), "hidden width of the feed-forward sublayer"},
-          {"positions", d.model.positions, "patch positions: " + names(position_names())},
+          {"positions", d.model.positions, "patch positions: " + join(position_names())},
           {"pool", d.model.pool, "cls (a class token) or mean (the mean of the patches' outputs)"},
           {"dropout", option_text(d.model.dropout), "dropout"},
           {"epochs", std::to_string(d.epochs), "epochs"},
@@ -119,6 +114,13 @@ Config config_from(const Args& a) {
     throw qkv::ValueError("--cache is where Fashion-MNIST is kept; with --data " + c.data + " it would not be read");
   if (a.given("classes") && (c.data == "fashion-mnist" || c.data == "generated"))
     throw qkv::ValueError("--classes is for --data DIR; " + c.data + " has 10");
+  if (a.given("validation") && c.data == "generated")
+    throw qkv::ValueError("--validation is for Fashion-MNIST and --data DIR; --data generated holds out a quarter of --generated");
+  if (a.given("generated") && c.data != "generated")
+    throw qkv::ValueError("--generated is the size of --data generated; with --data " + c.data + " it would not be read");
+  // Paths are kept absolute, so that eval, predict and --resume find the same data from anywhere.
+  if (c.data != "fashion-mnist" && c.data != "generated") c.data = std::filesystem::absolute(c.data).string();
+  c.cache = std::filesystem::absolute(c.cache).string();
   c.validate();
   return c;
 }
@@ -137,7 +139,7 @@ int cmd_train(const Args& a) {
     for (const Args::Option& opt : model_options())
       if (a.given(opt.name) && opt.name != "epochs" && opt.name != "threads" && opt.name != "reference")
         throw qkv::ValueError("--resume continues the run with its saved config; --" + opt.name + " cannot change it");
-    config.epochs = a.given("epochs") ? a.integer_in("epochs", 1, 10'000) : 0;
+    config.epochs = a.given("epochs") ? a.integer_in("epochs", 1, 10000) : 0;
   } else {
     config = config_from(a);
   }
@@ -161,7 +163,8 @@ int cmd_eval(const Args& a) {
   print_per_class(std::cout, data.test, test.predicted, data.class_names);
   const std::filesystem::path file = std::filesystem::path(a.str("run")) / "baselines.json";
   if (std::filesystem::exists(file)) {
-    const Baselines b = Baselines::from_json(qkv::io::parse_json(qkv::io::read_text_file(file, "vit eval")), file.string());
+    const Baselines b = Baselines::from_json(
+        qkv::examples::parse_json_of(qkv::io::read_text_file(file, "vit eval"), file.string()), file.string());
     std::cout << "baselines on test (" << file.string() << "): logistic regression " << 100 * b.logistic.test_accuracy
               << " %, MLP " << 100 * b.mlp.test_accuracy << " %\n";
   }
@@ -174,14 +177,14 @@ int cmd_predict(const Args& a) {
   qkv::examples::use_reference_mode(a);
   if (!a.given("images")) throw qkv::ValueError("vit predict: --images FILE is required (an IDX file of N×rows×cols bytes)");
   Run run = load_run(a.str("run"), "best");
-  const qkv::data::IdxBytes idx = qkv::data::read_idx(a.str("images"));
+  qkv::data::IdxBytes idx = qkv::data::read_idx(a.str("images"));
   if (idx.shape.size() != 3 || idx.shape[1] != run.config.model.rows || idx.shape[2] != run.config.model.cols)
     throw qkv::ValueError("vit predict: " + a.str("images") + " holds images of shape " +
                           qkv::shape_str(qkv::Shape(idx.shape.begin(), idx.shape.end())) + "; the run was trained on (N, " +
                           std::to_string(run.config.model.rows) + ", " + std::to_string(run.config.model.cols) + ")");
   ImageSet set;
   set.rows = idx.shape[1], set.cols = idx.shape[2];
-  set.pixels = idx.values;
+  set.pixels = std::move(idx.values);
   set.labels.assign(static_cast<size_t>(idx.shape[0]), 0);
   const Evaluation e = evaluate(*run.model, set, run.config);
   const std::vector<std::string> classes = class_names_of(run.config);
@@ -212,7 +215,7 @@ int cmd_bench(const Args& a) {
   std::vector<int64_t> labels;
   for (int64_t b = 0; b < B; ++b) labels.push_back(static_cast<int64_t>(qkv::default_generator().next_below(10)));
   const qkv::IndexTensor targets(labels);
-  const int64_t warmup = a.integer_in("warmup-steps", 0, 10'000), steps = a.integer_in("bench-steps", 1, 100'000);
+  const int64_t warmup = a.integer_in("warmup-steps", 0, 10000), steps = a.integer_in("bench-steps", 1, 100'000);
   std::vector<double> wall;
   model.train();
   const auto step = [&] {
@@ -220,7 +223,7 @@ int cmd_bench(const Args& a) {
                                                                 {.label_smoothing = static_cast<float>(config.label_smoothing)});
     optimizer->zero_grad();
     loss.backward();
-    qkv::optim::clip_grad_norm_(model.parameters(), config.clip);
+    qkv::optim::clip_grad_norm_(model.parameters(), config.clip > 0 ? config.clip : std::numeric_limits<double>::infinity());
     optimizer->step();
   };
   for (int64_t s = 0; s < warmup + steps; ++s) {
@@ -288,7 +291,9 @@ int main(int argc, char** argv) {
     } else if (cmd == "ablate") {
       spec = model_options();
       spec.push_back({"out", "runs/vit-ablation", "directory of the table, the figures and one run per scheme"});
-      spec.push_back({"schemes", names(position_names()), "the position schemes to train, comma-separated"});
+      std::string all;
+      for (const std::string& n : position_names()) all += (all.empty() ? "" : ",") + n;
+      spec.push_back({"schemes", all, "the position schemes to train, comma-separated"});
       run = cmd_ablate;
     } else if (cmd == "bench") {
       spec = model_options();

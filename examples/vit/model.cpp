@@ -13,6 +13,12 @@ namespace vit {
 
 using qkv::Tensor;
 
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
 const std::vector<std::string>& position_names() {
   static const std::vector<std::string> names = {"sin2d", "learned2d", "sin1d", "learned1d", "none"};
   return names;
@@ -59,31 +65,26 @@ class NoPatchPositions : public PatchPositions {
 
 }  // namespace
 
+void check_position_width(const std::string& name, int64_t d) {
+  const auto& known = position_names();
+  if (std::find(known.begin(), known.end(), name) == known.end())
+    throw qkv::ValueError("positions (--positions) is '" + name + "'; expected one of " + join(known));
+  const int64_t multiple = name == "sin2d" ? 4 : name == "learned2d" || name == "sin1d" ? 2 : 1;
+  if (d % multiple != 0)
+    throw qkv::ValueError("positions (--positions) " + name + " needs a width (--d-model) divisible by " +
+                          std::to_string(multiple) + "; it is " + std::to_string(d));
+}
+
 std::shared_ptr<PatchPositions> make_patch_positions(const std::string& name, int64_t grid_rows, int64_t grid_cols,
                                                      int64_t d) {
-  const auto need = [&](int64_t multiple) {
-    if (d % multiple != 0)
-      throw qkv::ValueError("positions (--positions) " + name + " needs a width (--d-model) divisible by " +
-                            std::to_string(multiple) + "; it is " + std::to_string(d));
-  };
+  check_position_width(name, d);
   const int64_t n = grid_rows * grid_cols;
-  if (name == "sin2d") {
-    need(4);
+  if (name == "sin2d")
     return std::make_shared<FixedPositions>(qkv::nn::sinusoidal_table_2d(grid_rows, grid_cols, d).reshape({n, d}));
-  }
-  if (name == "learned2d") {
-    need(2);
-    return std::make_shared<Learned2DPositions>(grid_rows, grid_cols, d);
-  }
-  if (name == "sin1d") {
-    need(2);
-    return std::make_shared<FixedPositions>(qkv::nn::sinusoidal_table(n, d));
-  }
+  if (name == "learned2d") return std::make_shared<Learned2DPositions>(grid_rows, grid_cols, d);
+  if (name == "sin1d") return std::make_shared<FixedPositions>(qkv::nn::sinusoidal_table(n, d));
   if (name == "learned1d") return std::make_shared<Learned1DPositions>(n, d);
-  if (name == "none") return std::make_shared<NoPatchPositions>();
-  std::string known;
-  for (const std::string& k : position_names()) known += (known.empty() ? "" : ", ") + k;
-  throw qkv::ValueError("positions (--positions) is '" + name + "'; expected one of " + known);
+  return std::make_shared<NoPatchPositions>();
 }
 
 ViT::ViT(const ModelConfig& c) : config(c) {

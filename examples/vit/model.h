@@ -39,14 +39,18 @@ struct ModelConfig {
 };
 
 const std::vector<std::string>& position_names();
+// "a, b, c", for messages and help texts.
+std::string join(const std::vector<std::string>& names);
 
 // The position of each patch as a vector: table() is P above, (N, D), or undefined for none.
 class PatchPositions : public qkv::nn::Module {
  public:
   virtual qkv::Tensor table() const = 0;
 };
-// The scheme of `name` (position_names()) for a grid_rows × grid_cols grid of width d; ValueError
-// naming the scheme and what it needs (sin2d: d divisible by 4; learned2d, sin1d: d even).
+// ValueError unless `name` is one of position_names() and width d suits it (sin2d: d divisible by
+// 4; learned2d, sin1d: d even), naming the scheme and what it needs.
+void check_position_width(const std::string& name, int64_t d);
+// The scheme of `name` for a grid_rows × grid_cols grid of width d, checked as above.
 std::shared_ptr<PatchPositions> make_patch_positions(const std::string& name, int64_t grid_rows, int64_t grid_cols,
                                                      int64_t d);
 

@@ -12,6 +12,7 @@
 #include "autograd/grad_mode.h"
 #include "examples/common/config_fields.h"
 #include "examples/common/progress.h"
+#include "examples/common/ranks.h"
 #include "examples/common/run_directory.h"
 #include "examples/vit/baselines.h"
 #include "io/checkpoint.h"
@@ -68,8 +69,19 @@ const auto kFields = [](auto& c, auto&& f) { for_each_field(c, f); };
 const std::vector<std::string> kRunFiles = {"config.json", "baselines.json", "metrics.csv", "last.safetensors",
                                             "best.safetensors", "results.json"};
 
+constexpr int64_t kMaxPatches = 1024;
+
+// The generator streams of an epoch's order and its mirrorings (examples/common/ranks.h).
+constexpr uint64_t kOrderStream = 0, kFlipStream = 1;
+
 // Batches for evaluation: large, since no graph is kept.
 constexpr int64_t kEvalBatch = 500;
+
+std::string percent(double fraction) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2) << 100 * fraction << " %";
+  return s.str();
+}
 
 std::vector<int64_t> range(int64_t start, int64_t end) {
   std::vector<int64_t> v(static_cast<size_t>(end - start));
@@ -90,6 +102,11 @@ void Config::validate() const {
   if (model.rows && (model.rows % model.patch != 0 || model.cols % model.patch != 0))
     throw qkv::ValueError("patch (--patch) " + std::to_string(model.patch) + " does not tile images of " +
                           std::to_string(model.rows) + "×" + std::to_string(model.cols));
+  // Attention keeps (B, H, T, T) weights: past about a thousand tokens a batch no longer fits.
+  if (model.rows && model.num_patches() > kMaxPatches)
+    throw qkv::ValueError("patch (--patch) " + std::to_string(model.patch) + " cuts images of " +
+                          std::to_string(model.rows) + "×" + std::to_string(model.cols) + " into " +
+                          std::to_string(model.num_patches()) + " patches; at most " + std::to_string(kMaxPatches));
   check_int("d_model", model.d_model, 4, 4096);
   check_int("heads", model.heads, 1, model.d_model);
   if (model.d_model % model.heads != 0)
@@ -100,7 +117,7 @@ void Config::validate() const {
   check_name("positions", model.positions, position_names());
   check_name("pool", model.pool, {"cls", "mean"});
   check_number("dropout", model.dropout, 0.0, 0.9);
-  check_int("epochs", epochs, 1, 10'000);
+  check_int("epochs", epochs, 1, 10000);
   check_int("batch", batch, 1, 65536);
   check_int("warmup", warmup, 0, 100'000'000);
   check_int("seed", seed, 0, std::numeric_limits<int64_t>::max());
@@ -110,7 +127,7 @@ void Config::validate() const {
   check_number("label_smoothing", label_smoothing, 0.0, 0.99);
   check_number("pixel_mean", pixel_mean, 0.0, 1.0);
   check_number("pixel_std", pixel_std, 0.0, 1.0, /*open_lo=*/true);
-  if (model.rows) make_patch_positions(model.positions, model.rows / model.patch, model.cols / model.patch, model.d_model);
+  check_position_width(model.positions, model.d_model);
 }
 
 Json Config::to_json() const { return qkv::examples::fields_to_json(*this, kFields); }
@@ -131,6 +148,9 @@ ImageData load_data(Config& c) {
                 : c.data == "generated"   ? generated_images(c.generated, c.generated / 4, c.generated / 4, 16,
                                                              static_cast<uint64_t>(c.seed))
                                           : load_idx_directory(c.data, c.validation, static_cast<int>(c.model.classes));
+  if (d.train.rows > 1024 || d.train.cols > 1024)
+    throw qkv::ValueError("vit: the images of " + d.source + " are " + std::to_string(d.train.rows) + "×" +
+                          std::to_string(d.train.cols) + "; at most 1024×1024");
   c.model.rows = d.train.rows, c.model.cols = d.train.cols;
   c.model.classes = static_cast<int64_t>(d.class_names.size());
   return d;
@@ -167,7 +187,8 @@ std::unique_ptr<qkv::optim::AdamW> make_optimizer(ViT& model, const Config& c) {
 }
 
 std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch) {
-  qkv::Generator gen(static_cast<uint64_t>(seed) * 1'000'003ULL + static_cast<uint64_t>(epoch));
+  qkv::Generator gen;
+  gen.set_state(qkv::examples::keyed_stream(static_cast<uint64_t>(seed), kOrderStream, epoch));
   std::vector<int64_t> order = range(0, n);
   qkv::shuffle(order, gen);
   return order;
@@ -175,8 +196,33 @@ std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch) {
 
 namespace {
 
-std::string checkpoint_text(const Config& c, int64_t epoch, double best) {
-  return qkv::io::to_json(Json(Json::Object{{"config", c.to_json()}, {"epoch", Json(epoch)}, {"best", Json(best)}}));
+// The config, the epochs so far and the best validation accuracy: what --resume continues from, kept
+// in the checkpoint itself so that the two can never disagree. Not the seconds (metrics.csv has
+// them): a checkpoint's bytes depend on the seed alone, not on how fast the machine was.
+std::string checkpoint_text(const Config& c, const std::vector<EpochRecord>& history, double best) {
+  Json::Array rows;
+  for (const EpochRecord& e : history)
+    rows.push_back(Json(Json::Array{Json(e.epoch), Json(e.train_loss), Json(e.validation_accuracy), Json(e.lr)}));
+  return qkv::io::to_json(Json(Json::Object{{"config", c.to_json()}, {"history", Json(rows)}, {"best", Json(best)}}));
+}
+
+// The history and best accuracy of a checkpoint's text; ValueError naming the file otherwise.
+std::vector<EpochRecord> read_history(const Json& text, const fs::path& file, double& best) {
+  const Json* rows = text.is_object() ? text.find("history") : nullptr;
+  const Json* best_json = text.is_object() ? text.find("best") : nullptr;
+  if (!rows || !rows->is_array() || !best_json || (!best_json->is_double() && !best_json->is_int()))
+    throw qkv::ValueError("vit: " + file.string() + " is not a vit checkpoint: its config text has no history and best");
+  std::vector<EpochRecord> history;
+  for (const Json& row : rows->as_array()) {
+    const bool ok = row.is_array() && row.as_array().size() == 4 && row.as_array()[0].is_int();
+    if (!ok || row.as_array()[0].as_int() != static_cast<int64_t>(history.size()) + 1)
+      throw qkv::ValueError("vit: " + file.string() + ": history row " + std::to_string(history.size() + 1) +
+                            " is not [epoch, train_loss, validation_accuracy, lr] of that epoch");
+    const Json::Array& r = row.as_array();
+    history.push_back({r[0].as_int(), r[1].as_double(), r[2].as_double(), r[3].as_double(), 0.0});
+  }
+  best = best_json->as_double();
+  return history;
 }
 
 void write_metrics(const fs::path& dir, const std::vector<EpochRecord>& history) {
@@ -192,7 +238,8 @@ void write_metrics(const fs::path& dir, const std::vector<EpochRecord>& history)
 double train_epoch(ViT& model, qkv::optim::Optimizer& optimizer, qkv::optim::LRScheduler& schedule,
                    const ImageSet& train, const Config& c, int64_t epoch, qkv::examples::Progress* progress) {
   const std::vector<int64_t> order = epoch_order(train.size(), c.seed, epoch);
-  qkv::Generator flips(static_cast<uint64_t>(c.seed) * 7'919ULL + static_cast<uint64_t>(epoch));
+  qkv::Generator flips;
+  flips.set_state(qkv::examples::keyed_stream(static_cast<uint64_t>(c.seed), kFlipStream, epoch));
   double loss_sum = 0;
   int64_t steps = 0;
   for (int64_t start = 0; start < train.size(); start += c.batch) {
@@ -224,40 +271,51 @@ double train_epoch(ViT& model, qkv::optim::Optimizer& optimizer, qkv::optim::LRS
   return loss_sum / static_cast<double>(std::max<int64_t>(steps, 1));
 }
 
-// The run that --resume continues: its config, its history and best validation accuracy.
+// The run that --resume continues: its config (with `epochs` when given, else its own), its history
+// and best validation accuracy, from its last checkpoint; a run stopped before its first checkpoint
+// starts again from its config.json.
 Config read_resumed(const fs::path& dir, int64_t epochs, std::vector<EpochRecord>& history, double& best) {
-  Run run = load_run(dir, "last");
-  history = read_metrics(dir);
-  const qkv::io::Checkpoint checkpoint = qkv::io::read_checkpoint(dir / "last.safetensors");
-  const Json text = qkv::examples::parse_json_of(checkpoint.config, (dir / "last.safetensors").string());
-  best = text.find("best")->as_double();
-  const int64_t done = text.find("epoch")->as_int();
-  history.resize(static_cast<size_t>(std::min<int64_t>(done, static_cast<int64_t>(history.size()))));
-  if (epochs > 0) run.config.epochs = epochs;
-  if (run.config.epochs < done)
+  Config config = read_run_config(dir);
+  if (fs::exists(dir / "last.safetensors")) {
+    load_run(dir, "last");  // the checkpoint must be of this config
+    const fs::path file = dir / "last.safetensors";
+    history = read_history(qkv::examples::parse_json_of(qkv::io::read_checkpoint(file).config, file.string()), file, best);
+    // The seconds of each epoch, from metrics.csv where it has the epoch (a kill may have come
+    // between the checkpoint and its row).
+    for (const EpochRecord& m : read_metrics(dir))
+      if (m.epoch >= 1 && m.epoch <= static_cast<int64_t>(history.size())) history[m.epoch - 1].seconds = m.seconds;
+  }
+  const int64_t done = static_cast<int64_t>(history.size());
+  if (epochs > 0) config.epochs = epochs;
+  if (config.epochs < done)
     throw qkv::ValueError("vit train --resume: the run has trained " + std::to_string(done) + " epochs; --epochs " +
-                          std::to_string(run.config.epochs) + " would undo them");
-  return run.config;
+                          std::to_string(config.epochs) + " would undo them");
+  if (config.epochs == done)
+    throw qkv::ValueError("vit train --resume: the run is complete (" + std::to_string(done) +
+                          " epochs); --epochs N with N > " + std::to_string(done) + " extends it (nothing was changed)");
+  return config;
 }
 
 void write_results(const fs::path& dir, const TrainResult& r) {
+  const auto baseline = [&](double accuracy) { return r.has_baselines ? Json(accuracy) : Json(nullptr); };
   const Json json(Json::Object{{"best_validation_accuracy", Json(r.best_validation_accuracy)},
                                {"test_accuracy", Json(r.test_accuracy)},
-                               {"logistic_test_accuracy", Json(r.logistic_accuracy)},
-                               {"mlp_test_accuracy", Json(r.mlp_accuracy)},
+                               {"logistic_test_accuracy", baseline(r.logistic_accuracy)},
+                               {"mlp_test_accuracy", baseline(r.mlp_accuracy)},
                                {"images_per_second", Json(r.images_per_second)},
                                {"training_seconds", Json(r.training_seconds)}});
   qkv::io::write_text_file(dir / "results.json", qkv::io::to_json(json) + "\n", "vit train");
 }
 
-// The baselines of a fresh run, computed and written; a resumed run's, read.
-Baselines run_baselines(const fs::path& dir, const ImageData& data, const Config& c, const TrainOptions& o) {
+// The baselines of a fresh run, computed and written; a resumed run's, read; none with
+// options.baselines false.
+std::optional<Baselines> run_baselines(const fs::path& dir, const ImageData& data, const Config& c, const TrainOptions& o) {
   if (fs::exists(dir / "baselines.json")) {
     const fs::path path = dir / "baselines.json";
     return Baselines::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(path, "vit"), path.string()),
                                 path.string());
   }
-  if (!o.baselines) return {};
+  if (!o.baselines) return std::nullopt;
   if (o.verbose) std::cout << "baselines: logistic regression and an MLP on the pixels..." << std::flush;
   const Baselines b = compute_baselines(data, static_cast<float>(c.pixel_mean), static_cast<float>(c.pixel_std),
                                         static_cast<uint64_t>(c.seed));
@@ -292,15 +350,18 @@ TrainResult train(Config config, const TrainOptions& o) {
   ViT model(config.model);
   auto optimizer = make_optimizer(model, config);
   const qkv::io::DirectoryLock lock = qkv::examples::prepare_run_directory(dir, o.resume, "vit", kRunFiles);
-  if (!o.resume) qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "vit train");
+  // A resumed run's config.json says its --epochs too, so that the next --resume goes on from there.
+  qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "vit train");
   if (o.verbose)
     std::cout << "vit: " << data.source << ", " << data.train.size() << " training images of " << config.model.rows
               << "×" << config.model.cols << ", " << data.validation.size() << " validation, " << data.test.size()
               << " test; " << model.num_parameters() << " parameters, " << config.model.num_patches() << " patches of "
               << config.model.patch << "×" << config.model.patch << ", positions " << config.model.positions << std::endl;
   TrainResult result;
-  const Baselines baselines = run_baselines(dir, data, config, o);
-  result.logistic_accuracy = baselines.logistic.test_accuracy, result.mlp_accuracy = baselines.mlp.test_accuracy;
+  if (const std::optional<Baselines> b = run_baselines(dir, data, config, o)) {
+    result.has_baselines = true;
+    result.logistic_accuracy = b->logistic.test_accuracy, result.mlp_accuracy = b->mlp.test_accuracy;
+  }
   int64_t epoch = static_cast<int64_t>(history.size());
   // The schedule reads the base learning rate before a checkpoint replaces it with its last step's.
   qkv::optim::WarmupLR schedule(*optimizer, config.warmup, config.epochs * steps_per_epoch);
@@ -321,7 +382,7 @@ TrainResult train(Config config, const TrainOptions& o) {
     ++epoch;
     const EpochRecord e{epoch, loss, evaluate(model, data.validation, config).accuracy, lr, seconds};
     history.push_back(e);
-    const std::string text = checkpoint_text(config, epoch, std::max(best, e.validation_accuracy));
+    const std::string text = checkpoint_text(config, history, std::max(best, e.validation_accuracy));
     if (e.validation_accuracy > best || epoch == 1) qkv::io::save_checkpoint(dir / "best.safetensors", model, *optimizer, epoch, text);
     best = std::max(best, e.validation_accuracy);
     qkv::io::save_checkpoint(dir / "last.safetensors", model, *optimizer, epoch, text);
@@ -341,24 +402,32 @@ TrainResult train(Config config, const TrainOptions& o) {
   write_results(dir, result);
   if (o.verbose)
     std::cout << "test accuracy (best validation checkpoint): " << std::fixed << std::setprecision(2)
-              << 100 * result.test_accuracy << " %; logistic regression " << 100 * result.logistic_accuracy
-              << " %, MLP " << 100 * result.mlp_accuracy << " %\n"
+              << 100 * result.test_accuracy << " %"
+              << (result.has_baselines ? "; logistic regression " + percent(result.logistic_accuracy) + ", MLP " +
+                                             percent(result.mlp_accuracy)
+                                       : std::string())
+              << "\n"
               << "training: " << std::setprecision(0) << result.images_per_second << " images/s, "
               << std::setprecision(1) << result.training_seconds << " s\n";
   return result;
 }
 
+Config read_run_config(const fs::path& dir) {
+  const fs::path path = dir / "config.json";
+  if (!fs::exists(path)) throw qkv::ValueError("vit: " + dir.string() + " (--run) holds no vit run (no config.json)");
+  return Config::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(path, "vit"), path.string()),
+                           path.string());
+}
+
 Run load_run(const fs::path& dir, const std::string& which) {
   const fs::path config_path = dir / "config.json";
-  if (!fs::exists(config_path)) throw qkv::ValueError("vit: " + dir.string() + " (--run) holds no vit run (no config.json)");
   Run run;
-  run.config = Config::from_json(
-      qkv::examples::parse_json_of(qkv::io::read_text_file(config_path, "vit"), config_path.string()), config_path.string());
+  run.config = read_run_config(dir);
   const fs::path file = dir / (which + ".safetensors");
   const qkv::io::Checkpoint checkpoint = qkv::io::read_checkpoint(file);
   const Json text = qkv::examples::parse_json_of(checkpoint.config, file.string() + " (its config text)");
   const Json* saved = text.is_object() ? text.find("config") : nullptr;
-  if (!saved || !text.find("epoch") || !text.find("best"))
+  if (!saved || !text.find("history") || !text.find("best"))
     throw qkv::ValueError("vit: " + file.string() + " is not a vit checkpoint (its config text has no vit config)");
   Config from_checkpoint = Config::from_json(*saved, file.string());
   from_checkpoint.epochs = run.config.epochs;  // --resume may have extended the run since

@@ -72,6 +72,7 @@ struct TrainOptions {
 
 struct TrainResult {
   double best_validation_accuracy = 0, test_accuracy = 0;
+  bool has_baselines = false;                      // false with options.baselines false
   double logistic_accuracy = 0, mlp_accuracy = 0;  // test accuracy of the baselines
   double images_per_second = 0, training_seconds = 0;
 };
@@ -83,6 +84,8 @@ struct Run {
   std::shared_ptr<ViT> model;
 };
 Run load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best");
+// The run's config.json, read strictly; ValueError naming the file.
+Config read_run_config(const std::filesystem::path& run_dir);
 std::vector<EpochRecord> read_metrics(const std::filesystem::path& run_dir);
 
 }  // namespace vit

@@ -145,6 +145,27 @@ TEST_CASE("attention rollout of one layer is half the class token's head-average
     }
 }
 
+TEST_CASE("attention rollout multiplies the layers' residual-mixed weights from the first layer to the last") {
+  qkv::manual_seed(6);
+  vit::ModelConfig m = tiny_model();
+  m.layers = 2;
+  vit::ViT model(m);
+  model.eval();
+  qkv::NoGradGuard no_grad;
+  model.forward(qkv::randn({1, 4, 16}));
+  const std::vector<Tensor> w = model.encoder->attention_weights();  // 2 × (1, H, 5, 5)
+  // A_l = (mean over heads + I) / 2, each row summing to 1; R = A_2 · A_1; the class token's row.
+  const auto mixed = [](const Tensor& weights) {
+    return (weights.mean({1}).squeeze(0) + qkv::eye(5)) * 0.5f;
+  };
+  const Tensor R = mixed(w[1]).matmul(mixed(w[0]));
+  const Tensor r = model.rollout();
+  for (int64_t j = 0; j < 4; ++j) CHECK(r.data()[j] == doctest::Approx(R.data()[1 + j]).epsilon(1e-5));
+  float row = R.data()[0];
+  for (int64_t j = 0; j < 4; ++j) row += r.data()[j];
+  CHECK(row == doctest::Approx(1.0f).epsilon(1e-5));  // with the class token's own share
+}
+
 TEST_CASE("the ViT gives the same loss and gradients in the reference mode as on the fused ops") {
   const auto run = [](bool plain) {
     qkv::ReferenceModeGuard mode(plain);
@@ -220,6 +241,7 @@ TEST_CASE("vit training is the same to the byte at 1 and 2 threads, and a resume
   ScratchDir dir;
   vit::Config c = generated_config("learned2d");
   c.generated = 400, c.epochs = 3, c.flip = true;
+  c.model.dropout = 0.1f;  // the default generator's draws must come back on resume too
   const int before = qkv::get_num_threads();
   qkv::set_num_threads(1);
   vit::train(c, quiet(dir / "one"));
@@ -234,8 +256,30 @@ TEST_CASE("vit training is the same to the byte at 1 and 2 threads, and a resume
   keep.epochs = 0;
   vit::train(keep, rest);
   qkv::set_num_threads(before);
-  const std::string one = qkv::testing::read_file(dir / "one" / "last.safetensors");
-  CHECK(one == qkv::testing::read_file(dir / "two" / "last.safetensors"));
-  CHECK(one == qkv::testing::read_file(dir / "resumed" / "last.safetensors"));
+  for (const char* file : {"last.safetensors", "best.safetensors"}) {
+    const std::string one = qkv::testing::read_file(dir / "one" / file);
+    CHECK(one == qkv::testing::read_file(dir / "two" / file));
+    CHECK(one == qkv::testing::read_file(dir / "resumed" / file));
+  }
   CHECK_THROWS_WITH_AS(vit::train(c, quiet(dir / "one")), doctest::Contains("holds a run"), qkv::ValueError);
+  CHECK_THROWS_WITH_AS(vit::train(keep, rest), doctest::Contains("the run is complete (3 epochs)"), qkv::ValueError);
+}
+
+TEST_CASE("a vit run stopped before its first checkpoint resumes from its config") {
+  ScratchDir dir;
+  vit::Config c = generated_config("sin2d");
+  c.generated = 200, c.epochs = 2, c.warmup = 2;
+  vit::TrainOptions nothing = quiet(dir / "run");
+  nothing.stop_after = 0;  // the config is written, no epoch trained
+  vit::train(c, nothing);
+  REQUIRE(fs::exists(dir / "run" / "config.json"));
+  REQUIRE_FALSE(fs::exists(dir / "run" / "last.safetensors"));
+  vit::TrainOptions rest = quiet(dir / "run");
+  rest.resume = true;
+  vit::Config keep;
+  keep.epochs = 0;
+  vit::train(keep, rest);
+  vit::train(c, quiet(dir / "whole"));
+  CHECK(qkv::testing::read_file(dir / "run" / "last.safetensors") ==
+        qkv::testing::read_file(dir / "whole" / "last.safetensors"));
 }

@@ -66,7 +66,10 @@ TEST_CASE("vit trains on generated images with its figures in both modes, then e
   qkv::data::write_idx(dir / "three", {3, 16, 16}, std::vector<std::uint8_t>(3 * 256, 0));
   const auto predict = run_program(kVitProgram, {"predict", "--run", (dir / "fast").string(), "--images", (dir / "three").string()});
   REQUIRE_MESSAGE(predict.exit_code == 0, predict.errors);
-  CHECK(predict.output.find("2\t") != std::string::npos);
+  // One line per image: its index and one of the generated classes.
+  CHECK(std::count(predict.output.begin(), predict.output.end(), '\n') == 3);
+  for (const std::string line : {"0\t", "\n1\t", "\n2\t"}) CHECK(predict.output.find(line) != std::string::npos);
+  CHECK((predict.output.find(" top\n") != std::string::npos || predict.output.find(" bottom\n") != std::string::npos));
   qkv::data::write_idx(dir / "big", {1, 28, 28}, std::vector<std::uint8_t>(784, 0));
   const auto wrong = run_program(kVitProgram, {"predict", "--run", (dir / "fast").string(), "--images", (dir / "big").string()});
   CHECK(wrong.exit_code == 1);
@@ -82,7 +85,11 @@ TEST_CASE("vit refuses bad options and bad data in one line, and leaves an exist
   CHECK(again.exit_code == 1);
   CHECK(last_line(again.errors).find("holds a run") != std::string::npos);
   const auto change = run_program(kVitProgram, {"train", "--run", run, "--resume", "--patch", "8"});
+  CHECK(change.exit_code == 1);
   CHECK(last_line(change.errors).find("--patch cannot change it") != std::string::npos);
+  const auto done = run_program(kVitProgram, {"train", "--run", run, "--resume"});
+  CHECK(done.exit_code == 1);
+  CHECK(last_line(done.errors).find("the run is complete (2 epochs)") != std::string::npos);
   CHECK(qkv::testing::read_file(fs::path(run) / "last.safetensors") == before);
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--patch", "3"}, "patch (--patch) 3 does not tile images of 16×16"},
@@ -96,7 +103,7 @@ TEST_CASE("vit refuses bad options and bad data in one line, and leaves an exist
     const auto r = run_program(kVitProgram, with({"train", "--run", (dir / "new").string()}, tiny_with(args)));
     CHECK(r.exit_code == 1);
     CHECK_MESSAGE(last_line(r.errors).find(message) != std::string::npos, last_line(r.errors));
-    CHECK_FALSE(fs::exists(dir / "new" / "config.json"));
+    CHECK_FALSE(fs::exists(dir / "new"));
   }
   fs::create_directories(dir / "idx");
   qkv::data::write_idx(dir / "idx" / "train-images-idx3-ubyte", {10, 8, 8}, std::vector<std::uint8_t>(640, 1));
@@ -116,6 +123,10 @@ TEST_CASE("vit ablate trains one run per scheme and writes the table") {
   CHECK(table.find("| none |") != std::string::npos);
   CHECK(fs::exists(fs::path(out) / "positions-sin2d.png"));
   CHECK_FALSE(fs::exists(fs::path(out) / "positions-none.png"));
-  const auto twice = run_program(kVitProgram, with({"ablate", "--out", out, "--schemes", "sin2d,sin2d"}, kTiny));
+  const auto twice = run_program(kVitProgram, with({"ablate", "--out", (dir / "b").string(), "--schemes", "sin2d,sin2d"}, kTiny));
   CHECK(last_line(twice.errors).find("'sin2d' is named twice") != std::string::npos);
+  const auto again = run_program(kVitProgram, with({"ablate", "--out", out, "--schemes", "learned1d"}, kTiny));
+  CHECK(again.exit_code == 1);
+  CHECK(last_line(again.errors).find("ablation.md exists") != std::string::npos);
+  CHECK(qkv::testing::read_file(fs::path(out) / "ablation.md") == table);
 }
