@@ -46,7 +46,7 @@ class GraphEdges {
 
  private:
   int64_t nodes_ = 0;
-  IndexTensor offsets_, sources_, targets_, out_offsets_, out_edges_;
+  IndexTensor offsets_{0}, sources_, targets_, out_offsets_{0}, out_edges_;  // the empty graph's offsets
 };
 
 }  // namespace qkv

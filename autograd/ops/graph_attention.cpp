@@ -28,6 +28,7 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, const Graph
   if (q.dim() != 3 || q.shape() != k.shape() || q.shape() != v.shape())
     throw ShapeError("graph_attention: q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + " and v " +
                      shape_str(v.shape()) + " must all be (N, H, D)");
+  if (q.size(2) == 0) throw ShapeError("graph_attention: heads of width 0 in q " + shape_str(q.shape()));
   if (q.size(0) != edges.nodes())
     throw ShapeError("graph_attention: q, k and v of shape " + shape_str(q.shape()) + " have " +
                      std::to_string(q.size(0)) + " nodes, but the graph has " + std::to_string(edges.nodes()));

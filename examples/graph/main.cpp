@@ -9,9 +9,11 @@
 //   graph train    --edges FILE --labels FILE   the four models on a graph of your own
 //                  (examples/graph/read_graph.h has the formats and rules)
 //
-// Every command takes --seed, --threads and --reference (run on the composed references); the
-// models are examples/graph/models.h, docs/graph.md has the results.
+// Every command takes --seed; all but generate take --threads and --reference (run on the composed
+// references). The models are examples/graph/models.h, docs/graph.md has the results. A command
+// refuses an --out that already holds the files it writes, before any work.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "examples/common/args.h"
+#include "io/file.h"
 #include "examples/common/ranks.h"
 #include "examples/graph/figures.h"
 #include "examples/graph/karate.h"
@@ -82,12 +85,23 @@ TrainOptions train_options(const Args& a) {
   o.model.dropout = static_cast<float>(a.number_in("dropout", 0.0, 0.95));
   o.lr = a.number_in("lr", 1e-6, 10.0);
   o.seed = static_cast<uint64_t>(a.integer_in("seed", 0, INT64_MAX));
+  if (o.model.hidden % o.model.heads != 0)
+    throw qkv::ValueError("--hidden " + std::to_string(o.model.hidden) + " must be a multiple of --heads " +
+                          std::to_string(o.model.heads));
   return o;
+}
+
+// Makes --out and refuses it when it holds any of `files` already: nothing is overwritten.
+void prepare_out(const std::string& out, const std::vector<std::string>& files) {
+  qkv::examples::make_output_directory("out", out);
+  for (const std::string& f : files)
+    if (std::filesystem::exists(std::filesystem::path(out) / f))
+      throw qkv::ValueError("--out " + out + " holds " + f + " already; choose another directory (nothing was changed)");
 }
 
 SbmOptions sbm_from(const Args& a, double homophily, uint64_t seed) {
   SbmOptions o;
-  o.nodes = a.integer_in("nodes", 4, 1000000);
+  o.nodes = a.integer_in("nodes", 4, kMaxNodes);
   o.classes = a.integer_in("classes", 2, 1000);
   o.degree = a.number_in("degree", 0.0, 1000.0);
   o.signal = a.number_in("signal", 0.0, 1.0);
@@ -131,7 +145,7 @@ int cmd_sweep(const Args& a) {
   const TrainOptions o = train_options(a);
   for (const double h : hs) check_options(sbm_from(a, h, 0));  // before the output directory is made
   const std::string out = a.str("out");
-  qkv::examples::make_output_directory("out", out);
+  prepare_out(out, {"sweep.tsv", "sweep.png"});
   std::vector<std::vector<double>> mean(kColumns.size(), std::vector<double>(hs.size(), 0.0));
   std::printf("test accuracy, mean of %lld seed(s)\n%-6s %-8s", static_cast<long long>(seeds), "h", "measured");
   for (const std::string& c : kColumns) std::printf(" %18s", c.c_str());
@@ -151,7 +165,7 @@ int cmd_sweep(const Args& a) {
     std::printf("\n");
     std::fflush(stdout);
   }
-  std::ofstream tsv(out + "/sweep.tsv");
+  std::ostringstream tsv;
   tsv << "homophily";
   for (const std::string& c : kColumns) tsv << '\t' << c;
   tsv << '\n';
@@ -160,6 +174,7 @@ int cmd_sweep(const Args& a) {
     for (size_t m = 0; m < kColumns.size(); ++m) tsv << '\t' << mean[m][i];
     tsv << '\n';
   }
+  qkv::io::write_text_file(out + "/sweep.tsv", tsv.str(), "graph sweep");
   draw_sweep(hs, kColumns, mean, out + "/sweep.png");
   std::printf("wrote %s/sweep.tsv and %s/sweep.png\n", out.c_str(), out.c_str());
   return 0;
@@ -169,7 +184,7 @@ int cmd_karate(const Args& a) {
   setup(a);
   const TrainOptions o = train_options(a);
   const std::string out = a.str("out");
-  qkv::examples::make_output_directory("out", out);
+  prepare_out(out, {"karate_attention.png"});
   const Graph g = karate_club();
   std::printf("Zachary's karate club: %lld members, %zu friendships; labelled: 0 (Mr. Hi) and 33 (John A.)\n",
               static_cast<long long>(g.nodes), g.edges.size());
@@ -189,11 +204,13 @@ int cmd_karate(const Args& a) {
 
 // Writes g as the two files read_graph reads.
 void write_graph(const Graph& g, const std::string& dir) {
-  std::ofstream edges(dir + "/edges.txt"), labels(dir + "/labels.txt");
+  std::ostringstream edges, labels;
   edges << "# undirected edges 'U V'\n";
   for (const auto& [u, v] : g.edges) edges << u << ' ' << v << '\n';
   labels << "# 'NODE CLASS'\n";
   for (int64_t i = 0; i < g.nodes; ++i) labels << i << " c" << g.labels[i] << '\n';
+  qkv::io::write_text_file(dir + "/edges.txt", edges.str(), "graph generate");
+  qkv::io::write_text_file(dir + "/labels.txt", labels.str(), "graph generate");
 }
 
 int cmd_generate(const Args& a) {
@@ -201,7 +218,7 @@ int cmd_generate(const Args& a) {
   const double h = a.number_in("homophily", 0.0, 1.0);
   const Graph g = stochastic_block_model(sbm_from(a, h, static_cast<uint64_t>(a.integer_in("seed", 0, INT64_MAX))));
   const std::string out = a.str("out");
-  qkv::examples::make_output_directory("out", out);
+  prepare_out(out, {"edges.txt", "labels.txt"});
   write_graph(g, out);
   std::printf("%lld nodes, %zu edges, homophily %.3f, mean degree %.2f: wrote %s/edges.txt and %s/labels.txt\n",
               static_cast<long long>(g.nodes), g.edges.size(), edge_homophily(g), mean_degree(g), out.c_str(),

@@ -30,7 +30,9 @@ class Mlp : public NodeModel {
 };
 
 // Linear in, `layers` attention sublayers h ← LayerNorm(h + attend(h)), a linear head. The two
-// attention models differ in attend() alone: whom each node may look at.
+// attention models differ in attend(): whom each node may look at; and in one detail of it: full
+// attention is nn::MultiHeadAttention, whose projections have no bias (d2l's default), while the
+// graph model's own projections have biases.
 class AttentionModel : public NodeModel {
  public:
   AttentionModel(int64_t features, int64_t classes, const ModelOptions& o) : o_(o) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "io/file.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/random.h"
@@ -17,6 +18,7 @@ using qkv::ValueError;
 
 // The non-comment lines of a file as (line number, words).
 std::vector<std::pair<int64_t, std::vector<std::string>>> read_lines(const std::string& path) {
+  qkv::io::require_regular_file(path, "graph");  // a directory would read as an empty file
   std::ifstream in(path);
   if (!in) throw ValueError(path + ": cannot be opened for reading");
   std::vector<std::pair<int64_t, std::vector<std::string>>> lines;
@@ -51,6 +53,9 @@ void read_labels(Graph& g, const std::string& path) {
   }
   g.nodes = static_cast<int64_t>(named.size());
   if (g.nodes == 0) throw ValueError(path + ": no labelled node");
+  if (g.nodes > kMaxNodes)
+    throw ValueError(path + ": " + std::to_string(g.nodes) + " nodes; at most " + std::to_string(kMaxNodes) +
+                     " (the one-hot features and full attention's scores take N² floats)");
   if (named.rbegin()->first != g.nodes - 1)
     throw ValueError(at(path, named.rbegin()->second.second) + "node " + std::to_string(named.rbegin()->first) +
                      " is labelled, but only " + std::to_string(g.nodes) + " nodes are: number them 0 ... N - 1");
@@ -106,6 +111,10 @@ void split(Graph& g, int64_t labelled_per_class, uint64_t seed) {
   const size_t val = rest.size() / 5;
   g.val.assign(rest.begin(), rest.begin() + static_cast<int64_t>(val));
   g.test.assign(rest.begin() + static_cast<int64_t>(val), rest.end());
+  if (g.test.empty())
+    throw ValueError("graph train: " + std::to_string(g.nodes) + " nodes in " + std::to_string(g.classes) +
+                     " classes leave no test node after --labelled " + std::to_string(labelled_per_class) +
+                     " per class; give a smaller --labelled");
 }
 
 }  // namespace

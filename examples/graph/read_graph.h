@@ -25,6 +25,10 @@
 
 namespace graph {
 
+// The most nodes a graph of your own may have: the one-hot features and full attention's (N, N)
+// scores take N² floats, 400 MB at this size.
+inline constexpr int64_t kMaxNodes = 10000;
+
 struct GraphFile {
   Graph graph;
   std::vector<std::string> notes;  // what was skipped, to print

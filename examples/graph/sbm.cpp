@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "examples/graph/read_graph.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/random.h"
@@ -17,6 +18,11 @@ using qkv::ValueError;
 }  // namespace
 
 void check_options(const SbmOptions& o) {
+  if (o.labelled_per_class < 1 || o.val < 0)
+    throw ValueError("stochastic block model: --labelled must be at least 1 and --val at least 0");
+  if (o.nodes > kMaxNodes)
+    throw ValueError("stochastic block model: --nodes " + std::to_string(o.nodes) + "; at most " +
+                     std::to_string(kMaxNodes) + " (full attention's scores take N² floats)");
   if (o.classes < 2 || o.nodes < o.classes * (o.labelled_per_class + 2) + o.val)
     throw ValueError("stochastic block model: " + std::to_string(o.nodes) + " nodes in " +
                      std::to_string(o.classes) + " classes leave no test nodes after " +

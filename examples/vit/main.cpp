@@ -3,6 +3,7 @@
 //   vit train    [--run DIR] [model and budget options]   train; baselines, checkpoints, figures
 //   vit eval     [--run DIR]                  test accuracy of the best checkpoint, per class, beside the baselines
 //   vit predict  [--run DIR] --images FILE    the class of each image of an IDX file (N×rows×cols)
+//   vit figures  [--run DIR]                  draw a trained run's figures (again) into DIR/figures
 //   vit ablate   [--out DIR] [--epochs N]     the position schemes side by side, and their figures
 //   vit bench    [model options]              training steps, timed as bench/vit_torch.py times PyTorch's
 //
@@ -48,6 +49,7 @@ const char* const kUsage =
     "  train    train a ViT on Fashion-MNIST (or --data generated | DIR); baselines, checkpoints, figures\n"
     "  eval     test accuracy of a trained run, per class, beside the baselines\n"
     "  predict  the class of each image of an IDX file\n"
+    "  figures  draw a trained run's figures into RUN/figures\n"
     "  ablate   train one ViT per position scheme and compare them (table and figures)\n"
     "  bench    time training steps of the model train would train\n"
     "run `vit COMMAND --help` for its options\n";
@@ -192,6 +194,14 @@ int cmd_predict(const Args& a) {
   return 0;
 }
 
+int cmd_figures(const Args& a) {
+  a.refuse_positional();
+  set_threads(a);
+  qkv::examples::use_reference_mode(a);
+  draw_run_figures(a.str("run"));
+  return 0;
+}
+
 // Median of `values`.
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -288,6 +298,9 @@ int main(int argc, char** argv) {
               threads,
               qkv::examples::kReferenceOption};
       run = cmd_predict;
+    } else if (cmd == "figures") {
+      spec = {{"run", "runs/vit", "run directory of a trained model"}, threads, qkv::examples::kReferenceOption};
+      run = cmd_figures;
     } else if (cmd == "ablate") {
       spec = model_options();
       spec.push_back({"out", "runs/vit-ablation", "directory of the table, the figures and one run per scheme"});

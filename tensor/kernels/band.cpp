@@ -1,24 +1,9 @@
 #include "tensor/kernels/band.h"
 
 #include "tensor/kernels/parallel.h"
+#include "tensor/kernels/row_ops.h"
 
 namespace qkv::kernels {
-namespace {
-
-float dot(const float* a, const float* b, int64_t n) {
-  float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-  for (int64_t c = 0; c < n; ++c) s += a[c] * b[c];
-  return s;
-}
-
-// y += alpha · x over n values.
-void axpy(float alpha, const float* x, float* y, int64_t n) {
-#pragma omp simd
-  for (int64_t c = 0; c < n; ++c) y[c] += alpha * x[c];
-}
-
-}  // namespace
 
 void band_scores_forward(int64_t N, int64_t T, int64_t d, int64_t w, float scale, const float* q,
                          const float* k, float* s) {

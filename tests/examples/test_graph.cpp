@@ -128,7 +128,9 @@ TEST_CASE("read_graph reads edges and labels and refuses bad lines naming the fi
   write(labels, "0 a\n0 b\n");
   CHECK(error_of(edges, labels) == labels.string() + ":2: node 0 was already labelled on line 1");
   write(labels, "0 a\n1 b\n");
-  CHECK(error_of(dir / "missing.txt", labels).find("missing.txt: cannot be opened") != std::string::npos);
+  CHECK(error_of(dir / "missing.txt", labels).find("missing.txt': cannot open") != std::string::npos);
+  // A directory is not an empty edge list.
+  CHECK(error_of(dir.path(), labels).find("is a directory, not a regular file") != std::string::npos);
 }
 
 TEST_CASE("graph attention learns a small homophilous graph from 10 labels per class") {

@@ -59,6 +59,10 @@ TEST_CASE("vit trains on generated images with its figures in both modes, then e
       CHECK_MESSAGE(fs::exists(fs::path(run) / "figures" / f), f);
     CHECK(fs::exists(fs::path(run) / "results.json"));
   }
+  fs::remove_all(dir / "fast" / "figures");
+  const auto figures = run_program(kVitProgram, {"figures", "--run", (dir / "fast").string()});
+  REQUIRE_MESSAGE(figures.exit_code == 0, figures.errors);
+  CHECK(fs::exists(dir / "fast" / "figures" / "rollout.png"));
   const auto eval = run_program(kVitProgram, {"eval", "--run", (dir / "fast").string()});
   REQUIRE_MESSAGE(eval.exit_code == 0, eval.errors);
   CHECK(eval.output.find("h-bar top") != std::string::npos);
