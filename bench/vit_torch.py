@@ -97,7 +97,7 @@ def main():
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and n != "cls_token"]
     no_decay = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and n != "cls_token")]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.05}, {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=2e-3)
+                                  lr=1e-3)
     n = (28 // ARGS.patch) ** 2
     x = torch.randn(ARGS.batch, n, ARGS.patch * ARGS.patch)
     y = torch.randint(0, 10, (ARGS.batch,))

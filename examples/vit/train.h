@@ -32,7 +32,7 @@ struct Config {
   int64_t validation = 5000;      // training images held out for validation
   int64_t generated = 2000;       // with data = generated: training images (validation and test: a quarter each)
   int64_t epochs = 16, batch = 128, warmup = 300, seed = 1;
-  double lr = 2e-3, weight_decay = 0.05, clip = 1.0, label_smoothing = 0.1;
+  double lr = 1e-3, weight_decay = 0.05, clip = 1.0, label_smoothing = 0.1;
   bool flip = true;               // mirror each training image left-right with probability 1/2
   double pixel_mean = 0, pixel_std = 1;  // of the training images, filled in by the training
 
