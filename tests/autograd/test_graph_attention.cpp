@@ -88,7 +88,8 @@ TEST_CASE("graph_attention equals dense attention under the adjacency mask on ra
     Tensor per_node = zeros({N, H});
     for (int64_t e = 0; e < g.edges(); ++e)
       for (int64_t h = 0; h < H; ++h) per_node.data()[g.targets()[e] * H + h] += sparse.weights.at({e, h});
-    for (int64_t t = 0; t < N; ++t) CHECK(per_node.at({t, 0}) == doctest::Approx(g.in_degree(t) > 0 ? 1.0 : 0.0));
+    for (int64_t t = 0; t < N; ++t)
+      for (int64_t h = 0; h < H; ++h) CHECK(per_node.at({t, h}) == doctest::Approx(g.in_degree(t) > 0 ? 1.0 : 0.0));
   }
 }
 

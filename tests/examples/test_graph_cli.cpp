@@ -3,6 +3,7 @@
 // line, before anything is written. Each case runs the built program (tests/child_process.h).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -54,7 +55,13 @@ TEST_CASE("graph sweep and graph karate write their tables and figures in both m
                                     kQuick));
     REQUIRE_MESSAGE(s.exit_code == 0, s.errors);
     CHECK(fs::exists(out + "/sweep.png"));
-    CHECK(fs::exists(out + "/sweep.tsv"));
+    const std::string tsv = qkv::testing::read_file(out + "/sweep.tsv");
+    CHECK(tsv.rfind("homophily\tmlp\tattention\tgraph\tlabel propagation\n0.2\t", 0) == 0);
+    CHECK(std::count(tsv.begin(), tsv.end(), '\n') == 3);  // the header and one row per homophily
+    const auto again = run_program(kGraphProgram, with(with({"sweep", "--out", out, mode}, kTiny), kQuick));
+    CHECK(again.exit_code == 1);
+    CHECK(again.errors.find("holds sweep.tsv already") != std::string::npos);
+    CHECK(qkv::testing::read_file(out + "/sweep.tsv") == tsv);
     const auto k = run_program(kGraphProgram, with({"karate", "--out", out, mode}, kQuick));
     REQUIRE_MESSAGE(k.exit_code == 0, k.errors);
     CHECK(k.output.find("34 members, 78 friendships") != std::string::npos);
