@@ -9,6 +9,7 @@
 #include "io/file.h"
 #include "tensor/error.h"
 #include "tensor/reference_mode.h"
+#include "tensor/threads.h"
 
 namespace qkv::examples {
 namespace {
@@ -204,6 +205,10 @@ void make_output_directory(const std::string& option, const std::string& path) {
   if (!fs::is_directory(path, ec)) throw ValueError(what + "it is not a directory");
   // Permission bits do not bind root, and a read-only mount shows none: only a write tells.
   io::check_writable(path, "option --" + option);
+}
+
+void use_threads(const Args& args) {
+  if (const int64_t n = args.integer_in("threads", 0, kMaxThreads); n > 0) set_num_threads(static_cast<int>(n));
 }
 
 bool use_reference_mode(const Args& args) {

@@ -52,6 +52,10 @@ inline const Args::Option kReferenceOption = {
     "run every fused op as its composed reference, with plain allocation and OpenMP loops (the code a "
     "reader reads first; slower, the same results to float32 rounding; also QKV_REFERENCE=1)"};
 
+// Sets the thread count from --threads when it is above 0; 0 keeps the default (QKV_NUM_THREADS
+// or the cores). A negative count or one above qkv::kMaxThreads is a ValueError naming the option.
+void use_threads(const Args& args);
+
 // How the programs name the mode when it is on.
 inline constexpr const char* kReferenceModeNote = "reference mode (composed ops, plain allocation, OpenMP loops)";
 

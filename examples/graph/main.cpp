@@ -114,7 +114,7 @@ SbmOptions sbm_from(const Args& a, double homophily, uint64_t seed) {
 
 void setup(const Args& a) {
   a.refuse_positional();
-  if (const int64_t n = a.integer_in("threads", 0, qkv::kMaxThreads); n > 0) qkv::set_num_threads(static_cast<int>(n));
+  qkv::examples::use_threads(a);
   if (qkv::examples::use_reference_mode(a)) std::cout << qkv::examples::kReferenceModeNote << "\n";
 }
 

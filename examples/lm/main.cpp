@@ -53,10 +53,6 @@ std::string names(const std::vector<std::string>& v) {
   return s;
 }
 
-void set_threads(const Args& a) {
-  if (const int64_t n = a.integer_in("threads", 0, qkv::kMaxThreads); n > 0) qkv::set_num_threads(static_cast<int>(n));
-}
-
 std::vector<Args::Option> train_options() {
   const Config d;
   using qkv::examples::option_text;
@@ -115,7 +111,7 @@ Config config_from(const Args& a) {
 
 int cmd_train(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   qkv::examples::use_reference_mode(a);
   TrainOptions o;
   o.run_dir = a.str("run");
@@ -168,7 +164,7 @@ std::vector<int32_t> prompt_ids(const std::string& prompt, const CharVocab& voca
 
 int cmd_sample(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   qkv::examples::use_reference_mode(a);
   const std::string checkpoint = a.str("checkpoint");
   if (checkpoint != "best" && checkpoint != "last")
@@ -198,7 +194,7 @@ int cmd_sample(const Args& a) {
 
 int cmd_eval(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   qkv::examples::use_reference_mode(a);
   const Run run = load_run(a.str("run"), "best");
   const Data data = load_data(run.config, run.config.chars);
@@ -297,7 +293,7 @@ void bench_steps(const Config& config, int64_t warmup, int64_t steps, bool profi
 
 int cmd_bench(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   qkv::examples::use_reference_mode(a);
   Config config = config_from(a);
   const std::string what = a.str("what");

@@ -58,12 +58,6 @@ const char* const kUsage =
     "  data      write the built-in corpus (or --corpus brown) as CoNLL-U files (--out DIR)\n"
     "run `tagger COMMAND --help` for its options\n";
 
-void set_threads(const Args& a) {
-  // 0 keeps the default (QKV_NUM_THREADS or the cores); a negative count is an error, not a default.
-  if (const int64_t n = a.integer_in("threads", 0, qkv::kMaxThreads); n > 0)
-    qkv::set_num_threads(static_cast<int>(n));
-}
-
 // How the computation runs from now on: on the composed references with --reference or
 // QKV_REFERENCE=1 (tensor/reference_mode.h), and with float32 products computed as `precision`
 // says (tensor/precision.h): "highest" or "medium", the value of --matmul (bench) or of the run's
@@ -125,7 +119,7 @@ void join_world(TrainOptions& options) {
 int cmd_train(const Args& a) {
   a.refuse_positional();
   if (a.flag("resume")) refuse_options_resume_ignores(a);
-  set_threads(a);
+  qkv::examples::use_threads(a);
   const Config config = config_from(a);
   TrainOptions options = train_options_from(a);
   join_world(options);
@@ -195,7 +189,7 @@ void note_reference_mode(const Args& a) {
 
 int cmd_eval(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   note_reference_mode(a);
   Run run = load_run(run_option(a));
   std::vector<TaggedSentence> train, test;
@@ -245,7 +239,7 @@ void tag_line(Run& run, const std::vector<std::string>& words, const std::string
 }
 
 int cmd_predict(const Args& a) {
-  set_threads(a);
+  qkv::examples::use_threads(a);
   note_reference_mode(a);
   Run run = load_run(run_option(a));
   const qkv::data::TokenizerStyle style = tokenizer_style_for(run.config);
@@ -330,7 +324,7 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
 
 int cmd_ablate(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   const Config base = config_from(a);
   use_modes(a, base.matmul);
   note_reference_mode(a);
@@ -408,7 +402,7 @@ int cmd_data(const Args& a) {
 
 int cmd_bench(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   use_modes(a, a.str("matmul"));
   const BenchConfig config = bench_config(a.str("config"));
   const BenchResult r =

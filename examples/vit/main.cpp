@@ -54,10 +54,6 @@ const char* const kUsage =
     "  bench    time training steps of the model train would train\n"
     "run `vit COMMAND --help` for its options\n";
 
-void set_threads(const Args& a) {
-  if (const int64_t n = a.integer_in("threads", 0, qkv::kMaxThreads); n > 0) qkv::set_num_threads(static_cast<int>(n));
-}
-
 std::vector<Args::Option> model_options() {
   const Config d;
   using qkv::examples::option_text;
@@ -129,7 +125,7 @@ Config config_from(const Args& a) {
 
 int cmd_train(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   qkv::examples::use_reference_mode(a);
   TrainOptions o;
   o.run_dir = a.str("run");
@@ -155,7 +151,7 @@ int cmd_train(const Args& a) {
 
 int cmd_eval(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   qkv::examples::use_reference_mode(a);
   Run run = load_run(a.str("run"), "best");
   const ImageData data = load_data(run.config);
@@ -175,7 +171,7 @@ int cmd_eval(const Args& a) {
 
 int cmd_predict(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   qkv::examples::use_reference_mode(a);
   if (!a.given("images")) throw qkv::ValueError("vit predict: --images FILE is required (an IDX file of N×rows×cols bytes)");
   Run run = load_run(a.str("run"), "best");
@@ -196,7 +192,7 @@ int cmd_predict(const Args& a) {
 
 int cmd_figures(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   qkv::examples::use_reference_mode(a);
   draw_run_figures(a.str("run"));
   return 0;
@@ -212,7 +208,7 @@ double median(std::vector<double> values) {
 // model in PyTorch: untimed warm-up steps, then the median.
 int cmd_bench(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   qkv::examples::use_reference_mode(a);
   Config config = config_from(a);
   config.model.rows = config.model.cols = 28;
@@ -257,7 +253,7 @@ int cmd_bench(const Args& a) {
 
 int cmd_ablate(const Args& a) {
   a.refuse_positional();
-  set_threads(a);
+  qkv::examples::use_threads(a);
   qkv::examples::use_reference_mode(a);
   Config config = config_from(a);
   AblationOptions o;
