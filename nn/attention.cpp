@@ -39,16 +39,16 @@ void check_keys_values(const Module& layer, const Tensor& keys, const Tensor& va
 
 // valid_lens as the attention layers take it, checked before any path is chosen so that the error
 // names the layer and not the op the configuration happens to run: undefined, (B) or, unless
-// `per_example_only` (a window, computed on the band), (B, Q); each length from 0 to K.
+// `per_example_only` says why not (a window, computed on the band), (B, Q); each length from 0 to K.
 void check_valid_lens(const Module& layer, const IndexTensor& valid_lens, int64_t B, int64_t Q, int64_t K,
-                      bool per_example_only = false) {
+                      const char* per_example_only = nullptr) {
   if (!valid_lens.defined()) return;
   const Shape& s = valid_lens.shape();
   if (s != Shape{B} && (per_example_only || s != Shape{B, Q}))
     throw ShapeError(layer.where() + ": valid_lens of shape " + shape_str(s) + " does not fit " +
                      std::to_string(B) + " sequences of " + std::to_string(Q) + " queries: expected (" +
                      std::to_string(B) + ")" +
-                     (per_example_only ? " (a window takes one length per sequence)"
+                     (per_example_only ? std::string(" (") + per_example_only + ")"
                                        : " or (" + std::to_string(B) + "," + std::to_string(Q) + ")"));
   const int64_t* v = valid_lens.data();
   for (int64_t i = 0; i < valid_lens.numel(); ++i)
@@ -137,7 +137,8 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   check_input(*this, "keys", keys, queries.size(0), W_k->in_features);
   check_input(*this, "values", values, queries.size(0), W_v->in_features);
   check_keys_values(*this, keys, values);
-  check_valid_lens(*this, valid_lens, queries.size(0), queries.size(1), keys.size(1), restriction.banded());
+  check_valid_lens(*this, valid_lens, queries.size(0), queries.size(1), keys.size(1),
+                   restriction.banded() ? "a window takes one length per sequence" : nullptr);
   functional::AttentionOutput out;
   if (restriction.banded())
     out = attend_window(queries, keys, values, valid_lens, mask, bias);
@@ -264,6 +265,96 @@ std::pair<Tensor, Tensor> MultiHeadAttention::mask_and_bias(int64_t Q, int64_t K
 }
 
 Tensor MultiHeadAttention::position_bias(int64_t Q, int64_t K, int64_t first_query) const {
+  return position_scores_bias(positions.get(), num_heads, Q, K, first_query, *this);
+}
+
+Tensor MultiHeadAttention::dense_weights() const {
+  const bool band = restriction.banded() && attention_weights.defined();
+  return band ? functional::band_to_dense(attention_weights) : attention_weights;
+}
+
+std::string MultiHeadAttention::extra_repr() const {
+  return "num_hiddens=" + std::to_string(W_o->in_features) + ", num_heads=" + std::to_string(num_heads) + ", " +
+         dropout_repr(dropout) +
+         (restriction.describe() != "full" ? ", attend=" + restriction.describe() : std::string()) +
+         (fused ? "" : ", fused=false");
+}
+
+// ---- Attention, ProjectedAttention ------------------------------------------------------------
+
+Tensor Attention::forward_step(const Tensor&, Tensor&, Tensor&, int64_t) {
+  throw ValueError(where() + ": this attention mechanism does not decode with a key/value cache");
+}
+
+namespace {
+
+std::string support_list(const AttentionSupport& s) {
+  std::string list = "valid lengths, positions on the input";
+  if (s.transform_qk) list += ", positions on q and k";
+  if (s.offset_bias) list += ", score biases by offset";
+  if (s.window) list += ", a window";
+  if (s.causal) list += ", causal";
+  if (s.mask) list += ", a mask";
+  return list;
+}
+
+}  // namespace
+
+void check_supported(const Attention& attention, const AttentionSetup& setup, const std::string& where) {
+  const AttentionSupport s = attention.supports();
+  std::string missing;
+  if (PositionScheme* p = setup.positions.get()) {
+    // A scheme biases scores iff its offset_bias gives a tensor (the default gives none).
+    if (!s.offset_bias && p->offset_bias(IndexTensor(std::vector<int64_t>{0})).defined())
+      missing = "position scheme " + p->type_name() + " (a score bias by offset)";
+    else if (!s.transform_qk && p->transforms_qk())
+      missing = "position scheme " + p->type_name() + " (it transforms queries and keys)";
+  }
+  const AttentionRestriction& r = setup.attend;
+  if (missing.empty() && ((r.banded() && !s.window) || (r.is_causal && !s.causal) || (r.allowed.defined() && !s.mask)))
+    missing = "attend=" + r.describe();
+  if (!missing.empty())
+    throw ValueError(where + ": attention " + attention.type_name() + " does not support " + missing +
+                     "; it takes " + support_list(s));
+}
+
+ProjectedAttention::ProjectedAttention(const AttentionSetup& s, const std::string& type)
+    : num_heads(s.num_heads), dropout(s.dropout), positions(s.positions) {
+  if (s.num_heads <= 0 || s.num_hiddens <= 0 || s.num_hiddens % s.num_heads != 0)
+    throw ValueError(type + ": num_hiddens " + std::to_string(s.num_hiddens) + " must be a positive multiple of num_heads " +
+                     std::to_string(s.num_heads));
+  check_dropout(type.c_str(), s.dropout);
+  const int64_t D = s.num_hiddens;
+  W_q = register_module("W_q", std::make_shared<Linear>(D, D, s.use_bias));
+  W_k = register_module("W_k", std::make_shared<Linear>(D, D, s.use_bias));
+  W_v = register_module("W_v", std::make_shared<Linear>(D, D, s.use_bias));
+  W_o = register_module("W_o", std::make_shared<Linear>(D, D, s.use_bias));
+}
+
+ProjectedAttention::Heads ProjectedAttention::project(const Tensor& queries, const Tensor& keys,
+                                                      const Tensor& values, const IndexTensor& valid_lens,
+                                                      const Tensor& mask, const Tensor& bias,
+                                                      bool takes_mask_bias) const {
+  check_input(*this, "queries", queries, -1, W_q->in_features);
+  check_input(*this, "keys", keys, queries.size(0), W_k->in_features);
+  check_input(*this, "values", values, queries.size(0), W_v->in_features);
+  check_keys_values(*this, keys, values);
+  check_valid_lens(*this, valid_lens, queries.size(0), queries.size(1), keys.size(1),
+                   "this mechanism takes one length per sequence");
+  if (!takes_mask_bias && (mask.defined() || bias.defined()))
+    throw ValueError(where() + ": takes no mask or score bias of a caller's own; got" +
+                     (mask.defined() ? std::string(" a mask") : std::string()) + (bias.defined() ? " a bias" : ""));
+  Heads h{functional::split_heads(W_q->forward(queries), num_heads),
+          functional::split_heads(W_k->forward(keys), num_heads),
+          functional::split_heads(W_v->forward(values), num_heads)};
+  if (positions) std::tie(h.q, h.k) = positions->transform_qk(h.q, h.k);
+  return h;
+}
+
+Tensor ProjectedAttention::output(const Tensor& heads) const { return W_o->forward(functional::merge_heads(heads)); }
+
+Tensor position_scores_bias(PositionScheme* positions, int64_t num_heads, int64_t Q, int64_t K, int64_t first_query,
+                            const Module& layer) {
   if (!positions || Q == 0 || K == 0) return Tensor();
   // The scheme's bias for each distinct offset j − i, from −(first_query + Q − 1) to K − 1 − first_query: (H, Q + K − 1).
   const int64_t n = Q + K - 1;
@@ -272,21 +363,13 @@ Tensor MultiHeadAttention::position_bias(int64_t Q, int64_t K, int64_t first_que
   const Tensor b = positions->offset_bias(IndexTensor(offsets));
   if (!b.defined()) return b;
   if (b.dim() != 2 || b.size(1) != n || (b.size(0) != 1 && b.size(0) != num_heads))
-    throw ShapeError(where() + ": position scheme " + positions->type_name() +
-                     " gave a bias of shape " + shape_str(b.shape()) + " for " + std::to_string(n) +
-                     " offsets; expected (" + std::to_string(num_heads) + " or 1, " + std::to_string(n) +
-                     ")");
+    throw ShapeError(layer.where() + ": position scheme " + positions->type_name() + " gave a bias of shape " +
+                     shape_str(b.shape()) + " for " + std::to_string(n) + " offsets; expected (" +
+                     std::to_string(num_heads) + " or 1, " + std::to_string(n) + ")");
   std::vector<int64_t> column(static_cast<size_t>(Q * K));  // pair (i, j) reads column j − i + Q − 1
   for (int64_t i = 0; i < Q; ++i)
     for (int64_t j = 0; j < K; ++j) column[i * K + j] = j - i + Q - 1;
   return b.index_select(1, IndexTensor(column)).view({1, b.size(0), Q, K});
-}
-
-std::string MultiHeadAttention::extra_repr() const {
-  return "num_hiddens=" + std::to_string(W_o->in_features) + ", num_heads=" + std::to_string(num_heads) + ", " +
-         dropout_repr(dropout) +
-         (restriction.describe() != "full" ? ", attend=" + restriction.describe() : std::string()) +
-         (fused ? "" : ", fused=false");
 }
 
 // ---- AttentionRestriction ----------------------------------------------------------------------

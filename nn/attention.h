@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "nn/attention_interface.h"
 #include "nn/functional/attention.h"
 #include "nn/linear.h"
 #include "nn/module.h"
@@ -74,7 +75,8 @@ class AdditiveAttention : public Module {
   Tensor attention_weights;
 };
 
-// Multi-head attention (Vaswani et al. 2017, section 3.2.2; d2l 11.5), with d2l's head layout:
+// Multi-head attention (Vaswani et al. 2017, section 3.2.2; d2l 11.5), with d2l's head layout.
+// It is the Transformer block's default attention mechanism ("dense", nn/attention_interface.h):
 //   q = W_q(queries), k = W_k(keys), v = W_v(values)      (B, ·, D), D = num_hiddens
 //   head h reads features [h·d, (h+1)·d) of each,          d = D / num_heads
 //   output = W_o(concat over heads of scaled dot-product attention(q_h, k_h, v_h))
@@ -98,7 +100,7 @@ class AdditiveAttention : public Module {
 //    embeddings), and its offset_bias added to every head's scores (relative biases, ALiBi). The
 //    Transformer encoder sets it to the scheme it owns; it is not a child of this module.
 //  - restriction says which keys a query may see besides the padding: all, a window ±w, the keys
-//    up to itself (causal), or an arbitrary mask (AttentionRestriction below).
+//    up to itself (causal), or an arbitrary mask (AttentionRestriction, nn/attention_interface.h).
 // forward's own mask and bias compose with these in dense attention (a window takes neither).
 //
 // Two paths, as nanoGPT's attention has (its `flash` switch): dense attention is fused, the default
@@ -110,30 +112,13 @@ class AdditiveAttention : public Module {
 // (nn/functional/banded_attention.h); then attention_weights holds the band, (B, H, T, 2w'+1)
 // with w' = min(w, T − 1), which functional::band_to_dense spreads out.
 
-// Which keys a query may see, besides those past its sequence's valid length.
-struct AttentionRestriction {
-  static AttentionRestriction full() { return {}; }
-  static AttentionRestriction window(int64_t w);     // |j − i| <= w, computed on the band
-  static AttentionRestriction causal();              // j <= i
-  static AttentionRestriction mask(Tensor allowed);  // a 0/1 (Q, K) tensor, 1 where allowed
-
-  int64_t window_size = -1;  // >= 0 for a window
-  bool is_causal = false;
-  Tensor allowed;  // the arbitrary mask, or undefined
-
-  bool banded() const { return window_size >= 0; }
-  // The (Q, K) mask a dense computation applies, undefined when every key is allowed.
-  Tensor dense_mask(int64_t Q, int64_t K) const;
-  std::string describe() const;  // "full", "window=2", "causal" or "mask"
-};
-
-class MultiHeadAttention : public Module {
+class MultiHeadAttention : public Attention {
  public:
   MultiHeadAttention(int64_t key_size, int64_t query_size, int64_t value_size, int64_t num_hiddens,
                      int64_t num_heads, float dropout, bool bias = false);
   Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values,
                  const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
-                 const Tensor& bias = Tensor());
+                 const Tensor& bias = Tensor()) override;
   // One step of decoding with a key/value cache (nn/kv_cache.h), for a causal layer in eval mode:
   //   x (B, 1, query_size): the token at `position`, attending to itself and the positions before it
   //   keys, values (B, H, capacity, d): rows [0, position) hold the earlier tokens' keys and values
@@ -142,7 +127,10 @@ class MultiHeadAttention : public Module {
   // The same computation as row `position` of forward() on the whole prefix, to the bit: the same
   // projections, the same kernels (the causal mask there hides exactly the keys the cache does not
   // hold yet). No graph is recorded. attention_weights holds this step's (B, H, 1, position + 1).
-  Tensor forward_step(const Tensor& x, Tensor& keys, Tensor& values, int64_t position);
+  Tensor forward_step(const Tensor& x, Tensor& keys, Tensor& values, int64_t position) override;
+  AttentionSupport supports() const override { return AttentionSupport::all(); }
+  // attention_weights, with a window's band spread out to (B, H, T, T).
+  Tensor dense_weights() const override;
   std::string extra_repr() const override;
 
   int64_t num_heads;
@@ -150,8 +138,8 @@ class MultiHeadAttention : public Module {
   std::shared_ptr<Linear> W_q, W_k, W_v, W_o;
   std::shared_ptr<PositionScheme> positions;  // not a child: owned by whoever shares it
   AttentionRestriction restriction;
-  bool fused = true;         // dense attention fused (the default) or composed (see above)
-  Tensor attention_weights;  // (B, H, Q, K), or the band (B, H, T, 2w+1) with a window
+  bool fused = true;  // dense attention fused (the default) or composed (see above)
+  // attention_weights (Attention's): (B, H, Q, K), or the band (B, H, T, 2w+1) with a window.
   // A forward in training mode whose (B, H, Q, K) weights take more than this many bytes keeps
   // no attention_weights (undefined after it), and the fused ops keep no weights for backward
   // either: they recompute them there (functional::fused_attention's need_weights), a tensor less

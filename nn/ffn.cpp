@@ -21,21 +21,29 @@ std::string PositionWiseFFN::extra_repr() const { return activation == Activatio
 
 namespace {
 
-const Registry<FeedForwardFactory>& registry() {
-  static const Registry<FeedForwardFactory> ffns("feed_forward: unknown FFN", {
+Registry<FeedForwardFactory> builtin_ffns() {
+  return Registry<FeedForwardFactory>("feed_forward", "FFN", {
       {"relu",
        [](int64_t d, int64_t f) { return std::make_shared<PositionWiseFFN>(d, f, d, Activation::ReLU); }},
       {"gelu",
        [](int64_t d, int64_t f) { return std::make_shared<PositionWiseFFN>(d, f, d, Activation::GELU); }},
       {"swiglu", [](int64_t d, int64_t f) { return std::make_shared<SwiGLU>(d, f); }},
   });
-  return ffns;
 }
 
 }  // namespace
 
-FeedForwardFactory feed_forward(const std::string& name) { return registry().at(name); }
+Registry<FeedForwardFactory>& feed_forwards() {
+  static Registry<FeedForwardFactory> ffns = builtin_ffns();
+  return ffns;
+}
 
-std::vector<std::string> feed_forward_names() { return registry().names(); }
+bool register_feed_forward(const std::string& name, FeedForwardFactory factory) {
+  return feed_forwards().add(name, std::move(factory));
+}
+
+FeedForwardFactory feed_forward(const std::string& name) { return feed_forwards().at(name); }
+
+std::vector<std::string> feed_forward_names() { return feed_forwards().names(); }
 
 }  // namespace qkv::nn

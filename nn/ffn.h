@@ -21,6 +21,7 @@
 
 #include "nn/linear.h"
 #include "nn/module.h"
+#include "nn/registry.h"
 
 namespace qkv::nn {
 
@@ -47,7 +48,9 @@ class PositionWiseFFN : public FeedForward {
 
 // The factories of the built-in FFNs, by the names command lines and checkpoints use: relu, gelu
 // (PositionWiseFFN) and swiglu (nn/swiglu.h). feed_forward(name) throws ValueError naming the known
-// ones for any other name.
+// ones for any other name. An FFN of a user's own registers from the user's file (nn/registry.h).
+Registry<FeedForwardFactory>& feed_forwards();
+bool register_feed_forward(const std::string& name, FeedForwardFactory factory);
 FeedForwardFactory feed_forward(const std::string& name);
 std::vector<std::string> feed_forward_names();
 

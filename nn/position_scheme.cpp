@@ -77,8 +77,8 @@ Tensor RelativeBiasPositions::offset_bias(const IndexTensor& offsets) {
 
 namespace {
 
-const Registry<PositionFactory>& registry() {
-  static const Registry<PositionFactory> schemes("position_scheme: unknown scheme", {
+Registry<PositionFactory> builtin_schemes() {
+  return Registry<PositionFactory>("position_scheme", "scheme", {
       {"none", [](const PositionSizes&) { return std::make_shared<NoPositions>(); }},
       {"sinusoidal", [](const PositionSizes& s) { return std::make_shared<SinusoidalPositions>(s); }},
       {"learned", [](const PositionSizes& s) { return std::make_shared<LearnedPositions>(s); }},
@@ -95,13 +95,21 @@ const Registry<PositionFactory>& registry() {
        }},
       {"alibi", [](const PositionSizes& s) { return std::make_shared<ALiBi>(s.num_heads); }},
   });
-  return schemes;
 }
 
 }  // namespace
 
-PositionFactory position_scheme(const std::string& name) { return registry().at(name); }
+Registry<PositionFactory>& position_schemes() {
+  static Registry<PositionFactory> schemes = builtin_schemes();
+  return schemes;
+}
 
-std::vector<std::string> position_scheme_names() { return registry().names(); }
+bool register_position_scheme(const std::string& name, PositionFactory factory) {
+  return position_schemes().add(name, std::move(factory));
+}
+
+PositionFactory position_scheme(const std::string& name) { return position_schemes().at(name); }
+
+std::vector<std::string> position_scheme_names() { return position_schemes().names(); }
 
 }  // namespace qkv::nn

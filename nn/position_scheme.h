@@ -36,6 +36,7 @@
 #include "nn/learned_positional_encoding.h"
 #include "nn/module.h"
 #include "nn/positional_encoding.h"
+#include "nn/registry.h"
 #include "nn/relative_position.h"
 #include "nn/rotary.h"
 #include "tensor/index_tensor.h"
@@ -130,7 +131,11 @@ class RelativeBiasPositions : public PositionScheme {
 //   relative   T5 buckets, bidirectional, 32 buckets up to distance 128 (T5's defaults)
 //   clipped    Shaw et al.'s clipping at distance 16 (33 buckets)
 //   alibi      ALiBi's fixed linear penalties (nn/alibi.h)
-// position_scheme(name) throws ValueError naming the known ones for any other name.
+// position_scheme(name) throws ValueError naming the known ones for any other name. A scheme of a
+// user's own registers from the user's file (nn/registry.h):
+//   static const bool registered = nn::register_position_scheme("mine", factory);
+Registry<PositionFactory>& position_schemes();
+bool register_position_scheme(const std::string& name, PositionFactory factory);
 PositionFactory position_scheme(const std::string& name);
 std::vector<std::string> position_scheme_names();
 

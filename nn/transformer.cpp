@@ -14,11 +14,20 @@ namespace qkv::nn {
 TransformerEncoderBlock::TransformerEncoderBlock(const TransformerBlockOptions& o)
     : norm(o.norm) {
   const int64_t D = o.num_hiddens;
-  attention = register_module(
-      "attention", std::make_shared<MultiHeadAttention>(D, D, D, D, o.num_heads, o.dropout, o.use_bias));
-  attention->positions = o.positions;
-  attention->restriction = o.attend;
-  attention->recompute_weights_above = o.recompute_weights_above;
+  if (!o.attention) throw ValueError("TransformerEncoderBlock: the attention factory must be set");
+  const AttentionSetup setup{.num_hiddens = D,
+                             .num_heads = o.num_heads,
+                             .max_len = o.max_len,
+                             .dropout = o.dropout,
+                             .use_bias = o.use_bias,
+                             .positions = o.positions,
+                             .attend = o.attend,
+                             .recompute_weights_above = o.recompute_weights_above,
+                             .features = o.attention_features};
+  attention = o.attention(setup);
+  if (!attention) throw ValueError("TransformerEncoderBlock: the attention factory returned no module");
+  check_supported(*attention, setup, "TransformerEncoder");
+  register_module("attention", attention);
   if (norm == NormPlacement::Pre) {
     norm1 = register_module("norm1", std::make_shared<LayerNorm>(D));
     ffn = register_module("ffn", o.ffn(D, o.ffn_num_hiddens));
@@ -69,8 +78,8 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o)
         std::to_string(o.num_hiddens) + ", ffn_num_hiddens " + std::to_string(o.ffn_num_hiddens) +
         ", num_heads " + std::to_string(o.num_heads) + ", num_layers " + std::to_string(o.num_layers) +
         " and vocab_size " + std::to_string(o.vocab_size));
-  if (!o.positions || !o.ffn)
-    throw ValueError("TransformerEncoder: the positions and ffn factories must be set");
+  if (!o.positions || !o.ffn || !o.attention)
+    throw ValueError("TransformerEncoder: the positions, ffn and attention factories must be set");
   if (o.vocab_size > 0)
     embedding = register_module("embedding", std::make_shared<Embedding>(o.vocab_size, o.num_hiddens));
   positions = register_module("positions", o.positions({o.num_hiddens, o.num_heads, o.max_len}));
@@ -83,6 +92,9 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& o)
                                       .use_bias = o.use_bias,
                                       .norm = o.norm,
                                       .ffn = o.ffn,
+                                      .attention = o.attention,
+                                      .attention_features = o.attention_features,
+                                      .max_len = o.max_len,
                                       .attend = o.attend,
                                       .positions = positions,
                                       .recompute_weights_above = o.recompute_weights_above};
@@ -156,11 +168,8 @@ Tensor TransformerEncoder::forward_step(const Tensor& embedded, KVCache& cache) 
 
 std::vector<Tensor> TransformerEncoder::attention_weights() const {
   std::vector<Tensor> weights;
-  for (size_t i = 0; i < blocks->size(); ++i) {
-    const MultiHeadAttention& a = *blocks->at<TransformerEncoderBlock>(i)->attention;
-    const bool band = a.restriction.banded() && a.attention_weights.defined();
-    weights.push_back(band ? functional::band_to_dense(a.attention_weights) : a.attention_weights);
-  }
+  for (size_t i = 0; i < blocks->size(); ++i)
+    weights.push_back(blocks->at<TransformerEncoderBlock>(i)->attention->dense_weights());
   return weights;
 }
 

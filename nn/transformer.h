@@ -11,8 +11,8 @@
 // Post-norm keeps every block's output normalized; pre-norm keeps an identity path from input to
 // output, which trains deep stacks without a learning-rate warm-up, and needs a final LayerNorm
 // after the last block (TransformerEncoder adds it).
-// Children, by name: attention (MultiHeadAttention, D → D with num_heads heads; bias only with
-// use_bias), ffn (by default PositionWiseFFN, with biases), and addnorm1, addnorm2 (post-norm) or norm1,
+// Children, by name: attention (by default MultiHeadAttention, D → D with num_heads heads; bias only
+// with use_bias), ffn (by default PositionWiseFFN, with biases), and addnorm1, addnorm2 (post-norm) or norm1,
 // norm2, dropout (pre-norm). d2l's names, so the parameters read attention.W_q.weight, addnorm1.ln.weight...
 // Differences from PyTorch's nn.TransformerEncoderLayer, which this block otherwise matches (relu,
 // norm_first for pre-norm): PyTorch also drops out after the FFN's relu, and its attention has
@@ -38,6 +38,10 @@
 //   attend     which keys a query may see (AttentionRestriction, nn/attention.h): all, a window
 //              ±w computed on the band in O(T·w), causal, or a mask.
 //   ffn        a FeedForward (nn/ffn.h) built by a factory: relu, gelu, swiglu, or a user's own.
+//   attention  an Attention (nn/attention_interface.h) built by a factory from the block's sizes,
+//              the scheme and the restriction: dense (MultiHeadAttention), performer, linformer,
+//              talking_heads, or a user's own. A mechanism that does not support the scheme or
+//              the restriction asked of it is refused when the encoder is built, by name.
 //   norm       post-norm or pre-norm (above).
 // With no positions at all the encoder is equivariant to permutations of the positions (an
 // ablation; see the tests).
@@ -69,6 +73,9 @@ struct TransformerBlockOptions {
   bool use_bias = false;  // biases in the attention projections (d2l's use_bias)
   NormPlacement norm = NormPlacement::Post;
   FeedForwardFactory ffn = feed_forward("relu");
+  AttentionFactory attention = attention_mechanism("dense");
+  int64_t attention_features = 0;  // AttentionSetup::features: Performer's m, Linformer's k (0: default)
+  int64_t max_len = 1000;          // the longest sequence (Linformer's projections cover it)
   AttentionRestriction attend = AttentionRestriction::full();
   std::shared_ptr<PositionScheme> positions = nullptr;  // acts inside attention; shared, not a child
   // Above this many bytes of (B, H, T, T) weights per block, a training forward keeps none and
@@ -91,7 +98,7 @@ class TransformerEncoderBlock : public Module {
   std::string extra_repr() const override;
 
   NormPlacement norm;
-  std::shared_ptr<MultiHeadAttention> attention;
+  std::shared_ptr<Attention> attention;  // built by options.attention; checked by check_supported
   std::shared_ptr<FeedForward> ffn;
   std::shared_ptr<AddNorm> addnorm1, addnorm2;  // post-norm only
   std::shared_ptr<LayerNorm> norm1, norm2;      // pre-norm only
@@ -103,6 +110,7 @@ class TransformerEncoderBlock : public Module {
 //                                   .num_heads = 4, .num_layers = 2,
 //                                   .positions = nn::position_scheme("rotary"),
 //                                   .attend = nn::AttentionRestriction::window(3)});
+// Each block's attention by a registry name: .attention = nn::attention_mechanism("performer").
 struct TransformerEncoderOptions {
   int64_t vocab_size = 0, num_hiddens = 0, ffn_num_hiddens = 0, num_heads = 0, num_layers = 0;
   float dropout = 0.1f;    // after the embedding, on attention weights, in every residual
@@ -111,6 +119,8 @@ struct TransformerEncoderOptions {
   PositionFactory positions = position_scheme("sinusoidal");
   AttentionRestriction attend = AttentionRestriction::full();
   FeedForwardFactory ffn = feed_forward("relu");
+  AttentionFactory attention = attention_mechanism("dense");  // nn/attention_interface.h
+  int64_t attention_features = 0;  // the size of an approximate attention's (AttentionSetup::features)
   NormPlacement norm = NormPlacement::Post;
   int64_t recompute_weights_above = int64_t{8} << 20;  // as TransformerBlockOptions'
 };

@@ -355,7 +355,7 @@ TEST_CASE("an attention layer in a model names itself by its path whichever path
       CAPTURE(fused);
       CAPTURE(reference);
       for (size_t i = 0; i < encoder.blocks->size(); ++i)
-        encoder.blocks->at<nn::TransformerEncoderBlock>(i)->attention->fused = fused;
+        std::dynamic_pointer_cast<nn::MultiHeadAttention>(encoder.blocks->at<nn::TransformerEncoderBlock>(i)->attention)->fused = fused;
       const ReferenceModeGuard mode(reference);
       CHECK_THROWS_WITH_AS(encoder.forward(ids, IndexTensor{2, 9}), expected.c_str(), IndexError);
     }

@@ -208,7 +208,7 @@ TEST_CASE("the pre-norm block keeps an identity path and the post-norm block nor
     auto& ffn = dynamic_cast<nn::PositionWiseFFN&>(*block.ffn);
     {
       NoGradGuard no_grad;
-      block.attention->W_o->weight.zero_();
+      dynamic_cast<nn::MultiHeadAttention&>(*block.attention).W_o->weight.zero_();
       ffn.dense2->weight.zero_();
       ffn.dense2->bias.zero_();
     }
