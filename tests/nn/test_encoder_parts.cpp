@@ -90,24 +90,35 @@ TEST_CASE("relative bias positions read the bucket of each offset from their tab
 }
 
 TEST_CASE("each scheme acts in its one place") {
+  // Every registered scheme, a user's own too (nn::register_position_scheme): each acts in at most
+  // one place; the built-in ones in the place their comments give.
   const nn::PositionSizes sizes{.num_hiddens = 8, .num_heads = 2, .max_len = 16};
   const Tensor X = randn({1, 4, 8}), q = randn({1, 2, 4, 4});
   const IndexTensor offsets{-1, 0, 1};
+  const std::set<std::string> input{"sinusoidal", "learned"}, qk{"rotary"}, bias{"relative", "clipped", "alibi"};
+  const std::set<std::string> builtin{"none", "sinusoidal", "learned", "rotary", "relative", "clipped", "alibi"};
+  for (const std::string& name : builtin) CHECK(nn::position_schemes().contains(name));
   for (const std::string& name : nn::position_scheme_names()) {
     CAPTURE(name);
     const std::shared_ptr<nn::PositionScheme> scheme = nn::position_scheme(name)(sizes);
     const bool on_input = (scheme->encode_input(X) - X).abs().max().item() > 0;
     const bool on_qk = (scheme->transform_qk(q, q).first - q).abs().max().item() > 0;
     const bool as_bias = scheme->offset_bias(offsets).defined();
-    const std::set<std::string> input{"sinusoidal", "learned"}, qk{"rotary"}, bias{"relative", "clipped", "alibi"};
+    CHECK(int{on_input} + int{on_qk} + int{as_bias} <= 1);
+    CHECK(on_qk == scheme->transforms_qk());  // the flag self-attention reads to unpack its projections
+    if (builtin.count(name) == 0) continue;
     CHECK(on_input == (input.count(name) > 0));
     CHECK(on_qk == (qk.count(name) > 0));
     CHECK(as_bias == (bias.count(name) > 0));
   }
-  CHECK_THROWS_WITH_AS(nn::position_scheme("fourier"),
-                       "position_scheme: unknown scheme 'fourier'; expected one of alibi, clipped, learned, none, "
-                       "relative, rotary, sinusoidal",
-                       ValueError);
+  try {
+    nn::position_scheme("fourier");
+    FAIL("an unknown scheme was accepted");
+  } catch (const ValueError& e) {
+    const std::string message = e.what();
+    CHECK(message.rfind("position_scheme: unknown scheme 'fourier'; expected one of alibi, clipped, ", 0) == 0);
+    for (const std::string& name : builtin) CHECK(message.find(name) != std::string::npos);
+  }
   CHECK_THROWS_AS(nn::feed_forward("tanh"), ValueError);
 }
 
