@@ -20,10 +20,17 @@
 // attention under the adjacency mask (graph_attention_reference); the second table times both
 // against the number of edges E = 8N, for N = 16 ... max-len.
 //
+// The third table is the attention mechanisms a Transformer block can be built with
+// (nn/attention_interface.h), each a whole multi-head layer with its projections, 4 heads: dense
+// softmax attention, O(n²); talking heads, O(n²) and more; Performer with m = 64 random features and
+// Linformer projecting to k = 64 rows, both O(n); and the window ±w on the band, O(n·w). It runs
+// n = 256 ... --attention-len, each O(n²) mechanism only while its (H, n, n) tensors fit in memory,
+// and prints the n at which each linear one overtakes dense attention.
+//
 //   usage: scaling_study [--out DIR] [--width 64] [--window 8] [--max-len 4096] [--repeats 5]
-//                        [--threads 1]
-// writes DIR/scaling.png and DIR/graph_scaling.png and prints the tables, the slopes and the FLOPs
-// the profiler counted.
+//                        [--threads 1] [--attention-len 16384]
+// writes DIR/scaling.png, DIR/graph_scaling.png and DIR/attention_scaling.png and prints the
+// tables, the slopes and the FLOPs the profiler counted.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -94,7 +101,7 @@ std::vector<Model> make_models(Layers& layers, int64_t w) {
 // What the command line sets: width d, window half-width w, the longest n, timed runs per point,
 // the directory of the plot.
 struct Options {
-  int64_t d = 0, w = 0, max_len = 0;
+  int64_t d = 0, w = 0, max_len = 0, attention_len = 0;
   int repeats = 0;
   std::string out;
 };
@@ -275,6 +282,112 @@ void graph_study(const Options& o) {
   std::printf("\nwrote %s\n", path.c_str());
 }
 
+// One attention mechanism of the third table: its factory's setup, and the longest n it runs at.
+struct Mechanism {
+  std::string name, claim;
+  nn::AttentionSetup setup;
+  std::string registered;  // its registry name
+  int64_t max_n;
+};
+
+// (B, H, n, n) floats of one tensor, and how many of them an O(n²) mechanism keeps at once.
+int64_t largest_quadratic_n(int64_t heads, int64_t tensors, int64_t budget_bytes) {
+  int64_t n = 256;
+  while (kBatch * heads * (2 * n) * (2 * n) * 4 * tensors <= budget_bytes) n *= 2;
+  return n;
+}
+
+// The first n at which `fast` takes less time than `dense`, interpolated on log scales between the
+// two lengths where the order changes; 0 if it never does over the lengths both ran.
+double crossover(const std::vector<int64_t>& n, const std::vector<double>& fast, const std::vector<double>& dense) {
+  for (size_t j = 0; j < std::min(fast.size(), dense.size()); ++j) {
+    if (fast[j] >= dense[j]) continue;
+    if (j == 0) return static_cast<double>(n[0]);
+    const double before = std::log(fast[j - 1] / dense[j - 1]), after = std::log(fast[j] / dense[j]);
+    const double t = before / (before - after);  // where log(fast/dense) crosses 0
+    return std::exp(std::log(static_cast<double>(n[j - 1])) + t * std::log(2.0));
+  }
+  return 0;
+}
+
+// The slopes of the third table over n >= 1024 (each over the lengths it ran), the n at which each
+// mechanism overtakes dense attention, and OUT/attention_scaling.png.
+void report_attention_study(const std::vector<Mechanism>& mechanisms, const Timings& t, const Options& o) {
+  std::printf("\nslope of log time vs log n from n = 1024 on, and where each overtakes dense attention:\n");
+  const size_t first = std::min<size_t>(2, t.lengths.size() - 1);  // n = 1024: past the fixed costs
+  for (size_t i = 0; i < mechanisms.size(); ++i) {
+    const std::vector<int64_t> n(t.lengths.begin(), t.lengths.begin() + static_cast<long>(t.ms[i].size()));
+    const double slope = t.ms[i].size() > first + 1 ? loglog_slope(n, t.ms[i], first) : NAN;
+    std::printf("  %-16s slope %5.2f   expected: %-26s", mechanisms[i].name.c_str(), slope, mechanisms[i].claim.c_str());
+    if (i > 0) {
+      const double at = crossover(t.lengths, t.ms[i], t.ms[0]);
+      if (at > 0)
+        std::printf("  faster than dense from n ~ %.0f", at);
+      else
+        std::printf("  not faster than dense up to n = %lld", static_cast<long long>(n.back()));
+    }
+    std::printf("\n");
+  }
+  plot::LinePlotSpec spec;
+  spec.title = "attention mechanisms: forward + backward time vs n (4 heads, d = " + std::to_string(o.d) + ")";
+  spec.x_label = "sequence length n";
+  spec.y_label = "time (ms)";
+  spec.log_x = spec.log_y = spec.markers = true;
+  for (size_t i = 0; i < mechanisms.size(); ++i) {
+    plot::Series s{mechanisms[i].name, {}, t.ms[i]};
+    for (size_t j = 0; j < t.ms[i].size(); ++j) s.x.push_back(static_cast<double>(t.lengths[j]));
+    spec.series.push_back(s);
+  }
+  const std::string path = o.out + "/attention_scaling.png";
+  plot::draw_line_plot(spec).write_png(path);
+  std::printf("\nwrote %s\n", path.c_str());
+}
+
+// The mechanisms of nn/attention_interface.h, forward + backward of the whole layer, against n.
+void attention_study(const Options& o) {
+  const int64_t H = 4, budget = int64_t{1} << 30;  // 1 GiB for the (H, n, n) tensors
+  // As in a Transformer encoder's blocks: above 8 MiB of weights, backward recomputes them.
+  nn::AttentionSetup base{.num_hiddens = o.d, .num_heads = H, .max_len = o.attention_len, .dropout = 0.0f,
+                          .recompute_weights_above = nn::TransformerEncoderOptions{}.recompute_weights_above};
+  nn::AttentionSetup window = base, approximate = base;
+  window.attend = nn::AttentionRestriction::window(o.w);
+  approximate.features = 64;
+  const std::vector<Mechanism> mechanisms = {
+      {"dense", "O(n^2 d): slope 2", base, "dense", largest_quadratic_n(H, 3, budget)},
+      {"talking heads", "O(n^2 (d + H)): slope 2", base, "talking_heads", largest_quadratic_n(H, 8, budget)},
+      {"performer m=64", "O(n m d): slope 1", approximate, "performer", o.attention_len},
+      {"linformer k=64", "O(n k d): slope 1", approximate, "linformer", o.attention_len},
+      {"window +-w", "O(n w d): slope 1", window, "dense", o.attention_len}};
+  Timings t;
+  for (int64_t n = 256; n <= o.attention_len; n *= 2) t.lengths.push_back(n);
+  t.ms.resize(mechanisms.size());
+  std::printf("\nattention mechanisms, forward + backward of the layer, %lld heads, width d = %lld; best of %d\n\n",
+              static_cast<long long>(H), static_cast<long long>(o.d), o.repeats);
+  std::printf("%6s", "n");
+  for (const Mechanism& m : mechanisms) std::printf(" %15s", m.name.c_str());
+  std::printf("   (ms)\n");
+  manual_seed(0);
+  std::vector<std::shared_ptr<nn::Attention>> layers;
+  for (const Mechanism& m : mechanisms) layers.push_back(nn::attention_mechanism(m.registered)(m.setup));
+  for (int64_t n : t.lengths) {
+    Tensor x = randn({kBatch, n, o.d}, /*requires_grad=*/true);
+    std::printf("%6lld", static_cast<long long>(n));
+    for (size_t i = 0; i < mechanisms.size(); ++i) {
+      if (n > mechanisms[i].max_n) {
+        std::printf(" %15s", "-");
+        continue;
+      }
+      const Model model{mechanisms[i].name, mechanisms[i].claim,
+                        [layer = layers[i]](const Tensor& v) { return layer->forward(v, v, v); }};
+      t.ms[i].push_back(measure(model, x, o.repeats).ms);
+      std::printf(" %15.3f", t.ms[i].back());
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  report_attention_study(mechanisms, t, o);
+}
+
 int run(int argc, char** argv) {
   const examples::Args args(argc, argv,
                             {{"out", ".", "directory for scaling.png"},
@@ -282,7 +395,8 @@ int run(int argc, char** argv) {
                              {"window", "8", "half-width w of the truncated attention"},
                              {"max-len", "4096", "longest sequence (powers of two from 16)"},
                              {"repeats", "5", "timed runs per point; the best is kept"},
-                             {"threads", "1", "threads for the kernels"}},
+                             {"threads", "1", "threads for the kernels"},
+                             {"attention-len", "16384", "longest sequence of the attention mechanisms' table"}},
                             "scaling_study [options]");
   if (args.help_requested()) {
     std::printf("%s", args.help().c_str());
@@ -291,6 +405,7 @@ int run(int argc, char** argv) {
   const Options options{.d = args.integer_in("width", 2, 4096),
                         .w = args.integer_in("window", 0, 4096),
                         .max_len = args.integer_in("max-len", 16, 65536),
+                        .attention_len = args.integer_in("attention-len", 256, 65536),
                         .repeats = static_cast<int>(args.integer_in("repeats", 1, 1000)),
                         .out = args.str("out")};
   examples::make_output_directory("out", options.out);
@@ -304,6 +419,7 @@ int run(int argc, char** argv) {
   print_slopes(models, timings);
   write_plot(models, timings, options);
   graph_study(options);
+  attention_study(options);
   return 0;
 }
 

@@ -65,8 +65,8 @@ struct AttentionSetup {
   int64_t max_len = 0;  // the longest sequence the encoder takes
   float dropout = 0.0f;
   bool use_bias = false;  // biases in the projections
-  std::shared_ptr<PositionScheme> positions;  // the encoder's, shared by every block; may be null
-  AttentionRestriction attend;
+  std::shared_ptr<PositionScheme> positions = nullptr;  // the encoder's, shared by every block; may be null
+  AttentionRestriction attend = AttentionRestriction::full();
   // MultiHeadAttention::recompute_weights_above; a mechanism that keeps no (B, H, T, T) weights ignores it.
   int64_t recompute_weights_above = std::numeric_limits<int64_t>::max();
   // The size of an approximation: Performer's random features m, Linformer's projected length k.
