@@ -24,10 +24,13 @@
 // qkv's default generator when the layer is built: the draws follow the program's seed, and
 // redrawing moves no other random stream. The count restarts when a run resumes.
 //
-// Stabilizing, as the paper's code does: a query's features are scaled by exp(−max over its m
-// projections), the keys' by exp(−max over all of theirs) (constants that cancel in the ratio,
-// taken without gradient), and 1e-4 is added to every feature so that no normalizer is zero.
-// valid_lens zero the features of the padded keys. There are no weights to drop out, and no mask
+// Stabilizing: a query's features are scaled by exp(−max over its m logits ω·q), the keys' by
+// exp(−max over all their logits ω·k − |k|²/2), and |q|²/2 is left out: constants that cancel in
+// the ratio (taken without gradient), so that the largest feature of a query and of the keys is 1
+// and exp never overflows. The paper's code subtracts the maxima too but also adds 1e-4 to every
+// feature; at inputs of unit scale that constant outweighs most key features once m is large, and
+// the error stops falling (at about 0.7, measured by examples/performer_error.cpp), so it is not
+// added here. valid_lens zero the features of the padded keys. There are no weights to drop out, and no mask
 // or score bias can be applied to a matrix that is never formed: a position scheme that biases
 // scores, a window, a causal or an arbitrary mask are refused (the paper's causal variant, with
 // prefix sums, is not written here). Rotary positions are applied to q and k before the features.
@@ -74,7 +77,10 @@ class Performer : public ProjectedAttention {
     const Tensor kv = phi_k.transpose(-2, -1).matmul(h.v);                      // (B, H, m, d)
     const Tensor normalizer = phi_q.matmul(phi_k.sum({-2}, true).transpose(-2, -1));  // (B, H, Q, 1)
     attention_weights = Tensor();
-    return output(phi_q.matmul(kv) / normalizer);
+    // A sequence with no valid key has 0 / 0 here: the tiny term gives it a zero output, as dense
+    // attention's all-zero weights do, and is far below any real normalizer (each query's largest
+    // feature is 1, and so is the keys').
+    return output(phi_q.matmul(kv) / (normalizer + 1e-30f));
   }
 
   AttentionSupport supports() const override { return {.transform_qk = true}; }
@@ -86,17 +92,18 @@ class Performer : public ProjectedAttention {
     forwards_since_draw = 0;
   }
 
-  // φ(x) for x (B, H, T, d), (B, H, T, m): the positive random features of x / d^¼.
+  // φ(x) for x (B, H, T, d), (B, H, T, m): the positive random features of x / d^¼, each scaled by
+  // a constant that cancels in the ratio (see the header comment).
   Tensor feature_map(const Tensor& x, bool is_query) const {
     const float scale = std::pow(static_cast<float>(x.size(-1)), -0.25f);
     const Tensor xs = x * scale;
-    const Tensor projected = xs.matmul(features.t());                  // (B, H, T, m): ω·x
-    const Tensor half_norm = (xs * xs).sum({-1}, true) * 0.5f;         // (B, H, T, 1): |x|²/2
-    // The stabilizer: the largest projection of each query row, or of all the keys of a head.
-    Tensor top = projected.detach().max(-1, true).first;
+    Tensor logits = xs.matmul(features.t());  // (B, H, T, m): ω·x
+    // |q|²/2 is the same for all of a query's features: it cancels, and is left out.
+    if (!is_query) logits = logits - (xs * xs).sum({-1}, true) * 0.5f;
+    // The largest logit of each query row, or of all the keys of a head, without gradient.
+    Tensor top = logits.detach().max(-1, true).first;
     if (!is_query) top = top.max(-2, true).first;
-    const float inv_sqrt_m = 1.0f / std::sqrt(static_cast<float>(num_features));
-    return ((projected - half_norm - top).exp() + 1e-4f) * inv_sqrt_m;
+    return (logits - top).exp() * (1.0f / std::sqrt(static_cast<float>(num_features)));
   }
 
   std::string extra_repr() const override {

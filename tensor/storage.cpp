@@ -118,34 +118,47 @@ BlockCache& block_cache() {
   return *cache;
 }
 
-}  // namespace
-
-Storage::Storage(int64_t numel) : numel_(numel) {
+// A block of at least `numel` floats (one, for 0): from the cache when it has one of the class.
+float* allocate(int64_t numel) {
   // Past this, the byte count or its size class would overflow: no system has that much memory.
   constexpr int64_t kMaxNumel = (int64_t{1} << 60) / static_cast<int64_t>(sizeof(float));
   if (numel > kMaxNumel) throw std::bad_alloc();
   const size_t bytes = static_cast<size_t>(numel > 0 ? numel : 1) * sizeof(float);
+  float* data = nullptr;
   if (kCaching) {
     const SizeClass c = size_class(bytes);
-    data_ = block_cache().take(c);
-    if (!data_) data_ = static_cast<float*>(std::aligned_alloc(kAlignment, c.bytes));
+    data = block_cache().take(c);
+    if (!data) data = static_cast<float*>(std::aligned_alloc(kAlignment, c.bytes));
   } else {
     // aligned_alloc wants a size that is a multiple of the alignment, and at least one block.
-    data_ = static_cast<float*>(
-        std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment));
+    data = static_cast<float*>(std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment));
   }
-  if (!data_) throw std::bad_alloc();
+  if (!data) throw std::bad_alloc();
+  return data;
+}
+
+void release(float* data, int64_t numel) {
+  if (kCaching)
+    block_cache().give(data, size_class(static_cast<size_t>(numel > 0 ? numel : 1) * sizeof(float)));
+  else
+    std::free(data);
+}
+
+}  // namespace
+
+Storage::Storage(int64_t numel) : data_(allocate(numel)), numel_(numel) {
   note_allocation(numel_ * static_cast<int64_t>(sizeof(float)));
 }
 
 Storage::~Storage() {
-  if (kCaching)
-    block_cache().give(data_, size_class(static_cast<size_t>(numel_ > 0 ? numel_ : 1) * sizeof(float)));
-  else
-    std::free(data_);
+  release(data_, numel_);
   g_live_storages.fetch_sub(1, std::memory_order_relaxed);
   g_live_bytes.fetch_sub(numel_ * static_cast<int64_t>(sizeof(float)), std::memory_order_relaxed);
 }
+
+Scratch::Scratch(int64_t numel) : data_(allocate(numel)), numel_(numel) {}
+
+Scratch::~Scratch() { release(data_, numel_); }
 
 MemoryStats memory_stats() {
   return {g_live_storages.load(), g_live_bytes.load(), g_peak_bytes.load(), block_cache().cached_bytes(),

@@ -31,6 +31,24 @@ class Storage {
   uint64_t version_ = 0;
 };
 
+// A kernel's scratch: `numel` floats, uninitialized, from the same caching allocator as tensor
+// storage, so that a kernel called at every step with the same sizes reuses one buffer instead of
+// asking the system (and faulting its pages in) again. Not tensor storage: memory_stats() does not
+// count it. Freed, to the cache, when it goes out of scope.
+class Scratch {
+ public:
+  explicit Scratch(int64_t numel);
+  ~Scratch();
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+
+  float* data() { return data_; }
+
+ private:
+  float* data_;
+  int64_t numel_;
+};
+
 // Live allocations of tensor storage, for finding leaks and measuring peak memory.
 struct MemoryStats {
   int64_t live_storages = 0;    // buffers currently allocated

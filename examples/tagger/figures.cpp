@@ -109,6 +109,14 @@ qkv::plot::HeatmapSpec confusion_figure(const qkv::data::Vocab& tags,
 
 namespace {
 
+// "attention Performer": the class of layer l's attention, for the note of a figure not drawn.
+std::string mechanism_of(const TaggerModel& model, size_t layer) {
+  const auto* transformer = dynamic_cast<const TransformerTagger*>(&model);
+  if (!transformer) return "the attention";
+  const auto block = transformer->encoder->blocks->at<qkv::nn::TransformerEncoderBlock>(layer);
+  return "attention " + block->attention->type_name();
+}
+
 // The example sentence must have words, and no more than the tagger reads.
 void check_example(const std::vector<std::string>& words) {
   if (words.empty()) throw qkv::ValueError("--example: the sentence whose attention is drawn is empty");
@@ -158,8 +166,10 @@ std::string draw_curves(const std::vector<EpochMetrics>& history, const std::str
 }
 
 std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs,
-                                        const std::vector<std::string>& words, const std::string& dir) {
+                                        const std::vector<std::string>& words, const std::string& dir,
+                                        std::string* skipped) {
   check_example(words);
+  if (skipped) skipped->clear();
   const bool was_training = model.is_training();
   model.eval();
   {
@@ -170,7 +180,12 @@ std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs
   std::vector<std::string> paths;
   const std::vector<Tensor> layers = model.attention_weights();
   for (size_t l = 0; l < layers.size(); ++l) {
-    const Tensor& w = layers[l];  // (1, H, T, T)
+    const Tensor& w = layers[l];  // (1, H, T, T), or undefined: the mechanism forms no weights
+    if (!w.defined()) {
+      if (skipped && skipped->empty())
+        *skipped = "no attention figure: " + mechanism_of(model, l) + " forms no (T, T) weights";
+      continue;
+    }
     const std::string path = (fs::path(dir) / ("attention_layer" + std::to_string(l + 1) + ".png")).string();
     attention_grid(words, static_cast<int64_t>(l), w.size(1), w).write_png(path);
     paths.push_back(path);

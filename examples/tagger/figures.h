@@ -21,9 +21,13 @@ std::string draw_curves(const std::vector<EpochMetrics>& history, const std::str
 
 // attention_layer<l>.png for every layer: the model's self-attention weights on `words`, one
 // heatmap per head in a grid (as d2l's show_heatmaps), queries down, keys across, tokens on both
-// axes. Words outside the vocabulary are read as <unk>. Nothing for models without attention.
+// axes. Words outside the vocabulary are read as <unk>. Nothing for models without attention, and
+// nothing for a layer whose mechanism never forms the (T, T) weights (performer, linformer): a
+// blank grid would read as a layer that attends nowhere. Then `skipped`, if given, gets a one-line
+// note saying so ("no attention figure: attention Performer forms no (T, T) weights"); else "".
 std::vector<std::string> draw_attention(TaggerModel& model, const Vocabs& vocabs,
-                                        const std::vector<std::string>& words, const std::string& dir);
+                                        const std::vector<std::string>& words, const std::string& dir,
+                                        std::string* skipped = nullptr);
 
 // positional_encoding.png: the first `positions` rows of P (positions down, dimensions across),
 // d2l's figure of the sinusoidal encoding.

@@ -29,6 +29,7 @@
 #include "examples/tagger/options.h"
 #include "examples/common/ranks.h"
 #include "examples/tagger/train.h"
+#include "nn/attention_interface.h"
 #include "nn/position_scheme.h"
 #include "tensor/error.h"
 #include "tensor/precision.h"
@@ -51,8 +52,8 @@ const char* const kUsage =
     "  eval      accuracy overall and per tag, and the confusion matrix, of a trained run\n"
     "  predict   tag the sentences given as arguments, or one per line on stdin, cut into words as the "
     "run's corpus cuts them\n"
-    "  ablate    train every position scheme with and without a window, and a BiGRU, with one budget; one "
-    "table\n"
+    "  ablate    train every position scheme with and without a window (and each --ablate-attention "
+    "mechanism), and a BiGRU, with one budget; one table\n"
     "  bench     time training steps of a reference config on synthetic data, count their FLOPs against the "
     "FMA peak (--config tiny|small|base|brown)\n"
     "  data      write the built-in corpus (or --corpus brown) as CoNLL-U files (--out DIR)\n"
@@ -287,33 +288,77 @@ struct Variant {
   Config config;
 };
 
-// Every position scheme of --ablate-positions with every window of --ablate-windows, then (when the
-// base reads characters) the base without them, then a bidirectional GRU reading what the base
-// reads: the same data, seed and budget for each.
-std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
+// "full" or "±w", after the mechanism when it is not dense: "performer full". The second field of
+// a row's label, under the table's "(positions, attention)".
+std::string attention_label(const Config& c) {
+  const std::string window = c.window < 0 ? "full" : "±" + std::to_string(c.window);
+  return c.attention == "dense" ? window : c.attention + " " + window;
+}
+
+// "sinusoidal_full", "sinusoidal_w1", "sinusoidal_performer_full": a row's directory under ablate/.
+std::string variant_dir(const Config& c) {
+  return c.positions + "_" + (c.attention == "dense" ? "" : c.attention + "_") +
+         (c.window < 0 ? "full" : "w" + std::to_string(c.window));
+}
+
+// Every mechanism of --ablate-attention with every position scheme of --ablate-positions and every
+// window of --ablate-windows. A combination the mechanism does not take (performer with ALiBi, or
+// with a window) is left out with a note, so that the default lists still serve a mechanism that
+// takes only some of them; a mechanism that takes none of them is refused, naming the options.
+std::vector<Variant> transformer_variants(const Config& base, const Args& a) {
   std::vector<Variant> variants;
-  for (const std::string& positions : split_list("ablate-positions", a.str("ablate-positions"))) {
-    for (const std::string& w : split_list("ablate-windows", a.str("ablate-windows"))) {
-      Config c = base;
-      c.model = "transformer";  // the GRU row comes last, whatever --model says
-      c.positions = positions;
-      c.window = qkv::examples::parse_integer("ablate-windows", w);
-      c.validate();
-      const std::string window = c.window < 0 ? "full" : "±" + std::to_string(c.window);
-      const std::string dir = positions + "_" + (c.window < 0 ? "full" : "w" + std::to_string(c.window));
-      const bool seen =
-          std::any_of(variants.begin(), variants.end(), [&](const Variant& v) { return v.dir == dir; });
-      if (!seen) variants.push_back({positions + ", " + window, dir, c});
+  for (const std::string& attention : split_list("ablate-attention", a.str("ablate-attention"))) {
+    if (!qkv::nn::attentions().contains(attention)) {
+      std::string known;
+      for (const std::string& n : qkv::nn::attention_mechanism_names())
+        known += (known.empty() ? "" : ", ") + n;
+      throw qkv::ValueError("option --ablate-attention lists '" + attention + "'; expected mechanisms of " +
+                            known);
     }
+    std::string refused;  // the first combination this mechanism does not take, and why
+    size_t taken = 0;
+    for (const std::string& positions : split_list("ablate-positions", a.str("ablate-positions"))) {
+      for (const std::string& w : split_list("ablate-windows", a.str("ablate-windows"))) {
+        Config c = base;
+        c.model = "transformer";  // the GRU row comes last, whatever --model says
+        c.attention = attention;
+        c.positions = positions;
+        c.window = qkv::examples::parse_integer("ablate-windows", w);
+        if (const std::string why = attention_refusal(c); !why.empty()) {
+          std::cout << "ablate: leaving out " << positions << ", " << attention_label(c) << ": " << why
+                    << "\n";
+          if (refused.empty()) refused = why;
+          continue;
+        }
+        c.validate();
+        ++taken;
+        const std::string dir = variant_dir(c);
+        const bool seen =
+            std::any_of(variants.begin(), variants.end(), [&](const Variant& v) { return v.dir == dir; });
+        if (!seen) variants.push_back({positions + ", " + attention_label(c), dir, c});
+      }
+    }
+    if (taken == 0)
+      throw qkv::ValueError("option --ablate-attention: " + attention +
+                            " takes none of the --ablate-positions with the --ablate-windows (" + refused +
+                            ")");
   }
+  return variants;
+}
+
+// The Transformer rows (transformer_variants), then (when the base reads characters) the base
+// without them, then a bidirectional GRU reading what the base reads: the same data, seed and
+// budget for each.
+std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
+  std::vector<Variant> variants = transformer_variants(base, a);
   if (base.char_filters > 0) {
     Config words_only = base;
     words_only.model = "transformer";
     words_only.char_filters = 0;
     words_only.validate();
-    const std::string window = base.window < 0 ? "full" : "±" + std::to_string(base.window);
-    variants.push_back(
-        {base.positions + ", " + window + ", no characters", base.positions + "_no_chars", words_only});
+    const std::string mechanism = base.attention == "dense" ? "" : "_" + base.attention;
+    variants.push_back({base.positions + ", " + attention_label(base) + ", no characters",
+                        base.positions + mechanism + "_no_chars", words_only});
   }
   Config gru = base;
   gru.model = "gru";
@@ -437,6 +482,12 @@ int main(int argc, char** argv) {
         for (const std::string& n : qkv::nn::position_scheme_names()) all += (all.empty() ? "" : ",") + n;
         spec.push_back({"ablate-positions", all, "ablate: the position schemes to compare, comma-separated"});
         spec.push_back({"ablate-windows", "-1,1", "ablate: the windows to compare (-1: full attention)"});
+        std::string mechanisms;
+        for (const std::string& n : qkv::nn::attention_mechanism_names())
+          mechanisms += (mechanisms.empty() ? "" : ", ") + n;
+        spec.push_back({"ablate-attention", "dense",
+                        "ablate: the attention mechanisms to compare, comma-separated (of " + mechanisms +
+                            "); combinations a mechanism does not take are left out"});
       }
       run = cmd == "train" ? cmd_train : cmd_ablate;
     } else if (cmd == "eval" || cmd == "predict") {

@@ -8,6 +8,7 @@
 #include "autograd/grad_mode.h"
 #include "examples/tagger/dataset.h"
 #include "io/json.h"
+#include "nn/attention_interface.h"
 #include "nn/ffn.h"
 #include "nn/functional/basic.h"
 #include "nn/init.h"
@@ -30,6 +31,10 @@ void for_each_field(Config& c, Fn&& fn) {
   fn("window", c.window);
   fn("norm", c.norm);
   fn("ffn", c.ffn);
+  // A config saved before these two keys lacks them: from_json keeps the defaults (dense, 0), the
+  // attention every run had then.
+  fn("attention", c.attention);
+  fn("attention_features", c.attention_features);
   fn("d_model", c.d_model);
   fn("heads", c.heads);
   fn("ffn_width", c.ffn_width);
@@ -184,6 +189,8 @@ void Config::validate() const {
   check_one_of("norm", norm, {"post", "pre"});
   check_one_of("matmul", matmul, {"highest", "medium"});
   check_one_of("ffn", ffn, qkv::nn::feed_forward_names(), " (its hidden width is ffn_width, --ffn-width)");
+  check_one_of("attention", attention, qkv::nn::attention_mechanism_names());
+  check_range("attention_features", attention_features, 0, kMaxAttentionFeatures);  // 0: the default
   check_range("d_model", d_model, 2, 8192);
   if (d_model % 2 != 0)
     refuse(key_and_option("d_model") + " is " + std::to_string(d_model) + "; expected an even number");
@@ -227,6 +234,62 @@ void Config::validate() const {
     refuse("corpus brown and data files (--train, --dev, --test) exclude each other: give one or the other");
   if (corpus == "brown" && corpus_cache.empty())
     refuse("corpus brown needs corpus_cache, the directory it is in");
+  // Last: the sizes it builds with have been checked above.
+  if (const std::string why = attention_refusal(*this); !why.empty()) refuse(why);
+}
+
+std::string attention_refusal(const Config& c) {
+  namespace nn = qkv::nn;
+  if (c.model != "transformer" || !nn::position_schemes().contains(c.positions) ||
+      !nn::attentions().contains(c.attention))
+    return "";
+  // Building draws initial weights from the default generator: it is put back as it was, so that
+  // checking a config never changes what the run it describes draws.
+  struct KeepGenerator {
+    qkv::GeneratorState state = qkv::default_generator().state();
+    ~KeepGenerator() { qkv::default_generator().set_state(state); }
+  } keep;
+  const std::string attention = key_and_option("attention") + " '" + c.attention + "'";
+  nn::AttentionSetup setup;
+  std::shared_ptr<nn::Attention> built;
+  try {
+    setup.positions = nn::position_scheme(c.positions)({c.d_model, c.heads, kMaxSentenceLength});
+  } catch (const qkv::Error& e) {
+    return key_and_option("positions") + " '" + c.positions + "' cannot be built: " + e.what();
+  }
+  // The encoder builds each block's attention from such a setup and refuses it with check_supported.
+  // What a mechanism supports does not depend on its width, so the one built here is one head of 8
+  // features (even, as rotary needs): a few kilobytes whatever d_model is, where the model's own
+  // width could take gigabytes before check_memory has looked at it.
+  setup.num_hiddens = 8;
+  setup.num_heads = 1;
+  setup.max_len = kMaxSentenceLength;
+  setup.features = c.attention_features;
+  try {
+    built = nn::attention_mechanism(c.attention)(setup);
+    if (!built) return attention + " gives no module: its registered factory returned null";
+  } catch (const qkv::Error& e) {
+    return attention + " cannot be built with " + key_and_option("attention_features") + " " +
+           std::to_string(c.attention_features) + ": " + e.what();
+  }
+  // The scheme with full attention, then the window without a scheme, so that the refusal names
+  // the one option the mechanism does not take.
+  try {
+    nn::check_supported(*built, setup, "TransformerEncoder");
+  } catch (const qkv::ValueError& e) {
+    return attention + " does not take " + key_and_option("positions") + " '" + c.positions +
+           "': " + e.what();
+  }
+  setup.positions = nullptr;
+  setup.attend =
+      c.window >= 0 ? nn::AttentionRestriction::window(c.window) : nn::AttentionRestriction::full();
+  try {
+    nn::check_supported(*built, setup, "TransformerEncoder");
+  } catch (const qkv::ValueError& e) {
+    return attention + " does not take " + key_and_option("window") + " " + std::to_string(c.window) + ": " +
+           e.what();
+  }
+  return "";
 }
 
 double training_bytes_estimate(const Config& c, int64_t vocab_size, int64_t num_tags, int64_t longest) {
@@ -336,6 +399,8 @@ TransformerTagger::TransformerTagger(const Config& config, int64_t vocab_size, i
   options.attend = config.window >= 0 ? qkv::nn::AttentionRestriction::window(config.window)
                                       : qkv::nn::AttentionRestriction::full();
   options.ffn = qkv::nn::feed_forward(config.ffn);
+  options.attention = qkv::nn::attention_mechanism(config.attention);
+  options.attention_features = config.attention_features;
   options.norm = config.norm == "pre" ? qkv::nn::NormPlacement::Pre : qkv::nn::NormPlacement::Post;
   options.max_len = kMaxSentenceLength;
   encoder = register_module("encoder", std::make_shared<qkv::nn::TransformerEncoder>(options));

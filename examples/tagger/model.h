@@ -9,7 +9,7 @@
 //                       multi-head self-attention masked by valid lengths, AddNorm, FFN) and a
 //                       Linear tag head. Its parts come from the configuration: the position
 //                       scheme (sinusoidal by default; none makes it see a bag of words), a window
-//                       ±w, post- or pre-norm, the FFN.
+//                       ±w, post- or pre-norm, the FFN, the attention mechanism (dense by default).
 //   GRUTagger           TokenVectors, a bidirectional GRU and a Linear tag head: the pre-attention
 //                       baseline that `ablate` compares against.
 #pragma once
@@ -49,6 +49,13 @@ struct Config {
   int64_t window = -1;                   // attend within ±window tokens; -1: the whole sentence
   std::string norm = "post";             // post | pre: where each block's LayerNorms sit
   std::string ffn = "relu";              // an FFN's name (nn::feed_forward_names()): relu, gelu, swiglu
+  // Each block's attention mechanism by its name (nn::attention_mechanism_names()): dense,
+  // linformer, performer, talking_heads, or one a user registered. A mechanism that does not take
+  // the position scheme or the window is refused by validate(), naming both options.
+  std::string attention = "dense";
+  // The size of an approximate attention: Performer's random features m, Linformer's projected
+  // length k (nn::AttentionSetup::features). 0: the mechanism's default; exact mechanisms ignore it.
+  int64_t attention_features = 0;
   int64_t d_model = 64, heads = 4, ffn_width = 128, layers = 2;
   double dropout = 0.1;
   // characters: each word's bytes through a CharEncoder (nn/char_encoder.h) of char_filters
@@ -87,6 +94,17 @@ struct Config {
   static Config from_json(const qkv::io::Json& json, const std::string& source = "tagger config");
   void validate() const;  // ValueError for values out of range (d_model not divisible by heads...)
 };
+
+// The most random features or projected rows --attention-features asks for: far above what helps a
+// sentence of kMaxSentenceLength tokens (Linformer refuses more than that anyway).
+constexpr int64_t kMaxAttentionFeatures = 8192;
+
+// Why the Transformer encoder would refuse the config's attention mechanism with its position
+// scheme, its window or its attention_features, as one line naming the options ("attention
+// (--attention) 'performer' does not take positions (--positions) 'alibi': TransformerEncoder:
+// ..."); empty when it takes them, for the GRU (which has no attention) and for names the
+// registries lack (validate() names those). validate() throws it; ablate leaves such rows out.
+std::string attention_refusal(const Config& config);
 
 // The config's sizes must be those of a checkpoint's tensors: d_model the columns of the tag
 // head, layers the Transformer blocks their names count. FormatError naming `where` and the
@@ -151,7 +169,8 @@ class TaggerModel : public qkv::nn::Module {
   virtual Tensor forward(const ModelInput& input) = 0;
   // For a model that reads no characters: ids (B, T), valid_lens (B).
   Tensor forward(const IndexTensor& ids, const IndexTensor& valid_lens);
-  // Each layer's attention weights (B, H, T, T) from the last forward; empty for models without.
+  // Each layer's attention weights (B, H, T, T) from the last forward; empty for models without,
+  // and undefined for a mechanism that never forms them (performer, linformer).
   // Undefined after a training forward whose weights the encoder recomputes (nn/transformer.h's
   // recompute_weights_above): plot after a forward in eval().
   virtual std::vector<Tensor> attention_weights() const { return {}; }

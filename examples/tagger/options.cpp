@@ -9,6 +9,7 @@
 
 #include "examples/tagger/brown.h"
 #include "examples/tagger/train.h"
+#include "nn/attention_interface.h"
 #include "nn/ffn.h"
 #include "nn/position_scheme.h"
 #include "tensor/error.h"
@@ -43,6 +44,9 @@ std::vector<qkv::examples::Args::Option> train_options() {
       {"window", std::to_string(d.window), "attend only within ±window tokens (-1: everywhere)"},
       {"norm", d.norm, "LayerNorm placement: post or pre"},
       {"ffn", d.ffn, "feed-forward sublayer: " + names(qkv::nn::feed_forward_names())},
+      {"attention", d.attention, "attention mechanism: " + names(qkv::nn::attention_mechanism_names())},
+      {"attention-features", std::to_string(d.attention_features),
+       "performer's random features m, linformer's projected length k (0: the mechanism's default)"},
       {"d-model", std::to_string(d.d_model), "model width"},
       {"heads", std::to_string(d.heads), "attention heads"},
       {"ffn-width", std::to_string(d.ffn_width), "hidden width of the FFN"},
@@ -120,6 +124,8 @@ Config config_from(const qkv::examples::Args& a) {
   take(a, "heads", c.heads);
   take(a, "norm", c.norm);
   take(a, "ffn", c.ffn);
+  take(a, "attention", c.attention);
+  take(a, "attention-features", c.attention_features);
   take(a, "ffn-width", c.ffn_width);
   take(a, "layers", c.layers);
   take(a, "dropout", c.dropout);

@@ -435,8 +435,10 @@ void Trainer::draw_figures(const Evaluation& test) const {
   fs::create_directories(fig);
   std::vector<std::string> written;
   written.push_back(draw_curves(history_, fig));
-  for (const std::string& f : draw_attention(*model_, vocabs_, split_words(options_.example), fig))
+  std::string skipped;  // why no attention figure was drawn, if none was
+  for (const std::string& f : draw_attention(*model_, vocabs_, split_words(options_.example), fig, &skipped))
     written.push_back(f);
+  if (!skipped.empty() && options_.verbose) std::cout << "note: " << skipped << "\n";
   if (const Tensor P = model_->positional_table(); P.defined())
     written.push_back(draw_positional_encoding(P, 64, fig));
   // The offsets of keys up to 16 words either side of the query.

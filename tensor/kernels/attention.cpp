@@ -9,19 +9,25 @@
 #include "tensor/kernels/gemm.h"
 #include "tensor/kernels/parallel.h"
 #include "tensor/kernels/softmax.h"
+#include "tensor/storage.h"
 
 namespace qkv::kernels {
 namespace {
 
 // Calls block(i, scratch) for every block i in [0, blocks), the blocks handed out to the threads of
 // parallel.h's pool (a free thread takes the next block not started). Each thread gets its own
-// `per_thread` floats of scratch, allocated once per call. Inside a block, gemm and the softmax
-// kernels see that they run in a task and stay on the calling thread.
+// `per_thread` floats of scratch, allocated once per call, uninitialized (every buffer in it is
+// written before it is read), from the tensors' caching allocator (Scratch, tensor/storage.h): at long
+// sequences a call needs several (Tq, Tk) buffers per thread, tens of MiB, and a fresh zeroed vector
+// of that size cost a page fault per 4 KiB page and a memset at every call, which grew faster than
+// the n² work itself (docs/efficient_attention.md).
+// Inside a block, gemm and the softmax kernels see that they run in a task and stay on the
+// calling thread.
 template <class F>
 void for_each_block(int64_t blocks, int64_t work, int64_t per_thread, F&& block) {
   const bool parallel = blocks > 1 && get_num_threads() > 1 && work >= kMinParallelWork && !in_parallel_task();
   const int threads = parallel ? get_num_threads() : 1;
-  std::vector<float> scratch(static_cast<size_t>(threads * per_thread));
+  Scratch scratch(threads * per_thread);
   parallel_tasks(blocks, threads, work, [&](int64_t i, int worker) { block(i, scratch.data() + worker * per_thread); });
 }
 

@@ -358,3 +358,101 @@ TEST_CASE("tagger takes --run= as an empty value and refuses it, not the next wo
   CHECK_MESSAGE(r.errors.find("--run") != std::string::npos, r.errors);
   CHECK(fs::is_empty(dir.path()));
 }
+
+TEST_CASE(
+    "tagger train refuses an attention mechanism with a scheme or window it does not take and names both") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string(), fresh = (dir / "fresh").string();
+  REQUIRE(run_program(kTaggerProgram, train_args(run, {})).exit_code == 0);
+  const auto before = files_of(run);
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+      {{"--attention", "performer", "--positions", "alibi"}, {"--attention", "--positions"}},
+      {{"--attention", "linformer", "--window", "3"}, {"--attention", "--window"}},
+      {{"--attention", "linformer", "--attention-features", "2000"}, {"--attention", "--attention-features"}},
+      {{"--attention-features", "-1"}, {"--attention-features"}},
+      {{"--attention", "softmax"}, {"--attention"}}};
+  for (const auto& [extra, options] : cases) {
+    for (const std::string& where : {run, fresh}) {
+      const auto r = run_program(kTaggerProgram, train_args(where, extra));
+      CAPTURE(extra[0] + " " + extra[1]);
+      CAPTURE(r.errors);
+      CHECK(r.exit_code == 1);
+      CHECK(r.errors.find('\n') == r.errors.size() - 1);  // one line
+      for (const std::string& option : options) CHECK(r.errors.find(option) != std::string::npos);
+      CHECK(r.output.find("epoch") == std::string::npos);  // refused before training
+    }
+    CHECK(files_of(run) == before);
+    CHECK_FALSE(fs::exists(fresh));
+  }
+  const auto performer =
+      run_program(kTaggerProgram, train_args(fresh, {"--attention", "performer", "--positions", "alibi"}));
+  CHECK(performer.errors ==
+        "tagger config: attention (--attention) 'performer' does not take positions (--positions) 'alibi': "
+        "TransformerEncoder: attention Performer does not support position scheme ALiBi (a score bias by "
+        "offset); "
+        "it takes valid lengths, positions on the input, positions on q and k\n");
+  const auto unknown = run_program(kTaggerProgram, train_args(fresh, {"--attention", "softmax"}));
+  CHECK(unknown.errors ==
+        "tagger config: attention (--attention) is 'softmax'; expected one of dense, linformer, performer, "
+        "talking_heads\n");
+}
+
+TEST_CASE("tagger train and ablate list the attention mechanisms of the registry in their help") {
+  const auto train = run_program(kTaggerProgram, {"train", "--help"});
+  CHECK(train.exit_code == 0);
+  CHECK(train.output.find(
+            "attention mechanism: dense | linformer | performer | talking_heads (default: dense)") !=
+        std::string::npos);
+  CHECK(train.output.find("--attention-features VALUE") != std::string::npos);
+  const auto ablate = run_program(kTaggerProgram, {"ablate", "--help"});
+  CHECK(ablate.exit_code == 0);
+  CHECK(ablate.output.find("--ablate-attention VALUE") != std::string::npos);
+  CHECK(ablate.output.find("(of dense, linformer, performer, talking_heads)") != std::string::npos);
+  // The default list of position schemes is still the registry's.
+  CHECK(ablate.output.find("(default: alibi,clipped,learned,none,relative,rotary,sinusoidal)") !=
+        std::string::npos);
+}
+
+TEST_CASE("tagger ablate compares attention mechanisms and leaves out a combination one does not take") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string();
+  std::vector<std::string> args =
+      train_args(run, {"--ablate-positions", "sinusoidal,alibi", "--ablate-windows", "-1",
+                       "--ablate-attention", "dense,performer"});
+  args[0] = "ablate";
+  std::erase(args, "--no-figures");  // ablate draws none and does not take the option
+  const auto r = run_program(kTaggerProgram, args);
+  CAPTURE(r.errors);
+  REQUIRE(r.exit_code == 0);
+  const fs::path ablate = fs::path(run) / "ablate";
+  for (const char* row : {"sinusoidal_full", "alibi_full", "sinusoidal_performer_full", "bigru"})
+    CHECK(fs::exists(ablate / row / "best.safetensors"));
+  CHECK_FALSE(fs::exists(ablate / "alibi_performer_full"));
+  CHECK(r.output.find(
+            "ablate: leaving out alibi, performer full: attention (--attention) 'performer' does not take "
+            "positions (--positions) 'alibi'") != std::string::npos);
+  CHECK(r.output.find("\n  sinusoidal, performer full ") != std::string::npos);  // its row of the table
+  CHECK(r.output.find("\n  sinusoidal, full ") != std::string::npos);
+  CHECK(qkv::testing::read_file(ablate / "sinusoidal_performer_full" / "config.json")
+            .find("\"attention\":\"performer\"") != std::string::npos);
+
+  // A mechanism that takes none of the combinations, and a name the registry lacks, are refused
+  // before anything is trained or written.
+  const std::string other = (dir / "other").string();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--ablate-attention", "performer", "--ablate-positions", "alibi"},
+       "tagger: option --ablate-attention: performer takes none of the --ablate-positions with the "
+       "--ablate-windows (attention (--attention) 'performer' does not take positions (--positions) 'alibi'"},
+      {{"--ablate-attention", "dense,fast"},
+       "tagger: option --ablate-attention lists 'fast'; expected mechanisms of dense, linformer, performer, "
+       "talking_heads\n"}};
+  for (const auto& [extra, message] : refused) {
+    std::vector<std::string> argv = {"ablate", "--run", other, "--epochs", "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const auto bad = run_program(kTaggerProgram, argv);
+    CHECK(bad.exit_code == 1);
+    CHECK_MESSAGE(bad.errors.starts_with(message), bad.errors);
+    CHECK(bad.output.find("training") == std::string::npos);
+    CHECK_FALSE(fs::exists(other));
+  }
+}

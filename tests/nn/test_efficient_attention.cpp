@@ -202,7 +202,7 @@ TEST_CASE("the encoder refuses an attention mechanism with a part it does not su
   o.attention = nn::attention_mechanism("performer");
   CHECK_THROWS_WITH_AS(nn::TransformerEncoder{o}, doctest::Contains("does not support attend=causal"), ValueError);
   o.positions = nn::position_scheme("rotary");  // on q and k: every mechanism here takes it
-  for (const std::string& name : {"dense", "performer", "linformer", "talking_heads"}) {
+  for (const std::string name : {"dense", "performer", "linformer", "talking_heads"}) {
     CAPTURE(name);
     o.attention = nn::attention_mechanism(name);
     o.attend = name == "talking_heads" || name == "dense" ? nn::AttentionRestriction::causal()
