@@ -15,6 +15,9 @@
 // With k = n the projections are square and nothing is lost: the layer is dense attention over
 // the keys E·X and values F·X (the projections of E·X by W_k and of F·X by W_v: with no biases,
 // E·(X·W_k) = (E·X)·W_k), which tests/nn/test_efficient_attention.cpp checks to float rounding.
+// E and F act on the projected keys and values, after W_k and W_v, so that rotary positions are
+// applied to real positions first; with biases (use_bias) that adds (E·1)·b where eq. 7, which
+// projects the input, adds b.
 //
 // valid_lens zero the padded keys and values before the projection, so they add nothing to E·K
 // and F·V; the k projected rows are all visible to every query. Dropout acts on the (B, H, T, k)

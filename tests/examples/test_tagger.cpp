@@ -17,6 +17,7 @@
 #include "io/scratch_dir.h"
 #include "examples/tagger/figures.h"
 #include "plot/png_testing.h"
+#include "tagger_testing.h"
 #include "nn/ffn.h"
 #include "nn/position_scheme.h"
 #include "tensor/error.h"
@@ -28,31 +29,8 @@ using namespace tagger;
 
 namespace {
 
-// Small enough for a test, big enough to learn: 300 built-in sentences, one narrow block.
-Config small_config() {
-  Config c;
-  c.d_model = 32;
-  c.heads = 2;
-  c.ffn_width = 64;
-  c.layers = 1;
-  c.epochs = 3;
-  c.batch_size = 8;
-  c.lr = 1e-2;
-  c.warmup_steps = 10;
-  c.train_sentences = 300;
-  c.dev_sentences = 50;
-  c.test_sentences = 50;
-  return c;
-}
-
-TrainOptions quiet(const fs::path& dir) {
-  TrainOptions o;
-  o.run_dir = dir.string();
-  o.verbose = false;
-  o.progress = false;
-  o.figures = false;
-  return o;
-}
+using testing::quiet;
+using testing::small_config;
 
 }  // namespace
 

@@ -27,6 +27,7 @@
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/random.h"
+#include "tagger_testing.h"
 
 namespace fs = std::filesystem;
 namespace nn = qkv::nn;
@@ -103,29 +104,14 @@ nn::AttentionFactory plain_softmax() {
 
 // Small and quick (a quarter of a second): one narrow block, 1000 built-in sentences, 5 epochs.
 Config small_config() {
-  Config c;
-  c.d_model = 32;
-  c.heads = 2;
-  c.ffn_width = 64;
-  c.layers = 1;
+  Config c = testing::small_config();
   c.epochs = 5;
-  c.batch_size = 8;
-  c.lr = 1e-2;
-  c.warmup_steps = 10;
   c.train_sentences = 1000;
-  c.dev_sentences = 50;
   c.test_sentences = 200;
   return c;
 }
 
-TrainOptions quiet(const fs::path& dir) {
-  TrainOptions o;
-  o.run_dir = dir.string();
-  o.verbose = false;
-  o.progress = false;
-  o.figures = false;
-  return o;
-}
+using testing::quiet;
 
 // The share of the test tokens the majority tagger (each word's most frequent training tag) gets
 // right: what a model must clearly beat to have learned from context.

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <vector>
 
+#include "autograd/grad_mode.h"
+#include "nn/module.h"
 #include "tensor/factories.h"
 
 namespace qkv::testing {
@@ -31,6 +33,18 @@ inline Tensor d2l_masked_softmax(const Tensor& X, const IndexTensor& valid_lens)
   const IndexTensor lens = valid_lens.dim() == 1 ? valid_lens.repeat_interleave(shape[1]) : valid_lens.reshape({-1});
   const Tensor keep = arange(static_cast<float>(shape[2])).unsqueeze(0).lt(to_float(lens).unsqueeze(1));
   return X.reshape({-1, shape[2]}).masked_fill(keep.eq(0.0f), -1e6f).reshape(shape).softmax(-1);
+}
+
+// value(i, j) = 0.5·sin(1 + 0.37·i + 0.91·j) for flat index i of the j-th parameter: how the
+// golden tests and their scripts fill a layer's parameters alike.
+inline void fill_parameters(nn::Module& m) {
+  NoGradGuard no_grad;
+  int j = 0;
+  for (auto& [name, p] : m.named_parameters()) {
+    float* data = p.data();
+    for (int64_t i = 0; i < p.numel(); ++i) data[i] = 0.5f * std::sin(1.0f + 0.37f * i + 0.91f * j);
+    ++j;
+  }
 }
 
 }  // namespace qkv::testing

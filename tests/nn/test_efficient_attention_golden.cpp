@@ -12,6 +12,7 @@
 
 #include "autograd/grad_mode.h"
 #include "nn/attention_interface.h"
+#include "nn/attention_testing.h"
 #include "nn/efficient_attention_golden_values.h"
 #include "nn/performer.h"
 #include "tensor/factories.h"
@@ -29,16 +30,6 @@ nn::AttentionSetup golden_setup(const EfficientAttentionGolden& g) {
           .features = g.features};
 }
 
-// value(i, j) = 0.5·sin(1 + 0.37·i + 0.91·j) for flat index i of the j-th parameter, as the script.
-void fill_parameters(nn::Module& m) {
-  NoGradGuard no_grad;
-  int j = 0;
-  for (auto& [name, p] : m.named_parameters()) {
-    float* data = p.data();
-    for (int64_t i = 0; i < p.numel(); ++i) data[i] = 0.5f * std::sin(1.0f + 0.37f * i + 0.91f * j);
-    ++j;
-  }
-}
 
 // The Performer's random features ω are a buffer drawn from a generator; the script fixes them to
 // 0.8·sin(0.5 + 1.3·i), which the estimator takes as any other draw: m rows of d = 4.

@@ -28,16 +28,6 @@ nn::TransformerEncoderOptions golden_options(const EncoderGolden& g) {
           .ffn = nn::feed_forward(g.ffn), .norm = g.norm == "pre" ? nn::NormPlacement::Pre : nn::NormPlacement::Post};
 }
 
-// value(i, j) = 0.5·sin(1 + 0.37·i + 0.91·j) for flat index i of the j-th parameter, as the script.
-void fill_parameters(nn::Module& m) {
-  NoGradGuard no_grad;
-  int j = 0;
-  for (auto& [name, p] : m.named_parameters()) {
-    float* data = p.data();
-    for (int64_t i = 0; i < p.numel(); ++i) data[i] = 0.5f * std::sin(1.0f + 0.37f * i + 0.91f * j);
-    ++j;
-  }
-}
 
 }  // namespace
 
