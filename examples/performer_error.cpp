@@ -24,6 +24,7 @@
 #include "nn/attention.h"
 #include "nn/performer.h"
 #include "plot/plot.h"
+#include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/random.h"
 
@@ -63,7 +64,7 @@ int run(int argc, char** argv) {
                             {{"out", ".", "directory for performer_error.png"},
                              {"width", "16", "head width d"},
                              {"length", "64", "tokens T"},
-                             {"max-m", "4096", "the most random features (powers of two from d/2)"},
+                             {"max-m", "4096", "the most random features (doubling from width / 2)"},
                              {"draws", "4", "independent draws of the features per point"}},
                             "performer_error [options]");
   if (args.help_requested()) {
@@ -73,6 +74,9 @@ int run(int argc, char** argv) {
   const int64_t d = args.integer_in("width", 2, 256), T = args.integer_in("length", 2, 4096);
   const int64_t max_m = args.integer_in("max-m", 1, 65536);
   const int draws = static_cast<int>(args.integer_in("draws", 1, 100));
+  if (max_m < std::max<int64_t>(1, d / 2))
+    throw ValueError("option --max-m is " + std::to_string(max_m) + "; expected at least width / 2 = " +
+                     std::to_string(std::max<int64_t>(1, d / 2)) + ", where the table starts");
   const std::string out = args.str("out");
   examples::make_output_directory("out", out);
   std::vector<int64_t> ms;

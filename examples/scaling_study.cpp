@@ -317,8 +317,11 @@ void report_attention_study(const std::vector<Mechanism>& mechanisms, const Timi
   const size_t first = std::min<size_t>(2, t.lengths.size() - 1);  // n = 1024: past the fixed costs
   for (size_t i = 0; i < mechanisms.size(); ++i) {
     const std::vector<int64_t> n(t.lengths.begin(), t.lengths.begin() + static_cast<long>(t.ms[i].size()));
-    const double slope = t.ms[i].size() > first + 1 ? loglog_slope(n, t.ms[i], first) : NAN;
-    std::printf("  %-16s slope %5.2f   expected: %-26s", mechanisms[i].name.c_str(), slope, mechanisms[i].claim.c_str());
+    if (t.ms[i].size() > first + 1)
+      std::printf("  %-16s slope %5.2f", mechanisms[i].name.c_str(), loglog_slope(n, t.ms[i], first));
+    else
+      std::printf("  %-16s slope     -", mechanisms[i].name.c_str());  // too few lengths from 1024 on
+    std::printf("   expected: %-26s", mechanisms[i].claim.c_str());
     if (i > 0) {
       const double at = crossover(t.lengths, t.ms[i], t.ms[0]);
       if (at > 0)
@@ -396,7 +399,7 @@ int run(int argc, char** argv) {
                              {"max-len", "4096", "longest sequence (powers of two from 16)"},
                              {"repeats", "5", "timed runs per point; the best is kept"},
                              {"threads", "1", "threads for the kernels"},
-                             {"attention-len", "16384", "longest sequence of the attention mechanisms' table"}},
+                             {"attention-len", "16384", "longest sequence of the attention mechanisms' table (256 .. 65536; slopes from 2048)"}},
                             "scaling_study [options]");
   if (args.help_requested()) {
     std::printf("%s", args.help().c_str());
@@ -408,10 +411,10 @@ int run(int argc, char** argv) {
                         .attention_len = args.integer_in("attention-len", 256, 65536),
                         .repeats = static_cast<int>(args.integer_in("repeats", 1, 1000)),
                         .out = args.str("out")};
-  examples::make_output_directory("out", options.out);
   // One thread by default: the study measures how the work grows, and on a shared machine a
   // parallel region waits for its slowest thread, which adds noise that has nothing to do with n.
   set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));
+  examples::make_output_directory("out", options.out);
   manual_seed(0);
   Layers layers(options.d, options.w);
   const std::vector<Model> models = make_models(layers, options.w);

@@ -313,6 +313,8 @@ void check_supported(const Attention& attention, const AttentionSetup& setup, co
   const AttentionRestriction& r = setup.attend;
   if (missing.empty() && ((r.banded() && !s.window) || (r.is_causal && !s.causal) || (r.allowed.defined() && !s.mask)))
     missing = "attend=" + r.describe();
+  if (missing.empty() && setup.features != 0 && !s.features)
+    missing = "features " + std::to_string(setup.features) + " (it is exact: it has no approximation size)";
   if (!missing.empty())
     throw ValueError(where + ": attention " + attention.type_name() + " does not support " + missing +
                      "; it takes " + support_list(s));

@@ -14,7 +14,8 @@
 //               takes them; it is the padding of a batch, not a choice.
 //
 // A mechanism that cannot honour a part says so in supports() (AttentionSupport), and the encoder
-// refuses the combination when it is built, naming both: "TransformerEncoder: attention Performer
+// refuses the combination when it is built, naming both (and a features size given to a mechanism
+// that reads none, which would otherwise be ignored): "TransformerEncoder: attention Performer
 // does not support position scheme ALiBi (a score bias by offset)". Nothing is silently dropped.
 //
 // The mechanisms (attentions() lists them; nn::attention_mechanism(name) gives the factory):
@@ -80,7 +81,9 @@ struct AttentionSupport {
   bool transform_qk = false;  // a position scheme that transforms queries and keys (rotary)
   bool window = false, causal = false, mask = false;  // restrictions
   bool decoding = false;      // forward_step with a key/value cache (nn/kv_cache.h)
-  static AttentionSupport all() { return {true, true, true, true, true, true}; }
+  bool features = false;      // it reads AttentionSetup::features (an approximation's size)
+  // Every part of a setup; an exact mechanism has no approximation size to read.
+  static AttentionSupport all() { return {true, true, true, true, true, true, false}; }
 };
 
 class Attention : public Module {

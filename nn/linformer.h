@@ -76,7 +76,7 @@ class Linformer : public ProjectedAttention {
     return output(functional::dropout(weights, dropout, is_training()).matmul(projected_v));
   }
 
-  AttentionSupport supports() const override { return {.transform_qk = true}; }
+  AttentionSupport supports() const override { return {.transform_qk = true, .features = true}; }
   Tensor dense_weights() const override { return Tensor(); }
 
   std::string extra_repr() const override {

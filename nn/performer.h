@@ -83,7 +83,7 @@ class Performer : public ProjectedAttention {
     return output(phi_q.matmul(kv) / (normalizer + 1e-30f));
   }
 
-  AttentionSupport supports() const override { return {.transform_qk = true}; }
+  AttentionSupport supports() const override { return {.transform_qk = true, .features = true}; }
 
   // Replaces the features by a fresh orthogonal draw from this layer's generator.
   void redraw() {

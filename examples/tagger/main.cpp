@@ -301,20 +301,41 @@ std::string variant_dir(const Config& c) {
          (c.window < 0 ? "full" : "w" + std::to_string(c.window));
 }
 
+// The names of --ablate-attention and --ablate-positions, and each mechanism with the base's
+// --attention-features, checked before any combination is looked at: a refusal names the option.
+void check_ablation_lists(const Config& base, const Args& a) {
+  const auto known = [](const std::vector<std::string>& names) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    return list;
+  };
+  for (const std::string& positions : split_list("ablate-positions", a.str("ablate-positions")))
+    if (!qkv::nn::position_schemes().contains(positions))
+      throw qkv::ValueError("option --ablate-positions lists '" + positions + "'; expected schemes of " +
+                            known(qkv::nn::position_scheme_names()));
+  for (const std::string& attention : split_list("ablate-attention", a.str("ablate-attention"))) {
+    if (!qkv::nn::attentions().contains(attention))
+      throw qkv::ValueError("option --ablate-attention lists '" + attention + "'; expected mechanisms of " +
+                            known(qkv::nn::attention_mechanism_names()));
+    Config c = base;  // no scheme, no window: what is left to refuse is the mechanism with its features
+    c.model = "transformer";
+    c.attention = attention;
+    c.attention_features = attention_reads_features(attention) ? base.attention_features : 0;
+    c.positions = "none";
+    c.window = -1;
+    if (const std::string why = attention_refusal(c); !why.empty())
+      throw qkv::ValueError("option --ablate-attention: " + why);
+  }
+}
+
 // Every mechanism of --ablate-attention with every position scheme of --ablate-positions and every
 // window of --ablate-windows. A combination the mechanism does not take (performer with ALiBi, or
 // with a window) is left out with a note, so that the default lists still serve a mechanism that
 // takes only some of them; a mechanism that takes none of them is refused, naming the options.
 std::vector<Variant> transformer_variants(const Config& base, const Args& a) {
   std::vector<Variant> variants;
+  check_ablation_lists(base, a);
   for (const std::string& attention : split_list("ablate-attention", a.str("ablate-attention"))) {
-    if (!qkv::nn::attentions().contains(attention)) {
-      std::string known;
-      for (const std::string& n : qkv::nn::attention_mechanism_names())
-        known += (known.empty() ? "" : ", ") + n;
-      throw qkv::ValueError("option --ablate-attention lists '" + attention + "'; expected mechanisms of " +
-                            known);
-    }
     std::string refused;  // the first combination this mechanism does not take, and why
     size_t taken = 0;
     for (const std::string& positions : split_list("ablate-positions", a.str("ablate-positions"))) {
@@ -322,6 +343,7 @@ std::vector<Variant> transformer_variants(const Config& base, const Args& a) {
         Config c = base;
         c.model = "transformer";  // the GRU row comes last, whatever --model says
         c.attention = attention;
+        c.attention_features = attention_reads_features(attention) ? base.attention_features : 0;
         c.positions = positions;
         c.window = qkv::examples::parse_integer("ablate-windows", w);
         if (const std::string why = attention_refusal(c); !why.empty()) {

@@ -272,8 +272,18 @@ std::string attention_refusal(const Config& c) {
     return attention + " cannot be built with " + key_and_option("attention_features") + " " +
            std::to_string(c.attention_features) + ": " + e.what();
   }
-  // The scheme with full attention, then the window without a scheme, so that the refusal names
-  // the one option the mechanism does not take.
+  // The features alone, then the scheme with full attention, then the window without a scheme, so
+  // that the refusal names the one option the mechanism does not take.
+  const std::shared_ptr<nn::PositionScheme> scheme = setup.positions;
+  setup.positions = nullptr;
+  try {
+    nn::check_supported(*built, setup, "TransformerEncoder");
+  } catch (const qkv::ValueError& e) {
+    return attention + " does not take " + key_and_option("attention_features") + " " +
+           std::to_string(c.attention_features) + ": " + e.what();
+  }
+  setup.positions = scheme;
+  setup.features = 0;
   try {
     nn::check_supported(*built, setup, "TransformerEncoder");
   } catch (const qkv::ValueError& e) {
@@ -290,6 +300,13 @@ std::string attention_refusal(const Config& c) {
            e.what();
   }
   return "";
+}
+
+bool attention_reads_features(const std::string& name) {
+  const qkv::GeneratorState state = qkv::default_generator().state();  // building draws weights
+  const auto built = qkv::nn::attention_mechanism(name)({.num_hiddens = 8, .num_heads = 1, .max_len = 8});
+  qkv::default_generator().set_state(state);
+  return built && built->supports().features;
 }
 
 double training_bytes_estimate(const Config& c, int64_t vocab_size, int64_t num_tags, int64_t longest) {

@@ -105,6 +105,9 @@ constexpr int64_t kMaxAttentionFeatures = 8192;
 // ..."); empty when it takes them, for the GRU (which has no attention) and for names the
 // registries lack (validate() names those). validate() throws it; ablate leaves such rows out.
 std::string attention_refusal(const Config& config);
+// Whether the registered mechanism `name` reads an approximation size (--attention-features), as
+// Performer and Linformer do; an exact one refuses any size but 0.
+bool attention_reads_features(const std::string& name);
 
 // The config's sizes must be those of a checkpoint's tensors: d_model the columns of the tag
 // head, layers the Transformer blocks their names count. FormatError naming `where` and the

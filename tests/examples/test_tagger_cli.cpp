@@ -443,6 +443,11 @@ TEST_CASE("tagger ablate compares attention mechanisms and leaves out a combinat
       {{"--ablate-attention", "performer", "--ablate-positions", "alibi"},
        "tagger: option --ablate-attention: performer takes none of the --ablate-positions with the "
        "--ablate-windows (attention (--attention) 'performer' does not take positions (--positions) 'alibi'"},
+      {{"--attention", "linformer", "--ablate-attention", "dense,linformer", "--attention-features", "5000"},
+       "tagger config: attention (--attention) 'linformer' cannot be built with attention_features "
+       "(--attention-features) 5000"},
+      {{"--ablate-positions", "sinusoidal,bogus"},
+       "tagger: option --ablate-positions lists 'bogus'; expected schemes of "},
       {{"--ablate-attention", "dense,fast"},
        "tagger: option --ablate-attention lists 'fast'; expected mechanisms of dense, linformer, performer, "
        "talking_heads\n"}};

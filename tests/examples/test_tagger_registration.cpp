@@ -266,6 +266,13 @@ TEST_CASE("tagger refuses an attention mechanism with a position scheme or windo
   CHECK_THROWS_WITH_AS(c.validate(),
                        "tagger config: attention_features (--attention-features) is -1; expected 0 to 8192",
                        qkv::ValueError);
+  c.attention = "dense";  // exact: a features size would be ignored, so it is refused
+  c.attention_features = 16;
+  CHECK_THROWS_WITH_AS(c.validate(),
+                       doctest::Contains("attention (--attention) 'dense' does not take attention_features "
+                                         "(--attention-features) 16: TransformerEncoder: attention "
+                                         "MultiHeadAttention does not support features 16"),
+                       qkv::ValueError);
   c.attention = "softmax";
   c.attention_features = 0;
   CHECK_THROWS_WITH_AS(

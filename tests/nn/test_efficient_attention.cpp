@@ -201,6 +201,13 @@ TEST_CASE("the encoder refuses an attention mechanism with a part it does not su
   o.attend = nn::AttentionRestriction::causal();
   o.attention = nn::attention_mechanism("performer");
   CHECK_THROWS_WITH_AS(nn::TransformerEncoder{o}, doctest::Contains("does not support attend=causal"), ValueError);
+  o.attend = nn::AttentionRestriction::full();
+  o.attention = nn::attention_mechanism("dense");
+  o.attention_features = 8;  // an exact mechanism has no approximation size: not silently ignored
+  CHECK_THROWS_WITH_AS(nn::TransformerEncoder{o},
+                       doctest::Contains("attention MultiHeadAttention does not support features 8 (it is exact"),
+                       ValueError);
+  o.attention_features = 0;
   o.positions = nn::position_scheme("rotary");  // on q and k: every mechanism here takes it
   for (const std::string name : {"dense", "performer", "linformer", "talking_heads"}) {
     CAPTURE(name);
