@@ -199,23 +199,33 @@ void print_slopes(const std::vector<Model>& models, const Timings& t) {
                 loglog_slope(t.lengths, t.ms[i], first), t.gflop[i].back(), models[i].claim.c_str());
 }
 
-// Time against n on log scales, where O(n^k) is a straight line of slope k: OUT/scaling.png.
-void write_plot(const std::vector<Model>& models, const Timings& t, const Options& o) {
+// Time against x on log scales, where O(x^k) is a straight line of slope k: one line per name,
+// series i at x[0 .. ms[i].size()), written to OUT/file.
+void write_time_plot(const std::string& title, const std::string& x_label, const std::vector<std::string>& names,
+                     const std::vector<int64_t>& x, const std::vector<std::vector<double>>& ms, const Options& o,
+                     const std::string& file) {
   plot::LinePlotSpec spec;
-  spec.title = "forward + backward time vs sequence length (d = " + std::to_string(o.d) + ")";
-  spec.x_label = "sequence length n";
+  spec.title = title;
+  spec.x_label = x_label;
   spec.y_label = "time (ms)";
-  spec.log_x = spec.log_y = true;
-  spec.markers = true;
-  for (size_t i = 0; i < models.size(); ++i) {
-    plot::Series s{models[i].name, {}, t.ms[i]};
-    for (int64_t n : t.lengths) s.x.push_back(static_cast<double>(n));
+  spec.log_x = spec.log_y = spec.markers = true;
+  for (size_t i = 0; i < names.size(); ++i) {
+    plot::Series s{names[i], {}, ms[i]};
+    for (size_t j = 0; j < ms[i].size(); ++j) s.x.push_back(static_cast<double>(x[j]));
     spec.series.push_back(s);
   }
   std::filesystem::create_directories(o.out);
-  const std::string path = o.out + "/scaling.png";
+  const std::string path = o.out + "/" + file;
   plot::draw_line_plot(spec).write_png(path);
   std::printf("\nwrote %s\n", path.c_str());
+}
+
+// Time against n on log scales, where O(n^k) is a straight line of slope k: OUT/scaling.png.
+void write_plot(const std::vector<Model>& models, const Timings& t, const Options& o) {
+  std::vector<std::string> names;
+  for (const Model& m : models) names.push_back(m.name);
+  write_time_plot("forward + backward time vs sequence length (d = " + std::to_string(o.d) + ")",
+                  "sequence length n", names, t.lengths, t.ms, o, "scaling.png");
 }
 
 constexpr int64_t kGraphDegree = 8;
@@ -267,19 +277,8 @@ void graph_study(const Options& o) {
   std::printf("  %-20s %5.2f   expected: O(E d), slope 1\n", names[0].c_str(), loglog_slope(edges, t.ms[0], first));
   std::printf("  %-20s %5.2f   expected: O(N^2 d) = O(E^2 d / 64), slope 2\n", names[1].c_str(),
               loglog_slope(edges, t.ms[1], first));
-  plot::LinePlotSpec spec;
-  spec.title = "graph attention: forward + backward time vs edges (degree 8, d = " + std::to_string(o.d) + ")";
-  spec.x_label = "edges E";
-  spec.y_label = "time (ms)";
-  spec.log_x = spec.log_y = spec.markers = true;
-  for (size_t i = 0; i < names.size(); ++i) {
-    plot::Series s{names[i], {}, t.ms[i]};
-    for (int64_t e : edges) s.x.push_back(static_cast<double>(e));
-    spec.series.push_back(s);
-  }
-  const std::string path = o.out + "/graph_scaling.png";
-  plot::draw_line_plot(spec).write_png(path);
-  std::printf("\nwrote %s\n", path.c_str());
+  write_time_plot("graph attention: forward + backward time vs edges (degree 8, d = " + std::to_string(o.d) + ")",
+                  "edges E", names, edges, t.ms, o, "graph_scaling.png");
 }
 
 // One attention mechanism of the third table: its factory's setup, and the longest n it runs at.
@@ -331,19 +330,10 @@ void report_attention_study(const std::vector<Mechanism>& mechanisms, const Timi
     }
     std::printf("\n");
   }
-  plot::LinePlotSpec spec;
-  spec.title = "attention mechanisms: forward + backward time vs n (4 heads, d = " + std::to_string(o.d) + ")";
-  spec.x_label = "sequence length n";
-  spec.y_label = "time (ms)";
-  spec.log_x = spec.log_y = spec.markers = true;
-  for (size_t i = 0; i < mechanisms.size(); ++i) {
-    plot::Series s{mechanisms[i].name, {}, t.ms[i]};
-    for (size_t j = 0; j < t.ms[i].size(); ++j) s.x.push_back(static_cast<double>(t.lengths[j]));
-    spec.series.push_back(s);
-  }
-  const std::string path = o.out + "/attention_scaling.png";
-  plot::draw_line_plot(spec).write_png(path);
-  std::printf("\nwrote %s\n", path.c_str());
+  std::vector<std::string> names;
+  for (const Mechanism& m : mechanisms) names.push_back(m.name);
+  write_time_plot("attention mechanisms: forward + backward time vs n (4 heads, d = " + std::to_string(o.d) + ")",
+                  "sequence length n", names, t.lengths, t.ms, o, "attention_scaling.png");
 }
 
 // The mechanisms of nn/attention_interface.h, forward + backward of the whole layer, against n.
