@@ -45,8 +45,8 @@
 #include "nn/talking_heads.h"
 #include "nn/transformer.h"
 
-#include "io/checkpoint.h"
-#include "io/weights.h"
+#include "model_io/checkpoint.h"
+#include "model_io/weights.h"
 #include "io/tensor_npy.h"
 
 #include "data/batching.h"

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "io/digest.h"
 #include "tensor/error.h"
 

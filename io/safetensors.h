@@ -1,6 +1,6 @@
 // The safetensors format (https://github.com/huggingface/safetensors), readable by the Python
 // `safetensors` package and so by PyTorch, at the level of bytes: records in, records out. Weight
-// files of Tensors and modules (io/weights.h) and checkpoints (io/checkpoint.h) are built on it.
+// files of Tensors and modules (model_io/weights.h) and checkpoints (model_io/checkpoint.h) are built on it.
 //
 //   8 bytes     N, the header length, unsigned little-endian
 //   N bytes     a UTF-8 JSON object: for each tensor

@@ -4,7 +4,6 @@
 #include <span>
 #include <string>
 
-#include "autograd/grad_mode.h"
 #include "io/npy.h"
 #include "tensor/error.h"
 
@@ -23,8 +22,7 @@ NpyArray load_as(const std::filesystem::path& path, DType dtype, const char* op)
 }  // namespace
 
 void save_npy(const std::filesystem::path& path, const Tensor& t) {
-  NoGradGuard no_grad;
-  const Tensor c = t.detach().contiguous();
+  const Tensor c = t.detach().contiguous();  // detached: nothing is recorded
   save_npy(path, DType::F32, c.shape(), std::as_bytes(std::span(c.data(), static_cast<size_t>(c.numel()))));
 }
 

@@ -1,7 +1,7 @@
 // A tensor as the file formats see it: a name, an element type, a C-order shape and raw
 // little-endian bytes. The formats (io/safetensors.h, io/npy.h) read and write these records and
 // know nothing of Tensor; binding a Tensor or a module's state_dict to records is a thin layer on
-// top (io/weights.h), so the byte-level code can be read (and tested) on its own.
+// top (model_io/weights.h), so the byte-level code can be read (and tested) on its own.
 #pragma once
 
 #include <cstddef>

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "autograd/grad_mode.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "io/file.h"
 #include "plot/plot.h"
 #include "tensor/error.h"

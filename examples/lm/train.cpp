@@ -18,7 +18,7 @@
 #include "examples/common/progress.h"
 #include "examples/common/run_directory.h"
 #include "examples/common/ranks.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "io/file.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"

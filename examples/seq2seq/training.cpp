@@ -8,7 +8,7 @@
 
 #include "dist/sampler.h"
 #include "examples/seq2seq/bleu.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "io/tensor_record.h"
 #include "nn/functional/loss.h"
 #include "optim/clip.h"

@@ -24,7 +24,7 @@
 
 #include "examples/tagger/dataset.h"
 #include "examples/tagger/model.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "io/file.h"
 #include "optim/optimizer.h"
 

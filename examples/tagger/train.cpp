@@ -19,7 +19,7 @@
 #include "examples/common/progress.h"
 #include "examples/common/ranks.h"
 #include "examples/tagger/figures.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "io/file.h"
 #include "io/json.h"
 #include "nn/functional/loss.h"

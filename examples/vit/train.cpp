@@ -15,7 +15,7 @@
 #include "examples/common/ranks.h"
 #include "examples/common/run_directory.h"
 #include "examples/vit/baselines.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "io/file.h"
 #include "nn/functional/loss.h"
 #include "optim/clip.h"

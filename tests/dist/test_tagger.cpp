@@ -16,7 +16,7 @@
 
 #include "dist/process_group.h"
 #include "examples/tagger/train.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "tensor/reference_mode.h"
 #include "tensor/threads.h"
 #include "tests/dist/dist_testing.h"

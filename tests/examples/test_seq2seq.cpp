@@ -14,7 +14,7 @@
 #include "examples/seq2seq/dates.h"
 #include "examples/seq2seq/model.h"
 #include "examples/seq2seq/training.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "optim/adam.h"
 #include "tensor/error.h"
 #include "tensor/random.h"

@@ -17,7 +17,7 @@
 #include "examples/tagger/figures.h"
 #include "examples/tagger/options.h"
 #include "examples/tagger/train.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "io/json.h"
 #include "io/scratch_dir.h"
 #include "nn/attention_interface.h"

@@ -14,7 +14,7 @@
 #include "child_process.h"
 #include "examples/tagger/evaluate.h"
 #include "examples/tagger/run_dir.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "io/file.h"
 #include "io/json.h"
 #include "io/scratch_dir.h"

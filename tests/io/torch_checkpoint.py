@@ -1,5 +1,5 @@
 """A qkv checkpoint written from a PyTorch state_dict, by another program than qkv: the layout and
-the checksum exactly as io/checkpoint.h documents them. Run from the repository root (PyTorch
+the checksum exactly as model_io/checkpoint.h documents them. Run from the repository root (PyTorch
 1.13.1 wrote the committed files):
 
     /usr/bin/python3 tests/io/torch_checkpoint.py
@@ -7,7 +7,7 @@ the checksum exactly as io/checkpoint.h documents them. Run from the repository 
 writes tests/io/fixtures/torch_checkpoint.safetensors, the weights of
 torch.nn.Sequential(Linear(6, 16), Tanh(), Linear(16, 4)) (qkv's nn::Sequential names them the same:
 "0.weight", ...) saved at step 42 without optimizer state, and torch_checkpoint.golden.safetensors,
-an input and PyTorch's output. tests/io/test_weights.cpp loads the checkpoint, compares the output,
+an input and PyTorch's output. tests/model_io/test_weights.cpp loads the checkpoint, compares the output,
 and checks that qkv's save_checkpoint writes the very same bytes.
 """
 import json

@@ -1,4 +1,4 @@
-// PyTorch's state_dicts in qkv's layers and back (nn/pytorch.h, io/weights.h). The files in
+// PyTorch's state_dicts in qkv's layers and back (nn/pytorch.h, model_io/weights.h). The files in
 // tests/nn/pytorch/ were written by PyTorch (tests/nn/pytorch_weights.py): each layer's state_dict,
 // an input and PyTorch's output. qkv loads each into its own layer and must give the same output to
 // float32 precision; the reverse direction, PyTorch loading what qkv writes, is run by the same
@@ -16,7 +16,7 @@
 
 #include "io/safetensors.h"
 #include "io/scratch_dir.h"
-#include "io/weights.h"
+#include "model_io/weights.h"
 #include "nn/pytorch.h"
 #include "qkv.h"
 

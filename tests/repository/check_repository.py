@@ -4,18 +4,15 @@
 usage: check_repository.py SOURCE_DIR CHECK [ARG]
 
 checks:
-  function-length       no function of the library or the examples is over 100 lines
+  function-length       no function of the library, the examples or bench is over 80 lines
   self-contained        no file outside tests/ cites material a user who clones qkv does not
                         have: the maintainers' shared folder, their study notes, issue numbers
   engine-alone          the backward engine and record() mention no profiler, anomaly mode or
                         graph dump: those observe the engine from autograd/debug/
   core-without-figures  the core library (ARG: the path of libqkv) holds no image-library code,
                         and no core source includes plot/ or stb
-  include-direction     every project include points down the layers: tensor < autograd < nn <
-                        optim < io < autograd/debug < data < plot < dist < examples and bench (the
-                        debuggers write their reports as JSON and files, so they sit above io;
-                        bench and the examples share one layer, since `tagger bench` runs
-                        bench/tagger_bench.cpp, which builds the tagger's model)
+  include-direction     every project include is one its folder may make: LIBRARY_DEPENDENCIES
+                        states each folder's allowed dependencies, with no exception
 """
 import os
 import re
@@ -24,8 +21,8 @@ import sys
 
 from function_lengths import functions
 
-LIBRARY = ["tensor", "autograd", "nn", "optim", "io", "data", "plot", "dist"]
-CORE = ["tensor", "autograd", "nn", "optim", "io", "data"]
+LIBRARY = ["tensor", "autograd", "nn", "optim", "io", "model_io", "data", "plot", "dist"]
+CORE = ["tensor", "autograd", "nn", "optim", "io", "model_io", "data"]
 SKIP_DIRS = {".git", "tests", "runs", "data_cache", "cache"}
 
 
@@ -48,11 +45,14 @@ def matching_lines(root, path, pattern):
             for number, text in enumerate(read(path).splitlines(), 1) if pattern.search(text)]
 
 
+MAX_FUNCTION_LINES = 80
+
+
 def function_length(root, _):
     bad = []
-    for path in sources(root, LIBRARY + ["examples"]):
+    for path in sources(root, LIBRARY + ["examples", "bench"]):
         for name, line, length in functions(read(path)):
-            if length > 100:
+            if length > MAX_FUNCTION_LINES:
                 bad.append(f"{os.path.relpath(path, root)}:{line}: {name} is {length} lines")
     return bad
 
@@ -92,34 +92,48 @@ def core_without_figures(root, library):
     return bad
 
 
-# The layers, lowest first, each one or more folders: a file may include its own layer and those
-# below it.
-LAYERS = [["tensor"], ["autograd"], ["nn"], ["optim"], ["io"], ["autograd/debug"], ["data"], ["plot"], ["dist"],
-          ["examples", "bench"]]
+# What each folder may include besides itself: a graph, not one order. io/ holds byte formats that
+# need tensors alone, so the debuggers (which write JSON and files) and data/ use it without
+# reaching nn/; model_io/ holds the files of models and optimizers, so it sits above optim/. The
+# examples and bench share everything: `tagger bench` runs bench/tagger_bench.cpp, which builds the
+# tagger's model.
+LIBRARY_DEPENDENCIES = {
+    "tensor": [],
+    "io": ["tensor"],
+    "autograd": ["tensor"],
+    "autograd/debug": ["autograd", "io", "tensor"],
+    "nn": ["autograd", "tensor"],
+    "optim": ["nn", "autograd", "tensor"],
+    "model_io": ["optim", "nn", "autograd", "io", "tensor"],
+    "data": ["io", "tensor"],
+    "plot": ["tensor"],
+    "dist": ["model_io", "optim", "nn", "autograd", "io", "tensor"],
+}
+ALLOWED = dict(LIBRARY_DEPENDENCIES)
+ALLOWED["examples"] = ALLOWED["bench"] = list(LIBRARY_DEPENDENCIES) + ["examples", "bench"]
 
 
-def layer_of(path):
-    """The index in LAYERS of the layer whose longest folder holds `path`, or None."""
-    best, best_length = None, 0
-    for i, folders in enumerate(LAYERS):
-        for name in folders:
-            if (path == name or path.startswith(name + "/")) and len(name) > best_length:
-                best, best_length = i, len(name)
+def folder_of(path):
+    """The folder of ALLOWED that holds `path` most closely, or None."""
+    best = None
+    for name in ALLOWED:
+        if (path == name or path.startswith(name + "/")) and (best is None or len(name) > len(best)):
+            best = name
     return best
 
 
 def include_direction(root, _):
     include = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
     bad = []
-    for path in sources(root, ["tensor", "autograd", "nn", "optim", "io", "data", "plot", "dist", "examples", "bench"]):
+    for path in sources(root, list(ALLOWED)):
         rel = os.path.relpath(path, root)
-        mine = layer_of(rel)
+        mine = folder_of(rel)
         for number, text in enumerate(read(path).splitlines(), 1):
             match = include.match(text)
-            target = layer_of(match.group(1)) if match else None
-            if target is not None and target > mine:
-                bad.append(f"{rel}:{number}: includes {match.group(1)}, from {'/'.join(LAYERS[target])}, "
-                           f"above {'/'.join(LAYERS[mine])}")
+            target = folder_of(match.group(1)) if match else None
+            if target is not None and target != mine and target not in ALLOWED[mine]:
+                bad.append(f"{rel}:{number}: includes {match.group(1)}, from {target}/, which {mine}/ may not "
+                           f"include (it may include {', '.join(ALLOWED[mine]) or 'nothing of the project'})")
     return bad
 
 

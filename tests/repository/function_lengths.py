@@ -6,7 +6,7 @@ usage: function_lengths.py LIMIT FILE...   prints "file:line: NAME is N lines" f
 A function is a brace block opened after a ')' (optionally followed by const, noexcept, override,
 a trailing return type or a constructor's initializer list) at namespace or class level; lambdas
 and control blocks inside a function count towards the function that holds them. Comments, strings
-and character literals are skipped. This is a heuristic for code written in this project's style,
+and character literals are skipped; a digit separator (100'000) is not taken for a character literal. This is a heuristic for code written in this project's style,
 not a C++ parser.
 """
 import re
@@ -31,6 +31,10 @@ def strip(text):
             end = text.find(")" + m.group(1) + '"', i) + len(m.group(1)) + 2
             out.append('""' + "\n" * text.count("\n", i, end))
             i = end
+        elif c == "'" and i > 0 and re.match(r"[0-9A-Fa-f]'[0-9A-Fa-f]", text[i - 1:i + 2]) and \
+                re.search(r"\b[0-9][0-9A-Za-z']*$", text[max(0, i - 40):i]):
+            out.append(c)  # a digit separator inside a number, as in 100'000 or 0xFFFF'FFFF
+            i += 1
         elif c in "\"'":
             j = i + 1
             while j < n and text[j] != c:

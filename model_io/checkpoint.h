@@ -72,7 +72,7 @@ void save_checkpoint(const std::filesystem::path& path, const nn::Module& model,
                      const optim::Optimizer& optimizer, int64_t step, const std::string& config = "");
 // The same without an optimizer: the weights, the step, the generator and the config. It loads
 // with read_checkpoint; load_checkpoint with an optimizer refuses it. For the weights alone in the
-// file PyTorch's safetensors reads directly, without the "model." prefix, see io/weights.h.
+// file PyTorch's safetensors reads directly, without the "model." prefix, see model_io/weights.h.
 void save_checkpoint(const std::filesystem::path& path, const nn::Module& model, int64_t step,
                      const std::string& config = "");
 

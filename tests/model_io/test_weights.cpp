@@ -1,6 +1,6 @@
-// Weights alone (io/weights.h): a module's state_dict in a plain safetensors file, named as the
+// Weights alone (model_io/weights.h): a module's state_dict in a plain safetensors file, named as the
 // module names it, and loaded back with every name and shape checked; checkpoints without an
-// optimizer (io/checkpoint.h). Files PyTorch writes are in tests/nn/test_pytorch.cpp.
+// optimizer (model_io/checkpoint.h). Files PyTorch writes are in tests/nn/test_pytorch.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,13 +11,13 @@
 #include <span>
 #include <string>
 
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "io/safetensors.h"
-#include "io/weights.h"
+#include "model_io/weights.h"
 #include "nn/pytorch.h"
 #include "optim/adam.h"
 #include "qkv.h"
-#include "scratch_dir.h"
+#include "io/scratch_dir.h"
 
 using namespace qkv;
 using qkv::testing::ScratchDir;

@@ -1,4 +1,4 @@
-#include "io/weights.h"
+#include "model_io/weights.h"
 
 #include <algorithm>
 #include <cstring>

@@ -10,7 +10,7 @@
 //   io::load_safetensors("encoder.safetensors", encoder);      // checks every name and shape
 //   nn::StateDict w = io::read_safetensors("encoder.safetensors");
 //
-// To resume training, use a checkpoint instead (io/checkpoint.h): it adds the optimizer, the step
+// To resume training, use a checkpoint instead (model_io/checkpoint.h): it adds the optimizer, the step
 // and the generator, and a checksum.
 #pragma once
 

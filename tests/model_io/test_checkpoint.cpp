@@ -1,4 +1,4 @@
-// Checkpoints (io/checkpoint.h): resuming from a file continues training bit for bit, and a file
+// Checkpoints (model_io/checkpoint.h): resuming from a file continues training bit for bit, and a file
 // that is damaged, foreign or does not fit is rejected whole, leaving the model, the optimizer and
 // the generator exactly as they were.
 #include <doctest/doctest.h>
@@ -13,7 +13,7 @@
 #include <span>
 
 #include "child_process.h"
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 #include "io/safetensors.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"
@@ -21,7 +21,7 @@
 #include "optim/scheduler.h"
 #include "optim/sgd.h"
 #include "qkv.h"
-#include "scratch_dir.h"
+#include "io/scratch_dir.h"
 
 using namespace qkv;
 using qkv::testing::read_file;
@@ -215,7 +215,7 @@ TEST_CASE("a truncated corrupted or foreign checkpoint is rejected and changes n
 
 namespace {
 
-// FNV-1a (64 bits) over a checkpoint as io/checkpoint.h documents it, written again here so that a
+// FNV-1a (64 bits) over a checkpoint as model_io/checkpoint.h documents it, written again here so that a
 // test can forge files that pass the checksum and reach the checks behind it: each tensor's name,
 // dtype, shape ("(16,6)") and bytes in name order, then each metadata key and value but
 // "checksum"; every string is followed by one 0 byte.

@@ -1,4 +1,4 @@
-#include "io/checkpoint.h"
+#include "model_io/checkpoint.h"
 
 #include <algorithm>
 #include <charconv>
@@ -13,7 +13,7 @@
 #include "autograd/grad_mode.h"
 #include "io/digest.h"
 #include "io/safetensors.h"
-#include "io/weights.h"
+#include "model_io/weights.h"
 #include "tensor/error.h"
 
 namespace qkv::io {
