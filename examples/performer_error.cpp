@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
-#include "examples/common/args.h"
+#include "examples/common/program.h"
 #include "nn/attention.h"
 #include "nn/performer.h"
 #include "plot/plot.h"
@@ -59,18 +59,7 @@ std::vector<double> errors_for(const Tensor& X, const std::vector<int64_t>& ms, 
   return errors;
 }
 
-int run(int argc, char** argv) {
-  const examples::Args args(argc, argv,
-                            {{"out", ".", "directory for performer_error.png"},
-                             {"width", "16", "head width d"},
-                             {"length", "64", "tokens T"},
-                             {"max-m", "4096", "the most random features (doubling from width / 2)"},
-                             {"draws", "4", "independent draws of the features per point"}},
-                            "performer_error [options]");
-  if (args.help_requested()) {
-    std::printf("%s", args.help().c_str());
-    return 0;
-  }
+int run(const examples::Args& args) {
   const int64_t d = args.integer_in("width", 2, 256), T = args.integer_in("length", 2, 4096);
   const int64_t max_m = args.integer_in("max-m", 1, 65536);
   const int draws = static_cast<int>(args.integer_in("draws", 1, 100));
@@ -120,10 +109,12 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "performer_error: %s\n", e.what());
-    return 1;
-  }
+  return qkv::examples::run_tool(argc, argv, "performer_error",
+                                 {"performer_error", "the error of Performer's attention against its number of random features, with a figure",
+                                  {{"out", ".", "directory for performer_error.png"},
+                                   {"width", "16", "head width d"},
+                                   {"length", "64", "tokens T"},
+                                   {"max-m", "4096", "the most random features (doubling from width / 2)"},
+                                   {"draws", "4", "independent draws of the features per point"}},
+                                  run});
 }

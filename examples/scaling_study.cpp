@@ -43,7 +43,7 @@
 
 #include "autograd/debug/profiler.h"
 #include "autograd/ops/graph_attention.h"
-#include "examples/common/args.h"
+#include "examples/common/program.h"
 #include "nn/functional/banded_attention.h"
 #include "plot/plot.h"
 #include "qkv.h"
@@ -381,20 +381,7 @@ void attention_study(const Options& o) {
   report_attention_study(mechanisms, t, o);
 }
 
-int run(int argc, char** argv) {
-  const examples::Args args(argc, argv,
-                            {{"out", ".", "directory for scaling.png"},
-                             {"width", "64", "model width d"},
-                             {"window", "8", "half-width w of the truncated attention"},
-                             {"max-len", "4096", "longest sequence (powers of two from 16)"},
-                             {"repeats", "5", "timed runs per point; the best is kept"},
-                             {"threads", "1", "threads for the kernels"},
-                             {"attention-len", "16384", "longest sequence of the attention mechanisms' table (256 .. 65536; slopes from 2048)"}},
-                            "scaling_study [options]");
-  if (args.help_requested()) {
-    std::printf("%s", args.help().c_str());
-    return 0;
-  }
+int run(const examples::Args& args) {
   const Options options{.d = args.integer_in("width", 2, 4096),
                         .w = args.integer_in("window", 0, 4096),
                         .max_len = args.integer_in("max-len", 16, 65536),
@@ -419,10 +406,14 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "scaling_study: %s\n", e.what());
-    return 1;
-  }
+  return qkv::examples::run_tool(argc, argv, "scaling_study",
+                                 {"scaling_study", "the cost of attention, a GRU, an FFN and the attention mechanisms against sequence length",
+                                  {{"out", ".", "directory for scaling.png"},
+                                   {"width", "64", "model width d"},
+                                   {"window", "8", "half-width w of the truncated attention"},
+                                   {"max-len", "4096", "longest sequence (powers of two from 16)"},
+                                   {"repeats", "5", "timed runs per point; the best is kept"},
+                                   {"threads", "1", "threads for the kernels"},
+                                   {"attention-len", "16384", "longest sequence of the attention mechanisms' table (256 .. 65536; slopes from 2048)"}},
+                                  run});
 }

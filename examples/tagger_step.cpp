@@ -27,7 +27,7 @@
 #include "autograd/debug/profiler.h"
 #include "autograd/node.h"
 #include "data/batching.h"
-#include "examples/common/args.h"
+#include "examples/common/program.h"
 #include "examples/tagger/train.h"
 #include "io/file.h"
 #include "nn/functional/loss.h"
@@ -150,17 +150,7 @@ void time_anomaly_mode(const std::function<void()>& step) {
       on, off, on / off);
 }
 
-int run(int argc, char** argv) {
-  const examples::Args args(argc - 1, argv + 1,
-                            {{"out", "tagger_step", "directory for the graph and profile files"},
-                             {"model", "transformer", "transformer or gru"},
-                             {"threads", "1", "threads for the kernels"},
-                             examples::kReferenceOption},
-                            "tagger_step [options]");
-  if (args.help_requested()) {
-    std::printf("%s", args.help().c_str());
-    return 0;
-  }
+int run(const examples::Args& args) {
   args.refuse_positional();
   set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));
   const bool reference = examples::use_reference_mode(args);
@@ -218,10 +208,11 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "tagger_step: %s\n", e.what());
-    return 1;
-  }
+  return qkv::examples::run_tool(argc, argv, "tagger_step",
+                                 {"tagger_step", "one training step of the tagger seen through the graph dump and the profiler",
+                                  {{"out", "tagger_step", "directory for the graph and profile files"},
+                                   {"model", "transformer", "transformer or gru"},
+                                   {"threads", "1", "threads for the kernels"},
+                                   examples::kReferenceOption},
+                                  run});
 }

@@ -179,6 +179,17 @@ bool Args::given(const std::string& name) const {
   return values_.count(name) > 0;
 }
 
+bool Args::has(const std::string& name) const {
+  return std::any_of(spec_.begin(), spec_.end(), [&](const Option& o) { return o.name == name; });
+}
+
+std::vector<std::string> Args::given_names() const {
+  std::vector<std::string> names;
+  for (const Option& o : spec_)
+    if (values_.count(o.name)) names.push_back(o.name);
+  return names;
+}
+
 std::string Args::help() const {
   std::string out = usage_ + "\n\noptions:\n";
   for (const Option& o : spec_) {
@@ -193,6 +204,33 @@ std::string Args::help() const {
 std::string option_text(double value) {
   char buf[32];  // a double's shortest form takes at most 24 characters
   return std::string(buf, std::to_chars(buf, buf + sizeof buf, value).ptr);
+}
+
+std::string option_text(float value) {
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, value).ptr);
+}
+
+std::string join(const std::vector<std::string>& names, const std::string& separator) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : separator) + n;
+  return out;
+}
+
+std::vector<std::string> split_list(const std::string& name, const std::string& text) {
+  std::vector<std::string> items;
+  const std::string expected = "option --" + name + " has an empty item in '" + text + "'; expected a,b,...";
+  for (size_t start = 0;;) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) throw ValueError(expected);
+    if (std::find(items.begin(), items.end(), item) != items.end())
+      throw ValueError("option --" + name + " lists '" + item + "' twice");
+    items.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return items;
 }
 
 void make_output_directory(const std::string& option, const std::string& path) {

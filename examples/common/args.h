@@ -30,6 +30,8 @@ class Args {
   double number_in(const std::string& name, double lo, double hi) const;
   bool flag(const std::string& name) const;
   bool given(const std::string& name) const;  // set on the command line, not by default
+  bool has(const std::string& name) const;    // an option of this command's spec
+  std::vector<std::string> given_names() const;  // the options given, in the spec's order
   const std::vector<std::string>& positional() const { return positional_; }
   // For a command that takes no positional arguments: ValueError "unexpected argument 'WORD'" for
   // the first one given.
@@ -63,9 +65,17 @@ inline constexpr const char* kReferenceModeNote = "reference mode (composed ops,
 // QKV_REFERENCE=1 turned on); otherwise leaves it as QKV_REFERENCE set it. Says whether it is on.
 bool use_reference_mode(const Args& args);
 
-// A number as an option's text: the shortest decimal that reads back as the same double, so that a
-// default taken from a struct's initializer shows as written there ("0.003", "1").
+// A number as an option's text: the shortest decimal that reads back as the same number, so that a
+// default taken from a struct's initializer shows as written there ("0.003", "1", a float's "0.1").
 std::string option_text(double value);
+std::string option_text(float value);
+
+// "a, b, c": the names with `separator` between them.
+std::string join(const std::vector<std::string>& names, const std::string& separator = ", ");
+
+// "a,b,c" given to option --name → {"a", "b", "c"}. An empty item or one listed twice is refused,
+// naming the option: either would quietly compare less, or do the same work twice.
+std::vector<std::string> split_list(const std::string& name, const std::string& text);
 
 // Makes the output directory `path` (and its parents) if missing and proves it writable by creating
 // and removing a file, so that a program refuses a bad --out before its work rather than after.

@@ -23,11 +23,18 @@ Progress::Progress(std::string label, int64_t total) : Progress(std::move(label)
 Progress::Progress(std::string label, int64_t total, bool tty)
     : label_(std::move(label)), total_(total > 0 ? total : 1), tty_(tty), start_(std::chrono::steady_clock::now()) {}
 
+Progress Progress::shown_if(bool shown, std::string label, int64_t total) {
+  Progress p(std::move(label), total);
+  p.shown_ = shown;
+  return p;
+}
+
 double Progress::elapsed_seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
 void Progress::update(int64_t done, const std::string& stats) {
+  if (!shown_) return;
   const auto now = std::chrono::steady_clock::now();
   const double elapsed = elapsed_seconds();
   const double eta = done > 0 ? elapsed * static_cast<double>(total_ - done) / static_cast<double>(done) : NAN;
@@ -51,6 +58,7 @@ void Progress::update(int64_t done, const std::string& stats) {
 }
 
 void Progress::finish(const std::string& summary) {
+  if (!shown_) return;
   if (tty_) std::fprintf(stderr, "\r\033[K");
   std::fprintf(stderr, "%s %s (%s)\n", label_.c_str(), summary.c_str(), format_duration(elapsed_seconds()).c_str());
 }

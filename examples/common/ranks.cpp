@@ -15,6 +15,8 @@ dist::World& world() {
   return *the_world;
 }
 
+bool world_started() { return the_world.has_value(); }
+
 bool start_world(int& argc, char**& argv, const std::string& program) {
   try {
     the_world.emplace(argc, argv);

@@ -12,6 +12,7 @@ namespace qkv::examples {
 
 // The world of this process, made by start_world at the top of main: a group of one without mpirun.
 dist::World& world();
+bool world_started();  // false in a program (a test) that never called start_world
 
 // Makes the world (MPI when started by mpirun). Returns false, having reported why, when it cannot
 // be made (mpirun with a build that has no MPI).

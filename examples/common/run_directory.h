@@ -1,25 +1,221 @@
-// The run directory of a program's training (lm, vit): made and locked before anything is written,
-// so that no run is ever overwritten or written by two trainings at once.
+// A training's run directory, one implementation for every program that trains:
+//   config.json        the run's config as it started (examples/common/config.h)
+//   last.safetensors   the checkpoint after the last evaluation, for --resume
+//   best.safetensors   the checkpoint of the best validation score so far
+//   metrics.csv        one row per evaluation, with its timings (examples/common/history.h)
+//   ...                the program's own files: RunLayout::files (baselines.json, vocabularies...)
+//   figures/           its PNG figures
+//   .lock              the lock the training at work holds (io::DirectoryLock)
+// A checkpoint's config text is a RunState: the config it was trained with, the evaluations so far
+// without their timings, the best score and the program's own entries; no wall-clock time, so that
+// two runs of one seed write checkpoints of the same bytes whatever the thread count.
+//
+// What it guarantees (docs/training.md, "The run directory"):
+//   - nothing is written before every refusal: a directory that holds another program's files, or
+//     a run (unless RunLayout::fresh_replaces_run), one another training holds, one that cannot be
+//     written, a resume of something that is no run;
+//   - every file is written atomically (io/file.h), and a killed write leaves no partial file that
+//     the next training would take for whole;
+//   - a fresh run writes into DIR/.new-run and takes the directory over only once its first
+//     checkpoint is saved whole: marked complete, then moved over the old run's files, removing what
+//     of the old run the new one has no file for. A start stopped before the mark leaves the old run
+//     as it was; one stopped after it is finished by the next command that opens the directory;
+//   - under mpirun, rank 0 alone reads and writes it; the other ranks wait at each save until the
+//     files are written (a barrier), so that no rank runs ahead of a checkpoint.
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "examples/common/config.h"
+#include "examples/common/history.h"
+#include "examples/common/training.h"
 #include "io/file.h"
 #include "io/json.h"
+#include "model_io/checkpoint.h"
+
+namespace qkv::dist {
+class ProcessGroup;
+}
 
 namespace qkv::examples {
 
-// Makes `dir` if missing and takes its DirectoryLock, refusing with a ValueError naming --run and
-// `program` ("lm train: ..."), before anything is written: a fresh training where the directory
-// holds a run (its config.json; --resume continues it) or any other file; --resume where it holds
-// no run; a directory another training holds. Then removes temporary files that a killed training
-// left of `files` (the files it writes atomically) and checks that the directory can be written.
-io::DirectoryLock prepare_run_directory(const std::filesystem::path& dir, bool resume, const std::string& program,
-                                        const std::vector<std::string>& files);
+struct RunLayout {
+  std::string program = {};        // "lm": names it in messages ("lm train: ...", "an lm run")
+  std::vector<std::string> files = {};  // its own files, besides config.json, the checkpoints and metrics.csv
+  // A fresh training where the directory holds a run of this program: replace that run once the new
+  // one's first checkpoint is whole (the tagger's `./qkv train`, run again), or refuse (lm).
+  bool fresh_replaces_run = false;
+  std::string budget_key = {};  // the config key --resume may raise: "steps", "epochs"
+  // The config `json` (from `source`) as this program reads it, written again (examples::to_json):
+  // a ValueError saying why it is not one of `what`'s configs ("an lm"). config_reader<C>() makes it.
+  std::function<io::Json(const io::Json& json, const std::string& source, const std::string& what)> read_config = {};
+
+  std::string a_program() const;  // "an lm", "a vit": as the name is spoken
+  std::vector<std::string> run_files() const;
+};
+
+// What a checkpoint of a run holds besides the tensors, as its config text (JSON).
+struct RunState {
+  io::Json config;                 // the config it was trained with
+  io::Json history;                // the evaluations so far, untimed (History::to_json)
+  double best = 0;                 // the best validation score so far
+  io::Json::Object extras;         // the program's own entries (the tagger's vocabulary digests)
+  std::string text() const;
+  // The state a checkpoint's config text holds; ValueError naming `file` when it is not one of
+  // `layout`'s program (no config, history and best).
+  static RunState parse(const std::string& text, const std::filesystem::path& file, const RunLayout& layout);
+  const io::Json* extra(const std::string& key) const;
+};
+
+class RunDirectory {
+ public:
+  // Checks `dir` for a fresh training (resume false) or for --resume, refusing with a ValueError
+  // naming --run before anything is written. Under mpirun (`group` of several ranks) the ranks but
+  // rank 0 check and write nothing.
+  RunDirectory(std::filesystem::path dir, RunLayout layout, bool resume, dist::ProcessGroup* group = nullptr);
+  // A fresh start that never saved its first checkpoint (an error stopped it) leaves nothing.
+  ~RunDirectory();
+  RunDirectory(const RunDirectory&) = delete;
+  RunDirectory& operator=(const RunDirectory&) = delete;
+
+  // Makes the directory, takes its lock (refused, naming it, while another training holds it),
+  // finishes or undoes an interrupted fresh start, and removes what killed writes left. Called once
+  // everything that can refuse the training has been checked.
+  void open();
+
+  const std::filesystem::path& dir() const { return dir_; }
+  const RunLayout& layout() const { return layout_; }
+  bool resume() const { return resume_; }
+  bool writer() const { return writer_; }  // rank 0, or the one process
+  // Where file `name` of the run is written now: in DIR/.new-run until a fresh run's first checkpoint
+  // is committed, in DIR after.
+  std::filesystem::path path(const std::string& name) const;
+  // Writes `text` to file `name` atomically; a rank that is not the writer writes nothing.
+  void write_text(const std::string& name, const std::string& text) const;
+
+  // The end of an evaluation: best.safetensors (when `improved`), last.safetensors, each with
+  // `state` as its config text, and metrics.csv; a fresh run's first save commits it (it takes the
+  // directory over). Under mpirun every rank calls it: the writer writes, then all meet.
+  void save(const nn::Module& model, const optim::Optimizer& optimizer, int64_t step, const RunState& state,
+            bool improved, const std::string& metrics_csv);
+
+ private:
+  void check_contents() const;
+  void check_files() const;
+  void commit();
+  std::filesystem::path dir_;
+  RunLayout layout_;
+  bool resume_, writer_;
+  dist::ProcessGroup* group_;
+  std::optional<io::DirectoryLock> lock_;
+  bool committed_ = false;
+};
+
+// A checkpoint of the run in `dir` ("best" or "last"), read and checked, not applied.
+struct SavedRun {
+  std::filesystem::path file;
+  io::Checkpoint checkpoint;
+  RunState state;  // its config is the checkpoint's: its budget may be above config.json's
+};
+
+// Reads DIR/config.json and DIR/WHICH.safetensors and checks that they are one run of `layout`'s
+// program: the checkpoint's config must be config.json's but for the budget, which --resume may
+// only have raised. A fresh start stopped halfway is finished (or undone) first, unless a training
+// holds the directory. ValueError naming the file: no run, no such checkpoint, another program's,
+// another run's ("seed: 7 in the checkpoint, 0 in config.json").
+SavedRun load_saved_run(const std::filesystem::path& dir, const RunLayout& layout, const std::string& which);
+
+// The config of a saved run, as its program's type.
+template <class C>
+C config_of(const SavedRun& saved, const RunLayout& layout, MissingKeys missing = MissingKeys::refuse) {
+  return from_json<C>(saved.state.config, saved.file.string(), layout.a_program(), missing);
+}
+
+// RunLayout::read_config for a config type C.
+template <class C>
+auto config_reader(MissingKeys missing = MissingKeys::refuse) {
+  return [missing](const io::Json& json, const std::string& source, const std::string& what) {
+    return to_json(from_json<C>(json, source, what, missing));
+  };
+}
 
 // The JSON text `text`, its errors naming `source`.
 io::Json parse_json_of(const std::string& text, const std::string& source);
+
+// What every training takes besides its config: where it writes, whether it continues, what it
+// prints and draws, and the ranks it trains with.
+struct RunOptions {
+  std::string run_dir;
+  bool resume = false;
+  bool figures = true, verbose = true, progress = true;  // rank 0 alone prints and draws
+  int64_t stop_after = -1;  // stop after this many evaluations of this call, as if interrupted (tests)
+  Ranks ranks;
+};
+
+// The options of a train command that make a RunOptions, and the RunOptions they give: --run,
+// --resume, --no-figures, --reduce (and the world's ranks, of which all but rank 0 are quiet).
+std::vector<Args::Option> run_options(const std::string& run_dir);
+RunOptions run_options_from(const Args& args);
+
+// On rank 0: "lm: training on 2 ranks (mpi) of 1 thread(s), reference mode (...), run directory D".
+void announce_training(const std::string& program, const RunOptions& options);
+
+// --resume continues a run with the config it was saved with: an option that would change it is
+// refused, naming it ("--resume continues the run with its saved config; --lr cannot change it"),
+// unless `honoured` lists it (the budget, threads, what is printed and drawn).
+void check_resume_options(const Args& args, const std::vector<std::string>& honoured);
+
+// Where a training starts: afresh from `config`, or, for --resume, from the run's last checkpoint.
+template <class C, class Row>
+struct Start {
+  C config;
+  History<Row> history;
+  double best;
+  std::optional<SavedRun> last;  // the checkpoint a resumed run continues from
+  // Loads the last checkpoint into the model and optimizer (with the generator's state): the step
+  // it was saved at, 0 for a fresh run.
+  int64_t load(nn::Module& model, optim::Optimizer& optimizer) const {
+    return last ? io::load_checkpoint(last->file, model, optimizer).step : 0;
+  }
+};
+
+// For a fresh run, `config` as it is (with `best`, the score no evaluation can be worse than). For
+// --resume, the run's own config, history and best from its last checkpoint, with `config`'s budget
+// (layout.budget_key) when it is above 0, and the timings of metrics.csv: a budget below the run's
+// is refused, naming the option.
+template <class C, class Row>
+Start<C, Row> start_or_resume(const RunDirectory& run, const C& config, double best,
+                              MissingKeys missing = MissingKeys::refuse) {
+  if (!run.resume()) return {config, {}, best, std::nullopt};
+  const RunLayout& layout = run.layout();
+  SavedRun last = load_saved_run(run.dir(), layout, "last");
+  Start<C, Row> s{config_of<C>(last, layout, missing),
+                  History<Row>::from_json(last.state.history, last.file.string()), last.state.best, std::move(last)};
+  const auto budget = [&](C& c) {
+    int64_t value = 0;
+    c.fields([&](const Field& f, auto& v) {
+      if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>)
+        if (f.key == layout.budget_key) value = static_cast<int64_t>(v);
+    });
+    return value;
+  };
+  C wanted = config;
+  const int64_t asked = budget(wanted), saved = budget(s.config);
+  if (asked > 0 && asked < saved)
+    throw ValueError(layout.program + " train --resume: --" + Field{layout.budget_key, "", ""}.option_name() + " " +
+                     std::to_string(asked) + " is below the run's " + std::to_string(saved) +
+                     ": a run can be extended, not shortened");
+  s.config.fields([&](const Field& f, auto& v) {
+    if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>)
+      if (f.key == layout.budget_key && asked > 0) v = static_cast<std::decay_t<decltype(v)>>(asked);
+  });
+  const std::filesystem::path metrics = run.dir() / "metrics.csv";
+  if (std::filesystem::is_regular_file(metrics)) s.history.take_timings(io::read_text_file(metrics, layout.program));
+  return s;
+}
 
 }  // namespace qkv::examples

@@ -20,9 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/args.h"
+#include "examples/common/program.h"
 #include "io/file.h"
-#include "examples/common/ranks.h"
 #include "examples/graph/figures.h"
 #include "examples/graph/karate.h"
 #include "examples/graph/label_propagation.h"
@@ -38,15 +37,6 @@ namespace {
 using namespace graph;
 using qkv::examples::Args;
 
-const char* const kUsage =
-    "usage: graph COMMAND [OPTIONS]\n"
-    "commands:\n"
-    "  sweep     test accuracy of mlp, full attention, graph attention and label propagation over homophily\n"
-    "  karate    Zachary's karate club from the two leaders' labels; the attention figure\n"
-    "  generate  write a generated graph as edges.txt and labels.txt (--out DIR)\n"
-    "  train     the four models on a graph of your own (--edges FILE --labels FILE)\n"
-    "run `graph COMMAND --help` for its options\n";
-
 const std::vector<std::string> kColumns = {"mlp", "attention", "graph", "label propagation"};
 
 std::vector<Args::Option> common_options(const std::string& out) {
@@ -60,7 +50,7 @@ std::vector<Args::Option> common_options(const std::string& out) {
           {"layers", std::to_string(d.model.layers), "attention layers"},
           {"dropout", option_text(d.model.dropout), "dropout on the features and the hidden layer"},
           {"lr", option_text(d.lr), "learning rate (Adam)"},
-          {"threads", "0", "threads (0: QKV_NUM_THREADS or the default)"},
+          qkv::examples::kThreadsOption,
           qkv::examples::kReferenceOption};
 }
 
@@ -91,14 +81,6 @@ TrainOptions train_options(const Args& a) {
   return o;
 }
 
-// Makes --out and refuses it when it holds any of `files` already: nothing is overwritten.
-void prepare_out(const std::string& out, const std::vector<std::string>& files) {
-  qkv::examples::make_output_directory("out", out);
-  for (const std::string& f : files)
-    if (std::filesystem::exists(std::filesystem::path(out) / f))
-      throw qkv::ValueError("--out " + out + " holds " + f + " already; choose another directory (nothing was changed)");
-}
-
 SbmOptions sbm_from(const Args& a, double homophily, uint64_t seed) {
   SbmOptions o;
   o.nodes = a.integer_in("nodes", 4, kMaxNodes);
@@ -112,12 +94,6 @@ SbmOptions sbm_from(const Args& a, double homophily, uint64_t seed) {
   return o;
 }
 
-void setup(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  if (qkv::examples::use_reference_mode(a)) std::cout << qkv::examples::kReferenceModeNote << "\n";
-}
-
 // Test accuracy of the three trained models and of label propagation on g.
 std::vector<double> evaluate_all(const Graph& g, const TrainOptions& o) {
   std::vector<double> acc;
@@ -128,8 +104,7 @@ std::vector<double> evaluate_all(const Graph& g, const TrainOptions& o) {
 
 std::vector<double> homophily_list(const std::string& text) {
   std::vector<double> hs;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
+  for (const std::string& item : qkv::examples::split_list("homophily", text)) {
     const double h = qkv::examples::parse_number("homophily", item);
     if (!(h >= 0.0 && h <= 1.0)) throw qkv::ValueError("--homophily: " + item + " is outside [0, 1]");
     hs.push_back(h);
@@ -139,13 +114,12 @@ std::vector<double> homophily_list(const std::string& text) {
 }
 
 int cmd_sweep(const Args& a) {
-  setup(a);
+  qkv::examples::start_command(a, "graph", /*announce=*/true);
   const std::vector<double> hs = homophily_list(a.str("homophily"));
   const int64_t seeds = a.integer_in("seeds", 1, 100);
   const TrainOptions o = train_options(a);
   for (const double h : hs) check_options(sbm_from(a, h, 0));  // before the output directory is made
-  const std::string out = a.str("out");
-  prepare_out(out, {"sweep.tsv", "sweep.png"});
+  const std::string out = qkv::examples::prepare_out(a, "out", {"sweep.tsv", "sweep.png"});
   std::vector<std::vector<double>> mean(kColumns.size(), std::vector<double>(hs.size(), 0.0));
   std::printf("test accuracy, mean of %lld seed(s)\n%-6s %-8s", static_cast<long long>(seeds), "h", "measured");
   for (const std::string& c : kColumns) std::printf(" %18s", c.c_str());
@@ -181,10 +155,9 @@ int cmd_sweep(const Args& a) {
 }
 
 int cmd_karate(const Args& a) {
-  setup(a);
+  qkv::examples::start_command(a, "graph", /*announce=*/true);
   const TrainOptions o = train_options(a);
-  const std::string out = a.str("out");
-  prepare_out(out, {"karate_attention.png"});
+  const std::string out = qkv::examples::prepare_out(a, "out", {"karate_attention.png"});
   const Graph g = karate_club();
   std::printf("Zachary's karate club: %lld members, %zu friendships; labelled: 0 (Mr. Hi) and 33 (John A.)\n",
               static_cast<long long>(g.nodes), g.edges.size());
@@ -214,11 +187,10 @@ void write_graph(const Graph& g, const std::string& dir) {
 }
 
 int cmd_generate(const Args& a) {
-  a.refuse_positional();
+  qkv::examples::start_command(a, "graph");
   const double h = a.number_in("homophily", 0.0, 1.0);
   const Graph g = stochastic_block_model(sbm_from(a, h, static_cast<uint64_t>(a.integer_in("seed", 0, INT64_MAX))));
-  const std::string out = a.str("out");
-  prepare_out(out, {"edges.txt", "labels.txt"});
+  const std::string out = qkv::examples::prepare_out(a, "out", {"edges.txt", "labels.txt"});
   write_graph(g, out);
   std::printf("%lld nodes, %zu edges, homophily %.3f, mean degree %.2f: wrote %s/edges.txt and %s/labels.txt\n",
               static_cast<long long>(g.nodes), g.edges.size(), edge_homophily(g), mean_degree(g), out.c_str(),
@@ -227,7 +199,7 @@ int cmd_generate(const Args& a) {
 }
 
 int cmd_train(const Args& a) {
-  setup(a);
+  qkv::examples::start_command(a, "graph", /*announce=*/true);
   if (!a.given("edges") || !a.given("labels")) throw qkv::ValueError("train needs --edges FILE and --labels FILE");
   const TrainOptions o = train_options(a);
   const GraphFile f = read_graph(a.str("edges"), a.str("labels"), a.integer_in("labelled", 1, 1000000), o.seed);
@@ -244,45 +216,24 @@ int cmd_train(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-      std::cout << kUsage;
-      return argc < 2 ? 2 : 0;
-    }
-    const std::string cmd = argv[1];
-    std::vector<Args::Option> spec;
-    int (*run)(const Args&) = nullptr;
-    if (cmd == "sweep") {
-      spec = sbm_options(common_options("runs/graph"));
-      spec.push_back({"homophily", "0.1,0.3,0.5,0.7,0.9", "homophily values, comma-separated"});
-      spec.push_back({"seeds", "3", "graphs (and trainings) per homophily value; the table shows the mean"});
-      run = cmd_sweep;
-    } else if (cmd == "karate") {
-      spec = common_options("runs/graph");
-      run = cmd_karate;
-    } else if (cmd == "generate") {
-      spec = sbm_options({{"out", "data/graph", "directory for edges.txt and labels.txt"},
-                          {"seed", "0", "seed of the graph"},
-                          {"homophily", "0.7", "fraction of edges inside a class"}});
-      run = cmd_generate;
-    } else if (cmd == "train") {
-      spec = common_options("");
-      spec.erase(spec.begin());  // train writes nothing: no --out
-      spec.insert(spec.end(), {{"edges", "", "the edge list, one 'U V' per line"},
-                               {"labels", "", "the labels, one 'NODE CLASS' per line"},
-                               {"labelled", "20", "labelled training nodes per class"}});
-      run = cmd_train;
-    } else {
-      std::cerr << "graph: unknown command '" << cmd << "'\n" << kUsage;
-      return 2;
-    }
-    const Args args(argc - 2, argv + 2, spec, "usage: graph " + cmd + " [OPTIONS]");
-    if (args.help_requested()) {
-      std::cout << args.help();
-      return 0;
-    }
-    return run(args);
-  } catch (const std::exception& e) {
-    return qkv::examples::fail("graph", e.what());
-  }
+  std::vector<Args::Option> sweep = sbm_options(common_options("runs/graph")), train = common_options("");
+  sweep.push_back({"homophily", "0.1,0.3,0.5,0.7,0.9", "homophily values, comma-separated"});
+  sweep.push_back({"seeds", "3", "graphs (and trainings) per homophily value; the table shows the mean"});
+  train.erase(train.begin());  // train writes nothing: no --out
+  train.insert(train.end(), {{"edges", "", "the edge list, one 'U V' per line"},
+                             {"labels", "", "the labels, one 'NODE CLASS' per line"},
+                             {"labelled", "20", "labelled training nodes per class"}});
+  return qkv::examples::run_program(
+      argc, argv,
+      {"graph", "attention on graphs: when do the edges help?",
+       {{"sweep", "test accuracy of mlp, full attention, graph attention and label propagation over homophily", sweep,
+         cmd_sweep},
+        {"karate", "Zachary's karate club from the two leaders' labels; the attention figure",
+         common_options("runs/graph"), cmd_karate},
+        {"generate", "write a generated graph as edges.txt and labels.txt (--out DIR)",
+         sbm_options({{"out", "data/graph", "directory for edges.txt and labels.txt"},
+                      {"seed", "0", "seed of the graph"},
+                      {"homophily", "0.7", "fraction of edges inside a class"}}),
+         cmd_generate},
+        {"train", "the four models on a graph of your own (--edges FILE --labels FILE)", train, cmd_train}}});
 }

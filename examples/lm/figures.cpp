@@ -23,7 +23,7 @@ qkv::plot::Series level(const std::string& name, double y, double x0, double x1)
 
 void draw_loss(const fs::path& run, const fs::path& path) {
   qkv::plot::Series train{"train", {}, {}}, validation{"validation", {}, {}};
-  for (const Evaluation& e : read_evaluations(run / "last.safetensors")) {
+  for (const Evaluation& e : load_run(run, "last").history) {
     train.x.push_back(static_cast<double>(e.step));
     train.y.push_back(e.train_bits);
     validation.x.push_back(static_cast<double>(e.step));

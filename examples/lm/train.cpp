@@ -11,13 +11,10 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
-#include "dist/data_parallel.h"
 #include "dist/same_start.h"
-#include "dist/sampler.h"
-#include "examples/common/config_fields.h"
 #include "examples/common/progress.h"
-#include "examples/common/run_directory.h"
 #include "examples/common/ranks.h"
+#include "examples/common/timing.h"
 #include "model_io/checkpoint.h"
 #include "io/file.h"
 #include "nn/functional/loss.h"
@@ -36,37 +33,10 @@ using qkv::examples::check_int;
 using qkv::examples::check_name;
 using qkv::examples::check_number;
 
-namespace {
-
-// Every field of the Config under its config.json key, for writing and strict reading.
-template <class C, class F>
-void for_each_field(C& c, F&& f) {
-  f("text", c.text);
-  f("cache", c.cache);
-  f("context", c.model.context);
-  f("d_model", c.model.d_model);
-  f("heads", c.model.heads);
-  f("layers", c.model.layers);
-  f("ffn_hidden", c.model.ffn_hidden);
-  f("positions", c.model.positions);
-  f("ffn", c.model.ffn);
-  f("dropout", c.model.dropout);
-  f("steps", c.steps);
-  f("batch", c.batch);
-  f("warmup", c.warmup);
-  f("eval_every", c.eval_every);
-  f("seed", c.seed);
-  f("lr", c.lr);
-  f("weight_decay", c.weight_decay);
-  f("clip", c.clip);
-  f("chars", c.chars);
-}
-
-// The files a training writes atomically in its run directory.
-const std::vector<std::string> kRunFiles = {"config.json", "baselines.json", "metrics.csv", "last.safetensors",
-                                            "best.safetensors"};
-
-}  // namespace
+const qkv::examples::RunLayout kRunLayout{.program = "lm",
+                                          .files = {"baselines.json"},
+                                          .budget_key = "steps",
+                                          .read_config = qkv::examples::config_reader<Config>()};
 
 void Config::validate() const {
   // Above 2048 a window's attention weights, (H, T, T) per block, no longer fit a small machine.
@@ -95,19 +65,6 @@ void Config::validate() const {
   check_number("lr", lr, 0.0, 10.0, /*open_lo=*/true);
   check_number("weight_decay", weight_decay, 0.0, 10.0);
   check_number("clip", clip, 0.0, 1e6);
-}
-
-Json Config::to_json() const { return qkv::examples::fields_to_json(*this, [](auto& c, auto&& f) { for_each_field(c, f); }); }
-
-Config Config::from_json(const Json& json, const std::string& source) {
-  Config c;
-  qkv::examples::fields_from_json(json, source, "an lm", c, [](auto& c, auto&& f) { for_each_field(c, f); });
-  try {
-    c.validate();
-  } catch (const qkv::ValueError& e) {
-    throw qkv::ValueError(source + ": " + e.what());
-  }
-  return c;
 }
 
 Data load_data(const Config& config, const std::string& chars) {
@@ -241,118 +198,12 @@ double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, std::v
   return count > 0 ? total / static_cast<double>(count) * log2e() : 0.0;
 }
 
-namespace {
-
-// Windows of context + 1 characters drawn uniformly over every start in the training pieces, each
-// piece read after start_id: inputs x[a, a + T), targets x[a + 1, a + T] of x = [start_id] + piece.
-class Batches {
- public:
-  Batches(const Data& d, int64_t T) : d_(d), T_(T) {
-    for (size_t p = 0; p < d.train.size(); ++p) {
-      const int64_t starts = static_cast<int64_t>(d.train[p].size()) + 1 - T;  // a in [0, L + 1 − T)
-      if (starts > 0) {
-        total_ += starts;
-        ends_.push_back(total_);
-        pieces_.push_back(p);
-      }
-    }
-  }
-  // (B, T) inputs and targets, drawn with `g` (the default generator in one process).
-  std::pair<IndexTensor, IndexTensor> draw(int64_t B, qkv::Generator& g = qkv::default_generator()) const {
-    std::vector<int64_t> inputs(static_cast<size_t>(B * T_)), targets(inputs.size());
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t k = static_cast<int64_t>(g.next_below(static_cast<uint64_t>(total_)));
-      const size_t i = static_cast<size_t>(std::upper_bound(ends_.begin(), ends_.end(), k) - ends_.begin());
-      const std::vector<int32_t>& piece = d_.train[pieces_[i]];
-      const int64_t a = k - (i == 0 ? 0 : ends_[i - 1]);
-      for (int64_t t = 0; t < T_; ++t) {
-        const int64_t x = a + t;
-        inputs[b * T_ + t] = x == 0 ? d_.start_id : piece[static_cast<size_t>(x - 1)];
-        targets[b * T_ + t] = piece[static_cast<size_t>(x)];
-      }
-    }
-    return {IndexTensor(inputs, {B, T_}), IndexTensor(targets, {B * T_})};
-  }
-
- private:
-  const Data& d_;
-  int64_t T_, total_ = 0;
-  std::vector<int64_t> ends_;  // cumulative starts
-  std::vector<size_t> pieces_;
-};
-
-// What a checkpoint's config text holds: the config, the evaluations so far, the best validation.
-std::string checkpoint_text(const Config& c, const std::vector<Evaluation>& history, double best) {
-  Json::Array rows;
-  for (const Evaluation& e : history)
-    rows.push_back(Json(Json::Array{Json(e.step), Json(e.train_bits), Json(e.validation_bits), Json(e.lr),
-                                    Json(e.seconds)}));
-  return qkv::io::to_json(Json(Json::Object{{"config", c.to_json()}, {"history", Json(rows)}, {"best", Json(best)}}));
-}
-
-void write_metrics(const fs::path& dir, const std::vector<Evaluation>& history) {
-  std::ostringstream csv;
-  csv << "step,train_bits_per_char,validation_bits_per_char,lr,seconds\n" << std::setprecision(6);
-  for (const Evaluation& e : history)
-    csv << e.step << ',' << e.train_bits << ',' << e.validation_bits << ',' << e.lr << ',' << e.seconds << '\n';
-  qkv::io::write_text_file(dir / "metrics.csv", csv.str(), "lm");
-}
-
-// The evaluations and best validation bits a checkpoint's config text holds (checkpoint_text).
-void read_history(const std::string& config_text, const fs::path& file, std::vector<Evaluation>& history,
-                  double& best) {
-  const Json text = qkv::examples::parse_json_of(config_text, file.string() + " (its config text)");
-  const Json* rows = text.is_object() ? text.find("history") : nullptr;
-  const Json* best_json = text.is_object() ? text.find("best") : nullptr;
-  if (!rows || !rows->is_array() || !best_json || (!best_json->is_double() && !best_json->is_int()))
-    throw qkv::ValueError(file.string() + " is not an lm checkpoint: its config text has no history and best");
-  for (const Json& row : rows->as_array()) {
-    if (!row.is_array() || row.as_array().size() != 5)
-      throw qkv::ValueError(file.string() + ": a history row is not [step, train, validation, lr, seconds]");
-    const Json::Array& r = row.as_array();
-    history.push_back({r[0].as_int(), r[1].as_double(), r[2].as_double(), r[3].as_double(), r[4].as_double()});
-  }
-  best = best_json->as_double();
-}
-
-// The run in `dir` that --resume continues: its config, with `steps` (0: the run's own) if that
-// extends it, and its evaluations and best validation bits from the last checkpoint. A run stopped
-// before its first checkpoint has none: it starts again from step 0 with its config.
-Config read_resumed_run(const fs::path& dir, int64_t steps, std::vector<Evaluation>& history, double& best,
-                        bool& has_checkpoint) {
-  has_checkpoint = fs::exists(dir / "last.safetensors");
-  Config config = has_checkpoint ? load_run(dir, "last").config : read_run_config(dir);
-  if (steps == 0) steps = config.steps;
-  if (steps < config.steps)
-    throw qkv::ValueError("lm train --resume --steps " + std::to_string(steps) + " is below the run's " +
-                          std::to_string(config.steps) + ": a run can be extended, not shortened");
-  config.steps = steps;
-  if (has_checkpoint)
-    read_history(qkv::io::read_checkpoint(dir / "last.safetensors").config, dir / "last.safetensors", history, best);
-  return config;
-}
-
-}  // namespace
-
 std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& c) {
   qkv::optim::ParamGroup decay, no_decay{.weight_decay = 0.0};
   for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
   return std::make_unique<qkv::optim::AdamW>(std::vector<qkv::optim::ParamGroup>{decay, no_decay},
                                              qkv::optim::AdamWOptions{.lr = c.lr, .betas = {0.9, 0.99},
                                                                       .weight_decay = c.weight_decay});
-}
-
-StepResult train_step(CharGPT& model, qkv::optim::Optimizer& optimizer, const IndexTensor& inputs,
-                      const IndexTensor& targets, double clip) {
-  const Tensor logits = model.forward(inputs);
-  const Tensor loss = qkv::nn::functional::cross_entropy(logits.view({-1, logits.size(2)}), targets);
-  optimizer.zero_grad();
-  loss.backward();
-  StepResult r;
-  r.grad_norm = qkv::optim::clip_grad_norm_(model.parameters(), clip > 0 ? clip : std::numeric_limits<double>::infinity());
-  r.loss = loss.item();
-  if (std::isfinite(r.loss) && std::isfinite(r.grad_norm)) optimizer.step();
-  return r;
 }
 
 void print_baselines(std::ostream& out, const BaselineBits& b) {
@@ -384,209 +235,203 @@ BaselineBits BaselineBits::from_json(const Json& json, const std::string& source
   return b;
 }
 
+
 namespace {
 
-// The run's first files: the config (a fresh run) and the baselines, printed too when verbose.
-void write_run_start(const fs::path& dir, const Config& config, const Data& data, const TrainOptions& o,
-                     TrainResult& result) {
-  result.baselines = compute_baselines(data);
-  if (o.verbose) {
-    std::cout << "baselines on test, bits per character:\n";
-    print_baselines(std::cout, result.baselines);
+// Windows of context + 1 characters drawn uniformly over every start in the training pieces, each
+// piece read after start_id: inputs x[a, a + T), targets x[a + 1, a + T] of x = [start_id] + piece.
+class Batches {
+ public:
+  Batches(const Data& d, int64_t T) : d_(d), T_(T) {
+    for (size_t p = 0; p < d.train.size(); ++p) {
+      const int64_t starts = static_cast<int64_t>(d.train[p].size()) + 1 - T;  // a in [0, L + 1 − T)
+      if (starts > 0) {
+        total_ += starts;
+        ends_.push_back(total_);
+        pieces_.push_back(p);
+      }
+    }
   }
-  if (!o.resume) qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "lm train");
-  qkv::io::write_text_file(dir / "baselines.json", qkv::io::to_json(result.baselines.to_json()) + "\n", "lm train");
-}
+  // (B, T) inputs and targets for step k. In one process they are drawn with the default
+  // generator; on several ranks from a stream keyed by (seed, k), the same on every rank, so that
+  // all build the same global batch.
+  std::pair<IndexTensor, IndexTensor> draw(int64_t B, int64_t k, const qkv::examples::Ranks& ranks, int64_t seed) const {
+    qkv::Generator keyed;
+    keyed.set_state(qkv::examples::keyed_stream(static_cast<uint64_t>(seed), 0, k));
+    qkv::Generator& g = ranks.many() ? keyed : qkv::default_generator();
+    std::vector<int64_t> inputs(static_cast<size_t>(B * T_)), targets(inputs.size());
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t k = static_cast<int64_t>(g.next_below(static_cast<uint64_t>(total_)));
+      const size_t i = static_cast<size_t>(std::upper_bound(ends_.begin(), ends_.end(), k) - ends_.begin());
+      const std::vector<int32_t>& piece = d_.train[pieces_[i]];
+      const int64_t a = k - (i == 0 ? 0 : ends_[i - 1]);
+      for (int64_t t = 0; t < T_; ++t) {
+        const int64_t x = a + t;
+        inputs[b * T_ + t] = x == 0 ? d_.start_id : piece[static_cast<size_t>(x - 1)];
+        targets[b * T_ + t] = piece[static_cast<size_t>(x)];
+      }
+    }
+    return {IndexTensor(inputs, {B, T_}), IndexTensor(targets, {B * T_})};
+  }
 
-StepResult draw_and_step(CharGPT& model, qkv::optim::Optimizer& optimizer, const Batches& batches, const Config& c) {
-  const auto [inputs, targets] = batches.draw(c.batch);
-  return train_step(model, optimizer, inputs, targets, c.clip);
-}
-
-// Data-parallel training (docs/distributed.md): the ranks, and the reducer that sums their
-// gradients (none in the reference mode, which reduces the plain way after backward).
-struct Ranks {
-  qkv::dist::ProcessGroup* group = nullptr;  // null in one process
-  std::unique_ptr<qkv::dist::DataParallel> parallel;
-  bool root() const { return group == nullptr || group->rank() == 0; }
+ private:
+  const Data& d_;
+  int64_t T_, total_ = 0;
+  std::vector<int64_t> ends_;  // cumulative starts
+  std::vector<size_t> pieces_;
 };
 
-Ranks join(CharGPT& model, const TrainOptions& o) {
-  Ranks r;
-  if (o.group == nullptr || o.group->size() < 2) return r;
-  r.group = o.group;
-  r.parallel = std::make_unique<qkv::dist::DataParallel>(
-      model, *r.group, qkv::dist::ReducerOptions{.fixed_order = o.fixed_order_reduction});
-  return r;
+// What a checkpoint's config text holds: the config, the evaluations so far, the best validation.
+
+
+// Rows `rows` of ids laid out as (B, T), with the shape `shape`.
+IndexTensor select_rows(const IndexTensor& ids, const std::vector<int64_t>& rows, int64_t T, qkv::Shape shape) {
+  std::vector<int64_t> out;
+  for (int64_t b : rows)
+    for (int64_t t = 0; t < T; ++t) out.push_back(ids[b * T + t]);
+  return IndexTensor(out, std::move(shape));
 }
 
-// One step on several ranks: the global batch of B windows, this rank's stride of them, its loss
-// scaled by its share of the batch (every window has T targets), the gradients summed over the
-// ranks and clipped there, so that every rank clips the same norm and takes the same step.
-StepResult train_step_ranks(CharGPT& model, qkv::optim::Optimizer& optimizer, const Batches& batches,
-                            const Config& c, int64_t step, Ranks& r) {
-  qkv::Generator data_rng;
-  data_rng.set_state(qkv::examples::keyed_stream(static_cast<uint64_t>(c.seed), 0, step));  // the same on every rank
-  const auto [inputs, targets] = batches.draw(c.batch, data_rng);
-  const std::vector<int64_t> rows = qkv::dist::shard(c.batch, r.group->rank(), r.group->size());
-  qkv::default_generator().set_state(
-      qkv::examples::keyed_stream(static_cast<uint64_t>(c.seed), 1 + static_cast<uint64_t>(r.group->rank()), step));
-  r.parallel->zero_grad();
-  StepResult out;
-  if (!rows.empty()) {
-    const int64_t T = c.model.context;
-    std::vector<int64_t> x, y;
-    for (int64_t b : rows)
-      for (int64_t t = 0; t < T; ++t) {
-        x.push_back(inputs[b * T + t]);
-        y.push_back(targets[b * T + t]);
-      }
-    const int64_t n = static_cast<int64_t>(rows.size());
-    const Tensor logits = model.forward(IndexTensor(x, {n, T}));
-    const Tensor loss = qkv::nn::functional::cross_entropy(logits.view({-1, logits.size(2)}), IndexTensor(y, {n * T}));
-    out.loss = loss.item() * static_cast<double>(n) / static_cast<double>(c.batch);  // this rank's share
-    (loss * static_cast<float>(static_cast<double>(n) / static_cast<double>(c.batch))).backward();
-  }
-  r.parallel->sum_gradients(!rows.empty());
-  double share[1] = {out.loss};  // the batch's mean loss, for the progress line and the metrics
-  r.group->all_reduce_sum(std::span<double>(share));
-  out.loss = share[0];
-  out.grad_norm = qkv::optim::clip_grad_norm_(model.parameters(), c.clip > 0 ? c.clip : std::numeric_limits<double>::infinity());
-  if (std::isfinite(out.loss) && std::isfinite(out.grad_norm)) optimizer.step();
-  return out;
-}
-
-}  // namespace
-
-TrainResult train(Config config, const TrainOptions& o) {
-  const fs::path dir = o.run_dir;
-  if (dir.empty()) throw qkv::ValueError("lm train: --run is empty; expected a directory");
-  // Everything that can be refused is checked before the run directory is touched.
-  std::vector<Evaluation> history;
-  double best = std::numeric_limits<double>::infinity();
-  bool has_checkpoint = false;
-  if (o.resume) {
-    if (!fs::is_directory(dir))
-      throw qkv::ValueError("lm train --resume: " + dir.string() + " (--run) is not a directory holding an lm run");
-    config = read_resumed_run(dir, config.steps, history, best, has_checkpoint);
-  } else if (!config.text.empty()) {
-    config.text = fs::absolute(config.text).lexically_normal().string();  // eval and --resume may run elsewhere
-  }
-  const Data data = load_data(config, config.chars);
+// The config with the data's vocabulary, and a --text file's absolute path (eval and --resume may
+// run from another directory).
+Config with_vocabulary(Config config, const Data& data) {
+  if (!config.text.empty()) config.text = fs::absolute(config.text).lexically_normal().string();
   config.chars = encode_utf8(Piece(data.vocab.chars().begin(), data.vocab.chars().end()));
   config.model.vocab_size = data.vocab.size();
-  if (!has_checkpoint) qkv::manual_seed(static_cast<uint64_t>(config.seed));
-  CharGPT model(config.model);
-  auto optimizer = make_optimizer(model, config);
-  Ranks ranks = join(model, o);
-  std::optional<qkv::io::DirectoryLock> lock;  // rank 0 alone writes the run directory
-  if (ranks.root()) lock.emplace(qkv::examples::prepare_run_directory(dir, o.resume, "lm", kRunFiles));
-  TrainResult result;
+  return config;
+}
+
+// A fresh run's baselines, computed and written to baselines.json (printed when verbose); a resumed
+// run's, read from there.
+BaselineBits baselines(const qkv::examples::RunDirectory& run, const Data& data, bool verbose) {
+  if (!run.writer()) return {};
+  const fs::path file = run.dir() / "baselines.json";
+  if (run.resume() && fs::exists(file))
+    return BaselineBits::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(file, "lm"), file.string()), file.string());
+  const BaselineBits b = compute_baselines(data);
+  if (verbose) {
+    std::cout << "baselines on test, bits per character:\n";
+    print_baselines(std::cout, b);
+  }
+  run.write_text("baselines.json", qkv::io::to_json(b.to_json()) + "\n");
+  return b;
+}
+
+void describe(const Data& data, const Config& config, const TrainOptions& o) {
   if (o.verbose)
     std::cout << "lm: " << (config.text.empty() ? "Moby-Dick" : config.text) << ", " << data.vocab.size() - 1
-              << " characters; train " << data.text.train.size() << " pieces, validation "
-              << data.text.validation.size() << ", test " << data.text.test.size() << "\n";
-  if (ranks.root()) write_run_start(dir, config, data, o, result);
-  // The schedule reads the base learning rate before a checkpoint replaces it with its last step's.
-  qkv::optim::WarmupLR schedule(*optimizer, config.warmup, config.steps);
-  int64_t step = 0;
-  if (has_checkpoint) step = qkv::io::load_checkpoint(dir / "last.safetensors", model, *optimizer).step;
-  if (ranks.group && has_checkpoint) qkv::dist::check_same_state(model, *ranks.group, "after loading the last checkpoint");
-  schedule.set_last_step(step);
-  const Batches batches(data, config.model.context);
-  std::optional<qkv::examples::Progress> progress;
-  if (o.progress) progress.emplace("lm train", config.steps - step);
-  const auto started = std::chrono::steady_clock::now();
-  const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
-  const int64_t first = step;
-  const double seconds_before = history.empty() ? 0.0 : history.back().seconds;  // a resumed run's
-  double loss_sum = 0, step_seconds = 0;  // the training steps' own time, evaluations excluded
-  int64_t loss_count = 0, evaluations = 0;
-  model.train();
-  while (step < config.steps) {
-    const double t0 = seconds();
-    const auto [value, norm] = ranks.group ? train_step_ranks(model, *optimizer, batches, config, step, ranks)
-                                           : draw_and_step(model, *optimizer, batches, config);
-    step_seconds += seconds() - t0;
-    if (!std::isfinite(value) || !std::isfinite(norm))
-      throw qkv::Error("lm train: step " + std::to_string(step + 1) + " has a loss or gradient that is not finite (" +
-                       std::to_string(value) + "); lower --lr. The run keeps its checkpoints of the last evaluation, if any");
-    schedule.step();
-    ++step;
-    loss_sum += value;
-    ++loss_count;
-    if (progress) progress->update(step - first, "loss " + std::to_string(value * log2e()).substr(0, 5) + " bits/char");
-    if (step % config.eval_every != 0 && step != config.steps) continue;
-    if (!ranks.root()) {  // rank 0 evaluates and writes; the others wait for the files at the barrier
-      ranks.group->barrier();
-      if (++evaluations == o.stop_after) break;
-      continue;
-    }
-    const Evaluation e{step, loss_sum / loss_count * log2e(), evaluate_bits(model, data.validation, data.start_id),
-                       optimizer->lr(), seconds_before + seconds()};
-    loss_sum = 0;
-    loss_count = 0;
-    history.push_back(e);
-    best = std::min(best, e.validation_bits);
-    const std::string text = checkpoint_text(config, history, best);
-    if (o.resume && evaluations == 0)  // a resumed run's config now says the new --steps (before any checkpoint does)
-      qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "lm train");
-    if (e.validation_bits == best) qkv::io::save_checkpoint(dir / "best.safetensors", model, *optimizer, step, text);
-    qkv::io::save_checkpoint(dir / "last.safetensors", model, *optimizer, step, text);
-    write_metrics(dir, history);
-    if (ranks.group) ranks.group->barrier();
-    if (o.verbose)
-      std::cout << "step " << step << "/" << config.steps << ": train " << std::fixed << std::setprecision(3)
-                << e.train_bits << ", validation " << e.validation_bits << " bits/char" << std::endl;
-    if (++evaluations == o.stop_after) break;
-  }
-  result.tokens_per_second = static_cast<double>((step - first) * config.batch * config.model.context) /
-                             std::max(step_seconds, 1e-9);
-  if (progress) progress->finish("trained to step " + std::to_string(step));
+              << " characters; train " << data.text.train.size() << " pieces, validation " << data.text.validation.size()
+              << ", test " << data.text.test.size() << "\n";
+}
+
+[[noreturn]] void diverged(int64_t k, const qkv::examples::StepResult& r) {
+  throw qkv::Error("lm train: step " + std::to_string(k + 1) + " has a loss or gradient that is not finite (" +
+                   std::to_string(r.loss) + "); lower --lr. The run keeps its checkpoints of the last evaluation, if any");
+}
+
+// What the loop keeps between evaluations: the training loss of the steps since the last one, and
+// the time of the steps alone.
+struct Meter {
+  double loss_sum = 0;
+  int64_t count = 0, steps = 0;
+  qkv::examples::Stopwatch steps_time;
+  double train_bits() const { return loss_sum / static_cast<double>(std::max<int64_t>(count, 1)) / std::numbers::ln2; }
+};
+
+// An evaluation after step k: the validation bits (rank 0's), a row of the history, the checkpoints
+// and metrics.csv; the training loss starts again.
+void evaluate_and_save(qkv::examples::Start<Config, Evaluation>& s, qkv::examples::RunDirectory& run, CharGPT& model,
+                       const qkv::optim::Optimizer& optimizer, const Data& data, int64_t k, Meter& meter, bool verbose) {
+  const double seconds_before = s.history.rows.empty() ? 0 : s.history.rows.back().seconds;
+  const Evaluation e{k, meter.train_bits(), run.writer() ? evaluate_bits(model, data.validation, data.start_id) : 0,
+                     optimizer.lr(), seconds_before + meter.steps_time.seconds()};
+  meter.loss_sum = 0, meter.count = 0;
+  s.history.rows.push_back(e);
+  s.best = std::min(s.best, e.validation_bits);
+  run.save(model, optimizer, k, {qkv::examples::to_json(s.config), s.history.to_json(), s.best, {}},
+           e.validation_bits == s.best, s.history.csv());
+  if (verbose)
+    std::cout << "step " << k << "/" << s.config.steps << ": train " << std::fixed << std::setprecision(3) << e.train_bits
+              << ", validation " << e.validation_bits << " bits/char" << std::endl;
+}
+
+// The end of a training: its speed, and the best checkpoint on test beside the baselines (rank 0).
+TrainResult finish(TrainResult result, const qkv::examples::RunDirectory& run, const Data& data, const Config& config,
+                   const Meter& meter, double best, const TrainOptions& o) {
+  result.tokens_per_second = static_cast<double>(meter.steps * config.batch * config.model.context) /
+                             std::max(meter.steps_time.seconds(), 1e-9);
   if (o.verbose) std::cout << "training steps: " << std::fixed << std::setprecision(0) << result.tokens_per_second << " characters/s\n";
-  if (!ranks.root()) return result;  // rank 0 tests
+  if (!run.writer()) return result;
   result.best_validation_bits = best;
-  const Run run = load_run(dir, "best");
-  result.test_bits = evaluate_bits(*run.model, data.test, data.start_id);
+  result.test_bits = evaluate_bits(*load_run(run.dir(), "best").model, data.test, data.start_id);
   if (o.verbose) {
-    std::cout << "test bits per character:\n  " << std::left << std::setw(34) << "this model" << std::right
-              << std::fixed << std::setprecision(3) << result.test_bits << "\n";
+    std::cout << "test bits per character:\n  " << std::left << std::setw(34) << "this model" << std::right << std::fixed
+              << std::setprecision(3) << result.test_bits << "\n";
     print_baselines(std::cout, result.baselines);
   }
   return result;
 }
 
-std::vector<Evaluation> read_evaluations(const fs::path& checkpoint_file) {
-  std::vector<Evaluation> history;
-  double best = 0;
-  read_history(qkv::io::read_checkpoint(checkpoint_file).config, checkpoint_file, history, best);
-  return history;
+}  // namespace
+
+qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, CharGPT& model, int64_t k, const IndexTensor& inputs,
+                                     const IndexTensor& targets) {
+  const int64_t B = inputs.size(0), T = inputs.size(1);
+  return step(B, k, [&](const qkv::examples::Rows& rows) {
+    const int64_t n = static_cast<int64_t>(rows.rows.size());
+    const Tensor logits = model.forward(rows.whole ? inputs : select_rows(inputs, rows.rows, T, {n, T}));
+    const IndexTensor y = rows.whole ? targets : select_rows(targets, rows.rows, T, {n * T});
+    return qkv::examples::Share{qkv::nn::functional::cross_entropy(logits.view({-1, logits.size(2)}), y), n * T};
+  });
 }
 
-Config read_run_config(const fs::path& dir) {
-  const fs::path path = dir / "config.json";
-  if (!fs::exists(path)) throw qkv::ValueError("lm: " + dir.string() + " (--run) holds no lm run (no config.json)");
-  return Config::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(path, "lm"), path.string()), path.string());
+TrainResult train(Config config, const TrainOptions& o) {
+  qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
+  auto s = qkv::examples::start_or_resume<Config, Evaluation>(run, config, std::numeric_limits<double>::infinity());
+  const Data data = load_data(s.config, s.config.chars);
+  s.config = with_vocabulary(s.config, data);
+  if (!s.last) qkv::manual_seed(static_cast<uint64_t>(s.config.seed));
+  CharGPT model(s.config.model);
+  auto optimizer = make_optimizer(model, s.config);
+  qkv::optim::WarmupLR schedule(*optimizer, s.config.warmup, s.config.steps);  // reads the base lr before a checkpoint
+  run.open();
+  describe(data, s.config, o);
+  TrainResult result{.baselines = baselines(run, data, o.verbose)};
+  qkv::examples::TrainStep step(model, *optimizer, {o.ranks, static_cast<uint64_t>(s.config.seed), s.config.clip});
+  int64_t k = s.load(model, *optimizer);
+  if (o.ranks.many() && s.last) qkv::dist::check_same_state(model, *o.ranks.group, "after loading the last checkpoint");
+  schedule.set_last_step(k);
+  const Batches batches(data, s.config.model.context);
+  auto progress = qkv::examples::Progress::shown_if(o.progress, "lm train", s.config.steps - k);
+  Meter meter;
+  model.train();
+  for (int64_t evaluations = 0; k < s.config.steps && evaluations != o.stop_after;) {
+    meter.steps_time.start();
+    const auto [inputs, targets] = batches.draw(s.config.batch, k, o.ranks, s.config.seed);
+    const qkv::examples::StepResult r = train_step(step, model, k, inputs, targets);
+    if (!r.finite()) diverged(k, r);
+    schedule.step();
+    ++k, ++meter.steps, ++meter.count, meter.loss_sum += r.loss;
+    meter.steps_time.stop();
+    progress.update(meter.steps, "loss " + std::to_string(r.loss / std::numbers::ln2).substr(0, 5) + " bits/char");
+    if (k % s.config.eval_every != 0 && k != s.config.steps) continue;
+    evaluate_and_save(s, run, model, *optimizer, data, k, meter, o.verbose);
+    ++evaluations;
+  }
+  progress.finish("trained to step " + std::to_string(k));
+  return finish(result, run, data, s.config, meter, s.best, o);
 }
 
 Run load_run(const fs::path& dir, const std::string& which) {
-  const fs::path config_path = dir / "config.json";
+  const qkv::examples::SavedRun saved = qkv::examples::load_saved_run(dir, kRunLayout, which);
   Run run;
-  run.config = read_run_config(dir);
-  const Piece chars = decode_utf8(run.config.chars, config_path.string() + " chars");
+  run.config = qkv::examples::config_of<Config>(saved, kRunLayout);
+  run.history = qkv::examples::History<Evaluation>::from_json(saved.state.history, saved.file.string()).rows;
+  const Piece chars = decode_utf8(run.config.chars, (dir / "config.json").string() + " chars");
   run.vocab = CharVocab::from_chars(std::vector<char32_t>(chars.begin(), chars.end()));
   run.config.model.vocab_size = run.vocab.size();
-  const fs::path file = dir / (which + ".safetensors");
-  const qkv::io::Checkpoint checkpoint = qkv::io::read_checkpoint(file);
-  const Json text = qkv::examples::parse_json_of(checkpoint.config, file.string() + " is not an lm checkpoint: its config text");
-  const Json* saved = text.is_object() ? text.find("config") : nullptr;
-  if (!saved) throw qkv::ValueError("lm: " + file.string() + " is not an lm checkpoint (its config text has no lm config)");
-  Config from_checkpoint = Config::from_json(*saved, file.string());
-  from_checkpoint.steps = run.config.steps;  // --resume may have extended the run since
-  if (qkv::io::to_json(from_checkpoint.to_json()) != qkv::io::to_json(run.config.to_json()))
-    throw qkv::ValueError("lm: " + file.string() + " was saved with another config than " + config_path.string());
   run.model = std::make_shared<CharGPT>(run.config.model);
-  run.model->load_state_dict(checkpoint.model);
+  run.model->load_state_dict(saved.checkpoint.model);
   run.model->eval();
   return run;
 }

@@ -1,14 +1,10 @@
-// Training and evaluating the character-level GPT, and its run directory:
-//   config.json          the Config: the model, the budget, the data and its characters
+// Training and evaluating the character-level GPT. Its run directory (examples/common/run_directory.h)
+// holds, besides the config, the checkpoints and metrics.csv (one row per evaluation: step, train
+// and validation bits per character, lr, seconds):
 //   baselines.json       the baselines' bits per character on the same split (baselines.h)
-//   last.safetensors     the checkpoint after the last evaluation, for --resume
-//   best.safetensors     the checkpoint with the lowest validation bits per character so far
-//   metrics.csv          one row per evaluation: step, train and validation bits per character, lr
-//   figures/*.png        curves, attention over a generated passage, bits by position
-//   .lock                the lock a training holds (io::DirectoryLock)
-// Every file but the figures is written atomically (io/file.h). A training is refused, naming the directory, where
-// another holds the lock, where the directory holds an lm run (it is continued with --resume, never
-// overwritten), and where it holds anything else.
+//   figures/*.png        curves, attention over a generated passage, bits by position (figures.h)
+// A training is refused, naming the directory, where another holds it, where it holds an lm run (it
+// is continued with --resume, never overwritten), and where it holds anything else.
 #pragma once
 
 #include <cstdint>
@@ -19,15 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/run_directory.h"
 #include "examples/lm/baselines.h"
 #include "examples/lm/model.h"
 #include "examples/lm/text.h"
 #include "io/json.h"
+#include "nn/ffn.h"
+#include "nn/position_scheme.h"
 #include "optim/adam.h"
-
-namespace qkv::dist {
-class ProcessGroup;
-}
 
 namespace lm {
 
@@ -39,12 +34,35 @@ struct Config {
   double lr = 2e-3, weight_decay = 0.1, clip = 1.0;
   std::string chars;     // the vocabulary's characters in order, UTF-8 (without the unknown symbol)
 
+  // Every field under its config.json key and option (examples/common/config.h).
+  template <class F>
+  void fields(F&& f) {
+    f({"text", "train on this UTF-8 file instead of Moby-Dick"}, text);
+    f({"cache", "the directory Moby-Dick is fetched into (npm) and read from"}, cache);
+    f({"context", "characters the model reads at once"}, model.context);
+    f({"d_model", "model width"}, model.d_model);
+    f({"heads", "attention heads"}, model.heads);
+    f({"layers", "Transformer blocks"}, model.layers);
+    f({"ffn_hidden", "hidden width of the feed-forward sublayer"}, model.ffn_hidden);
+    f({"positions", "position scheme: " + qkv::examples::join(qkv::nn::position_scheme_names())}, model.positions);
+    f({"ffn", "feed-forward sublayer: " + qkv::examples::join(qkv::nn::feed_forward_names())}, model.ffn);
+    f({"dropout", "dropout"}, model.dropout);
+    f({"steps", "training steps"}, steps);
+    f({"batch", "windows per step"}, batch);
+    f({"warmup", "linear warmup steps, then cosine decay to 0"}, warmup);
+    f({"eval_every", "steps between evaluations (and checkpoints)"}, eval_every);
+    f({"seed", "seed of the initialization and the batches"}, seed);
+    f({"lr", "peak learning rate (AdamW)"}, lr);
+    f({"weight_decay", "AdamW weight decay on the matrices"}, weight_decay);
+    f({"clip", "gradient norm clipping (0: none)"}, clip);
+    f({"chars"}, chars);
+  }
   // Ranges of every field; ValueError naming the field (and its option) otherwise.
   void validate() const;
-  qkv::io::Json to_json() const;
-  // Strict: every key once, of its kind, no other; then validate(). ValueError naming `source`.
-  static Config from_json(const qkv::io::Json& json, const std::string& source);
 };
+
+// The run directory's files and rules (examples/common/run_directory.h).
+extern const qkv::examples::RunLayout kRunLayout;
 
 // The splits as ids, with the vocabulary of the training part.
 struct Data {
@@ -68,37 +86,28 @@ double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, std::v
 // the biases and the norms' gains; betas (0.9, 0.99).
 std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& config);
 
-// One training step: the mean cross-entropy of predicting each target from the inputs up to it,
-// backward, the gradient clipped to norm `clip` (0: not clipped), and the optimizer's step unless
-// the loss or the gradient norm is not finite. inputs (B, T), targets (B·T).
-struct StepResult {
-  double loss = 0, grad_norm = 0;  // in nats; the norm before clipping
-};
-StepResult train_step(CharGPT& model, qkv::optim::Optimizer& optimizer, const qkv::IndexTensor& inputs,
-                      const qkv::IndexTensor& targets, double clip);
-
 // One evaluation of a training: a row of metrics.csv, and of each checkpoint's history.
 struct Evaluation {
   int64_t step = 0;
   double train_bits = 0, validation_bits = 0, lr = 0;
   double seconds = 0;  // of training since the run began (a resumed run's go on from its last)
+  template <class F>
+  void fields(F&& f) {
+    f("step", step);
+    f("train_bits_per_char", train_bits);
+    f("validation_bits_per_char", validation_bits);
+    f("lr", lr);
+    f("seconds", seconds, qkv::examples::kTiming);
+  }
 };
-// The evaluations a checkpoint of an lm run holds; ValueError naming the file otherwise.
-std::vector<Evaluation> read_evaluations(const std::filesystem::path& checkpoint_file);
 
-struct TrainOptions {
-  std::string run_dir = "runs/lm";
-  bool resume = false;
-  bool figures = true;
-  bool verbose = true;
-  bool progress = true;
-  int64_t stop_after = -1;  // stop after this many evaluations of this call, as if interrupted (tests)
-  // The ranks that train together (dist/world.h, docs/distributed.md): every rank draws the same
-  // global batch of windows and takes its stride of them; rank 0 evaluates, prints and writes the
-  // run directory (the others should be quiet). Null, or a group of one, trains in one process.
-  qkv::dist::ProcessGroup* group = nullptr;
-  bool fixed_order_reduction = false;  // add the ranks' gradients in rank order (--reduce fixed)
-};
+// The run directory, figures, what is printed and the ranks (examples/common/run_directory.h).
+using TrainOptions = qkv::examples::RunOptions;
+
+// One step on a batch of windows, inputs (B, T) and targets (B·T): the mean cross-entropy of
+// predicting each target from the inputs up to it, backward, clipping, AdamW (TrainStep).
+qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, CharGPT& model, int64_t k,
+                                     const qkv::IndexTensor& inputs, const qkv::IndexTensor& targets);
 
 // The baselines on the test part, trained on the training part (baselines.h): a unigram, the
 // interpolated Kneser–Ney n-gram of the order best on validation (up to 8), and the compressors
@@ -124,14 +133,13 @@ struct TrainResult {
 // A fresh run (options.resume false) or the continuation of the one in options.run_dir.
 TrainResult train(Config config, const TrainOptions& options);
 
-// A trained run: its config, vocabulary and the model of a checkpoint ("best" or "last").
+// A trained run: its config, vocabulary, evaluations and the model of a checkpoint ("best" or "last").
 struct Run {
   Config config;
   CharVocab vocab;
+  std::vector<Evaluation> history;
   std::shared_ptr<CharGPT> model;
 };
 Run load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best");
-// The run's config.json, read strictly; ValueError naming the file.
-Config read_run_config(const std::filesystem::path& run_dir);
 
 }  // namespace lm

@@ -29,8 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/args.h"
-#include "examples/common/ranks.h"
+#include "examples/common/program.h"
 #include "examples/long_range/train.h"
 #include "io/file.h"
 #include "io/json.h"
@@ -40,13 +39,6 @@ namespace {
 
 using namespace long_range;
 using qkv::examples::Args;
-
-const char* const kUsage =
-    "usage: long_range COMMAND [OPTIONS]\n"
-    "commands:\n"
-    "  train     train one attention mechanism at one length; the test accuracy and the training time\n"
-    "  compare   every mechanism at every length with the same budget: DIR/compare.md and DIR/compare.json\n"
-    "run `long_range COMMAND --help` for its options\n";
 
 const std::vector<std::string> kFiles = {"compare.md", "compare.json"};
 
@@ -64,7 +56,7 @@ std::vector<Args::Option> common_options() {
           {"test", std::to_string(d.test_sequences), "sequences of the fixed test set"},
           {"lr", option_text(d.lr), "peak learning rate (AdamW, warm-up then cosine decay)"},
           {"seed", "0", "seed of the initialization and the training batches (the test set is fixed)"},
-          {"threads", "0", "threads (0: QKV_NUM_THREADS or the default)"},
+          qkv::examples::kThreadsOption,
           qkv::examples::kReferenceOption};
 }
 
@@ -85,12 +77,6 @@ TrainOptions train_options(const Args& a) {
   return o;
 }
 
-void setup(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  if (qkv::examples::use_reference_mode(a)) std::cout << qkv::examples::kReferenceModeNote << "\n";
-}
-
 // --window and --features belong to some mechanisms only: given with others alone, they would be
 // silently ignored, so they are refused. `what` names the mechanisms as the command took them.
 void check_applies(const Args& a, const std::vector<std::string>& mechanisms, const std::string& what) {
@@ -103,12 +89,16 @@ void check_applies(const Args& a, const std::vector<std::string>& mechanisms, co
 
 int cmd_train(const Args& a) {
   TrainOptions o = train_options(a);
+  o.run_dir = qkv::examples::directory_option(a, "run");
+  o.resume = a.flag("resume");
+  if (o.resume) qkv::examples::check_resume_options(a, {"steps"});
   o.model.attention = a.str("attention");
   o.task.length = a.integer_in("length", kMinLength, kMaxLength);
   o.steps = a.integer_in("steps", 1, 1000000);
   check_options(o);
   check_applies(a, {o.model.attention}, "--attention " + o.model.attention);
-  setup(a);
+  qkv::examples::start_command(a, "long_range", /*announce=*/true);
+  if (o.resume && !a.given("steps")) o.steps = 0;  // the run's own
   const TrainResult r = train(o);
   const TaskStats& s = r.stats;
   std::printf("test set: %lld sequences; majority tag %.1f%% (chance 1/%lld = %.1f%%); a query's needle is %.0f "
@@ -122,34 +112,18 @@ int cmd_train(const Args& a) {
   return 0;
 }
 
-std::vector<std::string> split(const std::string& option, const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty()) throw qkv::ValueError("--" + option + " '" + text + "' has an empty item");
-    items.push_back(item);
-  }
-  return items;
-}
-
 std::vector<int64_t> integers(const std::string& option, const std::string& text) {
   std::vector<int64_t> values;
-  for (const std::string& item : split(option, text)) values.push_back(qkv::examples::parse_integer(option, item));
+  for (const std::string& item : qkv::examples::split_list(option, text))
+    values.push_back(qkv::examples::parse_integer(option, item));
   return values;
-}
-
-// Refuses an --out that holds a file compare writes: nothing is ever overwritten.
-void check_out(const std::string& out) {
-  for (const std::string& f : kFiles)
-    if (std::filesystem::exists(std::filesystem::path(out) / f))
-      throw qkv::ValueError("--out " + out + " holds " + f + " already; choose another directory (nothing was changed)");
 }
 
 int cmd_compare(const Args& a) {
   CompareOptions c;
   c.base = train_options(a);
   c.lengths = integers("lengths", a.str("lengths"));
-  c.mechanisms = split("mechanisms", a.str("mechanisms"));
+  c.mechanisms = qkv::examples::split_list("mechanisms", a.str("mechanisms"));
   c.steps = integers("steps", a.str("steps"));
   if (c.steps.size() == 1) c.steps.assign(c.lengths.size(), c.steps.front());
   for (const int64_t length : c.lengths)
@@ -160,11 +134,11 @@ int cmd_compare(const Args& a) {
   check_applies(a, c.mechanisms, "--mechanisms " + a.str("mechanisms"));
   if (!a.given("out")) throw qkv::ValueError("compare needs --out DIR, the directory for compare.md and compare.json");
   const std::string out = a.str("out");
-  check_out(out);
-  setup(a);
-  qkv::examples::make_output_directory("out", out);
+  qkv::examples::start_command(a, "long_range", /*announce=*/true);
+  qkv::examples::prepare_out(a, "out", kFiles);
+  c.base.run_dir = out + "/runs";
   const std::vector<CompareRow> rows = compare(c);
-  check_out(out);  // the directory was ours to write when we began; it must still be
+  qkv::examples::refuse_existing("out", out, kFiles);  // the directory was ours to write when we began; it must still be
   const std::string md = compare_markdown(c, rows);
   qkv::io::write_text_file(out + "/compare.json", qkv::io::to_json(compare_json(c, rows)) + "\n", "long_range compare");
   qkv::io::write_text_file(out + "/compare.md", md, "long_range compare");
@@ -175,37 +149,21 @@ int cmd_compare(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-      std::cout << kUsage;
-      return argc < 2 ? 2 : 0;
-    }
-    const std::string cmd = argv[1];
-    std::vector<Args::Option> spec = common_options();
-    int (*run)(const Args&) = nullptr;
-    if (cmd == "train") {
-      spec.insert(spec.begin(), {{"attention", "dense", "the attention: " + mechanism_list()},
-                                 {"length", "512", "the longest sequence (each has 3/4 of it to all of it)"},
-                                 {"steps", std::to_string(TrainOptions{}.steps), "training steps"}});
-      run = cmd_train;
-    } else if (cmd == "compare") {
-      spec.insert(spec.begin(), {{"lengths", "512,2048", "the lengths, comma-separated"},
-                                 {"mechanisms", "dense,window,performer,linformer", "the mechanisms, comma-separated"},
-                                 {"steps", std::to_string(TrainOptions{}.steps),
-                                  "training steps of every run: one count, or one per length"},
-                                 {"out", "", "the directory for compare.md and compare.json (must not hold them)"}});
-      run = cmd_compare;
-    } else {
-      std::cerr << "long_range: unknown command '" << cmd << "'\n" << kUsage;
-      return 2;
-    }
-    const Args args(argc - 2, argv + 2, spec, "usage: long_range " + cmd + " [OPTIONS]");
-    if (args.help_requested()) {
-      std::cout << args.help();
-      return 0;
-    }
-    return run(args);
-  } catch (const std::exception& e) {
-    return qkv::examples::fail("long_range", e.what());
-  }
+  std::vector<Args::Option> train = common_options(), compare = common_options();
+  train.insert(train.begin(), {{"attention", "dense", "the attention: " + mechanism_list()},
+                               {"length", "512", "the longest sequence (each has 3/4 of it to all of it)"},
+                               {"steps", std::to_string(TrainOptions{}.steps), "training steps"},
+                               qkv::examples::run_option("runs/long_range", "run directory (config, checkpoints, metrics)"),
+                               {"resume", "false", "continue the run in --run from its last checkpoint (--steps may extend it)"}});
+  compare.insert(compare.begin(), {{"lengths", "512,2048", "the lengths, comma-separated"},
+                                   {"mechanisms", "dense,window,performer,linformer", "the mechanisms, comma-separated"},
+                                   {"steps", std::to_string(TrainOptions{}.steps),
+                                    "training steps of every run: one count, or one per length"},
+                                   {"out", "", "the directory for compare.md, compare.json and runs/ (must not hold them)"}});
+  return qkv::examples::run_program(
+      argc, argv,
+      {"long_range", "where attention's cost shows: keyed needle retrieval over long sequences",
+       {{"train", "train one attention mechanism at one length; the test accuracy and the training time", train, cmd_train},
+        {"compare", "every mechanism at every length with the same budget: DIR/compare.md and DIR/compare.json",
+         compare, cmd_compare}}});
 }

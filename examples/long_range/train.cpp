@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -13,6 +15,7 @@
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/scheduler.h"
+#include "examples/common/timing.h"
 #include "tensor/error.h"
 #include "tensor/reference_mode.h"
 #include "tensor/threads.h"
@@ -35,10 +38,6 @@ int64_t count_correct(const Tensor& logits, const Batch& batch) {
   return correct;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // The training steps whose forward ran on Performer's current random features, or -1 when the
 // model has no Performer or never drew them again. Performer draws them afresh every redraw_every
 // training forwards (nn/performer.h; Choromanski et al. 2021 redraw periodically): a model adapted
@@ -58,7 +57,14 @@ int64_t steps_on_current_draw(const TaggerModel& model, int64_t steps) {
 
 int64_t reach(const ModelOptions& model) { return model.layers * model.window; }
 
-void check_options(const TrainOptions& o) {
+void Config::validate() const { check_options(*this); }
+
+const qkv::examples::RunLayout kRunLayout{.program = "long_range",
+                                          .fresh_replaces_run = true,
+                                          .budget_key = "steps",
+                                          .read_config = qkv::examples::config_reader<Config>()};
+
+void check_options(const Config& o) {
   check_task(o.task);
   check_model(o.model, o.task);
   if (o.steps < 1 || o.steps > 1000000)
@@ -87,70 +93,146 @@ Evaluation evaluate(TaggerModel& model, const std::vector<Sequence>& set, int64_
   return {static_cast<double>(correct) / static_cast<double>(tokens), loss_sum / static_cast<double>(tokens)};
 }
 
-TrainResult train(const TrainOptions& o) {
-  check_options(o);
-  qkv::manual_seed(o.seed);  // the initialization and Performer's features
-  TaggerModel model(o.model, o.task);
-  qkv::optim::AdamW optimizer(model.parameters(), {.lr = o.lr, .weight_decay = o.weight_decay});
-  qkv::optim::WarmupLR schedule(optimizer, std::min<int64_t>(100, o.steps / 10), o.steps);
-  qkv::Generator data(training_key(o.seed));
-  const int64_t log_every = o.log_every > 0 ? o.log_every : std::max<int64_t>(1, o.steps / 10);
-  TrainResult r;
-  r.parameters = model.num_parameters();
+namespace {
+
+// A row of metrics.csv, and of each checkpoint's history: the training figures of the steps since
+// the last one.
+struct LogRow {
+  int64_t step = 0;
+  double loss = 0, accuracy = 0, lr = 0, seconds = 0;
+  template <class F>
+  void fields(F&& f) {
+    f("step", step);
+    f("train_loss", loss);
+    f("train_accuracy", accuracy);
+    f("lr", lr);
+    f("seconds", seconds, qkv::examples::kTiming);
+  }
+};
+
+// The sums of the steps since the last row.
+struct Window {
+  double loss = 0;
+  int64_t tokens = 0, correct = 0;
+};
+
+// A result that knows the model's size, after the line that describes the run.
+TrainResult describe(const TrainOptions& o, int64_t parameters) {
   if (o.verbose)
     std::printf("%s attention, length %lld (sequences of %lld .. %lld tokens), %lld keys, %lld values; %lld "
                 "parameters; %lld steps of %lld sequences\n",
-                o.model.attention.c_str(), static_cast<long long>(o.task.length),
-                static_cast<long long>(shortest(o.task)), static_cast<long long>(o.task.length),
-                static_cast<long long>(o.task.keys), static_cast<long long>(o.task.values),
-                static_cast<long long>(r.parameters), static_cast<long long>(o.steps), static_cast<long long>(o.batch));
-  model.train();
-  const auto t0 = std::chrono::steady_clock::now();
-  int64_t window_tokens = 0, window_correct = 0;
-  double window_loss = 0;
-  for (int64_t step = 1; step <= o.steps; ++step) {
-    std::vector<Sequence> sequences;
-    for (int64_t b = 0; b < o.batch; ++b) sequences.push_back(draw_sequence(o.task, data));
-    const Batch batch = make_batch(sequences, 0, sequences.size());
-    const Tensor logits = model.forward(batch.ids, batch.valid_lens);
-    const Tensor loss = qkv::nn::functional::sequence_cross_entropy(logits, batch.tags, batch.valid_lens);
-    const double l = loss.item();
-    if (!std::isfinite(l))
-      throw qkv::Error("training diverged at step " + std::to_string(step) + ": the loss is " + std::to_string(l) +
-                       "; lower --lr (now " + std::to_string(o.lr) + ")");
-    optimizer.zero_grad();
-    loss.backward();
-    qkv::optim::clip_grad_norm_(model.parameters(), 1.0);
-    optimizer.step();
-    schedule.step();
-    r.losses.push_back(l);
-    window_loss += l * static_cast<double>(batch.tokens);
-    window_tokens += batch.tokens;
-    window_correct += count_correct(logits, batch);
-    if (o.verbose && (step % log_every == 0 || step == o.steps)) {
-      std::printf("step %6lld/%lld  loss %.4f  train acc %5.1f%%  %.1f s\n", static_cast<long long>(step),
-                  static_cast<long long>(o.steps), window_loss / static_cast<double>(window_tokens),
-                  100.0 * static_cast<double>(window_correct) / static_cast<double>(window_tokens), seconds_since(t0));
-      std::fflush(stdout);
-      window_loss = 0, window_tokens = 0, window_correct = 0;
-    }
+                o.model.attention.c_str(), static_cast<long long>(o.task.length), static_cast<long long>(shortest(o.task)),
+                static_cast<long long>(o.task.length), static_cast<long long>(o.task.keys),
+                static_cast<long long>(o.task.values), static_cast<long long>(parameters), static_cast<long long>(o.steps),
+                static_cast<long long>(o.batch));
+  TrainResult r;
+  r.parameters = parameters;
+  return r;
+}
+
+// A training batch of fresh sequences.
+Batch draw_batch(const Config& c, qkv::Generator& data) {
+  std::vector<Sequence> sequences;
+  for (int64_t b = 0; b < c.batch; ++b) sequences.push_back(draw_sequence(c.task, data));
+  return make_batch(sequences, 0, sequences.size());
+}
+
+// A row after step k: printed, kept, and saved with the checkpoints (the best: the lowest training
+// loss, over fresh batches the model has never seen). The data generator's state goes with them,
+// so that a resumed run draws the batches an uninterrupted one would have.
+void log_and_save(qkv::examples::Start<Config, LogRow>& s, qkv::examples::RunDirectory& run, TaggerModel& model,
+                  const qkv::optim::Optimizer& optimizer, const qkv::Generator& data, int64_t k, Window& w,
+                  double seconds, bool verbose) {
+  const LogRow row{k, w.loss / static_cast<double>(w.tokens), static_cast<double>(w.correct) / static_cast<double>(w.tokens),
+                   optimizer.lr(), seconds};
+  w = {};
+  if (verbose) {
+    std::printf("step %6lld/%lld  loss %.4f  train acc %5.1f%%  %.1f s\n", static_cast<long long>(k),
+                static_cast<long long>(s.config.steps), row.loss, 100.0 * row.accuracy, seconds);
+    std::fflush(stdout);
   }
-  r.train_seconds = seconds_since(t0);
-  r.steps_on_current_draw = steps_on_current_draw(model, o.steps);
-  if (o.verbose && r.steps_on_current_draw >= 0 && r.steps_on_current_draw <= kRecentDraw)
+  s.history.rows.push_back(row);
+  const bool improved = row.loss < s.best;
+  s.best = std::min(s.best, row.loss);
+  const qkv::GeneratorState g = data.state();
+  run.save(model, optimizer, k,
+           {qkv::examples::to_json(s.config), s.history.to_json(), s.best,
+            {{"data_generator", qkv::io::Json(qkv::io::Json::Array{qkv::io::Json(static_cast<int64_t>(g.seed)),
+                                                                   qkv::io::Json(static_cast<int64_t>(g.offset))})}}},
+           improved, s.history.csv());
+}
+
+// The training batches' generator: a function of the seed, or where the resumed checkpoint left it.
+qkv::Generator data_generator(const qkv::examples::Start<Config, LogRow>& s) {
+  qkv::Generator data(training_key(s.config.seed));
+  const qkv::io::Json* saved = s.last ? s.last->state.extra("data_generator") : nullptr;
+  if (saved && saved->is_array() && saved->as_array().size() == 2)
+    data.set_state({static_cast<uint64_t>(saved->as_array()[0].as_int()), static_cast<uint64_t>(saved->as_array()[1].as_int())});
+  return data;
+}
+
+// The end of a training: Performer's note, the speed, and the model as it ends on the test set.
+TrainResult finish(TrainResult r, const qkv::examples::Start<Config, LogRow>& s, TaggerModel& model, int64_t steps_run,
+                   bool verbose) {
+  r.steps_on_current_draw = steps_on_current_draw(model, s.config.steps);
+  if (verbose && r.steps_on_current_draw >= 0 && r.steps_on_current_draw <= kRecentDraw)
     std::printf("note: Performer drew its random features again for the last %lld step(s) of training; a model "
                 "adapted to the earlier draw scores lower on a new one until it adapts again, so the test "
                 "accuracy below understates what this budget can reach (a budget not just past a multiple of "
                 "1000 steps avoids it)\n",
                 static_cast<long long>(r.steps_on_current_draw));
-  r.ms_per_step = 1e3 * r.train_seconds / static_cast<double>(o.steps);
+  r.ms_per_step = 1e3 * r.train_seconds / static_cast<double>(std::max<int64_t>(steps_run, 1));
   const size_t tail = std::max<size_t>(1, r.losses.size() / 10);
-  for (size_t i = r.losses.size() - tail; i < r.losses.size(); ++i) r.final_loss += r.losses[i] / static_cast<double>(tail);
-  const std::vector<Sequence> test = test_set(o.task, o.test_sequences);
-  const Evaluation e = evaluate(model, test, o.batch);
+  for (size_t i = r.losses.size() - std::min(tail, r.losses.size()); i < r.losses.size(); ++i)
+    r.final_loss += r.losses[i] / static_cast<double>(tail);
+  const std::vector<Sequence> test = test_set(s.config.task, s.config.test_sequences);
+  const Evaluation e = evaluate(model, test, s.config.batch);
   r.test_accuracy = e.accuracy, r.test_loss = e.loss;
-  r.stats = task_stats(o.task, test, reach(o.model));
+  r.stats = task_stats(s.config.task, test, reach(s.config.model));
   return r;
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& o) {
+  qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
+  auto s = qkv::examples::start_or_resume<Config, LogRow>(run, static_cast<const Config&>(o), std::numeric_limits<double>::infinity());
+  check_options(s.config);
+  qkv::manual_seed(s.config.seed);  // the initialization and Performer's features
+  TaggerModel model(s.config.model, s.config.task);
+  qkv::optim::AdamW optimizer(model.parameters(), {.lr = s.config.lr, .weight_decay = s.config.weight_decay});
+  qkv::optim::WarmupLR schedule(optimizer, std::min<int64_t>(100, s.config.steps / 10), s.config.steps);
+  run.open();
+  TrainResult r = describe(o, model.num_parameters());
+  qkv::examples::TrainStep step(model, optimizer, {.seed = s.config.seed, .clip = 1.0});
+  int64_t k = s.load(model, optimizer);
+  schedule.set_last_step(k);
+  qkv::Generator data = data_generator(s);
+  const int64_t log_every = o.log_every > 0 ? o.log_every : std::max<int64_t>(1, s.config.steps / 10), first = k;
+  const double seconds_before = s.history.rows.empty() ? 0 : s.history.rows.back().seconds;
+  qkv::examples::Stopwatch clock;
+  Window w;
+  model.train();
+  for (int64_t logged = 0; k < s.config.steps && logged != o.stop_after;) {
+    clock.start();
+    const Batch batch = draw_batch(s.config, data);
+    const auto result = step(s.config.batch, k, [&](const qkv::examples::Rows&) {
+      const Tensor logits = model.forward(batch.ids, batch.valid_lens);
+      w.correct += count_correct(logits, batch);
+      return qkv::examples::Share{qkv::nn::functional::sequence_cross_entropy(logits, batch.tags, batch.valid_lens), batch.tokens};
+    });
+    if (!result.finite())
+      throw qkv::Error("training diverged at step " + std::to_string(k + 1) + ": the loss is " + std::to_string(result.loss) +
+                       "; lower --lr (now " + std::to_string(s.config.lr) + ")");
+    schedule.step();
+    ++k, r.losses.push_back(result.loss), w.loss += result.loss * static_cast<double>(batch.tokens), w.tokens += batch.tokens;
+    clock.stop();
+    if (k % log_every != 0 && k != s.config.steps) continue;
+    log_and_save(s, run, model, optimizer, data, k, w, seconds_before + clock.seconds(), o.verbose);
+    ++logged;
+  }
+  r.train_seconds = clock.seconds();
+  return finish(std::move(r), s, model, k - first, o.verbose);
 }
 
 void check_compare(const CompareOptions& c) {
@@ -182,6 +264,7 @@ std::vector<CompareRow> compare(const CompareOptions& c) {
       TrainOptions o = c.base;
       o.task.length = c.lengths[i], o.steps = c.steps[i], o.model.attention = m;
       if (o.verbose) std::printf("\n== %s at length %lld\n", m.c_str(), static_cast<long long>(c.lengths[i]));
+      o.run_dir = (std::filesystem::path(c.base.run_dir) / (m + "-" + std::to_string(c.lengths[i]))).string();
       CompareRow row{m, c.lengths[i], c.steps[i], train(o)};
       if (o.verbose)
         std::printf("test accuracy %.1f%%, %.1f s of training, %.1f ms/step\n", 100 * row.result.test_accuracy,

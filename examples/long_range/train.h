@@ -14,25 +14,52 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/run_directory.h"
 #include "examples/long_range/model.h"
 #include "examples/long_range/task.h"
 #include "io/json.h"
 
 namespace long_range {
 
-struct TrainOptions {
+// A run's config: the task, the model and the budget (config.json, examples/common/config.h).
+struct Config {
   TaskOptions task;
   ModelOptions model;
   int64_t steps = 1500, batch = 8;
   double lr = 3e-3, weight_decay = 0.01;
   uint64_t seed = 0;            // the initialization, the training batches, Performer's features
   int64_t test_sequences = 64;  // the fixed test set
-  int64_t log_every = 0;        // steps between loss lines; 0: a tenth of the steps
-  bool verbose = true;          // the loss lines and the summary on stdout
+  template <class F>
+  void fields(F&& f) {
+    f({"length"}, task.length);
+    f({"keys"}, task.keys);
+    f({"values"}, task.values);
+    f({"attention"}, model.attention);
+    f({"window"}, model.window);
+    f({"features"}, model.features);
+    f({"d_model"}, model.d_model);
+    f({"heads"}, model.heads);
+    f({"layers"}, model.layers);
+    f({"steps"}, steps);
+    f({"batch"}, batch);
+    f({"lr"}, lr);
+    f({"weight_decay"}, weight_decay);
+    f({"seed"}, seed);
+    f({"test"}, test_sequences);
+  }
+  void validate() const;  // check_options
 };
 
+// The config, and where and how a training runs (examples/common/run_directory.h): a checkpoint
+// and a row of metrics.csv every log_every steps (a tenth of the steps by default).
+struct TrainOptions : Config, qkv::examples::RunOptions {
+  int64_t log_every = 0;  // steps between loss lines and checkpoints; 0: a tenth of the steps
+};
+
+extern const qkv::examples::RunLayout kRunLayout;
+
 // ValueError naming the option unless the task, the model and the budget are in range.
-void check_options(const TrainOptions& options);
+void check_options(const Config& options);
 
 // The fixed test set of `count` sequences: a function of the task alone.
 std::vector<Sequence> test_set(const TaskOptions& task, int64_t count);
@@ -61,10 +88,13 @@ struct TrainResult {
   int64_t steps_on_current_draw = -1;
   std::vector<double> losses;      // every step's
 };
+// A fresh run in options.run_dir, or with options.resume the continuation of the run there (with
+// options.steps when above 0, else its own); the model as it ends is tested.
 TrainResult train(const TrainOptions& options);
 
 struct CompareOptions {
-  TrainOptions base;                  // the model, batch, lr and seed shared by every run
+  TrainOptions base;                  // the model, batch, lr and seed shared by every run, and the
+                                      // directory under which each run has its own (MECHANISM-LENGTH)
   std::vector<int64_t> lengths;       // each trained with steps[i] steps
   std::vector<int64_t> steps;
   std::vector<std::string> mechanisms;

@@ -1,21 +1,58 @@
 #include "examples/seq2seq/training.h"
 
 #include <algorithm>
-#include <charconv>
-#include <map>
+#include <cstdio>
 #include <numeric>
-#include <sstream>
 
-#include "dist/sampler.h"
+#include "dist/process_group.h"
+#include "examples/common/progress.h"
+#include "examples/common/timing.h"
 #include "examples/seq2seq/bleu.h"
 #include "model_io/checkpoint.h"
-#include "io/tensor_record.h"
 #include "nn/functional/loss.h"
-#include "optim/clip.h"
+#include "optim/adam.h"
+#include "plot/plot.h"
 #include "tensor/error.h"
 #include "tensor/random.h"
+#include "tensor/threads.h"
 
 namespace seq2seq {
+
+using qkv::examples::check_int;
+using qkv::examples::check_number;
+
+Config::Config() {
+  model.source_vocab = source_vocab().size();
+  model.target_vocab = target_vocab().size();
+}
+
+void Config::validate() const {
+  check_int("seed", seed, 0, std::numeric_limits<int64_t>::max());
+  check_int("train_size", train_size, 1, kMaxPairs);
+  check_int("dev_size", dev_size, 1, kMaxPairs);
+  check_int("test_size", test_size, 1, kMaxPairs);
+  check_int("embed", model.embed_size, 1, kMaxEmbedSize);
+  check_int("hidden", model.num_hiddens, 1, kMaxHiddens);
+  check_int("layers", model.num_layers, 1, kMaxLayers);
+  check_number("dropout", model.dropout, 0, 0.99);
+  check_int("batch", batch, 1, 65'536);
+  check_int("epochs", epochs, 1, 100'000);
+  check_number("lr", lr, 1e-12, 1e3);
+  check_number("clip", clip, 1e-6, 1e30);
+  check_number("time_limit", time_limit, 0, 1e9);
+  check_number("target", target, 0, 1);
+  const Config mine;
+  if (model.source_vocab != mine.model.source_vocab || model.target_vocab != mine.model.target_vocab ||
+      source_alphabet != mine.source_alphabet || target_alphabet != mine.target_alphabet)
+    throw qkv::ValueError("the alphabets and vocabularies must be this program's, of " +
+                          std::to_string(mine.model.source_vocab) + " and " + std::to_string(mine.model.target_vocab) +
+                          " ids");
+}
+
+const qkv::examples::RunLayout kRunLayout{.program = "seq2seq",
+                                          .fresh_replaces_run = true,
+                                          .budget_key = "epochs",
+                                          .read_config = qkv::examples::config_reader<Config>()};
 
 std::vector<Example> encode_pairs(const std::vector<DatePair>& pairs, const qkv::data::Vocab& src_vocab,
                                   const qkv::data::Vocab& tgt_vocab) {
@@ -29,21 +66,6 @@ std::vector<Example> encode_pairs(const std::vector<DatePair>& pairs, const qkv:
 namespace {
 
 constexpr int64_t kPoolBatches = 32;
-
-Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& rows, int64_t pad_id,
-              int64_t bos_id) {
-  std::vector<std::vector<int64_t>> sources, targets, inputs;
-  for (const size_t i : rows) {
-    sources.push_back(examples[i].source);
-    targets.push_back(examples[i].target);
-    // Teacher forcing (d2l's train_seq2seq): the decoder reads <bos> and the target shifted right.
-    std::vector<int64_t> in{bos_id};
-    in.insert(in.end(), examples[i].target.begin(), examples[i].target.end() - 1);
-    inputs.push_back(std::move(in));
-  }
-  const PaddedBatch src = pad_batch(sources, pad_id), tgt = pad_batch(targets, pad_id);
-  return {src.ids, src.valid_lens, pad_batch(inputs, pad_id).ids, tgt.ids, tgt.valid_lens};
-}
 
 // Indices of `lengths` in batches of similar length: shuffled (when rng is given), cut in pools,
 // each pool sorted by length and cut into batches.
@@ -69,36 +91,46 @@ std::vector<std::vector<size_t>> length_batches(const std::vector<int64_t>& leng
 
 }  // namespace
 
+Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& rows, int64_t pad_id,
+              int64_t bos_id) {
+  std::vector<std::vector<int64_t>> sources, targets, inputs;
+  for (const size_t i : rows) {
+    sources.push_back(examples[i].source);
+    targets.push_back(examples[i].target);
+    // Teacher forcing (d2l's train_seq2seq): the decoder reads <bos> and the target shifted right.
+    std::vector<int64_t> in{bos_id};
+    in.insert(in.end(), examples[i].target.begin(), examples[i].target.end() - 1);
+    inputs.push_back(std::move(in));
+  }
+  const PaddedBatch src = pad_batch(sources, pad_id), tgt = pad_batch(targets, pad_id);
+  return {src.ids, src.valid_lens, pad_batch(inputs, pad_id).ids, tgt.ids, tgt.valid_lens, rows};
+}
+
 std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t batch_size, uint64_t seed,
-                                int64_t pad_id, int64_t bos_id, int rank, int ranks) {
+                                int64_t pad_id, int64_t bos_id) {
   std::vector<int64_t> lengths;
   for (const Example& e : examples) lengths.push_back(static_cast<int64_t>(e.source.size()));
   qkv::Generator rng(seed);
   std::vector<Batch> batches;
-  for (const auto& rows : length_batches(lengths, batch_size, &rng)) {
-    std::vector<size_t> mine;
-    int64_t tokens = 0;
-    for (size_t k : rows) tokens += static_cast<int64_t>(examples[k].target.size());
-    for (int64_t k : qkv::dist::shard(static_cast<int64_t>(rows.size()), rank, ranks))
-      mine.push_back(rows[static_cast<size_t>(k)]);
-    Batch b = mine.empty() ? Batch{} : collate(examples, mine, pad_id, bos_id);
-    b.global_tokens = tokens;
-    batches.push_back(std::move(b));
-  }
+  for (const auto& rows : length_batches(lengths, batch_size, &rng)) batches.push_back(collate(examples, rows, pad_id, bos_id));
   return batches;
 }
 
-float train_step(Seq2Seq& model, qkv::optim::Optimizer& optimizer, const Batch& batch, double clip_norm) {
-  const Tensor logits = model.forward(batch.source, batch.source_valid_lens, batch.dec_input);
-  // The mean over real target tokens; d2l's MaskedSoftmaxCELoss averages per sequence over the
-  // padded length instead (nn/functional/loss.h has the difference).
-  const Tensor loss =
-      qkv::nn::functional::sequence_cross_entropy(logits, batch.target, batch.target_valid_lens);
-  optimizer.zero_grad();
-  loss.backward();
-  qkv::optim::clip_grad_norm_(model.parameters(), clip_norm);
-  optimizer.step();
-  return loss.item();
+qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Seq2Seq& model, const Batch& batch,
+                                     const std::vector<Example>& examples, int64_t k) {
+  const qkv::data::Vocab tgt_vocab = target_vocab();
+  return step(batch.source.size(0), k, [&](const qkv::examples::Rows& rows) {
+    std::vector<size_t> mine;
+    for (int64_t r : rows.rows) mine.push_back(batch.examples[static_cast<size_t>(r)]);
+    const Batch b = rows.whole ? batch : collate(examples, mine, tgt_vocab.pad_id(), tgt_vocab.id(kBos));
+    const Tensor logits = model.forward(b.source, b.source_valid_lens, b.dec_input);
+    // The mean over real target tokens; d2l's MaskedSoftmaxCELoss averages per sequence over the
+    // padded length instead (nn/functional/loss.h has the difference).
+    int64_t tokens = 0;
+    for (int64_t i = 0; i < b.target_valid_lens.numel(); ++i) tokens += b.target_valid_lens[i];
+    return qkv::examples::Share{qkv::nn::functional::sequence_cross_entropy(logits, b.target, b.target_valid_lens),
+                                tokens};
+  });
 }
 
 Evaluation evaluate(Seq2Seq& model, const std::vector<DatePair>& pairs, int64_t batch_size) {
@@ -134,96 +166,42 @@ Evaluation evaluate(Seq2Seq& model, const std::vector<DatePair>& pairs, int64_t 
   return ev;
 }
 
-std::string config_text(const ModelConfig& c) {
-  std::ostringstream out;
-  out << "model=seq2seq-bahdanau\n"
-      << "source_alphabet=" << kSourceAlphabet << "\n"
-      << "target_alphabet=" << kTargetAlphabet << "\n"
-      << "source_vocab=" << c.source_vocab << "\n"
-      << "target_vocab=" << c.target_vocab << "\n"
-      << "embed_size=" << c.embed_size << "\n"
-      << "num_hiddens=" << c.num_hiddens << "\n"
-      << "num_layers=" << c.num_layers << "\n"
-      << "dropout=" << c.dropout << "\n";
-  return out.str();
-}
-
-ModelConfig parse_config(const std::string& text) {
-  const std::string where = "seq2seq checkpoint config";
-  auto fail = [&](const std::string& what) -> void { throw qkv::FormatError(where + ": " + what); };
-  // Exactly the keys config_text writes, each once, one "key=value" per line ending in '\n'.
-  const std::vector<std::string> keys = {"model",       "source_alphabet", "target_alphabet",
-                                         "source_vocab", "target_vocab",    "embed_size",
-                                         "num_hiddens", "num_layers",      "dropout"};
-  std::map<std::string, std::pair<std::string, int64_t>> kv;  // key → value, line
-  int64_t line_number = 0;
-  for (size_t start = 0; start < text.size();) {
-    const size_t nl = text.find('\n', start);
-    const std::string line = text.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
-    start = nl == std::string::npos ? text.size() : nl + 1;
-    const std::string at = "line " + std::to_string(++line_number) + ": ";
-    if (!line.empty() && line.back() == '\r')
-      fail(at + "ends in a carriage return (CRLF line endings); the config's lines end in '\\n' alone");
-    const size_t eq = line.find('=');
-    if (eq == std::string::npos) fail(at + "expected key=value, got " + qkv::io::in_quotes(line));
-    const std::string key = line.substr(0, eq);
-    if (std::find(keys.begin(), keys.end(), key) == keys.end())
-      fail(at + "unknown key " + qkv::io::in_quotes(key) + " (is this a seq2seq checkpoint?)");
-    if (auto it = kv.find(key); it != kv.end())
-      fail(at + "key '" + key + "' is given twice (first on line " + std::to_string(it->second.second) + ")");
-    kv.emplace(key, std::pair{line.substr(eq + 1), line_number});
-  }
-  auto get = [&](const std::string& key) -> const std::string& {
-    auto it = kv.find(key);
-    if (it == kv.end()) fail("no '" + key + "' (is this a seq2seq checkpoint?)");
-    return it->second.first;
-  };
-  // Decimal digits alone: no sign, no space, no other base.
-  auto integer = [&](const std::string& key) {
-    const std::string& s = get(key);
-    int64_t v = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || s[0] == '-' || ec != std::errc() || end != s.data() + s.size() || v < 1)
-      fail("'" + key + "' must be a positive integer, got " + qkv::io::in_quotes(s));
-    return v;
-  };
-  if (get("model") != "seq2seq-bahdanau") fail("model " + qkv::io::in_quotes(get("model")) + " is not seq2seq-bahdanau");
-  if (get("source_alphabet") != kSourceAlphabet || get("target_alphabet") != kTargetAlphabet)
-    fail("the checkpoint's alphabets differ from this program's");
-  ModelConfig c;
-  c.source_vocab = integer("source_vocab");
-  c.target_vocab = integer("target_vocab");
-  c.embed_size = integer("embed_size");
-  c.num_hiddens = integer("num_hiddens");
-  c.num_layers = integer("num_layers");
-  // Decimal notation as config_text writes it (from_chars takes no '+', no space, no hexadecimal).
-  const std::string& d = get("dropout");
-  const auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), c.dropout, std::chars_format::general);
-  if (d.empty() || ec != std::errc() || end != d.data() + d.size())
-    fail("'dropout' must be a number in decimal notation, got " + qkv::io::in_quotes(d));
-  return c;
-}
-
-void check_model_config(const ModelConfig& c, const std::string& where) {
-  auto fail = [&](const std::string& what) { throw qkv::ValueError(where + ": " + what); };
-  auto in_range = [&](const char* name, int64_t value, int64_t limit) {
-    if (value < 1 || value > limit)
-      fail(std::string(name) + " must be from 1 to " + std::to_string(limit) + ", not " +
-           std::to_string(value));
-  };
-  in_range("embed_size (--embed)", c.embed_size, kMaxEmbedSize);
-  in_range("num_hiddens (--hidden)", c.num_hiddens, kMaxHiddens);
-  in_range("num_layers (--layers)", c.num_layers, kMaxLayers);
-  if (!(c.dropout >= 0 && c.dropout < 1))
-    fail("dropout (--dropout) must be in [0, 1), not " + std::to_string(c.dropout));
-  const int64_t source = source_vocab().size(), target = target_vocab().size();
-  if (c.source_vocab != source || c.target_vocab != target)
-    fail("the vocabularies must have this program's sizes, " + std::to_string(source) + " and " +
-         std::to_string(target) + ", not " + std::to_string(c.source_vocab) + " and " +
-         std::to_string(c.target_vocab));
+// Attention heatmap of one translation: a row per output character (decoder step), a column per
+// source character, as d2l's show_heatmaps of dec_attention_weight_seq.
+void write_heatmap(const std::string& source, const Translation& t, const std::string& path) {
+  const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+  qkv::plot::HeatmapSpec spec;
+  const std::vector<int64_t> src_ids = encode_source(src_vocab, source);
+  spec.rows = static_cast<int>(t.ids.size());
+  spec.cols = static_cast<int>(src_ids.size());
+  for (const auto& row : t.attention) spec.values.insert(spec.values.end(), row.begin(), row.end());
+  auto label = [](const std::string& token) { return token == " " ? std::string("_") : token; };
+  for (const int64_t id : src_ids) spec.col_labels.push_back(label(src_vocab.token(id)));
+  for (const int64_t id : t.ids) spec.row_labels.push_back(tgt_vocab.token(id));
+  spec.title = "\"" + source + "\" -> " + decode_ids(tgt_vocab, t.ids);
+  spec.x_label = "source characters (keys)";
+  spec.y_label = "decoder steps (queries)";
+  spec.value_min = 0.0f;
+  spec.value_max = 1.0f;
+  spec.cell_size = 14;
+  qkv::plot::draw_heatmap(spec).write_png(path);
 }
 
 namespace {
+
+// The test scores, and the first translations beside what they should be.
+void print_test(const Evaluation& test, const std::vector<DatePair>& pairs, int64_t step, double training_seconds,
+                qkv::examples::Clock::time_point start) {
+  std::printf(
+      "test: exact match %.4f  BLEU %.4f  (%lld pairs)  after %lld steps, %.1f s of training, %.1f s in "
+      "all\n",
+      test.score.exact_match, test.score.bleu, static_cast<long long>(test.score.count),
+      static_cast<long long>(step), training_seconds, qkv::examples::seconds_since(start));
+  for (size_t i = 0; i < std::min<size_t>(8, pairs.size()); ++i)
+    std::printf("  %-52s => %-10s %s  bleu %.3f\n", pairs[i].source.c_str(), test.predictions[i].c_str(),
+                test.predictions[i] == pairs[i].target ? "ok" : ("(want " + pairs[i].target + ")").c_str(),
+                bleu_chars(test.predictions[i], pairs[i].target, 2));
+}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "(";
@@ -234,14 +212,12 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 // The sizes the config gives must be those of the tensors the checkpoint holds: the layers their
 // names count, the widths their shapes show. Checked before a model is built, so that a config
 // edited to 10^8 layers is refused at once rather than built, and only then found not to fit.
-void check_config_fits_tensors(const ModelConfig& c, const qkv::nn::StateDict& state,
-                               const std::string& where) {
+void check_config_fits_tensors(const ModelConfig& c, const qkv::nn::StateDict& state, const std::string& where) {
   int64_t layers = 0;
   while (state.count("encoder.rnn.weight_ih_l" + std::to_string(layers))) ++layers;
   if (layers != c.num_layers)
-    throw qkv::FormatError(where + ": its config says num_layers=" + std::to_string(c.num_layers) +
-                           " but its tensors hold " + std::to_string(layers) +
-                           " encoder GRU layers (encoder.rnn.weight_ih_l0, _l1, ...)");
+    throw qkv::FormatError(where + ": its config says layers=" + std::to_string(c.num_layers) + " but its tensors hold " +
+                           std::to_string(layers) + " encoder GRU layers (encoder.rnn.weight_ih_l0, _l1, ...)");
   const std::pair<const char*, std::vector<int64_t>> expected[] = {
       {"encoder.embedding.weight", {c.source_vocab, c.embed_size}},
       {"decoder.embedding.weight", {c.target_vocab, c.embed_size}},
@@ -250,21 +226,119 @@ void check_config_fits_tensors(const ModelConfig& c, const qkv::nn::StateDict& s
     const auto it = state.find(name);
     if (it == state.end()) throw qkv::FormatError(where + ": no tensor '" + std::string(name) + "'");
     if (it->second.shape() != shape)
-      throw qkv::FormatError(where + ": its config (embed_size=" + std::to_string(c.embed_size) +
-                             ", num_hiddens=" + std::to_string(c.num_hiddens) + ") makes '" + name + "' " +
-                             shape_text(shape) + " but the tensor is " + shape_text(it->second.shape()));
+      throw qkv::FormatError(where + ": its config (embed=" + std::to_string(c.embed_size) + ", hidden=" +
+                             std::to_string(c.num_hiddens) + ") makes '" + name + "' " + shape_text(shape) +
+                             " but the tensor is " + shape_text(it->second.shape()));
   }
+}
+
+// One pass over the training examples in batches drawn with seed + epoch, with a progress line
+// (rank 0's); returns the mean loss, and counts the steps in k.
+double train_epoch(Seq2Seq& model, qkv::examples::TrainStep& step, const std::vector<Example>& examples, int64_t epoch,
+                   const Config& c, int64_t& k, bool shown) {
+  const qkv::data::Vocab tgt_vocab = target_vocab();
+  model.train();
+  const std::vector<Batch> batches = make_batches(examples, c.batch, static_cast<uint64_t>(c.seed + epoch),
+                                                  tgt_vocab.pad_id(), tgt_vocab.id(kBos));
+  auto progress = qkv::examples::Progress::shown_if(shown, "epoch " + std::to_string(epoch), static_cast<int64_t>(batches.size()));
+  double loss_sum = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const qkv::examples::StepResult r = train_step(step, model, batches[i], examples, k++);
+    if (!r.finite())
+      throw qkv::Error("seq2seq train: epoch " + std::to_string(epoch) + ", step " + std::to_string(i + 1) +
+                       ": the loss or gradient is not finite; lower --lr. The run keeps its checkpoints of the last epoch");
+    loss_sum += r.loss;
+    char stats[64];
+    std::snprintf(stats, sizeof stats, "loss %.4f", loss_sum / static_cast<double>(i + 1));
+    progress.update(static_cast<int64_t>(i + 1), stats);
+  }
+  return loss_sum / static_cast<double>(batches.size());
+}
+
+// After an epoch: rank 0 scores the dev pairs, writes the row and the checkpoints, prints the line,
+// and decides whether to stop (the dev exact match reached the target, or the time ran out), which
+// every rank follows.
+bool evaluate_and_save(qkv::examples::Start<Config, EpochRow>& s, qkv::examples::RunDirectory& run, Seq2Seq& model,
+                       const qkv::optim::Optimizer& optimizer, const std::vector<DatePair>& dev, EpochRow row,
+                       const qkv::examples::Ranks& ranks) {
+  const Score score = run.writer() ? evaluate(model, dev).score : Score{};
+  row.dev_exact = score.exact_match, row.dev_bleu = score.bleu;
+  s.history.rows.push_back(row);
+  const bool improved = row.dev_exact > s.best;
+  s.best = std::max(s.best, row.dev_exact);
+  run.save(model, optimizer, row.step, {qkv::examples::to_json(s.config), s.history.to_json(), s.best, {}}, improved,
+           s.history.csv());
+  const bool reached = row.dev_exact >= s.config.target;
+  const bool out_of_time = !reached && row.seconds >= s.config.time_limit && row.epoch < s.config.epochs;
+  int64_t stop[1] = {reached || out_of_time ? 1 : 0};
+  if (ranks.many()) ranks.group->broadcast(std::span<int64_t>(stop), 0);
+  if (!run.writer()) return stop[0] != 0;
+  std::printf("epoch %3lld  step %6lld  loss %.4f  dev exact %.4f  bleu %.4f  train time %s\n",
+              static_cast<long long>(row.epoch), static_cast<long long>(row.step), row.loss, row.dev_exact, row.dev_bleu,
+              qkv::examples::format_duration(row.seconds).c_str());
+  if (reached) std::printf("stopped: the dev exact match reached --target %g\n", s.config.target);
+  if (out_of_time)
+    std::printf("stopped: %s of training reached --time-limit %g s\n", qkv::examples::format_duration(row.seconds).c_str(),
+                s.config.time_limit);
+  std::fflush(stdout);
+  return stop[0] != 0;
+}
+
+// The end of a training: the test scores of the model as it ends, and the heatmaps (rank 0).
+Evaluation finish(const qkv::examples::RunDirectory& run, Seq2Seq& model, const DateData& data, int64_t step,
+                  double seconds, qkv::examples::Clock::time_point start, const TrainOptions& o) {
+  if (!run.writer()) return {};
+  const Evaluation test = evaluate(model, data.test);
+  print_test(test, data.test, step, seconds, start);
+  std::printf("checkpoint: %s\n", (run.dir() / "last.safetensors").c_str());
+  if (o.heatmaps > 0) std::filesystem::create_directories(run.dir() / "figures");
+  for (int64_t i = 0; i < std::min<int64_t>(o.heatmaps, static_cast<int64_t>(data.test.size())); ++i) {
+    const std::string path = (run.dir() / "figures" / ("attention_" + std::to_string(i) + ".png")).string();
+    write_heatmap(data.test[i].source, test.translations[i], path);
+    std::printf("heatmap: %s\n", path.c_str());
+  }
+  return test;
 }
 
 }  // namespace
 
+Evaluation train(Config config, const TrainOptions& o) {
+  qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
+  auto s = qkv::examples::start_or_resume<Config, EpochRow>(run, config, -1.0);
+  const auto start = qkv::examples::Clock::now();
+  qkv::manual_seed(static_cast<uint64_t>(s.config.seed));
+  const DateData data = generate_data(static_cast<uint64_t>(s.config.seed),
+                                      {s.config.train_size, s.config.dev_size, s.config.test_size});
+  const std::vector<Example> examples = encode_pairs(data.train, source_vocab(), target_vocab());
+  Seq2Seq model(s.config.model);
+  qkv::optim::Adam optimizer(model.parameters(), {.lr = s.config.lr});
+  run.open();
+  if (o.verbose)
+    std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters\n%s", data.train.size(), data.dev.size(),
+                data.test.size(), static_cast<long long>(model.num_parameters()), model.summary().c_str());
+  qkv::examples::TrainStep step(model, optimizer, {o.ranks, static_cast<uint64_t>(s.config.seed), s.config.clip});
+  int64_t k = s.load(model, optimizer);
+  double seconds = s.history.rows.empty() ? 0 : s.history.rows.back().seconds;
+  for (int64_t epoch = static_cast<int64_t>(s.history.rows.size()) + 1, ran = 0;
+       epoch <= s.config.epochs && ran != o.stop_after; ++epoch, ++ran) {
+    const auto t0 = qkv::examples::Clock::now();
+    const double loss = train_epoch(model, step, examples, epoch, s.config, k, o.progress);
+    seconds += qkv::examples::seconds_since(t0);
+    if (evaluate_and_save(s, run, model, optimizer, data.dev, {epoch, k, loss, 0, 0, seconds}, o.ranks)) break;
+  }
+  return finish(run, model, data, k, seconds, start, o);
+}
+
 std::unique_ptr<Seq2Seq> load_model(const std::filesystem::path& path) {
   const qkv::io::Checkpoint ckpt = qkv::io::read_checkpoint(path);
   const std::string where = "seq2seq checkpoint '" + path.string() + "'";
-  const ModelConfig config = parse_config(ckpt.config);
-  check_model_config(config, where);
-  check_config_fits_tensors(config, ckpt.model, where);
-  auto model = std::make_unique<Seq2Seq>(config);
+  if (ckpt.config.starts_with("model=seq2seq-bahdanau\n"))
+    throw qkv::ValueError(where + " was written by an earlier qkv, whose checkpoints kept their config as key=value "
+                          "lines: train the model again (seq2seq train)");
+  const qkv::examples::RunState state = qkv::examples::RunState::parse(ckpt.config, path, kRunLayout);
+  const Config config = qkv::examples::from_json<Config>(state.config, where, "a seq2seq");
+  check_config_fits_tensors(config.model, ckpt.model, where);
+  auto model = std::make_unique<Seq2Seq>(config.model);
   model->load_state_dict(ckpt.model);
   return model;
 }

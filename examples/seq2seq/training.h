@@ -1,5 +1,6 @@
-// Training and evaluating the date translator: batches with teacher forcing, one optimizer step,
-// greedy translation of whole splits, the scores, and checkpoints that rebuild the model.
+// Training and evaluating the date translator: its config, batches with teacher forcing, the
+// training (a run directory of its own, examples/common/run_directory.h, with a checkpoint after
+// each epoch), greedy translation of whole splits and the scores.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +10,55 @@
 #include <vector>
 
 #include "data/vocab.h"
+#include "examples/common/run_directory.h"
 #include "examples/seq2seq/dates.h"
 #include "examples/seq2seq/model.h"
 #include "optim/optimizer.h"
 
 namespace seq2seq {
+
+// What a run needs to be repeated: the data, the model's shape, the budget. Saved as JSON in the
+// run directory and in every checkpoint, with the two alphabets, so that a checkpoint of a program
+// with other vocabularies is refused.
+struct Config {
+  int64_t seed = 0;
+  int64_t train_size = 8000, dev_size = 500, test_size = 1000;
+  ModelConfig model;  // model.source_vocab and model.target_vocab are this program's
+  int64_t batch = 64, epochs = 40;
+  double lr = 0.005, clip = 1, time_limit = 300, target = 1.0;
+  std::string source_alphabet = kSourceAlphabet, target_alphabet = kTargetAlphabet;
+
+  Config();  // the vocabularies' sizes of this program
+  template <class F>
+  void fields(F&& f) {
+    f({"seed", "seed of the data, the initialization and the batch order"}, seed);
+    f({"train_size", "training pairs"}, train_size);
+    f({"dev_size", "development pairs, scored after every epoch"}, dev_size);
+    f({"test_size", "test pairs, scored at the end"}, test_size);
+    f({"source_vocab"}, model.source_vocab);
+    f({"target_vocab"}, model.target_vocab);
+    f({"embed", "embedding width E"}, model.embed_size);
+    f({"hidden", "GRU and attention width H"}, model.num_hiddens);
+    f({"layers", "GRU layers L of the encoder and of the decoder"}, model.num_layers);
+    f({"dropout", "dropout between GRU layers and on the attention weights"}, model.dropout);
+    f({"batch", "batch size"}, batch);
+    f({"lr", "Adam learning rate"}, lr);
+    f({"clip", "gradient clipping: max joint norm"}, clip);
+    f({"epochs", "epochs at most"}, epochs);
+    f({"time_limit", "seconds of training at most (checked after every epoch)"}, time_limit);
+    f({"target", "stop once the dev exact match reaches this"}, target);
+    f({"source_alphabet"}, source_alphabet);
+    f({"target_alphabet"}, target_alphabet);
+  }
+  // ValueError naming the first value out of its range, or alphabets other than this program's.
+  void validate() const;
+};
+
+// The largest sizes a model may have, far above what the dates need (E 32, H 64, L 2): a config
+// beyond them is a mistake or hostile, and would take the memory or the time of the machine.
+inline constexpr int64_t kMaxEmbedSize = 4096, kMaxHiddens = 4096, kMaxLayers = 16, kMaxPairs = 1'000'000;
+
+extern const qkv::examples::RunLayout kRunLayout;
 
 // A pair as ids, both ending in <eos>.
 struct Example {
@@ -28,23 +73,23 @@ struct Batch {
   IndexTensor source, source_valid_lens;  // (B, T), (B)
   IndexTensor dec_input;                  // (B, S): <bos> then the target without its last id
   IndexTensor target, target_valid_lens;  // (B, S) ids ending in <eos>, padded; (B)
-  // On several ranks: the target tokens of the whole global batch this one is a rank's share of.
-  int64_t global_tokens = 0;
-  bool empty() const { return !source.defined() || source.numel() == 0; }
+  std::vector<size_t> examples;           // the examples of its rows, in order
 };
+
+// The examples `rows` as one batch.
+Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& rows, int64_t pad_id, int64_t bos_id);
 
 // Batches of similar source lengths, so little of the encoder's work is padding: the examples
 // are shuffled, cut into pools of 32 batches, each pool is sorted by source length, cut into
 // batches, and the batches are shuffled. A function of `seed` (pass seed + epoch).
-// On several ranks (docs/distributed.md), every rank cuts the same global batches and keeps rows
-// rank, rank + ranks, … of each (dist::shard): a rank's batch may have a row fewer, or none (empty()).
 std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t batch_size, uint64_t seed,
-                                int64_t pad_id, int64_t bos_id, int rank = 0, int ranks = 1);
+                                int64_t pad_id, int64_t bos_id);
 
-// One step of teacher-forced training: the masked cross-entropy of the logits against the target
-// (the mean over real target tokens, <eos> included), backward, gradient clipping at clip_norm,
-// optimizer step. Returns the loss.
-float train_step(Seq2Seq& model, qkv::optim::Optimizer& optimizer, const Batch& batch, double clip_norm);
+// One step of teacher-forced training (examples/common/training.h): the masked cross-entropy of the
+// logits against the target (the mean over real target tokens, <eos> included), backward, gradient
+// clipping, the optimizer's step. On several ranks each reads its stride of the batch's rows.
+qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Seq2Seq& model, const Batch& batch,
+                                     const std::vector<Example>& examples, int64_t k);
 
 struct Score {
   int64_t count = 0;
@@ -64,25 +109,41 @@ Evaluation evaluate(Seq2Seq& model, const std::vector<DatePair>& pairs, int64_t 
 // The longest translation decoding produces: 10 characters of "yyyy-mm-dd" and <eos>, with room.
 inline constexpr int64_t kMaxOutputLen = 16;
 
-// ---- checkpoints --------------------------------------------------------------------------------
+// Attention heatmap of one translation: a row per output character (decoder step), a column per
+// source character, as d2l's show_heatmaps of dec_attention_weight_seq; a PNG at `path`.
+void write_heatmap(const std::string& source, const Translation& t, const std::string& path);
 
-// The model's configuration as the checkpoint's config text, one "key=value" per line, with the
-// two alphabets so that a checkpoint from a program with other vocabularies is refused.
-std::string config_text(const ModelConfig& config);
-// Throws qkv::FormatError for a missing or malformed key, or alphabets other than this program's.
-ModelConfig parse_config(const std::string& text);
+// One epoch of a training: a row of metrics.csv, and of each checkpoint's history.
+struct EpochRow {
+  int64_t epoch = 0, step = 0;
+  double loss = 0, dev_exact = 0, dev_bleu = 0, seconds = 0;
+  template <class F>
+  void fields(F&& f) {
+    f("epoch", epoch);
+    f("step", step);
+    f("loss", loss);
+    f("dev_exact_match", dev_exact);
+    f("dev_bleu", dev_bleu);
+    f("seconds", seconds, qkv::examples::kTiming);
+  }
+};
 
-// The largest sizes a model may have, far above what the dates need (E 32, H 64, L 2): a config
-// beyond them is a mistake or hostile, and would take the memory or the time of the machine.
-inline constexpr int64_t kMaxEmbedSize = 4096, kMaxHiddens = 4096, kMaxLayers = 16;
-// ValueError, prefixed with `where`, naming the first size out of its range (1 to the limit above),
-// a dropout outside [0, 1), or vocabulary sizes other than this program's.
-void check_model_config(const ModelConfig& config, const std::string& where);
+// The run directory, what is printed, the ranks (examples/common/run_directory.h), and how many
+// test translations get an attention heatmap in RUN/figures.
+struct TrainOptions : qkv::examples::RunOptions {
+  int64_t heatmaps = 4;
+};
 
-// A model rebuilt from a checkpoint written by save_checkpoint with config_text(model.config).
-// Throws what io::read_checkpoint throws, FormatError from parse_config, ValueError from
-// check_model_config, and FormatError when the config's sizes are not those of the tensors (the
-// layers their names count, the widths their shapes show): all before a model is built.
+// Epochs until the dev exact match reaches the target, the epochs run out or the time limit has
+// passed (checked after each epoch), a line and a checkpoint per epoch; then the test scores of the
+// model as it ends, and the heatmaps. On several ranks, rank 0 evaluates and decides when to stop,
+// and the others follow. A fresh run, or with options.resume the continuation of the run there.
+Evaluation train(Config config, const TrainOptions& options);
+
+// A model rebuilt from a checkpoint of a run: its config read strictly (examples/common/config.h),
+// and its sizes checked against the tensors' (the layers their names count, the widths their shapes
+// show) before a model is built. A checkpoint of an earlier qkv, whose config was key=value lines,
+// is refused by name.
 std::unique_ptr<Seq2Seq> load_model(const std::filesystem::path& path);
 
 }  // namespace seq2seq

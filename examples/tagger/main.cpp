@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "data/tokenize.h"
-#include "examples/common/args.h"
+#include "examples/common/program.h"
 #include "bench/tagger_bench.h"
 #include "examples/tagger/brown.h"
 #include "examples/tagger/options.h"
@@ -43,21 +43,6 @@ using namespace tagger;
 
 // Bounds of bench's step counts: far above a useful measurement, low enough to end.
 constexpr int64_t kMaxBenchSteps = 100'000, kMaxBenchWarmup = 10'000;
-
-const char* const kUsage =
-    "usage: tagger COMMAND [OPTIONS]\n"
-    "commands:\n"
-    "  train     train on the built-in corpus (or --corpus brown, or --train/--dev/--test files), evaluate, "
-    "draw figures\n"
-    "  eval      accuracy overall and per tag, and the confusion matrix, of a trained run\n"
-    "  predict   tag the sentences given as arguments, or one per line on stdin, cut into words as the "
-    "run's corpus cuts them\n"
-    "  ablate    train every position scheme with and without a window (and each --ablate-attention "
-    "mechanism), and a BiGRU, with one budget; one table\n"
-    "  bench     time training steps of a reference config on synthetic data, count their FLOPs against the "
-    "FMA peak (--config tiny|small|base|brown)\n"
-    "  data      write the built-in corpus (or --corpus brown) as CoNLL-U files (--out DIR)\n"
-    "run `tagger COMMAND --help` for its options\n";
 
 // How the computation runs from now on: on the composed references with --reference or
 // QKV_REFERENCE=1 (tensor/reference_mode.h), and with float32 products computed as `precision`
@@ -82,52 +67,15 @@ void use_modes(const Args& a, const std::string& precision, bool saved_run = fal
   }
 }
 
-// The ranks this process trains with (dist/world.h): one without mpirun.
-qkv::dist::World* world = nullptr;
-
-void announce(const TrainOptions& options) {
-  if (!options.verbose) return;
-  std::cout << "tagger: training on "
-            << (world->size() > 1 ? std::to_string(world->size()) + " ranks (" + world->group().backend() + ") of " : "")
-            << qkv::get_num_threads() << " thread(s)"
-            << (qkv::reference_mode() ? std::string(", ") + qkv::examples::kReferenceModeNote : "")
-            << (qkv::get_matmul_precision() == qkv::MatmulPrecision::medium ? ", bfloat16 products" : "")
-            << ", run directory " << options.run_dir << "\n";
-}
-
-// The options --resume honours: where the run is, how long it goes on, and what it prints and draws.
-// Every other option is part of the run's saved config, which resume keeps.
-void refuse_options_resume_ignores(const Args& a) {
-  const std::vector<std::string> honoured = {"run",     "resume",  "epochs",    "threads", "no-figures",
-                                             "profile", "example", "reference", "reduce"};
-  for (const Args::Option& o : train_options()) {
-    if (a.given(o.name) && std::find(honoured.begin(), honoured.end(), o.name) == honoured.end())
-      throw qkv::ValueError("--resume continues the run with its saved config; --" + o.name +
-                            " cannot change it");
-  }
-}
-
-// Under mpirun: rank 0 speaks for the run; the others train quietly beside it.
-void join_world(TrainOptions& options) {
-  options.group = &world->group();
-  if (world->is_root()) return;
-  options.verbose = false;
-  options.progress = false;
-  options.figures = false;
-  options.profile = false;
-}
-
 int cmd_train(const Args& a) {
-  a.refuse_positional();
-  if (a.flag("resume")) refuse_options_resume_ignores(a);
-  qkv::examples::use_threads(a);
+  if (a.flag("resume")) qkv::examples::check_resume_options(a, {"epochs", "profile", "example"});
+  qkv::examples::start_command(a, "tagger");
   const Config config = config_from(a);
   TrainOptions options = train_options_from(a);
-  join_world(options);
   if (!a.flag("resume")) {
     use_modes(a, config.matmul);
     const Data data = load_data(config);
-    announce(options);
+    qkv::examples::announce_training("tagger", options);
     train(config, data, options);
     return 0;
   }
@@ -136,16 +84,11 @@ int cmd_train(const Args& a) {
   // The best checkpoint is what the run ends on: a damaged one is refused now, not after training.
   load_saved_run(options.run_dir, "best.safetensors");
   if (!a.given("example") && reads_real_text(saved.config)) options.example = kRealTextExample;
-  if (a.given("epochs")) {
-    if (config.epochs < saved.config.epochs)
-      throw qkv::ValueError("--resume --epochs " + std::to_string(config.epochs) + " is below the run's " +
-                            std::to_string(saved.config.epochs) + " epochs: a run can be extended, not shortened");
-    saved.config.epochs = config.epochs;
-  }
+  if (a.given("epochs")) saved.config.epochs = config.epochs;  // train refuses fewer than the run's
   use_modes(a, saved.config.matmul, /*saved_run=*/true);
   const Data data = load_data(saved.config);
-  announce(options);
-  resume(std::move(saved), data, options);
+  qkv::examples::announce_training("tagger", options);
+  resume(saved, data, options);
   return 0;
 }
 
@@ -182,16 +125,8 @@ std::vector<TaggedSentence> training_sentences_at_hand(const Run& run, std::stri
   return data.train;
 }
 
-// Says so on stderr when the reference mode is on, for the commands that do not announce
-// themselves otherwise.
-void note_reference_mode(const Args& a) {
-  if (qkv::examples::use_reference_mode(a)) std::cerr << "tagger: " << qkv::examples::kReferenceModeNote << "\n";
-}
-
 int cmd_eval(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  note_reference_mode(a);
+  qkv::examples::start_command(a, "tagger", /*announce=*/true);
   Run run = load_run(run_option(a));
   std::vector<TaggedSentence> train, test;
   std::string no_lexicon;
@@ -240,8 +175,7 @@ void tag_line(Run& run, const std::vector<std::string>& words, const std::string
 }
 
 int cmd_predict(const Args& a) {
-  qkv::examples::use_threads(a);
-  note_reference_mode(a);
+  qkv::examples::start_command(a, "tagger", /*announce=*/true, /*positional=*/true);
   Run run = load_run(run_option(a));
   const qkv::data::TokenizerStyle style = tokenizer_style_for(run.config);
   int64_t lines = 0, total = 0, unknown = 0;
@@ -266,23 +200,6 @@ int cmd_predict(const Args& a) {
   return 0;
 }
 
-// "a,b,c" given to option --name → {"a", "b", "c"}. An empty item or one listed twice is refused:
-// either would quietly compare less, or train the same model twice.
-std::vector<std::string> split_list(const std::string& name, const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty())
-      throw qkv::ValueError("option --" + name + " has an empty item in '" + text + "'; expected a,b,...");
-    if (std::find(items.begin(), items.end(), item) != items.end())
-      throw qkv::ValueError("option --" + name + " lists '" + item + "' twice");
-    items.push_back(item);
-  }
-  if (items.empty() || text.back() == ',')  // getline sees no empty item after a trailing comma
-    throw qkv::ValueError("option --" + name + " has an empty item in '" + text + "'; expected a,b,...");
-  return items;
-}
-
 struct Variant {
   std::string name, dir;
   Config config;
@@ -304,16 +221,12 @@ std::string variant_dir(const Config& c) {
 // The names of --ablate-attention and --ablate-positions, and each mechanism with the base's
 // --attention-features, checked before any combination is looked at: a refusal names the option.
 void check_ablation_lists(const Config& base, const Args& a) {
-  const auto known = [](const std::vector<std::string>& names) {
-    std::string list;
-    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-    return list;
-  };
-  for (const std::string& positions : split_list("ablate-positions", a.str("ablate-positions")))
+  const auto known = [](const std::vector<std::string>& names) { return qkv::examples::join(names); };
+  for (const std::string& positions : qkv::examples::split_list("ablate-positions", a.str("ablate-positions")))
     if (!qkv::nn::position_schemes().contains(positions))
       throw qkv::ValueError("option --ablate-positions lists '" + positions + "'; expected schemes of " +
                             known(qkv::nn::position_scheme_names()));
-  for (const std::string& attention : split_list("ablate-attention", a.str("ablate-attention"))) {
+  for (const std::string& attention : qkv::examples::split_list("ablate-attention", a.str("ablate-attention"))) {
     if (!qkv::nn::attentions().contains(attention))
       throw qkv::ValueError("option --ablate-attention lists '" + attention + "'; expected mechanisms of " +
                             known(qkv::nn::attention_mechanism_names()));
@@ -335,11 +248,11 @@ void check_ablation_lists(const Config& base, const Args& a) {
 std::vector<Variant> transformer_variants(const Config& base, const Args& a) {
   std::vector<Variant> variants;
   check_ablation_lists(base, a);
-  for (const std::string& attention : split_list("ablate-attention", a.str("ablate-attention"))) {
+  for (const std::string& attention : qkv::examples::split_list("ablate-attention", a.str("ablate-attention"))) {
     std::string refused;  // the first combination this mechanism does not take, and why
     size_t taken = 0;
-    for (const std::string& positions : split_list("ablate-positions", a.str("ablate-positions"))) {
-      for (const std::string& w : split_list("ablate-windows", a.str("ablate-windows"))) {
+    for (const std::string& positions : qkv::examples::split_list("ablate-positions", a.str("ablate-positions"))) {
+      for (const std::string& w : qkv::examples::split_list("ablate-windows", a.str("ablate-windows"))) {
         Config c = base;
         c.model = "transformer";  // the GRU row comes last, whatever --model says
         c.attention = attention;
@@ -390,11 +303,9 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
 }
 
 int cmd_ablate(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
+  qkv::examples::start_command(a, "tagger", /*announce=*/true);
   const Config base = config_from(a);
   use_modes(a, base.matmul);
-  note_reference_mode(a);
   const std::vector<Variant> variants = ablation_variants(base, a);  // all validated before training
   const Data data = load_data(base);
   const TagLexicon lexicon(data.train);
@@ -450,7 +361,7 @@ int write_brown_data(const Args& a) {
 }
 
 int cmd_data(const Args& a) {
-  a.refuse_positional();
+  qkv::examples::start_command(a, "tagger");
   if (a.str("corpus") == "brown") return write_brown_data(a);
   if (a.str("corpus") != "builtin")
     throw qkv::ValueError("option --corpus must be builtin or brown, not '" + a.str("corpus") + "'");
@@ -468,8 +379,7 @@ int cmd_data(const Args& a) {
 }
 
 int cmd_bench(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
+  qkv::examples::start_command(a, "tagger");
   use_modes(a, a.str("matmul"));
   const BenchConfig config = bench_config(a.str("config"));
   const BenchResult r =
@@ -478,79 +388,54 @@ int cmd_bench(const Args& a) {
   return 0;
 }
 
+std::vector<Args::Option> ablate_options() {
+  // Each variant is trained afresh and draws no figures: the options of a single run's resuming,
+  // profiling and figures would be ignored, so ablate does not take them.
+  std::vector<Args::Option> spec = train_options();
+  std::erase_if(spec, [](const Args::Option& o) {
+    return o.name == "resume" || o.name == "profile" || o.name == "example" || o.name == "no-figures" ||
+           o.name == "reduce";
+  });
+  spec.push_back({"ablate-positions", qkv::examples::join(qkv::nn::position_scheme_names(), ","),
+                  "ablate: the position schemes to compare, comma-separated"});
+  spec.push_back({"ablate-windows", "-1,1", "ablate: the windows to compare (-1: full attention)"});
+  spec.push_back({"ablate-attention", "dense",
+                  "ablate: the attention mechanisms to compare, comma-separated (of " +
+                      qkv::examples::join(qkv::nn::attention_mechanism_names()) +
+                      "); combinations a mechanism does not take are left out"});
+  return spec;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!qkv::examples::start_world(argc, argv, "tagger")) return 1;
-  world = &qkv::examples::world();
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::cout << kUsage;
-    return argc < 2 ? 2 : 0;
-  }
-  const std::string cmd = argv[1];
-  try {
-    qkv::examples::refuse_many_ranks("tagger", cmd);
-    std::vector<Args::Option> spec;
-    int (*run)(const Args&) = nullptr;
-    if (cmd == "train" || cmd == "ablate") {
-      spec = train_options();
-      if (cmd == "ablate") {
-        // Each variant is trained afresh and draws no figures: the options of a single run's
-        // resuming, profiling and figures would be ignored, so ablate does not take them.
-        std::erase_if(spec, [](const Args::Option& o) {
-          return o.name == "resume" || o.name == "profile" || o.name == "example" || o.name == "no-figures";
-        });
-        std::string all;
-        for (const std::string& n : qkv::nn::position_scheme_names()) all += (all.empty() ? "" : ",") + n;
-        spec.push_back({"ablate-positions", all, "ablate: the position schemes to compare, comma-separated"});
-        spec.push_back({"ablate-windows", "-1,1", "ablate: the windows to compare (-1: full attention)"});
-        std::string mechanisms;
-        for (const std::string& n : qkv::nn::attention_mechanism_names())
-          mechanisms += (mechanisms.empty() ? "" : ", ") + n;
-        spec.push_back({"ablate-attention", "dense",
-                        "ablate: the attention mechanisms to compare, comma-separated (of " + mechanisms +
-                            "); combinations a mechanism does not take are left out"});
-      }
-      run = cmd == "train" ? cmd_train : cmd_ablate;
-    } else if (cmd == "eval" || cmd == "predict") {
-      spec = {{"run", "runs/tagger", "run directory of a trained model"},
-              {"threads", "0", "threads"},
-              qkv::examples::kReferenceOption};
-      if (cmd == "eval")
-        spec.push_back(
-            {"test", "", "a test file (.conllu or two-column CoNLL) instead of the run's test split"});
-      run = cmd == "eval" ? cmd_eval : cmd_predict;
-    } else if (cmd == "data") {
-      spec = {
-          {"out", "data", "directory for train.conllu, dev.conllu and test.conllu"},
+  const std::vector<Args::Option> run_only = {qkv::examples::run_option("runs/tagger"),
+                                              qkv::examples::kThreadsOption, qkv::examples::kReferenceOption};
+  std::vector<Args::Option> eval = run_only;
+  eval.push_back({"test", "", "a test file (.conllu or two-column CoNLL) instead of the run's test split"});
+  return qkv::examples::run_program(
+      argc, argv,
+      {"tagger", "a tiny Transformer encoder that tags parts of speech",
+       {qkv::examples::Command{"train", "train on the built-in corpus (or --corpus brown, or --train/--dev/--test files), evaluate, draw figures",
+         train_options(), cmd_train}.on_ranks().with_note(real_text_note()),
+        {"eval", "accuracy overall and per tag, and the confusion matrix, of a trained run", eval, cmd_eval},
+        qkv::examples::Command{"predict", "tag the sentences given as arguments, or one per line on stdin, cut into words as the run's corpus cuts them",
+         run_only, cmd_predict}.with_arguments("[SENTENCE...]"),
+        qkv::examples::Command{"ablate", "train every position scheme with and without a window (and each --ablate-attention mechanism), and a BiGRU, with one budget; one table",
+         ablate_options(), cmd_ablate}.with_note(real_text_note()),
+        {"bench", "time training steps of a reference config on synthetic data, count their FLOPs against the FMA peak (--config tiny|small|base|brown)",
+         {{"config", "tiny", "tiny, small, base or brown (the model --corpus brown trains): the configs bench/torch_anchor.py times in PyTorch"},
+          {"steps", std::to_string(kBenchSteps), "timed steps"},
+          {"warmup", std::to_string(kBenchWarmup), "untimed steps first"},
+          qkv::examples::kThreadsOption,
+          {"matmul", "highest", kMatmulHelp},
+          qkv::examples::kReferenceOption},
+         cmd_bench},
+        {"data", "write the built-in corpus (or --corpus brown) as CoNLL-U files (--out DIR)",
+         {{"out", "data", "directory for train.conllu, dev.conllu and test.conllu"},
           {"seed", std::to_string(Config{}.seed), "the corpus seed"},
           {"sentences", std::to_string(Config{}.train_sentences), "training sentences"},
-          {"corpus", Config{}.corpus,
-           "builtin, or brown: the Brown Corpus with universal tags, split by document"},
-          {"cache", kDefaultBrownCache, "--corpus brown: the directory it is fetched into and read from"}};
-      run = cmd_data;
-    } else if (cmd == "bench") {
-      spec = {{"config", "tiny",
-               "tiny, small, base or brown (the model --corpus brown trains): the configs "
-               "bench/torch_anchor.py times in PyTorch"},
-              {"steps", std::to_string(kBenchSteps), "timed steps"},
-              {"warmup", std::to_string(kBenchWarmup), "untimed steps first"},
-              {"threads", "0", "threads"},
-              {"matmul", "highest", kMatmulHelp},
-              qkv::examples::kReferenceOption};
-      run = cmd_bench;
-    } else {
-      std::cerr << "tagger: unknown command '" << cmd << "'\n" << kUsage;
-      return 2;
-    }
-    const Args args(argc - 2, argv + 2, spec, "usage: tagger " + cmd + " [OPTIONS]");
-    if (args.help_requested()) {
-      std::cout << args.help() << (cmd == "train" || cmd == "ablate" ? real_text_note() : "");
-      return 0;
-    }
-    return run(args);
-  } catch (const std::exception& e) {
-    // The tagger's own messages start with "tagger"; the library's with the function's name.
-    return qkv::examples::fail("tagger", e.what());
-  }
+          {"corpus", Config{}.corpus, "builtin, or brown: the Brown Corpus with universal tags, split by document"},
+          {"cache", kDefaultBrownCache, "--corpus brown: the directory it is fetched into and read from"}},
+         cmd_data}}});
 }

@@ -21,107 +21,6 @@ namespace tagger {
 
 using qkv::io::Json;
 
-namespace {
-
-// Config fields as (name, pointer) pairs, so that to_json and from_json cannot disagree.
-template <typename Fn>
-void for_each_field(Config& c, Fn&& fn) {
-  fn("model", c.model);
-  fn("positions", c.positions);
-  fn("window", c.window);
-  fn("norm", c.norm);
-  fn("ffn", c.ffn);
-  // A config saved before these two keys lacks them: from_json keeps the defaults (dense, 0), the
-  // attention every run had then.
-  fn("attention", c.attention);
-  fn("attention_features", c.attention_features);
-  fn("d_model", c.d_model);
-  fn("heads", c.heads);
-  fn("ffn_width", c.ffn_width);
-  fn("layers", c.layers);
-  fn("dropout", c.dropout);
-  fn("char_dim", c.char_dim);
-  fn("char_filters", c.char_filters);
-  fn("char_kernel", c.char_kernel);
-  fn("word_dropout", c.word_dropout);
-  fn("epochs", c.epochs);
-  fn("batch_size", c.batch_size);
-  fn("lr", c.lr);
-  fn("weight_decay", c.weight_decay);
-  fn("clip", c.clip);
-  fn("warmup_steps", c.warmup_steps);
-  fn("min_freq", c.min_freq);
-  fn("seed", c.seed);
-  fn("matmul", c.matmul);
-  fn("train_sentences", c.train_sentences);
-  fn("dev_sentences", c.dev_sentences);
-  fn("test_sentences", c.test_sentences);
-  fn("train_file", c.train_file);
-  fn("dev_file", c.dev_file);
-  fn("test_file", c.test_file);
-  fn("corpus", c.corpus);
-  fn("corpus_cache", c.corpus_cache);
-}
-
-}  // namespace
-
-Json Config::to_json() const {
-  // Written as JSON text and parsed back: building the object member by member trips GCC 12's
-  // -Wmaybe-uninitialized on std::variant (a false positive), and the text is what is saved anyway.
-  std::string text = "{";
-  Config copy = *this;
-  for_each_field(copy, [&](const char* name, auto& value) {
-    using V = std::decay_t<decltype(value)>;
-    text += (text.size() > 1 ? ", \"" : "\"") + std::string(name) + "\": ";
-    if constexpr (std::is_same_v<V, std::string>) {
-      text += qkv::io::to_json(Json(value));
-    } else if constexpr (std::is_same_v<V, double>) {
-      text += qkv::io::to_json(Json(value));
-    } else {
-      text += std::to_string(static_cast<int64_t>(value));
-    }
-  });
-  return qkv::io::parse_json(text + "}");
-}
-
-Config Config::from_json(const Json& json, const std::string& source) {
-  auto fail = [&](const std::string& what) { throw qkv::ValueError(source + ": " + what); };
-  if (!json.is_object()) fail("expected an object of settings, found " + std::string(json.kind_name()));
-  Config c;
-  for (const auto& [key, value] : json.as_object()) {
-    bool known = false;
-    for_each_field(c, [&](const char* name, auto& field) {
-      if (key != name) return;
-      known = true;
-      using V = std::decay_t<decltype(field)>;
-      // A wrong kind is, for instance, a run made before "ffn" named the FFN (its width is ffn_width).
-      auto wrong_kind = [&](const char* wanted) {
-        fail("key '" + key + "': " + qkv::io::kind_mismatch(wanted, value));
-      };
-      if constexpr (std::is_same_v<V, std::string>) {
-        if (!value.is_string()) wrong_kind("string");
-        field = value.as_string();
-      } else if constexpr (std::is_same_v<V, double>) {
-        if (!value.is_int() && !value.is_double()) wrong_kind("number");
-        field = value.as_double();
-      } else {
-        if (!value.is_int()) wrong_kind("integer");
-        if (std::is_unsigned_v<V> && value.as_int() < 0)
-          fail("key '" + key + "': expected an integer of at least 0, found " +
-               std::to_string(value.as_int()));
-        field = static_cast<V>(value.as_int());
-      }
-    });
-    if (!known) fail("unknown key '" + key + "'");
-  }
-  try {
-    c.validate();
-  } catch (const qkv::ValueError& e) {
-    fail(e.what());
-  }
-  return c;
-}
-
 void check_config_fits_tensors(const Config& config, const qkv::nn::StateDict& state,
                                const std::string& where) {
   auto fail = [&](const std::string& what) { throw qkv::FormatError(where + ": " + what); };
@@ -142,17 +41,8 @@ void check_config_fits_tensors(const Config& config, const qkv::nn::StateDict& s
 
 namespace {
 
-// "d_model (--d-model)": a config key and the option that sets it, for messages about either.
-std::string key_and_option(const std::string& key) {
-  if (key == "dev_sentences" || key == "test_sentences") return key;  // config.json only
-  const std::map<std::string, std::string> renamed = {
-      {"warmup_steps", "warmup"}, {"train_sentences", "sentences"},
-      {"train_file", "train"},    {"dev_file", "dev"},
-      {"test_file", "test"},      {"corpus_cache", "cache"}};
-  std::string option = renamed.contains(key) ? renamed.at(key) : key;
-  std::replace(option.begin(), option.end(), '_', '-');
-  return key + " (--" + option + ")";
-}
+// "warmup_steps (--warmup)": a config key and the option that sets it, for messages about either.
+std::string key_and_option(const std::string& key) { return qkv::examples::key_and_option<Config>(key); }
 
 [[noreturn]] void refuse(const std::string& what) { throw qkv::ValueError("tagger config: " + what); }
 

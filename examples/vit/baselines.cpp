@@ -4,7 +4,6 @@
 #include <numeric>
 
 #include "autograd/grad_mode.h"
-#include "examples/common/config_fields.h"
 #include "nn/activation.h"
 #include "nn/container.h"
 #include "nn/functional/loss.h"
@@ -68,35 +67,19 @@ BaselineResult fit(qkv::nn::Sequential& model, const ImageData& data, float mean
   return best;
 }
 
-qkv::io::Json result_json(const BaselineResult& r) {
-  return qkv::io::Json(qkv::io::Json::Object{{"validation_accuracy", qkv::io::Json(r.validation_accuracy)},
-                                             {"test_accuracy", qkv::io::Json(r.test_accuracy)},
-                                             {"best_epoch", qkv::io::Json(r.best_epoch)},
-                                             {"seconds", qkv::io::Json(r.seconds)}});
-}
-
-BaselineResult result_from(const qkv::io::Json& json, const std::string& source) {
-  BaselineResult r;
-  qkv::examples::fields_from_json(json, source, "a vit", r, [](auto& c, auto&& f) {
-    f("validation_accuracy", c.validation_accuracy);
-    f("test_accuracy", c.test_accuracy);
-    f("best_epoch", c.best_epoch);
-    f("seconds", c.seconds);
-  });
-  return r;
-}
-
 }  // namespace
 
 qkv::io::Json Baselines::to_json() const {
-  return qkv::io::Json(qkv::io::Json::Object{{"logistic", result_json(logistic)}, {"mlp", result_json(mlp)}});
+  return qkv::io::Json(
+      qkv::io::Json::Object{{"logistic", qkv::examples::to_json(logistic)}, {"mlp", qkv::examples::to_json(mlp)}});
 }
 
 Baselines Baselines::from_json(const qkv::io::Json& json, const std::string& source) {
   const qkv::io::Json* logistic = json.is_object() ? json.find("logistic") : nullptr;
   const qkv::io::Json* mlp = json.is_object() ? json.find("mlp") : nullptr;
   if (!logistic || !mlp) throw qkv::ValueError(source + ": expected the keys logistic and mlp");
-  return {result_from(*logistic, source + " logistic"), result_from(*mlp, source + " mlp")};
+  return {qkv::examples::from_json<BaselineResult>(*logistic, source + " logistic", "a vit"),
+          qkv::examples::from_json<BaselineResult>(*mlp, source + " mlp", "a vit")};
 }
 
 Baselines compute_baselines(const ImageData& data, float mean, float std, uint64_t seed, int64_t epochs) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "examples/common/config.h"
 #include "examples/vit/images.h"
 #include "io/json.h"
 
@@ -17,6 +18,14 @@ namespace vit {
 struct BaselineResult {
   double validation_accuracy = 0, test_accuracy = 0, seconds = 0;
   int64_t best_epoch = 0;
+  template <class F>
+  void fields(F&& f) {  // as baselines.json holds them (examples/common/config.h)
+    f({"validation_accuracy"}, validation_accuracy);
+    f({"test_accuracy"}, test_accuracy);
+    f({"best_epoch"}, best_epoch);
+    f({"seconds"}, seconds);
+  }
+  void validate() const {}
 };
 
 struct Baselines {

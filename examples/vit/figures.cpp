@@ -202,7 +202,7 @@ std::vector<std::string> draw_run_figures(const std::string& run_dir) {
     img.write_png((dir / name).string());
     written.push_back((dir / name).string());
   };
-  draw_curves(read_metrics(run_dir), dir / "curves.png");
+  draw_curves(load_run(run_dir, "last").history, dir / "curves.png");
   written.push_back((dir / "curves.png").string());
   save(qkv::plot::draw_heatmap(confusion_spec(data.test, test.predicted, data.class_names)), "confusion.png");
   save(draw_mistakes(data.test, test.predicted, data.class_names), "mistakes.png");

@@ -12,9 +12,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <string>
@@ -22,20 +20,17 @@
 
 #include "autograd/debug/profiler.h"
 #include "data/idx.h"
-#include "examples/common/args.h"
-#include "examples/common/ranks.h"
-#include "examples/common/run_directory.h"
+#include "examples/common/program.h"
+#include "examples/common/timing.h"
 #include "examples/vit/ablation.h"
 #include "examples/vit/baselines.h"
 #include "examples/vit/figures.h"
 #include "examples/vit/train.h"
 #include "io/file.h"
 #include "nn/functional/loss.h"
-#include "optim/clip.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/random.h"
-#include "tensor/reference_mode.h"
 #include "tensor/threads.h"
 
 namespace {
@@ -43,69 +38,18 @@ namespace {
 using namespace vit;
 using qkv::examples::Args;
 
-const char* const kUsage =
-    "usage: vit COMMAND [OPTIONS]\n"
-    "commands:\n"
-    "  train    train a ViT on Fashion-MNIST (or --data generated | DIR); baselines, checkpoints, figures\n"
-    "  eval     test accuracy of a trained run, per class, beside the baselines\n"
-    "  predict  the class of each image of an IDX file\n"
-    "  figures  draw a trained run's figures into RUN/figures\n"
-    "  ablate   train one ViT per position scheme and compare them (table and figures)\n"
-    "  bench    time training steps of the model train would train\n"
-    "run `vit COMMAND --help` for its options\n";
-
+// The options of the config (examples/common/config.h), with --no-flip for its flip.
 std::vector<Args::Option> model_options() {
-  const Config d;
-  using qkv::examples::option_text;
-  return {{"data", d.data, "fashion-mnist, generated (shapes; for tests), or a directory of four IDX files named as Fashion-MNIST's"},
-          {"cache", d.cache, "the directory Fashion-MNIST is decompressed into and read from"},
-          {"validation", std::to_string(d.validation), "training images held out for validation"},
-          {"generated", std::to_string(d.generated), "with --data generated: training images"},
-          {"classes", std::to_string(d.model.classes), "with --data DIR: the number of classes"},
-          {"patch", std::to_string(d.model.patch), "side of the square patches"},
-          {"d-model", std::to_string(d.model.d_model), "model width"},
-          {"heads", std::to_string(d.model.heads), "attention heads"},
-          {"layers", std::to_string(d.model.layers), "Transformer blocks"},
-          {"ffn-hidden", std::to_string(d.model.ffn_hidden), "hidden width of the feed-forward sublayer"},
-          {"positions", d.model.positions, "patch positions: " + join(position_names())},
-          {"pool", d.model.pool, "cls (a class token) or mean (the mean of the patches' outputs)"},
-          {"dropout", option_text(d.model.dropout), "dropout"},
-          {"epochs", std::to_string(d.epochs), "epochs"},
-          {"batch", std::to_string(d.batch), "images per step"},
-          {"warmup", std::to_string(d.warmup), "linear warmup steps, then cosine decay to 0"},
-          {"seed", std::to_string(d.seed), "seed of the initialization, the order and the flips"},
-          {"lr", option_text(d.lr), "peak learning rate (AdamW)"},
-          {"weight-decay", option_text(d.weight_decay), "AdamW weight decay on the matrices"},
-          {"clip", option_text(d.clip), "gradient norm clipping (0: none)"},
-          {"label-smoothing", option_text(d.label_smoothing), "label smoothing of the cross-entropy"},
-          {"no-flip", "false", "do not mirror training images left-right at random"},
-          {"threads", "0", "threads"},
-          qkv::examples::kReferenceOption};
+  std::vector<Args::Option> o = qkv::examples::options_of(Config{});
+  o.insert(o.end(), {{"no-flip", "false", "do not mirror training images left-right at random"},
+                     qkv::examples::kThreadsOption,
+                     qkv::examples::kReferenceOption});
+  return o;
 }
 
 Config config_from(const Args& a) {
   Config c;
-  c.data = a.str("data");
-  c.cache = a.str("cache");
-  c.validation = a.integer("validation");
-  c.generated = a.integer("generated");
-  c.model.classes = a.integer("classes");
-  c.model.patch = a.integer("patch");
-  c.model.d_model = a.integer("d-model");
-  c.model.heads = a.integer("heads");
-  c.model.layers = a.integer("layers");
-  c.model.ffn_hidden = a.integer("ffn-hidden");
-  c.model.positions = a.str("positions");
-  c.model.pool = a.str("pool");
-  c.model.dropout = static_cast<float>(a.number("dropout"));
-  c.epochs = a.integer("epochs");
-  c.batch = a.integer("batch");
-  c.warmup = a.integer("warmup");
-  c.seed = a.integer("seed");
-  c.lr = a.number("lr");
-  c.weight_decay = a.number("weight-decay");
-  c.clip = a.number("clip");
-  c.label_smoothing = a.number("label-smoothing");
+  qkv::examples::read_options(a, c);
   c.flip = !a.flag("no-flip");
   c.model.rows = c.model.cols = 0;  // from the data
   if (a.given("cache") && c.data != "fashion-mnist")
@@ -124,35 +68,25 @@ Config config_from(const Args& a) {
 }
 
 int cmd_train(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  qkv::examples::use_reference_mode(a);
+  qkv::examples::start_command(a, "vit");
   TrainOptions o;
-  o.run_dir = a.str("run");
-  o.resume = a.flag("resume");
-  o.figures = !a.flag("no-figures");
+  static_cast<qkv::examples::RunOptions&>(o) = qkv::examples::run_options_from(a);
   o.baselines = !a.flag("no-baselines");
   Config config;
   if (o.resume) {
-    for (const Args::Option& opt : model_options())
-      if (a.given(opt.name) && opt.name != "epochs" && opt.name != "threads" && opt.name != "reference")
-        throw qkv::ValueError("--resume continues the run with its saved config; --" + opt.name + " cannot change it");
+    qkv::examples::check_resume_options(a, {"epochs", "no-baselines"});
     config.epochs = a.given("epochs") ? a.integer_in("epochs", 1, 10000) : 0;
   } else {
     config = config_from(a);
   }
-  std::cout << "vit: training on " << qkv::get_num_threads() << " thread(s)"
-            << (qkv::reference_mode() ? std::string(", ") + qkv::examples::kReferenceModeNote : "")
-            << ", run directory " << o.run_dir << std::endl;
+  qkv::examples::announce_training("vit", o);
   train(config, o);
   if (o.figures) draw_run_figures(o.run_dir);
   return 0;
 }
 
 int cmd_eval(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  qkv::examples::use_reference_mode(a);
+  qkv::examples::start_command(a, "vit");
   Run run = load_run(a.str("run"), "best");
   const ImageData data = load_data(run.config);
   const Evaluation test = evaluate(*run.model, data.test, run.config);
@@ -170,9 +104,7 @@ int cmd_eval(const Args& a) {
 }
 
 int cmd_predict(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  qkv::examples::use_reference_mode(a);
+  qkv::examples::start_command(a, "vit");
   if (!a.given("images")) throw qkv::ValueError("vit predict: --images FILE is required (an IDX file of N×rows×cols bytes)");
   Run run = load_run(a.str("run"), "best");
   qkv::data::IdxBytes idx = qkv::data::read_idx(a.str("images"));
@@ -191,25 +123,15 @@ int cmd_predict(const Args& a) {
 }
 
 int cmd_figures(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  qkv::examples::use_reference_mode(a);
+  qkv::examples::start_command(a, "vit");
   draw_run_figures(a.str("run"));
   return 0;
-}
-
-// Median of `values`.
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
 }
 
 // Training steps of `config`'s model on random images, timed as bench/vit_torch.py times the same
 // model in PyTorch: untimed warm-up steps, then the median.
 int cmd_bench(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  qkv::examples::use_reference_mode(a);
+  qkv::examples::start_command(a, "vit");
   Config config = config_from(a);
   config.model.rows = config.model.cols = 28;
   config.validate();
@@ -224,18 +146,18 @@ int cmd_bench(const Args& a) {
   const int64_t warmup = a.integer_in("warmup-steps", 0, 10000), steps = a.integer_in("bench-steps", 1, 100'000);
   std::vector<double> wall;
   model.train();
+  qkv::examples::TrainStep train_step(model, *optimizer, {.clip = config.clip});
   const auto step = [&] {
-    const qkv::Tensor loss = qkv::nn::functional::cross_entropy(model.forward(x), targets,
-                                                                {.label_smoothing = static_cast<float>(config.label_smoothing)});
-    optimizer->zero_grad();
-    loss.backward();
-    qkv::optim::clip_grad_norm_(model.parameters(), config.clip > 0 ? config.clip : std::numeric_limits<double>::infinity());
-    optimizer->step();
+    train_step(B, 0, [&](const qkv::examples::Rows&) {
+      return qkv::examples::Share{qkv::nn::functional::cross_entropy(
+                                      model.forward(x), targets, {.label_smoothing = static_cast<float>(config.label_smoothing)}),
+                                  B};
+    });
   };
   for (int64_t s = 0; s < warmup + steps; ++s) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = qkv::examples::Clock::now();
     step();
-    if (s >= warmup) wall.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (s >= warmup) wall.push_back(qkv::examples::seconds_since(start));
   }
   if (a.flag("profile")) {  // three more steps, op by op (autograd/debug/profiler.h)
     qkv::Profiler profiler;
@@ -246,15 +168,13 @@ int cmd_bench(const Args& a) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   std::printf("config=vit threads=%d ms_per_step=%.2f images_per_s=%.0f peak_rss_mib=%.0f parameters=%lld\n",
-              qkv::get_num_threads(), 1e3 * median(wall), static_cast<double>(B) / median(wall),
+              qkv::get_num_threads(), 1e3 * qkv::examples::median(wall), static_cast<double>(B) / qkv::examples::median(wall),
               static_cast<double>(usage.ru_maxrss) / 1024.0, static_cast<long long>(model.num_parameters()));
   return 0;
 }
 
 int cmd_ablate(const Args& a) {
-  a.refuse_positional();
-  qkv::examples::use_threads(a);
-  qkv::examples::use_reference_mode(a);
+  qkv::examples::start_command(a, "vit");
   Config config = config_from(a);
   AblationOptions o;
   o.out = a.str("out");
@@ -264,63 +184,43 @@ int cmd_ablate(const Args& a) {
   return 0;
 }
 
+std::vector<Args::Option> train_options() {
+  std::vector<Args::Option> o = model_options();
+  for (const Args::Option& more : qkv::examples::run_options("runs/vit"))
+    if (more.name != "reduce") o.push_back(more);  // vit trains in one process
+  o.push_back({"no-baselines", "false", "train no baselines"});
+  return o;
+}
+
+std::vector<Args::Option> with_model_options(std::vector<Args::Option> more) {
+  std::vector<Args::Option> o = model_options();
+  o.insert(o.end(), more.begin(), more.end());
+  return o;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (!qkv::examples::start_world(argc, argv, "vit")) return 1;
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::cout << kUsage;
-    return argc < 2 ? 2 : 0;
-  }
-  const std::string cmd = argv[1];
-  try {
-    qkv::examples::refuse_many_ranks("vit", cmd + " (vit trains in one process)");
-    std::vector<Args::Option> spec;
-    int (*run)(const Args&) = nullptr;
-    const Args::Option threads{"threads", "0", "threads"};
-    if (cmd == "train") {
-      spec = model_options();
-      spec.push_back({"run", "runs/vit", "run directory (config, checkpoints, metrics, figures)"});
-      spec.push_back({"resume", "false", "continue the run in --run from its last epoch (--epochs may extend it)"});
-      spec.push_back({"no-figures", "false", "draw no figures"});
-      spec.push_back({"no-baselines", "false", "train no baselines"});
-      run = cmd_train;
-    } else if (cmd == "eval") {
-      spec = {{"run", "runs/vit", "run directory of a trained model"}, threads, qkv::examples::kReferenceOption};
-      run = cmd_eval;
-    } else if (cmd == "predict") {
-      spec = {{"run", "runs/vit", "run directory of a trained model"},
-              {"images", "", "an IDX file of images of the size the run was trained on"},
-              threads,
-              qkv::examples::kReferenceOption};
-      run = cmd_predict;
-    } else if (cmd == "figures") {
-      spec = {{"run", "runs/vit", "run directory of a trained model"}, threads, qkv::examples::kReferenceOption};
-      run = cmd_figures;
-    } else if (cmd == "ablate") {
-      spec = model_options();
-      spec.push_back({"out", "runs/vit-ablation", "directory of the table, the figures and one run per scheme"});
-      std::string all;
-      for (const std::string& n : position_names()) all += (all.empty() ? "" : ",") + n;
-      spec.push_back({"schemes", all, "the position schemes to train, comma-separated"});
-      run = cmd_ablate;
-    } else if (cmd == "bench") {
-      spec = model_options();
-      spec.push_back({"bench-steps", "20", "timed training steps"});
-      spec.push_back({"warmup-steps", "3", "untimed training steps first"});
-      spec.push_back({"profile", "false", "also print the op profile of three training steps"});
-      run = cmd_bench;
-    } else {
-      std::cerr << "vit: unknown command '" << cmd << "'\n" << kUsage;
-      return 2;
-    }
-    const Args args(argc - 2, argv + 2, spec, "usage: vit " + cmd + " [OPTIONS]");
-    if (args.help_requested()) {
-      std::cout << args.help();
-      return 0;
-    }
-    return run(args);
-  } catch (const std::exception& e) {
-    return qkv::examples::fail("vit", e.what());
-  }
+  const std::vector<Args::Option> run_only = {qkv::examples::run_option("runs/vit"), qkv::examples::kThreadsOption,
+                                              qkv::examples::kReferenceOption};
+  std::vector<Args::Option> predict = run_only;
+  predict.insert(predict.begin() + 1, {"images", "", "an IDX file of images of the size the run was trained on"});
+  return qkv::examples::run_program(
+      argc, argv,
+      {"vit", "a tiny Vision Transformer on Fashion-MNIST, beside logistic regression and an MLP",
+       {{"train", "train a ViT on Fashion-MNIST (or --data generated | DIR); baselines, checkpoints, figures",
+         train_options(), cmd_train},
+        {"eval", "test accuracy of a trained run, per class, beside the baselines", run_only, cmd_eval},
+        {"predict", "the class of each image of an IDX file", predict, cmd_predict},
+        {"figures", "draw a trained run's figures into RUN/figures", run_only, cmd_figures},
+        {"ablate", "train one ViT per position scheme and compare them (table and figures)",
+         with_model_options({{"out", "runs/vit-ablation", "directory of the table, the figures and one run per scheme"},
+                             {"schemes", qkv::examples::join(position_names(), ","),
+                              "the position schemes to train, comma-separated"}}),
+         cmd_ablate},
+        {"bench", "time training steps of the model train would train",
+         with_model_options({{"bench-steps", "20", "timed training steps"},
+                             {"warmup-steps", "3", "untimed training steps first"},
+                             {"profile", "false", "also print the op profile of three training steps"}}),
+         cmd_bench}}});
 }

@@ -1,5 +1,7 @@
 #include "examples/vit/model.h"
 
+#include "examples/common/args.h"
+
 #include <algorithm>
 
 #include "autograd/grad_mode.h"
@@ -13,11 +15,6 @@ namespace vit {
 
 using qkv::Tensor;
 
-std::string join(const std::vector<std::string>& names) {
-  std::string s;
-  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
 
 const std::vector<std::string>& position_names() {
   static const std::vector<std::string> names = {"sin2d", "learned2d", "sin1d", "learned1d", "none"};
@@ -68,7 +65,7 @@ class NoPatchPositions : public PatchPositions {
 void check_position_width(const std::string& name, int64_t d) {
   const auto& known = position_names();
   if (std::find(known.begin(), known.end(), name) == known.end())
-    throw qkv::ValueError("positions (--positions) is '" + name + "'; expected one of " + join(known));
+    throw qkv::ValueError("positions (--positions) is '" + name + "'; expected one of " + qkv::examples::join(known));
   const int64_t multiple = name == "sin2d" ? 4 : name == "learned2d" || name == "sin1d" ? 2 : 1;
   if (d % multiple != 0)
     throw qkv::ValueError("positions (--positions) " + name + " needs a width (--d-model) divisible by " +

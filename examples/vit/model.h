@@ -40,7 +40,6 @@ struct ModelConfig {
 
 const std::vector<std::string>& position_names();
 // "a, b, c", for messages and help texts.
-std::string join(const std::vector<std::string>& names);
 
 // The position of each patch as a vector: table() is P above, (N, D), or undefined for none.
 class PatchPositions : public qkv::nn::Module {

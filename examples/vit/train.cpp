@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
-#include "examples/common/config_fields.h"
 #include "examples/common/progress.h"
 #include "examples/common/ranks.h"
 #include "examples/common/run_directory.h"
+#include "examples/common/timing.h"
 #include "examples/vit/baselines.h"
 #include "model_io/checkpoint.h"
 #include "io/file.h"
@@ -33,41 +33,6 @@ using qkv::examples::check_number;
 using qkv::io::Json;
 
 namespace {
-
-// Every field of the Config under its config.json key, for writing and strict reading.
-template <class C, class F>
-void for_each_field(C& c, F&& f) {
-  f("data", c.data);
-  f("cache", c.cache);
-  f("validation", c.validation);
-  f("generated", c.generated);
-  f("rows", c.model.rows);
-  f("cols", c.model.cols);
-  f("classes", c.model.classes);
-  f("patch", c.model.patch);
-  f("d_model", c.model.d_model);
-  f("heads", c.model.heads);
-  f("layers", c.model.layers);
-  f("ffn_hidden", c.model.ffn_hidden);
-  f("positions", c.model.positions);
-  f("pool", c.model.pool);
-  f("dropout", c.model.dropout);
-  f("epochs", c.epochs);
-  f("batch", c.batch);
-  f("warmup", c.warmup);
-  f("seed", c.seed);
-  f("lr", c.lr);
-  f("weight_decay", c.weight_decay);
-  f("clip", c.clip);
-  f("label_smoothing", c.label_smoothing);
-  f("flip", c.flip);
-  f("pixel_mean", c.pixel_mean);
-  f("pixel_std", c.pixel_std);
-}
-const auto kFields = [](auto& c, auto&& f) { for_each_field(c, f); };
-
-const std::vector<std::string> kRunFiles = {"config.json", "baselines.json", "metrics.csv", "last.safetensors",
-                                            "best.safetensors", "results.json"};
 
 constexpr int64_t kMaxPatches = 1024;
 
@@ -130,18 +95,10 @@ void Config::validate() const {
   check_position_width(model.positions, model.d_model);
 }
 
-Json Config::to_json() const { return qkv::examples::fields_to_json(*this, kFields); }
-
-Config Config::from_json(const Json& json, const std::string& source) {
-  Config c;
-  qkv::examples::fields_from_json(json, source, "a vit", c, kFields);
-  try {
-    c.validate();
-  } catch (const qkv::ValueError& e) {
-    throw qkv::ValueError(source + ": " + e.what());
-  }
-  return c;
-}
+const qkv::examples::RunLayout kRunLayout{.program = "vit",
+                                          .files = {"baselines.json", "results.json"},
+                                          .budget_key = "epochs",
+                                          .read_config = qkv::examples::config_reader<Config>()};
 
 ImageData load_data(Config& c) {
   ImageData d = c.data == "fashion-mnist" ? load_fashion_mnist(c.cache, c.validation)
@@ -196,47 +153,10 @@ std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch) {
 
 namespace {
 
-// The config, the epochs so far and the best validation accuracy: what --resume continues from, kept
-// in the checkpoint itself so that the two can never disagree. Not the seconds (metrics.csv has
-// them): a checkpoint's bytes depend on the seed alone, not on how fast the machine was.
-std::string checkpoint_text(const Config& c, const std::vector<EpochRecord>& history, double best) {
-  Json::Array rows;
-  for (const EpochRecord& e : history)
-    rows.push_back(Json(Json::Array{Json(e.epoch), Json(e.train_loss), Json(e.validation_accuracy), Json(e.lr)}));
-  return qkv::io::to_json(Json(Json::Object{{"config", c.to_json()}, {"history", Json(rows)}, {"best", Json(best)}}));
-}
-
-// The history and best accuracy of a checkpoint's text; ValueError naming the file otherwise.
-std::vector<EpochRecord> read_history(const Json& text, const fs::path& file, double& best) {
-  const Json* rows = text.is_object() ? text.find("history") : nullptr;
-  const Json* best_json = text.is_object() ? text.find("best") : nullptr;
-  if (!rows || !rows->is_array() || !best_json || (!best_json->is_double() && !best_json->is_int()))
-    throw qkv::ValueError("vit: " + file.string() + " is not a vit checkpoint: its config text has no history and best");
-  std::vector<EpochRecord> history;
-  for (const Json& row : rows->as_array()) {
-    const bool ok = row.is_array() && row.as_array().size() == 4 && row.as_array()[0].is_int();
-    if (!ok || row.as_array()[0].as_int() != static_cast<int64_t>(history.size()) + 1)
-      throw qkv::ValueError("vit: " + file.string() + ": history row " + std::to_string(history.size() + 1) +
-                            " is not [epoch, train_loss, validation_accuracy, lr] of that epoch");
-    const Json::Array& r = row.as_array();
-    history.push_back({r[0].as_int(), r[1].as_double(), r[2].as_double(), r[3].as_double(), 0.0});
-  }
-  best = best_json->as_double();
-  return history;
-}
-
-void write_metrics(const fs::path& dir, const std::vector<EpochRecord>& history) {
-  std::ostringstream csv;
-  csv << "epoch,train_loss,validation_accuracy,lr,seconds\n" << std::setprecision(6);
-  for (const EpochRecord& e : history)
-    csv << e.epoch << ',' << e.train_loss << ',' << e.validation_accuracy << ',' << e.lr << ',' << e.seconds << '\n';
-  qkv::io::write_text_file(dir / "metrics.csv", csv.str(), "vit");
-}
-
 // One epoch of training steps; returns the mean loss. Each step: a batch of patches (mirrored at
 // random with config.flip), the cross-entropy, backward, clipping, AdamW, the schedule.
-double train_epoch(ViT& model, qkv::optim::Optimizer& optimizer, qkv::optim::LRScheduler& schedule,
-                   const ImageSet& train, const Config& c, int64_t epoch, qkv::examples::Progress* progress) {
+double train_epoch(ViT& model, qkv::examples::TrainStep& step, qkv::optim::LRScheduler& schedule, const ImageSet& train,
+                   const Config& c, int64_t epoch, qkv::examples::Progress& progress) {
   const std::vector<int64_t> order = epoch_order(train.size(), c.seed, epoch);
   qkv::Generator flips;
   flips.set_state(qkv::examples::keyed_stream(static_cast<uint64_t>(c.seed), kFlipStream, epoch));
@@ -250,53 +170,50 @@ double train_epoch(ViT& model, qkv::optim::Optimizer& optimizer, qkv::optim::LRS
       if (c.flip) mirror[i] = flips.next_chance(0.5);
       targets.push_back(train.labels[idx[i]]);
     }
-    const Tensor x =
-        patches(train, idx, c.model.patch, static_cast<float>(c.pixel_mean), static_cast<float>(c.pixel_std), mirror);
-    const Tensor loss = qkv::nn::functional::cross_entropy(
-        model.forward(x), qkv::IndexTensor(targets), {.label_smoothing = static_cast<float>(c.label_smoothing)});
-    optimizer.zero_grad();
-    loss.backward();
-    const double norm =
-        qkv::optim::clip_grad_norm_(model.parameters(), c.clip > 0 ? c.clip : std::numeric_limits<double>::infinity());
-    const double value = loss.item();
-    if (!std::isfinite(value) || !std::isfinite(norm))
+    const auto r = step(static_cast<int64_t>(idx.size()), steps, [&](const qkv::examples::Rows&) {
+      const Tensor x = patches(train, idx, c.model.patch, static_cast<float>(c.pixel_mean),
+                               static_cast<float>(c.pixel_std), mirror);
+      return qkv::examples::Share{qkv::nn::functional::cross_entropy(model.forward(x), qkv::IndexTensor(targets),
+                                                                     {.label_smoothing = static_cast<float>(c.label_smoothing)}),
+                                  static_cast<int64_t>(idx.size())};
+    });
+    if (!r.finite())
       throw qkv::Error("vit train: epoch " + std::to_string(epoch) + ", step " + std::to_string(steps + 1) +
                        ": the loss or gradient is not finite; lower --lr. The run keeps its checkpoints of the last epoch");
-    optimizer.step();
     schedule.step();
-    loss_sum += value;
+    loss_sum += r.loss;
     ++steps;
-    if (progress) progress->update(steps, "loss " + std::to_string(value).substr(0, 5));
+    progress.update(steps, "loss " + std::to_string(r.loss).substr(0, 5));
   }
   return loss_sum / static_cast<double>(std::max<int64_t>(steps, 1));
 }
 
-// The run that --resume continues: its config (with `epochs` when given, else its own), its history
-// and best validation accuracy, from its last checkpoint; a run stopped before its first checkpoint
-// starts again from its config.json.
-Config read_resumed(const fs::path& dir, int64_t epochs, std::vector<EpochRecord>& history, double& best) {
-  Config config = read_run_config(dir);
-  if (fs::exists(dir / "last.safetensors")) {
-    load_run(dir, "last");  // the checkpoint must be of this config
-    const fs::path file = dir / "last.safetensors";
-    history = read_history(qkv::examples::parse_json_of(qkv::io::read_checkpoint(file).config, file.string()), file, best);
-    // The seconds of each epoch, from metrics.csv where it has the epoch (a kill may have come
-    // between the checkpoint and its row).
-    for (const EpochRecord& m : read_metrics(dir))
-      if (m.epoch >= 1 && m.epoch <= static_cast<int64_t>(history.size())) history[m.epoch - 1].seconds = m.seconds;
-  }
-  const int64_t done = static_cast<int64_t>(history.size());
-  if (epochs > 0) config.epochs = epochs;
-  if (config.epochs < done)
-    throw qkv::ValueError("vit train --resume: the run has trained " + std::to_string(done) + " epochs; --epochs " +
-                          std::to_string(config.epochs) + " would undo them");
-  if (config.epochs == done)
+// A resumed run must have an epoch left to train.
+void check_not_complete(const qkv::examples::Start<Config, EpochRecord>& s) {
+  const int64_t done = static_cast<int64_t>(s.history.rows.size());
+  if (s.last && s.config.epochs == done)
     throw qkv::ValueError("vit train --resume: the run is complete (" + std::to_string(done) +
                           " epochs); --epochs N with N > " + std::to_string(done) + " extends it (nothing was changed)");
-  return config;
 }
 
-void write_results(const fs::path& dir, const TrainResult& r) {
+// The data, with a fresh run's pixel statistics in the config, and a warmup that fits the budget.
+ImageData data_for(Config& config, bool fresh) {
+  ImageData data = load_data(config);  // before the run directory: bad data leaves nothing behind
+  if (fresh) {
+    const auto [mean, std] = pixel_statistics(data.train);
+    config.pixel_mean = mean, config.pixel_std = std;
+  }
+  config.validate();
+  const int64_t steps = (data.train.size() + config.batch - 1) / config.batch;
+  if (config.warmup >= config.epochs * steps)
+    throw qkv::ValueError("warmup (--warmup) " + std::to_string(config.warmup) + " steps; expected fewer than the " +
+                          std::to_string(config.epochs * steps) + " steps of " + std::to_string(config.epochs) +
+                          " epochs of " + std::to_string(data.train.size()) + " images in batches of " +
+                          std::to_string(config.batch));
+  return data;
+}
+
+void write_results(const qkv::examples::RunDirectory& run, const TrainResult& r) {
   const auto baseline = [&](double accuracy) { return r.has_baselines ? Json(accuracy) : Json(nullptr); };
   const Json json(Json::Object{{"best_validation_accuracy", Json(r.best_validation_accuracy)},
                                {"test_accuracy", Json(r.test_accuracy)},
@@ -304,102 +221,63 @@ void write_results(const fs::path& dir, const TrainResult& r) {
                                {"mlp_test_accuracy", baseline(r.mlp_accuracy)},
                                {"images_per_second", Json(r.images_per_second)},
                                {"training_seconds", Json(r.training_seconds)}});
-  qkv::io::write_text_file(dir / "results.json", qkv::io::to_json(json) + "\n", "vit train");
+  run.write_text("results.json", qkv::io::to_json(json) + "\n");
 }
 
 // The baselines of a fresh run, computed and written; a resumed run's, read; none with
 // options.baselines false.
-std::optional<Baselines> run_baselines(const fs::path& dir, const ImageData& data, const Config& c, const TrainOptions& o) {
-  if (fs::exists(dir / "baselines.json")) {
-    const fs::path path = dir / "baselines.json";
-    return Baselines::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(path, "vit"), path.string()),
-                                path.string());
+TrainResult baselines(const qkv::examples::RunDirectory& run, const ImageData& data, const Config& c, const TrainOptions& o) {
+  TrainResult r;
+  std::optional<Baselines> b;
+  if (const fs::path path = run.dir() / "baselines.json"; run.resume() && fs::exists(path)) {
+    b = Baselines::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(path, "vit"), path.string()), path.string());
+  } else if (o.baselines) {
+    if (o.verbose) std::cout << "baselines: logistic regression and an MLP on the pixels..." << std::flush;
+    b = compute_baselines(data, static_cast<float>(c.pixel_mean), static_cast<float>(c.pixel_std), static_cast<uint64_t>(c.seed));
+    run.write_text("baselines.json", qkv::io::to_json(b->to_json()) + "\n");
+    if (o.verbose)
+      std::cout << " test accuracy " << std::fixed << std::setprecision(2) << 100 * b->logistic.test_accuracy << " % and "
+                << 100 * b->mlp.test_accuracy << " %" << std::endl;
   }
-  if (!o.baselines) return std::nullopt;
-  if (o.verbose) std::cout << "baselines: logistic regression and an MLP on the pixels..." << std::flush;
-  const Baselines b = compute_baselines(data, static_cast<float>(c.pixel_mean), static_cast<float>(c.pixel_std),
-                                        static_cast<uint64_t>(c.seed));
-  qkv::io::write_text_file(dir / "baselines.json", qkv::io::to_json(b.to_json()) + "\n", "vit train");
-  if (o.verbose)
-    std::cout << " test accuracy " << std::fixed << std::setprecision(2) << 100 * b.logistic.test_accuracy << " % and "
-              << 100 * b.mlp.test_accuracy << " %" << std::endl;
-  return b;
+  if (b) r.has_baselines = true, r.logistic_accuracy = b->logistic.test_accuracy, r.mlp_accuracy = b->mlp.test_accuracy;
+  return r;
 }
 
-}  // namespace
-
-TrainResult train(Config config, const TrainOptions& o) {
-  const fs::path dir = o.run_dir;
-  std::vector<EpochRecord> history;
-  double best = 0;
-  if (o.resume) config = read_resumed(dir, config.epochs, history, best);
-  config.validate();
-  ImageData data = load_data(config);  // before the run directory: bad data leaves nothing behind
-  if (!o.resume) {
-    const auto [mean, std] = pixel_statistics(data.train);
-    config.pixel_mean = mean, config.pixel_std = std;
-  }
-  config.validate();
-  const int64_t steps_per_epoch = (data.train.size() + config.batch - 1) / config.batch;
-  if (config.warmup >= config.epochs * steps_per_epoch)
-    throw qkv::ValueError("warmup (--warmup) " + std::to_string(config.warmup) + " steps; expected fewer than the " +
-                          std::to_string(config.epochs * steps_per_epoch) + " steps of " + std::to_string(config.epochs) +
-                          " epochs of " + std::to_string(data.train.size()) + " images in batches of " +
-                          std::to_string(config.batch));
-  qkv::manual_seed(static_cast<uint64_t>(config.seed));
-  ViT model(config.model);
-  auto optimizer = make_optimizer(model, config);
-  const qkv::io::DirectoryLock lock = qkv::examples::prepare_run_directory(dir, o.resume, "vit", kRunFiles);
-  // A resumed run's config.json says its --epochs too, so that the next --resume goes on from there.
-  qkv::io::write_text_file(dir / "config.json", qkv::io::to_json(config.to_json()) + "\n", "vit train");
+void describe(const ImageData& data, const Config& c, const ViT& model, const TrainOptions& o) {
   if (o.verbose)
-    std::cout << "vit: " << data.source << ", " << data.train.size() << " training images of " << config.model.rows
-              << "×" << config.model.cols << ", " << data.validation.size() << " validation, " << data.test.size()
-              << " test; " << model.num_parameters() << " parameters, " << config.model.num_patches() << " patches of "
-              << config.model.patch << "×" << config.model.patch << ", positions " << config.model.positions << std::endl;
-  TrainResult result;
-  if (const std::optional<Baselines> b = run_baselines(dir, data, config, o)) {
-    result.has_baselines = true;
-    result.logistic_accuracy = b->logistic.test_accuracy, result.mlp_accuracy = b->mlp.test_accuracy;
-  }
-  int64_t epoch = static_cast<int64_t>(history.size());
-  // The schedule reads the base learning rate before a checkpoint replaces it with its last step's.
-  qkv::optim::WarmupLR schedule(*optimizer, config.warmup, config.epochs * steps_per_epoch);
-  if (epoch > 0) qkv::io::load_checkpoint(dir / "last.safetensors", model, *optimizer);
-  schedule.set_last_step(epoch * steps_per_epoch);
-  std::optional<qkv::examples::Progress> progress;
-  double seconds = history.empty() ? 0.0 : history.back().seconds, step_seconds = 0;
-  const int64_t first = epoch;
-  model.train();
-  while (epoch < config.epochs && epoch - first != o.stop_after) {
-    if (o.progress) progress.emplace("vit epoch " + std::to_string(epoch + 1), steps_per_epoch);
-    const double lr = optimizer->lr();
-    const auto t0 = std::chrono::steady_clock::now();
-    const double loss = train_epoch(model, *optimizer, schedule, data.train, config, epoch, progress ? &*progress : nullptr);
-    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (progress) progress->finish("");
-    step_seconds += took, seconds += took;
-    ++epoch;
-    const EpochRecord e{epoch, loss, evaluate(model, data.validation, config).accuracy, lr, seconds};
-    history.push_back(e);
-    const std::string text = checkpoint_text(config, history, std::max(best, e.validation_accuracy));
-    if (e.validation_accuracy > best || epoch == 1) qkv::io::save_checkpoint(dir / "best.safetensors", model, *optimizer, epoch, text);
-    best = std::max(best, e.validation_accuracy);
-    qkv::io::save_checkpoint(dir / "last.safetensors", model, *optimizer, epoch, text);
-    write_metrics(dir, history);
-    if (o.verbose)
-      std::cout << "epoch " << epoch << "/" << config.epochs << ": loss " << std::fixed << std::setprecision(4) << loss
-                << ", validation accuracy " << std::setprecision(2) << 100 * e.validation_accuracy << " %, "
-                << std::setprecision(1) << took << " s" << std::endl;
-  }
-  result.training_seconds = seconds;
-  result.images_per_second =
-      static_cast<double>((epoch - first) * data.train.size()) / std::max(step_seconds, 1e-9);
-  result.best_validation_accuracy = best;
-  if (epoch < config.epochs) return result;  // stopped early (stop_after): no test yet
-  const Run run = load_run(dir, "best");
-  result.test_accuracy = evaluate(*run.model, data.test, run.config).accuracy;
-  write_results(dir, result);
+    std::cout << "vit: " << data.source << ", " << data.train.size() << " training images of " << c.model.rows << "×"
+              << c.model.cols << ", " << data.validation.size() << " validation, " << data.test.size() << " test; "
+              << model.num_parameters() << " parameters, " << c.model.num_patches() << " patches of " << c.model.patch
+              << "×" << c.model.patch << ", positions " << c.model.positions << std::endl;
+}
+
+// After an epoch: its row, the checkpoints and metrics.csv.
+void evaluate_and_save(qkv::examples::Start<Config, EpochRecord>& s, qkv::examples::RunDirectory& run, ViT& model,
+                       const qkv::optim::Optimizer& optimizer, const ImageData& data, double loss, double lr,
+                       double took, bool verbose) {
+  const int64_t epoch = static_cast<int64_t>(s.history.rows.size()) + 1;
+  const double seconds = (s.history.rows.empty() ? 0 : s.history.rows.back().seconds) + took;
+  const EpochRecord e{epoch, loss, evaluate(model, data.validation, s.config).accuracy, lr, seconds};
+  s.history.rows.push_back(e);
+  const bool improved = e.validation_accuracy > s.best;
+  s.best = std::max(s.best, e.validation_accuracy);
+  run.save(model, optimizer, epoch, {qkv::examples::to_json(s.config), s.history.to_json(), s.best, {}}, improved,
+           s.history.csv());
+  if (verbose)
+    std::cout << "epoch " << epoch << "/" << s.config.epochs << ": loss " << std::fixed << std::setprecision(4) << loss
+              << ", validation accuracy " << std::setprecision(2) << 100 * e.validation_accuracy << " %, "
+              << std::setprecision(1) << took << " s" << std::endl;
+}
+
+// The end of a training that ran its epochs: the best checkpoint on test, and results.json.
+TrainResult finish(TrainResult result, const qkv::examples::RunDirectory& run, const ImageData& data,
+                   const qkv::examples::Start<Config, EpochRecord>& s, const TrainOptions& o) {
+  result.training_seconds = s.history.rows.empty() ? 0 : s.history.rows.back().seconds;
+  result.best_validation_accuracy = s.best;
+  if (static_cast<int64_t>(s.history.rows.size()) < s.config.epochs) return result;  // stopped early: no test yet
+  const Run best = load_run(run.dir(), "best");
+  result.test_accuracy = evaluate(*best.model, data.test, best.config).accuracy;
+  write_results(run, result);
   if (o.verbose)
     std::cout << "test accuracy (best validation checkpoint): " << std::fixed << std::setprecision(2)
               << 100 * result.test_accuracy << " %"
@@ -412,53 +290,51 @@ TrainResult train(Config config, const TrainOptions& o) {
   return result;
 }
 
-Config read_run_config(const fs::path& dir) {
-  const fs::path path = dir / "config.json";
-  if (!fs::exists(path)) throw qkv::ValueError("vit: " + dir.string() + " (--run) holds no vit run (no config.json)");
-  return Config::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(path, "vit"), path.string()),
-                           path.string());
+}  // namespace
+
+TrainResult train(Config config, const TrainOptions& o) {
+  qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume);  // refusals: nothing written
+  auto s = qkv::examples::start_or_resume<Config, EpochRecord>(run, config, -1.0);
+  check_not_complete(s);
+  const ImageData data = data_for(s.config, !s.last);
+  const int64_t steps_per_epoch = (data.train.size() + s.config.batch - 1) / s.config.batch;
+  qkv::manual_seed(static_cast<uint64_t>(s.config.seed));
+  ViT model(s.config.model);
+  auto optimizer = make_optimizer(model, s.config);
+  // The schedule reads the base learning rate before a checkpoint replaces it with its last step's.
+  qkv::optim::WarmupLR schedule(*optimizer, s.config.warmup, s.config.epochs * steps_per_epoch);
+  run.open();
+  describe(data, s.config, model, o);
+  TrainResult result = baselines(run, data, s.config, o);
+  s.load(model, *optimizer);
+  int64_t epoch = static_cast<int64_t>(s.history.rows.size());
+  schedule.set_last_step(epoch * steps_per_epoch);
+  qkv::examples::TrainStep step(model, *optimizer, {.clip = s.config.clip});
+  double step_seconds = 0;
+  model.train();
+  for (const int64_t first = epoch; epoch < s.config.epochs && epoch - first != o.stop_after; ++epoch) {
+    auto progress = qkv::examples::Progress::shown_if(o.progress, "vit epoch " + std::to_string(epoch + 1), steps_per_epoch);
+    const double lr = optimizer->lr();
+    const auto t0 = qkv::examples::Clock::now();
+    const double loss = train_epoch(model, step, schedule, data.train, s.config, epoch, progress);
+    const double took = qkv::examples::seconds_since(t0);
+    progress.finish("");
+    step_seconds += took;
+    evaluate_and_save(s, run, model, *optimizer, data, loss, lr, took, o.verbose);
+    result.images_per_second = static_cast<double>((epoch + 1 - first) * data.train.size()) / step_seconds;
+  }
+  return finish(result, run, data, s, o);
 }
 
 Run load_run(const fs::path& dir, const std::string& which) {
-  const fs::path config_path = dir / "config.json";
+  const qkv::examples::SavedRun saved = qkv::examples::load_saved_run(dir, kRunLayout, which);
   Run run;
-  run.config = read_run_config(dir);
-  const fs::path file = dir / (which + ".safetensors");
-  const qkv::io::Checkpoint checkpoint = qkv::io::read_checkpoint(file);
-  const Json text = qkv::examples::parse_json_of(checkpoint.config, file.string() + " (its config text)");
-  const Json* saved = text.is_object() ? text.find("config") : nullptr;
-  if (!saved || !text.find("history") || !text.find("best"))
-    throw qkv::ValueError("vit: " + file.string() + " is not a vit checkpoint (its config text has no vit config)");
-  Config from_checkpoint = Config::from_json(*saved, file.string());
-  from_checkpoint.epochs = run.config.epochs;  // --resume may have extended the run since
-  if (qkv::io::to_json(from_checkpoint.to_json()) != qkv::io::to_json(run.config.to_json()))
-    throw qkv::ValueError("vit: " + file.string() + " was saved with another config than " + config_path.string());
+  run.config = qkv::examples::config_of<Config>(saved, kRunLayout);
+  run.history = qkv::examples::History<EpochRecord>::from_json(saved.state.history, saved.file.string()).rows;
   run.model = std::make_shared<ViT>(run.config.model);
-  run.model->load_state_dict(checkpoint.model);
+  run.model->load_state_dict(saved.checkpoint.model);
   run.model->eval();
   return run;
-}
-
-std::vector<EpochRecord> read_metrics(const fs::path& dir) {
-  const fs::path path = dir / "metrics.csv";
-  std::vector<EpochRecord> history;
-  if (!fs::exists(path)) return history;
-  std::istringstream in(qkv::io::read_text_file(path, "vit"));
-  std::string line;
-  std::getline(in, line);
-  int64_t number = 1;
-  while (std::getline(in, line)) {
-    ++number;
-    EpochRecord e;
-    char c1, c2, c3, c4;
-    std::istringstream row(line);
-    if (!(row >> e.epoch >> c1 >> e.train_loss >> c2 >> e.validation_accuracy >> c3 >> e.lr >> c4 >> e.seconds) ||
-        c1 != ',' || c2 != ',' || c3 != ',' || c4 != ',')
-      throw qkv::ValueError("vit: " + path.string() + ":" + std::to_string(number) +
-                            ": expected epoch,train_loss,validation_accuracy,lr,seconds");
-    history.push_back(e);
-  }
-  return history;
 }
 
 }  // namespace vit

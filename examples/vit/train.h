@@ -1,15 +1,11 @@
-// Training and evaluating the ViT, and its run directory:
-//   config.json          the Config: the model, the data, the budget
+// Training and evaluating the ViT. Its run directory (examples/common/run_directory.h) holds, besides
+// the config, the checkpoints (after each epoch) and metrics.csv (one row per epoch: loss,
+// validation accuracy, lr, seconds):
 //   baselines.json       logistic regression and the MLP on the same split (baselines.h)
-//   last.safetensors     the checkpoint after the last epoch, for --resume
-//   best.safetensors     the checkpoint of the best validation accuracy so far
-//   metrics.csv          one row per epoch: loss, validation accuracy, lr, seconds
 //   results.json         the test accuracy of the best checkpoint, the baselines', the speed
 //   figures/*.png        docs/vit.md lists them
-//   .lock                the lock a training holds (io::DirectoryLock)
-// Every file but the figures is written atomically (io/file.h). A training is refused, naming the
-// directory, where another holds the lock, where the directory holds a run (continued with
-// --resume, never overwritten) and where it holds anything else.
+// A training is refused, naming the directory, where another holds it, where the directory holds a
+// run (continued with --resume, never overwritten) and where it holds anything else.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/run_directory.h"
 #include "examples/vit/images.h"
 #include "examples/vit/model.h"
 #include "io/json.h"
@@ -33,13 +30,44 @@ struct Config {
   int64_t generated = 2000;       // with data = generated: training images (validation and test: a quarter each)
   int64_t epochs = 16, batch = 128, warmup = 300, seed = 1;
   double lr = 1e-3, weight_decay = 0.05, clip = 1.0, label_smoothing = 0.1;
-  bool flip = true;               // mirror each training image left-right with probability 1/2
+  bool flip = true;               // mirror each training image left-right with probability 1/2 (option --no-flip)
   double pixel_mean = 0, pixel_std = 1;  // of the training images, filled in by the training
 
+  // Every field under its config.json key and option (examples/common/config.h).
+  template <class F>
+  void fields(F&& f) {
+    f({"data", "fashion-mnist, generated (shapes; for tests), or a directory of four IDX files named as Fashion-MNIST's"}, data);
+    f({"cache", "the directory Fashion-MNIST is decompressed into and read from"}, cache);
+    f({"validation", "training images held out for validation"}, validation);
+    f({"generated", "with --data generated: training images"}, generated);
+    f({"rows"}, model.rows);
+    f({"cols"}, model.cols);
+    f({"classes", "with --data DIR: the number of classes"}, model.classes);
+    f({"patch", "side of the square patches"}, model.patch);
+    f({"d_model", "model width"}, model.d_model);
+    f({"heads", "attention heads"}, model.heads);
+    f({"layers", "Transformer blocks"}, model.layers);
+    f({"ffn_hidden", "hidden width of the feed-forward sublayer"}, model.ffn_hidden);
+    f({"positions", "patch positions: " + qkv::examples::join(position_names())}, model.positions);
+    f({"pool", "cls (a class token) or mean (the mean of the patches' outputs)"}, model.pool);
+    f({"dropout", "dropout"}, model.dropout);
+    f({"epochs", "epochs"}, epochs);
+    f({"batch", "images per step"}, batch);
+    f({"warmup", "linear warmup steps, then cosine decay to 0"}, warmup);
+    f({"seed", "seed of the initialization, the order and the flips"}, seed);
+    f({"lr", "peak learning rate (AdamW)"}, lr);
+    f({"weight_decay", "AdamW weight decay on the matrices"}, weight_decay);
+    f({"clip", "gradient norm clipping (0: none)"}, clip);
+    f({"label_smoothing", "label smoothing of the cross-entropy"}, label_smoothing);
+    f({"flip"}, flip);
+    f({"pixel_mean"}, pixel_mean);
+    f({"pixel_std"}, pixel_std);
+  }
   void validate() const;
-  qkv::io::Json to_json() const;
-  static Config from_json(const qkv::io::Json& json, const std::string& source);
 };
+
+// The run directory's files and rules (examples/common/run_directory.h).
+extern const qkv::examples::RunLayout kRunLayout;
 
 // The data config.data names, the model's rows and cols set from it.
 ImageData load_data(Config& config);
@@ -62,12 +90,20 @@ std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch);
 struct EpochRecord {
   int64_t epoch = 0;
   double train_loss = 0, validation_accuracy = 0, lr = 0, seconds = 0;
+  template <class F>
+  void fields(F&& f) {
+    f("epoch", epoch);
+    f("train_loss", train_loss);
+    f("validation_accuracy", validation_accuracy);
+    f("lr", lr);
+    f("seconds", seconds, qkv::examples::kTiming);
+  }
 };
 
-struct TrainOptions {
-  std::string run_dir = "runs/vit";
-  bool resume = false, figures = true, verbose = true, progress = true, baselines = true;
-  int64_t stop_after = -1;  // stop after this many epochs of this call, as if interrupted (tests)
+// The run directory, figures, what is printed (examples/common/run_directory.h), and whether a fresh
+// run trains its baselines.
+struct TrainOptions : qkv::examples::RunOptions {
+  bool baselines = true;
 };
 
 struct TrainResult {
@@ -78,14 +114,12 @@ struct TrainResult {
 };
 TrainResult train(Config config, const TrainOptions& options);
 
-// A trained run: its config and the model of a checkpoint ("best" or "last"), in eval mode.
+// A trained run: its config, epochs and the model of a checkpoint ("best" or "last"), in eval mode.
 struct Run {
   Config config;
+  std::vector<EpochRecord> history;
   std::shared_ptr<ViT> model;
 };
 Run load_run(const std::filesystem::path& run_dir, const std::string& checkpoint = "best");
-// The run's config.json, read strictly; ValueError naming the file.
-Config read_run_config(const std::filesystem::path& run_dir);
-std::vector<EpochRecord> read_metrics(const std::filesystem::path& run_dir);
 
 }  // namespace vit

@@ -45,7 +45,7 @@ tagger::TrainOptions quiet(const fs::path& dir, qkv::dist::ProcessGroup* g) {
   o.figures = false;
   o.verbose = false;
   o.progress = false;
-  o.group = g;
+  o.ranks.group = g;
   return o;
 }
 

@@ -152,8 +152,8 @@ TEST_CASE("lm train refuses a bad text, and never writes over a run or a directo
   write(dir / "other" / "notes.txt", "mine");
   const auto other = train((dir / "other").string(), (dir / "text.txt").string(), "3");
   CHECK(other.errors == "lm train: " + (dir / "other").string() +
-                            " (--run) is not empty and not an lm run; choose an empty or new directory (nothing "
-                            "was changed)\n");
+                            " (--run) is not empty and not an lm run (it holds 'notes.txt'); choose an empty or new "
+                            "directory (nothing was changed)\n");
   CHECK(read(dir / "other" / "notes.txt") == "mine");
 }
 
@@ -167,16 +167,20 @@ TEST_CASE("lm refuses a run directory of another program, naming its file") {
                         ": unknown key 'model' (is this an lm run?)\n");
 }
 
-TEST_CASE("lm train --resume starts a run killed before its first checkpoint again, and refuses what is no run") {
+TEST_CASE("lm train starts again where a run was killed before its first checkpoint, and --resume refuses what is no run") {
   qkv::testing::ScratchDir dir;
   write(dir / "text.txt", small_text());
-  const std::string run = (dir / "run").string();
+  const std::string run = (dir / "run").string(), killed = (dir / "killed").string();
   REQUIRE(train(run, (dir / "text.txt").string(), "3").exit_code == 0);
   const std::string metrics = read(dir / "run" / "metrics.csv");
-  // As a kill before the first evaluation leaves it: config.json and baselines.json, no checkpoint.
-  for (const char* f : {"last.safetensors", "best.safetensors", "metrics.csv"}) fs::remove(dir / "run" / f);
-  const auto resumed = run_program(kLmProgram, {"train", "--run", run, "--resume", "--no-figures"});
-  REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.errors);
+  // As a kill before the first checkpoint leaves it: the staged start, config.json and
+  // baselines.json in .new-run, and nothing of a run in the directory itself.
+  fs::create_directories(dir / "killed" / ".new-run");
+  for (const char* f : {"config.json", "baselines.json"}) fs::copy_file(dir / "run" / f, dir / "killed" / ".new-run" / f);
+  const auto no_run = run_program(kLmProgram, {"train", "--run", killed, "--resume"});
+  CHECK(no_run.errors == "lm train --resume: " + killed + " (--run) holds no lm run (no config.json)\n");
+  REQUIRE(train(killed, (dir / "text.txt").string(), "3").exit_code == 0);
+  CHECK_FALSE(fs::exists(dir / "killed" / ".new-run"));
   // The same run again, from its seed: the same metrics but for the seconds.
   const auto without_seconds = [](const std::string& csv) {
     std::string out;
@@ -188,7 +192,14 @@ TEST_CASE("lm train --resume starts a run killed before its first checkpoint aga
     }
     return out;
   };
-  CHECK(without_seconds(read(dir / "run" / "metrics.csv")) == without_seconds(metrics));
+  CHECK(without_seconds(read(dir / "killed" / "metrics.csv")) == without_seconds(metrics));
+  // A run whose last checkpoint is gone is refused by its name, and nothing of it is changed.
+  fs::remove(dir / "run" / "last.safetensors");
+  const auto lost = run_program(kLmProgram, {"train", "--run", run, "--resume", "--steps", "6"});
+  CHECK(lost.errors == "lm train --resume: " + (dir / "run" / "last.safetensors").string() +
+                           " is missing, so the run has no checkpoint to continue from; train afresh in another --run "
+                           "(nothing was changed)\n");
+  CHECK(read(dir / "run" / "metrics.csv") == metrics);
 
   const auto missing = run_program(kLmProgram, {"train", "--run", (dir / "nowhere").string(), "--resume"});
   CHECK(missing.errors == "lm train --resume: " + (dir / "nowhere").string() +

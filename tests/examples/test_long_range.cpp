@@ -13,6 +13,7 @@
 #include "examples/long_range/task.h"
 #include "examples/long_range/train.h"
 #include "io/json.h"
+#include "io/scratch_dir.h"
 #include "tensor/error.h"
 #include "tensor/reference_mode.h"
 #include "tensor/threads.h"
@@ -42,8 +43,16 @@ struct OneThread {
   ~OneThread() { qkv::set_num_threads(saved); }
 };
 
+// Each training's run directory: a new one in a scratch directory the process removes at its end.
+std::string new_run_dir() {
+  static qkv::testing::ScratchDir scratch;
+  static int runs = 0;
+  return (scratch.path() / ("run" + std::to_string(runs++))).string();
+}
+
 TrainOptions quick(const std::string& attention, int64_t length, int64_t steps) {
   TrainOptions o;
+  o.run_dir = new_run_dir();
   o.task.length = length;
   o.model.attention = attention;
   o.steps = steps;
@@ -235,6 +244,21 @@ TEST_CASE("long_range trains every mechanism without error") {
     CHECK(r.stats.mean_distance > 20);
     CHECK(r.steps_on_current_draw == -1);  // no Performer drew its features again in 20 steps
   }
+}
+
+TEST_CASE("long_range resumes a run stopped after two checkpoints to the same bytes as one never stopped") {
+  const OneThread one;
+  TrainOptions whole = quick("dense", 32, 20), stopped = quick("dense", 32, 20);
+  whole.log_every = stopped.log_every = 5;
+  train(whole);
+  stopped.stop_after = 2;  // after the checkpoint of step 10
+  CHECK(train(stopped).losses.size() == 10);
+  TrainOptions rest = stopped;
+  rest.stop_after = -1, rest.resume = true, rest.steps = 0;  // the run's own budget
+  CHECK(train(rest).losses.size() == 10);
+  for (const char* file : {"last.safetensors", "best.safetensors", "config.json"})
+    CHECK(qkv::testing::read_file(std::filesystem::path(whole.run_dir) / file) ==
+          qkv::testing::read_file(std::filesystem::path(rest.run_dir) / file));
 }
 
 TEST_CASE("long_range counts the steps Performer trained on its latest random features") {

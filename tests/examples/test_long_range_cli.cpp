@@ -25,9 +25,12 @@ const std::vector<std::string> kOneThread = {"QKV_NUM_THREADS=1"};
 }  // namespace
 
 TEST_CASE("long_range train learns at length 64 and reports accuracy and time in both modes") {
+  qkv::testing::ScratchDir dir;
   for (const std::string mode : {"--reference=false", "--reference"}) {
     CAPTURE(mode);
-    const auto r = run_program(kProgram, {"train", "--length", "64", "--steps", "200", "--test", "16", mode}, kOneThread);
+    const auto r = run_program(kProgram, {"train", "--length", "64", "--steps", "200", "--test", "16", mode, "--run",
+                                          (dir / "run").string()},
+                               kOneThread);
     REQUIRE_MESSAGE(r.exit_code == 0, r.errors);
     CHECK(r.output.find("dense attention, length 64 (sequences of 48 .. 64 tokens), 2 keys, 8 values") !=
           std::string::npos);
@@ -61,7 +64,8 @@ TEST_CASE("long_range compare writes its table and JSON and refuses to overwrite
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(out)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
-  CHECK(names == std::vector<std::string>{"compare.json", "compare.md"});  // no temporary file left
+  CHECK(names == std::vector<std::string>{"compare.json", "compare.md", "runs"});  // no temporary file left
+  CHECK(fs::exists(fs::path(out) / "runs" / "linformer-48" / "last.safetensors"));  // each run's own directory
 }
 
 TEST_CASE("long_range refuses bad input in one line naming the option and writes nothing") {

@@ -19,7 +19,7 @@ namespace {
 bool train_tiny(const std::string& out) {
   return run_program(kSeq2SeqProgram, {"train", "--epochs", "1", "--train-size", "8", "--dev-size", "1",
                                        "--test-size", "1", "--heatmaps", "0", "--hidden", "8", "--embed", "8",
-                                       "--layers", "1", "--out", out})
+                                       "--layers", "1", "--run", out})
              .exit_code == 0;
 }
 
@@ -27,12 +27,12 @@ bool train_tiny(const std::string& out) {
 
 TEST_CASE("seq2seq train refuses sizes and rates out of range before it trains naming the option") {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--hidden", "1000000000"}, "option --hidden expects an integer from 1 to 4096, got 1000000000"},
-      {{"--layers", "100000000"}, "option --layers expects an integer from 1 to 16, got 100000000"},
-      {{"--lr", "inf"}, "option --lr expects a number from 1e-12 to 1000, got inf"},
-      {{"--dropout", "nan"}, "option --dropout expects a number from 0 to 0.99, got nan"},
-      {{"--train-size", "0"}, "option --train-size expects an integer from 1 to 1000000, got 0"},
-      {{"--out", "/dev/null"}, "option --out: cannot write into '/dev/null': Not a directory"},
+      {{"--hidden", "1000000000"}, "seq2seq: hidden (--hidden) is 1000000000; expected 1 .. 4096"},
+      {{"--layers", "100000000"}, "seq2seq: layers (--layers) is 100000000; expected 1 .. 16"},
+      {{"--lr", "inf"}, "seq2seq: lr (--lr) is inf; expected a number in [1e-12, 1000]"},
+      {{"--dropout", "nan"}, "seq2seq: dropout (--dropout) is nan; expected a number in [0, 0.99]"},
+      {{"--train-size", "0"}, "seq2seq: train_size (--train-size) is 0; expected 1 .. 1000000"},
+      {{"--run", "/dev/null"}, "seq2seq train: /dev/null (--run) is not a directory"},
   };
   for (const auto& [args, message] : cases) {
     std::vector<std::string> argv = {"train", "--epochs", "1"};
@@ -40,57 +40,59 @@ TEST_CASE("seq2seq train refuses sizes and rates out of range before it trains n
     argv.insert(argv.end(), args.begin(), args.end());
     const auto r = run_program(kSeq2SeqProgram, argv);
     CHECK(r.exit_code == 1);
-    CHECK(r.errors == "seq2seq train: " + message + "\n");  // nothing else: no data, no epoch
+    CHECK(r.errors == message + "\n");  // nothing else: no data, no epoch
   }
 }
 
-TEST_CASE("seq2seq train refuses an --out directory where a file it writes is a directory before it trains") {
+TEST_CASE("seq2seq train refuses a run directory where a figure it draws is a directory before it trains") {
   qkv::testing::ScratchDir dir;
-  std::filesystem::create_directories(dir / "out" / "attention_1.png");
+  const std::string out = (dir / "out").string();
+  REQUIRE(train_tiny(out));
+  std::filesystem::create_directories(dir / "out" / "figures" / "attention_1.png");
   const auto r = run_program(kSeq2SeqProgram, {"train", "--epochs", "1", "--train-size", "8", "--heatmaps",
-                                               "2", "--out", (dir / "out").string()});
+                                               "2", "--out", out});
   CHECK(r.exit_code == 1);
-  CHECK(r.errors == "seq2seq train: option --out: " + (dir / "out" / "attention_1.png").string() +
-                        " is not a file, and training writes one there\n");
-  CHECK(r.output.empty());  // no data generated, no epoch
+  CHECK(r.errors == "seq2seq train: " + (dir / "out" / "figures" / "attention_1.png").string() +
+                        " is not a file, and the run draws its figures there: move it away\n");
+  CHECK(r.output.find("epoch") == std::string::npos);  // no epoch trained
 }
 
 TEST_CASE("seq2seq predict bounds a line of stdin and says when no text is given") {
   qkv::testing::ScratchDir dir;
   const std::string out = (dir / "out").string();
   REQUIRE(train_tiny(out));
-  const std::string checkpoint = out + "/model.safetensors";
+  const std::string checkpoint = out + "/best.safetensors";
   // /dev/zero is one endless line: before the bound, predict read it until memory ran out. 2 MB of
   // it make the same point and end whatever the program does.
   const auto endless = run_program(
       "/bin/sh",
       {"-c", "head -c 2000000 /dev/zero | \"$0\" predict --checkpoint \"$1\"", kSeq2SeqProgram, checkpoint});
   CHECK(endless.exit_code == 1);
-  CHECK(endless.errors == "seq2seq predict: stdin: line 1 is longer than 1048576 bytes\n");
+  CHECK(endless.errors == "seq2seq: stdin: line 1 is longer than 1048576 bytes\n");
   const auto empty =
       run_program(kSeq2SeqProgram, {"predict", "--checkpoint", checkpoint});  // stdin: /dev/null
   CHECK(empty.exit_code == 1);
-  CHECK(empty.errors == "seq2seq predict: no text given (arguments or stdin)\n");
+  CHECK(empty.errors == "seq2seq: no text given (arguments or stdin)\n");
   const auto heatmap =
       run_program(kSeq2SeqProgram, {"predict", "--checkpoint", checkpoint, "--heatmap", "", "may 1, 2000"});
   CHECK(heatmap.exit_code == 1);
-  CHECK(heatmap.errors == "seq2seq predict: option --heatmap is empty; expected a .png file\n");
+  CHECK(heatmap.errors == "seq2seq: option --heatmap is empty; expected a .png file\n");
 }
 
 TEST_CASE("seq2seq refuses stray words and counts it cannot finish, naming the option") {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"train", "--epochs", "1", "extra"}, "seq2seq train: unexpected argument 'extra'\n"},
-      {{"data", "extra"}, "seq2seq data: unexpected argument 'extra'\n"},
-      {{"bench", "extra"}, "seq2seq bench: unexpected argument 'extra'\n"},
+      {{"train", "--epochs", "1", "extra"}, "seq2seq: unexpected argument 'extra'\n"},
+      {{"data", "extra"}, "seq2seq: unexpected argument 'extra'\n"},
+      {{"bench", "extra"}, "seq2seq: unexpected argument 'extra'\n"},
       {{"data", "--count", "1000001"},
-       "seq2seq data: option --count expects an integer from 1 to 1000000, got 1000001\n"},
+       "seq2seq: option --count expects an integer from 1 to 1000000, got 1000001\n"},
       {{"data", "--seed", "-1"},
-       "seq2seq data: option --seed expects an integer from 0 to 9223372036854775807, got -1\n"},
+       "seq2seq: option --seed expects an integer from 0 to 9223372036854775807, got -1\n"},
       {{"bench", "--warmup", "10001"},
-       "seq2seq bench: option --warmup expects an integer from 0 to 10000, got 10001\n"},
+       "seq2seq: option --warmup expects an integer from 0 to 10000, got 10001\n"},
       {{"bench", "--steps", "0"},
-       "seq2seq bench: option --steps expects an integer from 1 to 100000, got 0\n"},
-      {{"data", "--count", "1", "--count", "2"}, "seq2seq data: option --count is given twice\n"},
+       "seq2seq: option --steps expects an integer from 1 to 100000, got 0\n"},
+      {{"data", "--count", "1", "--count", "2"}, "seq2seq: option --count is given twice\n"},
   };
   for (const auto& [args, message] : cases) {
     const auto r = run_program(kSeq2SeqProgram, args);
@@ -107,7 +109,7 @@ TEST_CASE("seq2seq predict answers each line of stdin as it comes, a blank line 
   REQUIRE(train_tiny(out));
   // Before, predict read all of stdin before it translated a line, so an endless stdin grew until
   // the OOM killer came. Now the answer to a line comes while stdin is still open.
-  qkv::testing::InteractiveProgram p(kSeq2SeqProgram, {"predict", "--checkpoint", out + "/model.safetensors"});
+  qkv::testing::InteractiveProgram p(kSeq2SeqProgram, {"predict", "--run", out});
   p.write("may 1, 2000\n");
   const std::string first = p.read_line(60);
   CHECK_MESSAGE(first.starts_with("may 1, 2000 => "), first);

@@ -596,7 +596,7 @@ TEST_CASE("tagger config errors name the file and the key and say what was expec
   CHECK_THROWS_WITH_AS(from(R"({"seed": -1})"),
                        "run/config.json: key 'seed': expected an integer of at least 0, found -1",
                        qkv::ValueError);
-  CHECK_THROWS_WITH_AS(from(R"({"d_modle": 64})"), "run/config.json: unknown key 'd_modle'", qkv::ValueError);
+  CHECK_THROWS_WITH_AS(from(R"({"d_modle": 64})"), "run/config.json: unknown key 'd_modle' (is this a tagger run?)", qkv::ValueError);
   CHECK_THROWS_WITH_AS(from("[1]"), "run/config.json: expected an object of settings, found array",
                        qkv::ValueError);
   CHECK_THROWS_WITH_AS(from(R"({"layers": 1000})"),
@@ -612,7 +612,7 @@ TEST_CASE(
   qkv::testing::ChildResult r =
       qkv::testing::run_program(qkv::testing::kTaggerProgram, {"eval", "--run", dir.path().string()});
   CHECK(r.exit_code == 1);
-  CHECK(r.errors == "tagger: run directory: '" + (dir / "config.json").string() +
+  CHECK(r.errors == "tagger: '" + (dir / "config.json").string() +
                         "': is a character device, not a regular file\n");
   fs::remove(dir / "config.json");
   qkv::testing::write_file(dir / "config.json", R"({"d_model": "wide"})");

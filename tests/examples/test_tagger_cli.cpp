@@ -158,14 +158,14 @@ TEST_CASE("tagger train refuses a run directory where a file it writes is a dire
        {train_args(run, {}), std::vector<std::string>{"train", "--run", run, "--resume", "--epochs", "2"}}) {
     const auto r = run_program(kTaggerProgram, argv);
     CHECK(r.exit_code == 1);
-    CHECK(r.errors ==
-          "tagger: " + run + "/metrics.csv is not a file, and the run writes one there: move it away\n");
+    const std::string command = argv.size() == 6 ? "tagger train --resume: " : "tagger train: ";
+    CHECK(r.errors == command + run + "/metrics.csv is not a file, and the run writes one there: move it away\n");
     CHECK(files_of(run) == before);
   }
   for (const std::string& bad : {std::string("/dev/null"), std::string("/proc/qkv-run"), std::string("")}) {
     const auto r = run_program(kTaggerProgram, train_args(bad, {}));
     CHECK(r.exit_code == 1);
-    CHECK(r.errors.find("option --run") != std::string::npos);
+    CHECK(r.errors.find("--run") != std::string::npos);
   }
 }
 
@@ -285,7 +285,7 @@ TEST_CASE("tagger train --resume refuses to shorten a run, and a damaged best ch
   const auto shorter = run_program(kTaggerProgram, {"train", "--run", run, "--resume", "--epochs", "1"});
   CHECK(shorter.exit_code == 1);
   CHECK(shorter.errors ==
-        "tagger: --resume --epochs 1 is below the run's 2 epochs: a run can be extended, not shortened\n");
+        "tagger train --resume: --epochs 1 is below the run's 2: a run can be extended, not shortened\n");
   const fs::path best = fs::path(run) / "best.safetensors";
   const std::string bytes = qkv::testing::read_file(best);
   qkv::testing::write_file(best, bytes.substr(0, bytes.size() / 2));  // cut short, as a full disk leaves it

@@ -270,8 +270,7 @@ TEST_CASE("tagger train refuses a directory that is neither empty nor a tagger r
   const auto before = files_of(dir.path());
   const ChildResult r = run_tagger(tiny_run(dir.path(), {"--epochs", "1"}));
   CHECK(r.exit_code == 1);
-  CHECK_MESSAGE(r.errors.find("--run " + dir.path().string() + " is neither empty nor a tagger run") !=
-                    std::string::npos,
+  CHECK_MESSAGE(r.errors.find(dir.path().string() + " (--run) is not empty and not a tagger run") != std::string::npos,
                 r.errors);
   CHECK(files_of(dir.path()) == before);
   // Nor a directory whose config.json is another program's.
@@ -313,7 +312,8 @@ uint64_t seed_of(const fs::path& dir) { return tagger::load_saved_run(dir.string
 }  // namespace
 
 TEST_CASE("a fresh run replaces an old one only once its first epoch is saved whole, whatever stops it") {
-  // The fresh run's first epoch goes to DIR/.new-run, marked complete, then moved in (run_dir.h).
+  // The fresh run's first epoch goes to DIR/.new-run, marked complete, then moved in
+  // (examples/common/run_directory.h).
   // Each test below stops it at one point, with the files a stopped run would leave.
   ScratchDir old_run, new_run;
   REQUIRE(run_tagger(tiny_run(old_run.path(), {"--epochs", "1", "--seed", "1"})).exit_code == 0);
@@ -322,7 +322,8 @@ TEST_CASE("a fresh run replaces an old one only once its first epoch is saved wh
   const std::vector<std::string> run_files = {"config.json", "words.txt", "tags.txt", "best.safetensors",
                                               "last.safetensors", "metrics.csv"};
   auto stage_new_run = [&](const fs::path& dir) {
-    const fs::path staging = tagger::new_run_staging(dir);
+    const fs::path staging = dir / ".new-run";
+    fs::create_directories(staging);
     for (const std::string& f : run_files) fs::copy_file(new_run.path() / f, staging / f);
     return staging;
   };
@@ -347,7 +348,8 @@ TEST_CASE("a fresh run replaces an old one only once its first epoch is saved wh
     fs::remove(staging / "best.safetensors");
     qkv::testing::write_file(staging / "complete", "config.json\nwords.txt\ntags.txt\nlast.safetensors\nmetrics.csv\n");
     fs::rename(staging / "config.json", old_run.path() / "config.json");  // moved before the stop
-    const qkv::io::DirectoryLock lock = tagger::prepare_run_directory(old_run.path());  // a resume's start
+    qkv::examples::RunDirectory resume(old_run.path(), tagger::kRunLayout, /*resume=*/true);  // a resume's start
+    resume.open();
     CHECK_FALSE(fs::exists(staging));
     CHECK(seed_of(old_run.path()) == 2);
     CHECK_FALSE(fs::exists(old_run.path() / "best.safetensors"));  // the old run's: it is not this one's

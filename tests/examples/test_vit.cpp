@@ -265,20 +265,20 @@ TEST_CASE("vit training is the same to the byte at 1 and 2 threads, and a resume
   CHECK_THROWS_WITH_AS(vit::train(keep, rest), doctest::Contains("the run is complete (3 epochs)"), qkv::ValueError);
 }
 
-TEST_CASE("a vit run stopped before its first checkpoint resumes from its config") {
+TEST_CASE("a vit run stopped before its first checkpoint leaves no run and trains again from the start") {
   ScratchDir dir;
   vit::Config c = generated_config("sin2d");
   c.generated = 200, c.epochs = 2, c.warmup = 2;
   vit::TrainOptions nothing = quiet(dir / "run");
-  nothing.stop_after = 0;  // the config is written, no epoch trained
+  nothing.stop_after = 0;  // the baselines and the config staged, no epoch trained
   vit::train(c, nothing);
-  REQUIRE(fs::exists(dir / "run" / "config.json"));
-  REQUIRE_FALSE(fs::exists(dir / "run" / "last.safetensors"));
+  REQUIRE_FALSE(fs::exists(dir / "run" / "config.json"));
   vit::TrainOptions rest = quiet(dir / "run");
   rest.resume = true;
   vit::Config keep;
   keep.epochs = 0;
-  vit::train(keep, rest);
+  CHECK_THROWS_WITH_AS(vit::train(keep, rest), doctest::Contains("holds no vit run (no config.json)"), qkv::ValueError);
+  vit::train(c, quiet(dir / "run"));
   vit::train(c, quiet(dir / "whole"));
   CHECK(qkv::testing::read_file(dir / "run" / "last.safetensors") ==
         qkv::testing::read_file(dir / "whole" / "last.safetensors"));

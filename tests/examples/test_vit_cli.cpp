@@ -128,7 +128,7 @@ TEST_CASE("vit ablate trains one run per scheme and writes the table") {
   CHECK(fs::exists(fs::path(out) / "positions-sin2d.png"));
   CHECK_FALSE(fs::exists(fs::path(out) / "positions-none.png"));
   const auto twice = run_program(kVitProgram, with({"ablate", "--out", (dir / "b").string(), "--schemes", "sin2d,sin2d"}, kTiny));
-  CHECK(last_line(twice.errors).find("'sin2d' is named twice") != std::string::npos);
+  CHECK(last_line(twice.errors).find("option --schemes lists 'sin2d' twice") != std::string::npos);
   const auto again = run_program(kVitProgram, with({"ablate", "--out", out, "--schemes", "learned1d"}, kTiny));
   CHECK(again.exit_code == 1);
   CHECK(last_line(again.errors).find("ablation.md exists") != std::string::npos);

@@ -1,0 +1,91 @@
+#include "examples/common/program.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "examples/common/ranks.h"
+#include "tensor/error.h"
+
+namespace qkv::examples {
+namespace {
+
+std::string usage(const Program& p) {
+  size_t width = 0;
+  for (const Command& c : p.commands) width = std::max(width, c.name.size());
+  std::string out = "usage: " + p.name + " COMMAND [OPTIONS]   (" + p.summary + ")\ncommands:\n";
+  for (const Command& c : p.commands) out += "  " + c.name + std::string(width + 3 - c.name.size(), ' ') + c.summary + "\n";
+  return out + "run `" + p.name + " COMMAND --help` for its options\n";
+}
+
+// Parses the options of `command` and runs it; `title` is what its usage line calls it.
+int run_command(int argc, char** argv, const std::string& title, const Command& command) {
+  const Args args(argc, argv, command.options,
+                  "usage: " + title + " [OPTIONS]" + (command.arguments.empty() ? "" : " " + command.arguments) +
+                      "\n" + command.summary);
+  if (args.help_requested()) {
+    std::cout << args.help() << command.note;
+    return 0;
+  }
+  return command.run(args);
+}
+
+}  // namespace
+
+int run_program(int argc, char** argv, const Program& p) {
+  if (!start_world(argc, argv, p.name)) return 1;
+  const std::string word = argc < 2 ? "" : argv[1];
+  if (word.empty() || word == "--help" || word == "-h") {
+    (word.empty() ? std::cerr : std::cout) << usage(p);
+    return word.empty() ? 2 : 0;
+  }
+  const auto command = std::find_if(p.commands.begin(), p.commands.end(), [&](const Command& c) { return c.name == word; });
+  if (command == p.commands.end()) {
+    std::cerr << p.name << ": unknown command '" << word << "'\n" << usage(p);
+    return 2;
+  }
+  try {
+    if (!command->ranks && world().size() > 1)
+      throw ValueError("only train runs on several ranks; run `" + p.name + " " + word + "` without mpirun");
+    return run_command(argc - 2, argv + 2, p.name + " " + word, *command);
+  } catch (const std::exception& e) {
+    return fail(p.name, e.what());
+  }
+}
+
+int run_tool(int argc, char** argv, const std::string& name, const Command& command) {
+  try {
+    return run_command(argc - 1, argv + 1, name, command);
+  } catch (const std::exception& e) {
+    std::cerr << name << ": " << e.what() << "\n";
+    return 1;
+  }
+}
+
+Args::Option run_option(const std::string& fallback, const std::string& help) { return {"run", fallback, help}; }
+
+void start_command(const Args& args, const std::string& program, bool announce, bool positional) {
+  if (!positional) args.refuse_positional();
+  if (args.has("threads")) use_threads(args);
+  if (args.has("reference") && use_reference_mode(args) && announce)
+    std::cerr << program << ": " << kReferenceModeNote << "\n";
+}
+
+std::string directory_option(const Args& args, const std::string& name) {
+  if (args.str(name).empty()) throw ValueError("option --" + name + " is empty; expected a directory");
+  return args.str(name);
+}
+
+void refuse_existing(const std::string& name, const std::string& dir, const std::vector<std::string>& files) {
+  for (const std::string& f : files)
+    if (std::filesystem::exists(std::filesystem::path(dir) / f))
+      throw ValueError("--" + name + " " + dir + " holds " + f + " already; choose another directory (nothing was changed)");
+}
+
+std::string prepare_out(const Args& args, const std::string& name, const std::vector<std::string>& files) {
+  const std::string dir = args.str(name);
+  refuse_existing(name, dir, files);
+  make_output_directory(name, dir);
+  return dir;
+}
+
+}  // namespace qkv::examples
