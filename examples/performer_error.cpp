@@ -59,6 +59,13 @@ std::vector<double> errors_for(const Tensor& X, const std::vector<int64_t>& ms, 
   return errors;
 }
 
+const std::vector<examples::Args::Option> kOptions = {
+    {"out", ".", "directory for performer_error.png"},
+    {"width", "16", "head width d"},
+    {"length", "64", "tokens T"},
+    {"max-m", "4096", "the most random features (doubling from width / 2)"},
+    {"draws", "4", "independent draws of the features per point"}};
+
 int run(const examples::Args& args) {
   const int64_t d = args.integer_in("width", 2, 256), T = args.integer_in("length", 2, 4096);
   const int64_t max_m = args.integer_in("max-m", 1, 65536);
@@ -109,12 +116,6 @@ int run(const examples::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return qkv::examples::run_tool(argc, argv, "performer_error",
-                                 {"performer_error", "the error of Performer's attention against its number of random features, with a figure",
-                                  {{"out", ".", "directory for performer_error.png"},
-                                   {"width", "16", "head width d"},
-                                   {"length", "64", "tokens T"},
-                                   {"max-m", "4096", "the most random features (doubling from width / 2)"},
-                                   {"draws", "4", "independent draws of the features per point"}},
-                                  run});
+  return qkv::examples::run_tool(
+      argc, argv, {"performer_error", "the error of Performer's attention against its number of random features, with a figure", kOptions, run});
 }

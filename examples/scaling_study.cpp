@@ -381,6 +381,15 @@ void attention_study(const Options& o) {
   report_attention_study(mechanisms, t, o);
 }
 
+const std::vector<examples::Args::Option> kOptions = {
+    {"out", ".", "directory for scaling.png"},
+    {"width", "64", "model width d"},
+    {"window", "8", "half-width w of the truncated attention"},
+    {"max-len", "4096", "longest sequence (powers of two from 16)"},
+    {"repeats", "5", "timed runs per point; the best is kept"},
+    {"threads", "1", "threads for the kernels"},
+    {"attention-len", "16384", "longest sequence of the attention mechanisms' table (256 .. 65536; slopes from 2048)"}};
+
 int run(const examples::Args& args) {
   const Options options{.d = args.integer_in("width", 2, 4096),
                         .w = args.integer_in("window", 0, 4096),
@@ -406,14 +415,6 @@ int run(const examples::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return qkv::examples::run_tool(argc, argv, "scaling_study",
-                                 {"scaling_study", "the cost of attention, a GRU, an FFN and the attention mechanisms against sequence length",
-                                  {{"out", ".", "directory for scaling.png"},
-                                   {"width", "64", "model width d"},
-                                   {"window", "8", "half-width w of the truncated attention"},
-                                   {"max-len", "4096", "longest sequence (powers of two from 16)"},
-                                   {"repeats", "5", "timed runs per point; the best is kept"},
-                                   {"threads", "1", "threads for the kernels"},
-                                   {"attention-len", "16384", "longest sequence of the attention mechanisms' table (256 .. 65536; slopes from 2048)"}},
-                                  run});
+  return qkv::examples::run_tool(
+      argc, argv, {"scaling_study", "the cost of attention, a GRU, an FFN and the attention mechanisms against sequence length", kOptions, run});
 }

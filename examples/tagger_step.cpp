@@ -150,6 +150,12 @@ void time_anomaly_mode(const std::function<void()>& step) {
       on, off, on / off);
 }
 
+const std::vector<examples::Args::Option> kOptions = {
+    {"out", "tagger_step", "directory for the graph and profile files"},
+    {"model", "transformer", "transformer or gru"},
+    {"threads", "1", "threads for the kernels"},
+    examples::kReferenceOption};
+
 int run(const examples::Args& args) {
   args.refuse_positional();
   set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));
@@ -208,11 +214,6 @@ int run(const examples::Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return qkv::examples::run_tool(argc, argv, "tagger_step",
-                                 {"tagger_step", "one training step of the tagger seen through the graph dump and the profiler",
-                                  {{"out", "tagger_step", "directory for the graph and profile files"},
-                                   {"model", "transformer", "transformer or gru"},
-                                   {"threads", "1", "threads for the kernels"},
-                                   examples::kReferenceOption},
-                                  run});
+  return qkv::examples::run_tool(
+      argc, argv, {"tagger_step", "one training step of the tagger seen through the graph dump and the profiler", kOptions, run});
 }

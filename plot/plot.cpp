@@ -854,4 +854,32 @@ Image draw_line_plot(const LinePlotSpec& spec) {
   return image;
 }
 
+HeatmapSpec confusion_heatmap(const std::vector<std::vector<int64_t>>& counts, const std::vector<std::string>& labels,
+                              const std::string& truth, const std::string& predicted) {
+  const size_t C = labels.size();
+  HeatmapSpec spec;
+  spec.rows = spec.cols = static_cast<int>(C);
+  spec.values.assign(C * C, 0.0f);
+  spec.cell_text.assign(C * C, "");
+  for (size_t r = 0; r < std::min(C, counts.size()); ++r) {
+    int64_t total = 0;
+    for (const int64_t v : counts[r]) total += v;
+    for (size_t c = 0; c < std::min(C, counts[r].size()); ++c) {
+      if (counts[r][c] == 0) continue;
+      spec.values[r * C + c] = static_cast<float>(static_cast<double>(counts[r][c]) / static_cast<double>(total));
+      spec.cell_text[r * C + c] = std::to_string(counts[r][c]);
+    }
+  }
+  spec.row_labels = spec.col_labels = labels;
+  spec.title = "Confusion matrix on test (colour: share of the " + truth.substr(0, truth.find(' ')) +
+               " row; numbers: counts)";
+  spec.x_label = predicted;
+  spec.y_label = truth;
+  spec.colormap = Colormap::Blues;
+  spec.annotate = true;
+  spec.value_min = 0.0f;
+  spec.value_max = 1.0f;
+  return spec;
+}
+
 }  // namespace qkv::plot

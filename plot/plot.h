@@ -49,6 +49,12 @@ struct HeatmapSpec {
 // non-finite values, an empty value range or an option out of its bounds.
 Image draw_heatmap(const HeatmapSpec& spec);
 
+// A confusion matrix as a heatmap: counts[truth][predicted] over `labels` (rows the truth, columns
+// the prediction), each cell coloured by its share of its row and annotated with its count, zeros
+// left blank. `truth` and `predicted` name the axes ("gold tag", "predicted tag").
+HeatmapSpec confusion_heatmap(const std::vector<std::vector<int64_t>>& counts, const std::vector<std::string>& labels,
+                              const std::string& truth, const std::string& predicted);
+
 // The size draw_heatmap(spec) would give, and every error it would throw, without drawing: a
 // program can check a figure before the long work that fills in its values (give it zeros).
 struct ImageSize {

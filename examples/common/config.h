@@ -178,6 +178,24 @@ std::string key_and_option(const std::string& key) {
   return option.empty() ? key : key + " (--" + option + ")";
 }
 
+// The fields of a Transformer encoder's shape and of its optimizer (AdamW after a linear warmup,
+// then cosine decay; the gradient clipped), under the keys and options the programs share.
+template <class F, class M>
+void encoder_fields(F&& f, M& model) {
+  f({"d_model", "model width"}, model.d_model);
+  f({"heads", "attention heads"}, model.heads);
+  f({"layers", "Transformer blocks"}, model.layers);
+  f({"ffn_hidden", "hidden width of the feed-forward sublayer"}, model.ffn_hidden);
+  f({"dropout", "dropout"}, model.dropout);
+}
+template <class F>
+void adamw_fields(F&& f, int64_t& warmup, double& lr, double& weight_decay, double& clip) {
+  f({"warmup", "linear warmup steps, then cosine decay to 0"}, warmup);
+  f({"lr", "peak learning rate (AdamW)"}, lr);
+  f({"weight_decay", "AdamW weight decay on the matrices"}, weight_decay);
+  f({"clip", "gradient norm clipping (0: none)"}, clip);
+}
+
 // "seed: 7 in the checkpoint, 0 in config.json; ..." for every key whose values differ; empty when
 // none does. `a_name` and `b_name` say where each config is from.
 std::string differences(const io::Json& a, const io::Json& b, const std::string& a_name, const std::string& b_name);

@@ -130,4 +130,24 @@ struct History {
   }
 };
 
+// The row most trainings keep (lm, vit, long_range), under the column names the program gives
+// (`Names`, five of them: "step,train_bits_per_char,validation_bits_per_char,lr,seconds"), as
+// nanoGPT logs iter, train loss, val loss and lr.
+template <const char* const* Names>
+struct Evaluation {
+  int64_t step = 0;    // steps (or epochs) done
+  double loss = 0;     // the training loss (or bits) of the steps since the last row
+  double score = 0;    // how the model does now: validation bits, accuracy...
+  double lr = 0;       // the learning rate of the last step
+  double seconds = 0;  // of training since the run began (a resumed run's go on from its last)
+  template <class F>
+  void fields(F&& f) {
+    f(Names[0], step);
+    f(Names[1], loss);
+    f(Names[2], score);
+    f(Names[3], lr);
+    f(Names[4], seconds, kTiming);
+  }
+};
+
 }  // namespace qkv::examples

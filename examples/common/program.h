@@ -44,7 +44,7 @@ struct Program {
 int run_program(int argc, char** argv, const Program& program);
 
 // A program of one command: the same frame without the command word ("scaling_study [OPTIONS]").
-int run_tool(int argc, char** argv, const std::string& name, const Command& command);
+int run_tool(int argc, char** argv, const Command& command);
 
 // The options nearly every command takes.
 inline const Args::Option kThreadsOption = {"threads", "0", "threads (0: QKV_NUM_THREADS or all cores)"};

@@ -169,6 +169,23 @@ void announce_training(const std::string& program, const RunOptions& options);
 // unless `honoured` lists it (the budget, threads, what is printed and drawn).
 void check_resume_options(const Args& args, const std::vector<std::string>& honoured);
 
+// The config a train command asks for. For --resume, only the budget, option --KEY (0 when not
+// given: the run's own), once check_resume_options has refused any option that would change the
+// run (`honoured` are the command's own that do not); otherwise the config `fresh` reads.
+template <class C, class Fresh>
+C train_config(const Args& args, const RunOptions& o, const std::string& key, std::vector<std::string> honoured,
+               Fresh&& fresh) {
+  if (!o.resume) return fresh();
+  honoured.push_back(key);
+  check_resume_options(args, honoured);
+  C c;
+  c.fields([&](const Field& f, auto& v) {
+    if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>)
+      if (f.key == key) v = args.given(f.option_name()) ? args.integer_in(f.option_name(), 1, 100'000'000) : 0;
+  });
+  return c;
+}
+
 // Where a training starts: afresh from `config`, or, for --resume, from the run's last checkpoint.
 template <class C, class Row>
 struct Start {
@@ -213,6 +230,11 @@ Start<C, Row> start_or_resume(const RunDirectory& run, const C& config, double b
     if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>)
       if (f.key == layout.budget_key && asked > 0) v = static_cast<std::decay_t<decltype(v)>>(asked);
   });
+  try {
+    s.config.validate();
+  } catch (const ValueError& e) {
+    throw ValueError(layout.program + " train --resume: " + e.what());
+  }
   const std::filesystem::path metrics = run.dir() / "metrics.csv";
   if (std::filesystem::is_regular_file(metrics)) s.history.take_timings(io::read_text_file(metrics, layout.program));
   return s;

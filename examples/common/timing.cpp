@@ -1,7 +1,12 @@
 #include "examples/common/timing.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <ctime>
+#include <iostream>
+
+#include "autograd/debug/profiler.h"
 
 namespace qkv::examples {
 
@@ -14,6 +19,27 @@ double cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+StepTimes time_steps(const std::function<void()>& step, int64_t warmup, int64_t steps, int64_t profiled) {
+  std::vector<double> wall, cpu;
+  for (int64_t s = 0; s < warmup + steps; ++s) {
+    const auto start = Clock::now();
+    const double cpu_start = cpu_seconds();
+    step();
+    if (s < warmup) continue;
+    wall.push_back(seconds_since(start));
+    cpu.push_back(cpu_seconds() - cpu_start);
+  }
+  if (profiled > 0) {
+    Profiler profiler;
+    for (int64_t i = 0; i < profiled; ++i) step();
+    profiler.stop();
+    std::cout << profiler.report();
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return {median(wall), median(cpu), static_cast<double>(usage.ru_maxrss) / 1024.0};
 }
 
 }  // namespace qkv::examples

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace qkv::examples {
@@ -18,6 +20,17 @@ double median(std::vector<double> values);
 
 // CPU seconds this process has used, all threads together.
 double cpu_seconds();
+
+// A training step timed as the PyTorch anchors time theirs (bench/torch_anchor.py): `warmup`
+// untimed calls of `step`, then the medians of `steps` timed ones, wall-clock and CPU, and the
+// process's peak resident memory. Then `profiled` more steps are profiled op by op
+// (autograd/debug/profiler.h) and the report printed: over several steps, since on a shared machine
+// one step's profile is mostly where the scheduler happened to preempt it.
+struct StepTimes {
+  double wall = 0, cpu = 0;  // seconds per step
+  double peak_rss_mib = 0;
+};
+StepTimes time_steps(const std::function<void()>& step, int64_t warmup, int64_t steps, int64_t profiled = 0);
 
 // Seconds of work summed over the intervals from start() to stop(): the training steps' own time,
 // with the evaluations between them left out.

@@ -298,29 +298,6 @@ NgramChoice best_kneser_ney_order(const Ids& train, const Ids& validation, int64
 
 namespace {
 
-// A fresh directory in the system's temporary directory, removed with all in it when this goes
-// out of scope, however the scope is left.
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    std::string pattern = (fs::temp_directory_path() / "qkv-compressor-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr)
-      throw qkv::ValueError("compressor_bits: cannot make a temporary directory " + pattern + ": " +
-                            std::strerror(errno));
-    path_ = pattern;
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TemporaryDirectory(const TemporaryDirectory&) = delete;
-  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 void write_file(const fs::path& path, const std::string& first, const std::string& second = {}) {
   std::ofstream out(path, std::ios::binary);
   out << first << second;
@@ -354,12 +331,12 @@ std::optional<double> compressor_bits(const std::vector<std::string>& argv, cons
   if (test_chars < 1)
     throw qkv::ValueError("compressor_bits: test has " + std::to_string(test_chars) +
                           " characters; expected at least one");
-  const TemporaryDirectory dir;
-  write_file(dir.path() / "train.txt", train_utf8);
-  write_file(dir.path() / "train_test.txt", train_utf8, test_utf8);
-  const std::optional<uintmax_t> train = compressed_size(argv, dir.path(), "train.txt");
+  const qkv::examples::ScratchDirectory dir = qkv::examples::ScratchDirectory::temporary("qkv-compressor");
+  write_file(dir.dir() / "train.txt", train_utf8);
+  write_file(dir.dir() / "train_test.txt", train_utf8, test_utf8);
+  const std::optional<uintmax_t> train = compressed_size(argv, dir.dir(), "train.txt");
   if (!train) return std::nullopt;
-  const std::optional<uintmax_t> both = compressed_size(argv, dir.path(), "train_test.txt");
+  const std::optional<uintmax_t> both = compressed_size(argv, dir.dir(), "train_test.txt");
   if (!both) return std::nullopt;
   // The bytes that test adds once train is known; can be (slightly) negative for a test that
   // compresses to nothing.

@@ -25,9 +25,9 @@ void draw_loss(const fs::path& run, const fs::path& path) {
   qkv::plot::Series train{"train", {}, {}}, validation{"validation", {}, {}};
   for (const Evaluation& e : load_run(run, "last").history) {
     train.x.push_back(static_cast<double>(e.step));
-    train.y.push_back(e.train_bits);
+    train.y.push_back(e.loss);
     validation.x.push_back(static_cast<double>(e.step));
-    validation.y.push_back(e.validation_bits);
+    validation.y.push_back(e.score);
   }
   qkv::plot::LinePlotSpec spec;
   spec.title = "Bits per character (lines: baselines on test)";

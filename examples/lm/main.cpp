@@ -8,8 +8,6 @@
 //
 // Moby-Dick is fetched once with npm into --cache (examples/lm/text.h). Threads come from
 // QKV_NUM_THREADS or --threads.
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <iomanip>
@@ -47,13 +45,7 @@ Config config_from(const Args& a) {
 int cmd_train(const Args& a) {
   qkv::examples::start_command(a, "lm");
   const TrainOptions o = qkv::examples::run_options_from(a);
-  Config config;
-  if (o.resume) {
-    qkv::examples::check_resume_options(a, {"steps"});
-    config.steps = a.given("steps") ? a.integer_in("steps", 1, 100'000'000) : 0;  // 0: keep the run's
-  } else {
-    config = config_from(a);
-  }
+  const Config config = qkv::examples::train_config<Config>(a, o, "steps", {}, [&] { return config_from(a); });
   qkv::examples::announce_training("lm", o);
   train(config, o);
   if (o.figures) draw_training_figures(o.run_dir);
@@ -156,7 +148,6 @@ void bench_steps(const Config& config, int64_t warmup, int64_t steps, bool profi
   const int64_t B = config.batch, T = m.context;
   std::vector<int64_t> ids(static_cast<size_t>(B * (T + 1)));
   for (int64_t& id : ids) id = static_cast<int64_t>(qkv::default_generator().next_below(84));
-  const qkv::IndexTensor all(ids, {B, T + 1});
   std::vector<int64_t> in, out;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T; ++t) {
@@ -165,30 +156,12 @@ void bench_steps(const Config& config, int64_t warmup, int64_t steps, bool profi
     }
   const qkv::IndexTensor inputs(in, {B, T}), targets(out, {B * T});
   qkv::examples::TrainStep step(model, *optimizer, {.clip = config.clip});
-  std::vector<double> wall, cpu;
-  for (int64_t s = 0; s < warmup + steps; ++s) {
-    const auto start = qkv::examples::Clock::now();
-    const double cpu_start = qkv::examples::cpu_seconds();
-    train_step(step, model, s, inputs, targets);
-    if (s < warmup) continue;
-    wall.push_back(qkv::examples::seconds_since(start));
-    cpu.push_back(qkv::examples::cpu_seconds() - cpu_start);
-  }
-  if (profile) {  // three more steps, op by op (autograd/debug/profiler.h)
-    qkv::Profiler profiler;
-    for (int i = 0; i < 3; ++i) train_step(step, model, i, inputs, targets);
-    profiler.stop();
-    std::cout << profiler.report();
-  }
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  int64_t parameters = 0;
-  for (const qkv::Tensor& p : model.parameters()) parameters += p.numel();
+  const qkv::examples::StepTimes t =
+      qkv::examples::time_steps([&] { train_step(step, model, 0, inputs, targets); }, warmup, steps, profile ? 3 : 0);
   std::printf("config=lm threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f cpu_ms_per_step=%.2f "
               "parameters=%lld\n",
-              qkv::get_num_threads(), 1e3 * qkv::examples::median(wall),
-              static_cast<double>(B * T) / qkv::examples::median(wall), static_cast<double>(usage.ru_maxrss) / 1024.0,
-              1e3 * qkv::examples::median(cpu), static_cast<long long>(parameters));
+              qkv::get_num_threads(), 1e3 * t.wall, static_cast<double>(B * T) / t.wall, t.peak_rss_mib, 1e3 * t.cpu,
+              static_cast<long long>(model.num_parameters()));
 }
 
 int cmd_bench(const Args& a) {

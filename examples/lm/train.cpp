@@ -347,12 +347,12 @@ void evaluate_and_save(qkv::examples::Start<Config, Evaluation>& s, qkv::example
                      optimizer.lr(), seconds_before + meter.steps_time.seconds()};
   meter.loss_sum = 0, meter.count = 0;
   s.history.rows.push_back(e);
-  s.best = std::min(s.best, e.validation_bits);
+  s.best = std::min(s.best, e.score);
   run.save(model, optimizer, k, {qkv::examples::to_json(s.config), s.history.to_json(), s.best, {}},
-           e.validation_bits == s.best, s.history.csv());
+           e.score == s.best, s.history.csv());
   if (verbose)
-    std::cout << "step " << k << "/" << s.config.steps << ": train " << std::fixed << std::setprecision(3) << e.train_bits
-              << ", validation " << e.validation_bits << " bits/char" << std::endl;
+    std::cout << "step " << k << "/" << s.config.steps << ": train " << std::fixed << std::setprecision(3) << e.loss
+              << ", validation " << e.score << " bits/char" << std::endl;
 }
 
 // The end of a training: its speed, and the best checkpoint on test beside the baselines (rank 0).

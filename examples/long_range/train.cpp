@@ -95,20 +95,10 @@ Evaluation evaluate(TaggerModel& model, const std::vector<Sequence>& set, int64_
 
 namespace {
 
-// A row of metrics.csv, and of each checkpoint's history: the training figures of the steps since
-// the last one.
-struct LogRow {
-  int64_t step = 0;
-  double loss = 0, accuracy = 0, lr = 0, seconds = 0;
-  template <class F>
-  void fields(F&& f) {
-    f("step", step);
-    f("train_loss", loss);
-    f("train_accuracy", accuracy);
-    f("lr", lr);
-    f("seconds", seconds, qkv::examples::kTiming);
-  }
-};
+// A row of metrics.csv, and of each checkpoint's history: the training loss and accuracy of the
+// steps since the last one (fresh batches the model has never seen: there is no validation set).
+inline constexpr const char* kColumns[] = {"step", "train_loss", "train_accuracy", "lr", "seconds"};
+using LogRow = qkv::examples::Evaluation<kColumns>;
 
 // The sums of the steps since the last row.
 struct Window {
@@ -148,7 +138,7 @@ void log_and_save(qkv::examples::Start<Config, LogRow>& s, qkv::examples::RunDir
   w = {};
   if (verbose) {
     std::printf("step %6lld/%lld  loss %.4f  train acc %5.1f%%  %.1f s\n", static_cast<long long>(k),
-                static_cast<long long>(s.config.steps), row.loss, 100.0 * row.accuracy, seconds);
+                static_cast<long long>(s.config.steps), row.loss, 100.0 * row.score, seconds);
     std::fflush(stdout);
   }
   s.history.rows.push_back(row);

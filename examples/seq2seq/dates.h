@@ -16,6 +16,8 @@
 // gives the same pairs, on every platform (qkv::Generator, tensor/random.h).
 #pragma once
 
+#include "examples/common/splits.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -65,19 +67,11 @@ struct DatePair {
 // each pair depends only on those before it, so a longer run starts with a shorter one.
 std::vector<DatePair> generate_pairs(int64_t n, uint64_t seed);
 
-struct DataSizes {
-  int64_t train = 8000;
-  int64_t dev = 500;
-  int64_t test = 1000;
-};
-
-struct DateData {
-  std::vector<DatePair> train, dev, test;
-};
+using DateData = qkv::examples::Splits<DatePair>;
 
 // train + dev + test from one call of generate_pairs, split in that order: no source occurs in
 // two splits.
-DateData generate_data(uint64_t seed, const DataSizes& sizes = {});
+DateData generate_data(uint64_t seed, const qkv::examples::SplitSizes& sizes = {8000, 500, 1000});
 
 // ---- tokens --------------------------------------------------------------------------------------
 

@@ -5,8 +5,6 @@
 //   seq2seq predict --checkpoint F TEXT  translate TEXT (or each line of stdin)
 //   seq2seq data    [--count N]          print generated pairs
 //   seq2seq bench                        time a training step on bench/torch_anchor.py's `gru` config
-#include <sys/resource.h>
-
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -37,14 +35,12 @@ int cmd_train(const Args& a) {
     o.run_dir = qkv::examples::directory_option(a, "out");
   }
   o.heatmaps = a.integer_in("heatmaps", 0, 1000);
-  Config config;
-  if (o.resume) {
-    qkv::examples::check_resume_options(a, {"epochs", "heatmaps", "out"});
-    config.epochs = a.given("epochs") ? a.integer_in("epochs", 1, 100'000) : 0;
-  } else {
-    qkv::examples::read_options(a, config);
-    config.validate();
-  }
+  const Config config = qkv::examples::train_config<Config>(a, o, "epochs", {"heatmaps", "out"}, [&] {
+    Config c;
+    qkv::examples::read_options(a, c);
+    c.validate();
+    return c;
+  });
   qkv::examples::announce_training("seq2seq", o);
   train(config, o);
   return 0;
@@ -123,34 +119,19 @@ int cmd_bench(const Args& args) {
   qkv::optim::Adam optimizer(model.parameters(), {.lr = 5e-3});
   const IndexTensor src = qkv::randint(0, V, {B, T}), tgt = qkv::randint(0, V, {B, T});
   const IndexTensor valid_lens = qkv::randint(3, T + 1, {B});
-  auto step = [&] {
-    const Tensor logits = model.forward(src, valid_lens, tgt);
-    const Tensor loss = qkv::nn::functional::cross_entropy(logits.reshape({B * T, V}), tgt.reshape({B * T}));
-    optimizer.zero_grad();
-    loss.backward();
-    qkv::optim::clip_grad_norm_(model.parameters(), 1.0);
-    optimizer.step();
+  qkv::examples::TrainStep train_step(model, optimizer, {.clip = 1.0});
+  const auto step = [&] {
+    train_step(B, 0, [&](const qkv::examples::Rows&) {
+      const Tensor logits = model.forward(src, valid_lens, tgt);
+      return qkv::examples::Share{qkv::nn::functional::cross_entropy(logits.reshape({B * T, V}), tgt.reshape({B * T})),
+                                  B * T};
+    });
   };
-  std::vector<double> times;
-  for (int64_t i = 0; i < warmup + steps; ++i) {
-    const auto t0 = qkv::examples::Clock::now();
-    step();
-    if (i >= warmup) times.push_back(qkv::examples::seconds_since(t0));
-  }
-  const double median = qkv::examples::median(times);
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
+  const qkv::examples::StepTimes t = qkv::examples::time_steps(step, warmup, steps);
   std::printf("config=gru threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f mode=%s\n",
-              qkv::get_num_threads(), median * 1e3, static_cast<double>(B * T) / median,
-              static_cast<double>(usage.ru_maxrss) / 1024.0, reference ? "reference" : "fast");
-  if (args.flag("profile")) {
-    // Over as many steps again: on a shared machine one step's profile is mostly where the
-    // scheduler happened to preempt it.
-    qkv::Profiler profiler;
-    for (int64_t i = 0; i < steps; ++i) step();
-    profiler.stop();
-    std::printf("%s", profiler.report().c_str());
-  }
+              qkv::get_num_threads(), t.wall * 1e3, static_cast<double>(B * T) / t.wall, t.peak_rss_mib,
+              reference ? "reference" : "fast");
+  if (args.flag("profile")) qkv::examples::time_steps(step, 0, 0, steps);
   return 0;
 }
 

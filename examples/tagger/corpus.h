@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "data/conll.h"
+#include "examples/common/splits.h"
 
 namespace tagger {
 
@@ -32,18 +33,10 @@ using qkv::data::TaggedSentence;
 // `n` sentences of 3 to 40 tokens, lower-case except names; the same seed gives the same text.
 std::vector<TaggedSentence> generate_sentences(int64_t n, uint64_t seed);
 
-struct CorpusSizes {
-  int64_t train = 8000;
-  int64_t dev = 1000;
-  int64_t test = 1000;
-};
-
-struct Corpus {
-  std::vector<TaggedSentence> train, dev, test;
-};
+using Corpus = qkv::examples::Splits<TaggedSentence>;
 
 // train + dev + test sentences from one stream of the grammar, split in that order.
-Corpus generate_corpus(uint64_t seed, const CorpusSizes& sizes = {});
+Corpus generate_corpus(uint64_t seed, const qkv::examples::SplitSizes& sizes = {8000, 1000, 1000});
 
 // Writes dir/train.conllu, dir/dev.conllu and dir/test.conllu, creating dir if needed.
 void write_corpus(const Corpus& corpus, const std::string& dir);

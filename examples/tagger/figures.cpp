@@ -81,30 +81,7 @@ Image attention_grid(const std::vector<std::string>& words, int64_t layer, int64
 
 qkv::plot::HeatmapSpec confusion_figure(const qkv::data::Vocab& tags,
                                         const std::vector<std::vector<int64_t>>& confusion) {
-  const int C = static_cast<int>(tags.size());
-  qkv::plot::HeatmapSpec spec;
-  spec.rows = spec.cols = C;
-  spec.values.assign(static_cast<size_t>(C) * static_cast<size_t>(C), 0.0f);
-  spec.cell_text.assign(spec.values.size(), "");
-  for (size_t r = 0; r < confusion.size(); ++r) {
-    int64_t total = 0;
-    for (const int64_t v : confusion[r]) total += v;
-    for (size_t c = 0; c < confusion[r].size(); ++c) {
-      const size_t i = r * static_cast<size_t>(C) + c;
-      if (confusion[r][c] == 0) continue;
-      spec.values[i] = static_cast<float>(static_cast<double>(confusion[r][c]) / static_cast<double>(total));
-      spec.cell_text[i] = std::to_string(confusion[r][c]);
-    }
-  }
-  spec.row_labels = spec.col_labels = tags.tokens();
-  spec.title = "Confusion matrix on test (colour: share of the gold row; numbers: counts)";
-  spec.x_label = "predicted tag";
-  spec.y_label = "gold tag";
-  spec.colormap = qkv::plot::Colormap::Blues;
-  spec.annotate = true;
-  spec.value_min = 0.0f;
-  spec.value_max = 1.0f;
-  return spec;
+  return qkv::plot::confusion_heatmap(confusion, tags.tokens(), "gold tag", "predicted tag");
 }
 
 namespace {

@@ -59,10 +59,10 @@ Image titled(const std::string& title, const Image& body) {
 void draw_curves(const std::vector<EpochRecord>& history, const fs::path& file) {
   qkv::plot::Series loss{"training loss", {}, {}}, accuracy{"validation accuracy", {}, {}};
   for (const EpochRecord& e : history) {
-    loss.x.push_back(static_cast<double>(e.epoch));
-    loss.y.push_back(e.train_loss);
-    accuracy.x.push_back(static_cast<double>(e.epoch));
-    accuracy.y.push_back(100 * e.validation_accuracy);
+    loss.x.push_back(static_cast<double>(e.step));
+    loss.y.push_back(e.loss);
+    accuracy.x.push_back(static_cast<double>(e.step));
+    accuracy.y.push_back(100 * e.score);
   }
   qkv::plot::LinePlotSpec spec;
   spec.x_label = "epoch";
@@ -79,30 +79,9 @@ void draw_curves(const std::vector<EpochRecord>& history, const fs::path& file) 
 
 qkv::plot::HeatmapSpec confusion_spec(const ImageSet& set, const std::vector<int32_t>& predicted,
                                       const std::vector<std::string>& names) {
-  const int C = static_cast<int>(names.size());
-  std::vector<int64_t> counts(static_cast<size_t>(C * C), 0), totals(static_cast<size_t>(C), 0);
-  for (size_t i = 0; i < predicted.size(); ++i) {
-    ++counts[static_cast<size_t>(set.labels[i] * C + predicted[i])];
-    ++totals[static_cast<size_t>(set.labels[i])];
-  }
-  qkv::plot::HeatmapSpec spec;
-  spec.rows = spec.cols = C;
-  spec.values.assign(counts.size(), 0.0f);
-  spec.cell_text.assign(counts.size(), "");
-  for (size_t i = 0; i < counts.size(); ++i) {
-    if (counts[i] == 0) continue;
-    spec.values[i] = static_cast<float>(static_cast<double>(counts[i]) / static_cast<double>(totals[i / C]));
-    spec.cell_text[i] = std::to_string(counts[i]);
-  }
-  spec.row_labels = spec.col_labels = names;
-  spec.title = "Confusion matrix on test (colour: share of the true row; numbers: counts)";
-  spec.x_label = "predicted class";
-  spec.y_label = "true class";
-  spec.colormap = qkv::plot::Colormap::Blues;
-  spec.annotate = true;
-  spec.value_min = 0.0f;
-  spec.value_max = 1.0f;
-  return spec;
+  std::vector<std::vector<int64_t>> counts(names.size(), std::vector<int64_t>(names.size(), 0));
+  for (size_t i = 0; i < predicted.size(); ++i) ++counts[static_cast<size_t>(set.labels[i])][static_cast<size_t>(predicted[i])];
+  return qkv::plot::confusion_heatmap(counts, names, "true class", "predicted class");
 }
 
 Image draw_mistakes(const ImageSet& set, const std::vector<int32_t>& predicted, const std::vector<std::string>& names) {

@@ -9,8 +9,6 @@
 //
 // Fashion-MNIST comes from Debian's dataset-fashion-mnist, decompressed once into --cache
 // (examples/vit/images.h). Threads come from QKV_NUM_THREADS or --threads.
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <iomanip>
@@ -72,13 +70,7 @@ int cmd_train(const Args& a) {
   TrainOptions o;
   static_cast<qkv::examples::RunOptions&>(o) = qkv::examples::run_options_from(a);
   o.baselines = !a.flag("no-baselines");
-  Config config;
-  if (o.resume) {
-    qkv::examples::check_resume_options(a, {"epochs", "no-baselines"});
-    config.epochs = a.given("epochs") ? a.integer_in("epochs", 1, 10000) : 0;
-  } else {
-    config = config_from(a);
-  }
+  const Config config = qkv::examples::train_config<Config>(a, o, "epochs", {"no-baselines"}, [&] { return config_from(a); });
   qkv::examples::announce_training("vit", o);
   train(config, o);
   if (o.figures) draw_run_figures(o.run_dir);
@@ -143,8 +135,6 @@ int cmd_bench(const Args& a) {
   std::vector<int64_t> labels;
   for (int64_t b = 0; b < B; ++b) labels.push_back(static_cast<int64_t>(qkv::default_generator().next_below(10)));
   const qkv::IndexTensor targets(labels);
-  const int64_t warmup = a.integer_in("warmup-steps", 0, 10000), steps = a.integer_in("bench-steps", 1, 100'000);
-  std::vector<double> wall;
   model.train();
   qkv::examples::TrainStep train_step(model, *optimizer, {.clip = config.clip});
   const auto step = [&] {
@@ -154,22 +144,11 @@ int cmd_bench(const Args& a) {
                                   B};
     });
   };
-  for (int64_t s = 0; s < warmup + steps; ++s) {
-    const auto start = qkv::examples::Clock::now();
-    step();
-    if (s >= warmup) wall.push_back(qkv::examples::seconds_since(start));
-  }
-  if (a.flag("profile")) {  // three more steps, op by op (autograd/debug/profiler.h)
-    qkv::Profiler profiler;
-    for (int i = 0; i < 3; ++i) step();
-    profiler.stop();
-    std::cout << profiler.report();
-  }
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
+  const qkv::examples::StepTimes t = qkv::examples::time_steps(step, a.integer_in("warmup-steps", 0, 10000),
+                                                               a.integer_in("bench-steps", 1, 100'000), a.flag("profile") ? 3 : 0);
   std::printf("config=vit threads=%d ms_per_step=%.2f images_per_s=%.0f peak_rss_mib=%.0f parameters=%lld\n",
-              qkv::get_num_threads(), 1e3 * qkv::examples::median(wall), static_cast<double>(B) / qkv::examples::median(wall),
-              static_cast<double>(usage.ru_maxrss) / 1024.0, static_cast<long long>(model.num_parameters()));
+              qkv::get_num_threads(), 1e3 * t.wall, static_cast<double>(B) / t.wall, t.peak_rss_mib,
+              static_cast<long long>(model.num_parameters()));
   return 0;
 }
 

@@ -259,13 +259,13 @@ void evaluate_and_save(qkv::examples::Start<Config, EpochRecord>& s, qkv::exampl
   const double seconds = (s.history.rows.empty() ? 0 : s.history.rows.back().seconds) + took;
   const EpochRecord e{epoch, loss, evaluate(model, data.validation, s.config).accuracy, lr, seconds};
   s.history.rows.push_back(e);
-  const bool improved = e.validation_accuracy > s.best;
-  s.best = std::max(s.best, e.validation_accuracy);
+  const bool improved = e.score > s.best;
+  s.best = std::max(s.best, e.score);
   run.save(model, optimizer, epoch, {qkv::examples::to_json(s.config), s.history.to_json(), s.best, {}}, improved,
            s.history.csv());
   if (verbose)
     std::cout << "epoch " << epoch << "/" << s.config.epochs << ": loss " << std::fixed << std::setprecision(4) << loss
-              << ", validation accuracy " << std::setprecision(2) << 100 * e.validation_accuracy << " %, "
+              << ", validation accuracy " << std::setprecision(2) << 100 * e.score << " %, "
               << std::setprecision(1) << took << " s" << std::endl;
 }
 

@@ -44,20 +44,13 @@ struct Config {
     f({"cols"}, model.cols);
     f({"classes", "with --data DIR: the number of classes"}, model.classes);
     f({"patch", "side of the square patches"}, model.patch);
-    f({"d_model", "model width"}, model.d_model);
-    f({"heads", "attention heads"}, model.heads);
-    f({"layers", "Transformer blocks"}, model.layers);
-    f({"ffn_hidden", "hidden width of the feed-forward sublayer"}, model.ffn_hidden);
     f({"positions", "patch positions: " + qkv::examples::join(position_names())}, model.positions);
     f({"pool", "cls (a class token) or mean (the mean of the patches' outputs)"}, model.pool);
-    f({"dropout", "dropout"}, model.dropout);
+    qkv::examples::encoder_fields(f, model);
     f({"epochs", "epochs"}, epochs);
     f({"batch", "images per step"}, batch);
-    f({"warmup", "linear warmup steps, then cosine decay to 0"}, warmup);
     f({"seed", "seed of the initialization, the order and the flips"}, seed);
-    f({"lr", "peak learning rate (AdamW)"}, lr);
-    f({"weight_decay", "AdamW weight decay on the matrices"}, weight_decay);
-    f({"clip", "gradient norm clipping (0: none)"}, clip);
+    qkv::examples::adamw_fields(f, warmup, lr, weight_decay, clip);
     f({"label_smoothing", "label smoothing of the cross-entropy"}, label_smoothing);
     f({"flip"}, flip);
     f({"pixel_mean"}, pixel_mean);
@@ -87,18 +80,10 @@ std::unique_ptr<qkv::optim::AdamW> make_optimizer(ViT& model, const Config& conf
 // (seed, epoch), so that a resumed run sees the same batches.
 std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch);
 
-struct EpochRecord {
-  int64_t epoch = 0;
-  double train_loss = 0, validation_accuracy = 0, lr = 0, seconds = 0;
-  template <class F>
-  void fields(F&& f) {
-    f("epoch", epoch);
-    f("train_loss", train_loss);
-    f("validation_accuracy", validation_accuracy);
-    f("lr", lr);
-    f("seconds", seconds, qkv::examples::kTiming);
-  }
-};
+// One epoch of a training: a row of metrics.csv, and of each checkpoint's history. Its loss is the
+// epoch's training loss, its score the validation accuracy after it.
+inline constexpr const char* kColumns[] = {"epoch", "train_loss", "validation_accuracy", "lr", "seconds"};
+using EpochRecord = qkv::examples::Evaluation<kColumns>;
 
 // The run directory, figures, what is printed (examples/common/run_directory.h), and whether a fresh
 // run trains its baselines.

@@ -1002,7 +1002,7 @@ std::vector<TaggedSentence> generate_sentences(int64_t n, uint64_t seed) {
   return sentences;
 }
 
-Corpus generate_corpus(uint64_t seed, const CorpusSizes& sizes) {
+Corpus generate_corpus(uint64_t seed, const qkv::examples::SplitSizes& sizes) {
   if (sizes.train < 0 || sizes.dev < 0 || sizes.test < 0)
     throw qkv::ValueError("generate_corpus: sizes must be >= 0, got train " + std::to_string(sizes.train) +
                           ", dev " + std::to_string(sizes.dev) + ", test " + std::to_string(sizes.test));
