@@ -37,11 +37,6 @@ int fail(const std::string& program, const std::string& what) {
   return 1;
 }
 
-void refuse_many_ranks(const std::string& program, const std::string& command) {
-  if (command != "train" && world().size() > 1)
-    throw ValueError("only train runs on several ranks; run `" + program + " " + command + "` without mpirun");
-}
-
 GeneratorState keyed_stream(uint64_t seed, uint64_t stream, int64_t step) {
   uint64_t key = seed ^ (0x9e3779b97f4a7c15ULL * (stream + 1));  // the golden ratio's bits spread the streams
   key ^= key >> 31;

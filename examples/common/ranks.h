@@ -23,9 +23,6 @@ bool start_world(int& argc, char**& argv, const std::string& program);
 // left waiting in a collective for one that has stopped.
 int fail(const std::string& program, const std::string& what);
 
-// Only `train` runs on several ranks: other commands are refused there, naming the command.
-void refuse_many_ranks(const std::string& program, const std::string& command);
-
 // A generator state of its own for (seed, stream, step): the programs give dropout stream 1 + rank,
 // so that ranks drop different units, and lm's windows stream 0, the same on every rank. A function
 // of the step alone, so that a resumed run draws what an uninterrupted one would have.

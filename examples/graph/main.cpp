@@ -1,17 +1,8 @@
 // graph: attention on graphs. Self-attention restricted to a graph's edges is a graph neural
-// network; this program measures when the edges help.
-//
-//   graph sweep    [--homophily 0.1,0.3,0.5,0.7,0.9] [--seeds 3] [--out DIR]   test accuracy of the four
-//                  models on stochastic-block-model graphs over homophily: DIR/sweep.tsv, DIR/sweep.png
-//   graph karate   [--out DIR]   Zachary's karate club from the two leaders' labels alone;
-//                  DIR/karate_attention.png, the learned attention on the adjacency matrix
-//   graph generate --out DIR [--homophily H] [--nodes N]   a generated graph as edges.txt and labels.txt
-//   graph train    --edges FILE --labels FILE   the four models on a graph of your own
-//                  (examples/graph/read_graph.h has the formats and rules)
-//
-// Every command takes --seed; all but generate take --threads and --reference (run on the composed
-// references). The models are examples/graph/models.h, docs/graph.md has the results. A command
-// refuses an --out that already holds the files it writes, before any work.
+// network; this program measures when the edges help. Its commands are the table in main()
+// (`graph --help`); the models are examples/graph/models.h, the file formats
+// examples/graph/read_graph.h, and docs/graph.md has the results. A command refuses an --out that
+// already holds the files it writes, before any work.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

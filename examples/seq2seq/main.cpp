@@ -1,10 +1,6 @@
 // seq2seq: d2l's GRU encoder-decoder with Bahdanau attention, translating dates written in words
-// into ISO 8601 one character at a time (examples/seq2seq/dates.h, model.h).
-//
-//   seq2seq train   [options]            train, report test exact match and BLEU, write heatmaps
-//   seq2seq predict --checkpoint F TEXT  translate TEXT (or each line of stdin)
-//   seq2seq data    [--count N]          print generated pairs
-//   seq2seq bench                        time a training step on bench/torch_anchor.py's `gru` config
+// into ISO 8601 one character at a time (examples/seq2seq/dates.h, model.h). Its commands are the
+// table in main() (`seq2seq --help`).
 #include <cstdio>
 #include <iostream>
 #include <string>

@@ -1,20 +1,12 @@
-// The tagger's built-in data: English-like sentences tagged with Universal POS tags, generated
-// from a small grammar so that a word's tag depends on its context and position.
-//
-// "i saw a saw": the first saw is a VERB, the second a NOUN. A model that looks at one word at a
-// time must give both the same tag; a model that looks at the sentence can tell them apart. The
-// grammar is full of such words (saw watch book light can that like to have well back fast ...),
-// often twice in one sentence with different tags ("they can can the can"), and it is built so
-// that the context always decides: a human reading the sentence can tag every word. So a model
-// with context can approach 100% while the majority-tag baseline stays far below on these words.
+// What the tagger measures of its data: the built-in corpus (data/builtin_corpus.h, English-like
+// sentences whose tags only context decides) or real text.
 //
 // Ambiguity is measured against training data, once, here: a word is *ambiguous* when the
 // training sentences show it with two or more different tags, and an ambiguous token is an
 // occurrence of such a word (TagLexicon::ambiguous). The tagger's evaluation uses the same rule.
 //
-// The code is in corpus/, a file per job: grammar.cpp (the sentence generator; its words are in
-// lexicon.h), baselines.cpp (TagLexicon, the majority-tag and word-window taggers) and
-// statistics.cpp (tag-changing repeats, scoring, corpus statistics).
+// The code is in corpus/, a file per job: baselines.cpp (TagLexicon, the majority-tag and
+// word-window taggers) and statistics.cpp (tag-changing repeats, scoring, corpus statistics).
 #pragma once
 
 #include <cstdint>
@@ -23,23 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "data/builtin_corpus.h"
 #include "data/conll.h"
-#include "examples/common/splits.h"
 
 namespace tagger {
 
+using qkv::data::Corpus;
+using qkv::data::generate_corpus;
+using qkv::data::generate_sentences;
 using qkv::data::TaggedSentence;
-
-// `n` sentences of 3 to 40 tokens, lower-case except names; the same seed gives the same text.
-std::vector<TaggedSentence> generate_sentences(int64_t n, uint64_t seed);
-
-using Corpus = qkv::examples::Splits<TaggedSentence>;
-
-// train + dev + test sentences from one stream of the grammar, split in that order.
-Corpus generate_corpus(uint64_t seed, const qkv::examples::SplitSizes& sizes = {8000, 1000, 1000});
-
-// Writes dir/train.conllu, dir/dev.conllu and dir/test.conllu, creating dir if needed.
-void write_corpus(const Corpus& corpus, const std::string& dir);
+using qkv::data::write_corpus;
 
 // The tags each word carries in the training data, and how often.
 class TagLexicon {

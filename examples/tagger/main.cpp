@@ -1,15 +1,6 @@
-// tagger: a tiny Transformer encoder that tags parts of speech, end to end.
-//
-//   tagger train   [--run DIR] [--corpus brown | --train F --dev F --test F] [model and budget options]
-//   tagger eval    [--run DIR] [--test F]
-//   tagger predict [--run DIR] [SENTENCE...]      (no sentence: one per line on stdin; words cut
-//                                                  as the run's corpus cuts them, data/tokenize.h)
-//   tagger ablate  [--run DIR] [budget options]
-//   tagger bench   [--config tiny|small|base|brown] [--steps N]
-//   tagger data    [--out DIR] [--corpus brown]   (the built-in or Brown corpus as CoNLL-U files)
-//
-// Without data files or --corpus brown (examples/tagger/brown.h), train uses the built-in corpus
-// (examples/tagger/corpus.h). Threads come from QKV_NUM_THREADS or --threads.
+// tagger: a tiny Transformer encoder that tags parts of speech, end to end. Its commands are the
+// table in main() (`tagger --help`). Without data files or --corpus brown (examples/tagger/brown.h),
+// train uses the built-in corpus (data/builtin_corpus.h).
 #include <algorithm>
 #include <cstdio>
 #include <exception>

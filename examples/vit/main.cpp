@@ -1,14 +1,6 @@
-// vit: a tiny Vision Transformer on Fashion-MNIST, beside logistic regression and an MLP.
-//
-//   vit train    [--run DIR] [model and budget options]   train; baselines, checkpoints, figures
-//   vit eval     [--run DIR]                  test accuracy of the best checkpoint, per class, beside the baselines
-//   vit predict  [--run DIR] --images FILE    the class of each image of an IDX file (N×rows×cols)
-//   vit figures  [--run DIR]                  draw a trained run's figures (again) into DIR/figures
-//   vit ablate   [--out DIR] [--epochs N]     the position schemes side by side, and their figures
-//   vit bench    [model options]              training steps, timed as bench/vit_torch.py times PyTorch's
-//
-// Fashion-MNIST comes from Debian's dataset-fashion-mnist, decompressed once into --cache
-// (examples/vit/images.h). Threads come from QKV_NUM_THREADS or --threads.
+// vit: a tiny Vision Transformer on Fashion-MNIST, beside logistic regression and an MLP. Its
+// commands are the table in main() (`vit --help`). Fashion-MNIST comes from Debian's
+// dataset-fashion-mnist, decompressed once into --cache (examples/vit/images.h).
 #include <algorithm>
 #include <cstdio>
 #include <iomanip>

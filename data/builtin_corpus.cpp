@@ -1,5 +1,5 @@
-// The grammar behind the tagger's built-in corpus: SentenceGenerator writes tagged sentences, one
-// at a time, from a seed; generate_corpus splits its stream into train, dev and test.
+// The grammar behind the built-in corpus (builtin_corpus.h): SentenceGenerator writes tagged
+// sentences, one at a time, from a seed; generate_corpus splits its stream into train, dev and test.
 //
 // How the grammar keeps every tag decidable from context. The ambiguous words and the cue that
 // settles each (a human reader uses the same cues):
@@ -45,12 +45,12 @@
 #include <string>
 #include <string_view>
 
-#include "examples/tagger/corpus.h"
-#include "examples/tagger/corpus/lexicon.h"
+#include "data/builtin_corpus.h"
+#include "data/builtin_lexicon.h"
 #include "tensor/error.h"
 #include "tensor/random.h"
 
-namespace tagger {
+namespace qkv::data {
 namespace {
 
 using namespace lexicon;
@@ -994,7 +994,7 @@ class SentenceGenerator {
 // ---- The corpus: the grammar's sentences, split and written ------------------------------------
 
 std::vector<TaggedSentence> generate_sentences(int64_t n, uint64_t seed) {
-  if (n < 0) throw qkv::ValueError("generate_sentences: n must be >= 0, got " + std::to_string(n));
+  if (n < 0) throw ValueError("generate_sentences: n must be >= 0, got " + std::to_string(n));
   SentenceGenerator generator(seed);
   std::vector<TaggedSentence> sentences;
   sentences.reserve(static_cast<size_t>(n));
@@ -1002,9 +1002,9 @@ std::vector<TaggedSentence> generate_sentences(int64_t n, uint64_t seed) {
   return sentences;
 }
 
-Corpus generate_corpus(uint64_t seed, const qkv::examples::SplitSizes& sizes) {
+Corpus generate_corpus(uint64_t seed, const SplitSizes& sizes) {
   if (sizes.train < 0 || sizes.dev < 0 || sizes.test < 0)
-    throw qkv::ValueError("generate_corpus: sizes must be >= 0, got train " + std::to_string(sizes.train) +
+    throw ValueError("generate_corpus: sizes must be >= 0, got train " + std::to_string(sizes.train) +
                           ", dev " + std::to_string(sizes.dev) + ", test " + std::to_string(sizes.test));
   std::vector<TaggedSentence> all = generate_sentences(sizes.train + sizes.dev + sizes.test, seed);
   Corpus corpus;
@@ -1021,11 +1021,11 @@ void write_corpus(const Corpus& corpus, const std::string& dir) {
   // All three or none: a directory where one of them goes is refused before any is replaced.
   for (const char* name : {"train.conllu", "dev.conllu", "test.conllu"}) {
     if (std::filesystem::exists(root / name) && !std::filesystem::is_regular_file(root / name))
-      throw qkv::ValueError("write_corpus: " + (root / name).string() + " is not a file: move it away");
+      throw ValueError("write_corpus: " + (root / name).string() + " is not a file: move it away");
   }
-  qkv::data::write_conllu((root / "train.conllu").string(), corpus.train);
-  qkv::data::write_conllu((root / "dev.conllu").string(), corpus.dev);
-  qkv::data::write_conllu((root / "test.conllu").string(), corpus.test);
+  write_conllu((root / "train.conllu").string(), corpus.train);
+  write_conllu((root / "dev.conllu").string(), corpus.dev);
+  write_conllu((root / "test.conllu").string(), corpus.test);
 }
 
-}  // namespace tagger
+}  // namespace qkv::data

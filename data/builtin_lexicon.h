@@ -1,9 +1,9 @@
 // The words of the built-in corpus and their tags: the 17 Universal POS tags, verbs with their
 // forms and the frames that say what may follow them, nouns by kind, and the closed classes. Data
-// only; the grammar (grammar.cpp) decides where each word goes, and is the one file that reads it.
+// only; the grammar (builtin_corpus.cpp) decides where each word goes, and is the one file that reads it.
 #pragma once
 
-namespace tagger::lexicon {
+namespace qkv::data::lexicon {
 
 // ---- The 17 Universal POS tags (https://universaldependencies.org/u/pos/) -----------------------
 
@@ -272,4 +272,4 @@ const char* const kObjectPronouns[] = {"me", "you", "him", "it", "us", "them"};
 const char* const kPossessives[] = {"my", "your", "his", "her", "its", "our", "their"};
 const char* const kInterjections[] = {"oh", "yes", "no", "well", "right", "hey", "okay", "wow"};
 
-}  // namespace tagger::lexicon
+}  // namespace qkv::data::lexicon
