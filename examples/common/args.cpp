@@ -66,7 +66,8 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      d[i][j] =
+          std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])  // two letters swapped
         d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
@@ -222,7 +223,8 @@ std::vector<std::string> split_list(const std::string& name, const std::string& 
   const std::string expected = "option --" + name + " has an empty item in '" + text + "'; expected a,b,...";
   for (size_t start = 0;;) {
     const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (item.empty()) throw ValueError(expected);
     if (std::find(items.begin(), items.end(), item) != items.end())
       throw ValueError("option --" + name + " lists '" + item + "' twice");
@@ -246,7 +248,8 @@ void make_output_directory(const std::string& option, const std::string& path) {
 }
 
 void use_threads(const Args& args) {
-  if (const int64_t n = args.integer_in("threads", 0, kMaxThreads); n > 0) set_num_threads(static_cast<int>(n));
+  if (const int64_t n = args.integer_in("threads", 0, kMaxThreads); n > 0)
+    set_num_threads(static_cast<int>(n));
 }
 
 bool use_reference_mode(const Args& args) {

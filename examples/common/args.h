@@ -29,8 +29,8 @@ class Args {
   // A finite number in [lo, hi]; ValueError naming the option and the range otherwise.
   double number_in(const std::string& name, double lo, double hi) const;
   bool flag(const std::string& name) const;
-  bool given(const std::string& name) const;  // set on the command line, not by default
-  bool has(const std::string& name) const;    // an option of this command's spec
+  bool given(const std::string& name) const;     // set on the command line, not by default
+  bool has(const std::string& name) const;       // an option of this command's spec
   std::vector<std::string> given_names() const;  // the options given, in the spec's order
   const std::vector<std::string>& positional() const { return positional_; }
   // For a command that takes no positional arguments: ValueError "unexpected argument 'WORD'" for
@@ -59,7 +59,8 @@ inline const Args::Option kReferenceOption = {
 void use_threads(const Args& args);
 
 // How the programs name the mode when it is on.
-inline constexpr const char* kReferenceModeNote = "reference mode (composed ops, plain allocation, OpenMP loops)";
+inline constexpr const char* kReferenceModeNote =
+    "reference mode (composed ops, plain allocation, OpenMP loops)";
 
 // Sets the reference mode as --reference says when it is given (--reference=false turns off what
 // QKV_REFERENCE=1 turned on); otherwise leaves it as QKV_REFERENCE set it. Says whether it is on.
@@ -96,8 +97,8 @@ double parse_number(const std::string& name, const std::string& text);
 inline constexpr size_t kMaxLineBytes = size_t{1} << 20;
 
 // Reads the next line of `in` (without its '\n', or its "\r\n") into `line` and counts it in
-// `line_number`; false at the end of the input. A line longer than `max_bytes` is refused without reading the rest of it:
-// ValueError "stdin: line N is longer than M bytes".
+// `line_number`; false at the end of the input. A line longer than `max_bytes` is refused without reading the
+// rest of it: ValueError "stdin: line N is longer than M bytes".
 bool read_line(std::istream& in, std::string& line, int64_t& line_number, size_t max_bytes = kMaxLineBytes);
 
 }  // namespace qkv::examples

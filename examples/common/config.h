@@ -34,7 +34,8 @@
 namespace qkv::examples {
 
 struct Field {
-  Field(std::string k, std::string h = "", std::string o = "") : key(std::move(k)), help(std::move(h)), option(std::move(o)) {}
+  Field(std::string k, std::string h = "", std::string o = "")
+      : key(std::move(k)), help(std::move(h)), option(std::move(o)) {}
   std::string key;     // its key in config.json: "d_model"
   std::string help;    // the option's help; empty: a field of config.json alone, with no option
   std::string option;  // the option's name, when it is not the key with '-' for '_'
@@ -58,9 +59,12 @@ io::Json to_json(const C& config) {
   io::Json::Object members;
   c.fields([&](const Field& field, auto& value) {
     using V = std::decay_t<decltype(value)>;
-    if constexpr (std::is_same_v<V, std::string> || std::is_same_v<V, bool>) members.emplace_back(field.key, io::Json(value));
-    else if constexpr (std::is_floating_point_v<V>) members.emplace_back(field.key, io::Json(static_cast<double>(value)));
-    else members.emplace_back(field.key, io::Json(static_cast<int64_t>(value)));
+    if constexpr (std::is_same_v<V, std::string> || std::is_same_v<V, bool>)
+      members.emplace_back(field.key, io::Json(value));
+    else if constexpr (std::is_floating_point_v<V>)
+      members.emplace_back(field.key, io::Json(static_cast<double>(value)));
+    else
+      members.emplace_back(field.key, io::Json(static_cast<int64_t>(value)));
   });
   return io::Json(std::move(members));
 }
@@ -70,7 +74,9 @@ namespace detail {
 // Sets `field` from `value`, or throws through fail() naming the key and what was expected.
 template <class V, class Fail>
 void assign(V& field, const io::Json& value, const std::string& key, Fail&& fail) {
-  auto wrong_kind = [&](const char* wanted) { fail("key '" + key + "': " + io::kind_mismatch(wanted, value)); };
+  auto wrong_kind = [&](const char* wanted) {
+    fail("key '" + key + "': " + io::kind_mismatch(wanted, value));
+  };
   if constexpr (std::is_same_v<V, std::string>) {
     if (!value.is_string()) wrong_kind("string");
     field = value.as_string();
@@ -126,11 +132,16 @@ C from_json(const io::Json& json, const std::string& source, const std::string& 
 // a default shows as written in the struct's initializer ("0.003", "0.1").
 template <class V>
 std::string value_text(const V& value) {
-  if constexpr (std::is_same_v<V, std::string>) return value;
-  else if constexpr (std::is_same_v<V, bool>) return value ? "true" : "false";
-  else if constexpr (std::is_same_v<V, float>) return option_text(static_cast<float>(value));
-  else if constexpr (std::is_floating_point_v<V>) return option_text(static_cast<double>(value));
-  else return std::to_string(value);
+  if constexpr (std::is_same_v<V, std::string>)
+    return value;
+  else if constexpr (std::is_same_v<V, bool>)
+    return value ? "true" : "false";
+  else if constexpr (std::is_same_v<V, float>)
+    return option_text(static_cast<float>(value));
+  else if constexpr (std::is_floating_point_v<V>)
+    return option_text(static_cast<double>(value));
+  else
+    return std::to_string(value);
 }
 
 template <class C>
@@ -151,11 +162,16 @@ void read_options(const Args& args, C& c) {
     const std::string name = field.option_name();
     if (field.help.empty() || !args.given(name)) return;
     using V = std::decay_t<decltype(value)>;
-    if constexpr (std::is_same_v<V, std::string>) value = args.str(name);
-    else if constexpr (std::is_same_v<V, bool>) value = args.flag(name);
-    else if constexpr (std::is_floating_point_v<V>) value = static_cast<V>(args.number(name));
-    else if constexpr (std::is_unsigned_v<V>) value = static_cast<V>(args.integer_in(name, 0, std::numeric_limits<int64_t>::max()));
-    else value = static_cast<V>(args.integer(name));
+    if constexpr (std::is_same_v<V, std::string>)
+      value = args.str(name);
+    else if constexpr (std::is_same_v<V, bool>)
+      value = args.flag(name);
+    else if constexpr (std::is_floating_point_v<V>)
+      value = static_cast<V>(args.number(name));
+    else if constexpr (std::is_unsigned_v<V>)
+      value = static_cast<V>(args.integer_in(name, 0, std::numeric_limits<int64_t>::max()));
+    else
+      value = static_cast<V>(args.integer(name));
   });
 }
 
@@ -198,6 +214,7 @@ void adamw_fields(F&& f, int64_t& warmup, double& lr, double& weight_decay, doub
 
 // "seed: 7 in the checkpoint, 0 in config.json; ..." for every key whose values differ; empty when
 // none does. `a_name` and `b_name` say where each config is from.
-std::string differences(const io::Json& a, const io::Json& b, const std::string& a_name, const std::string& b_name);
+std::string differences(const io::Json& a, const io::Json& b, const std::string& a_name,
+                        const std::string& b_name);
 
 }  // namespace qkv::examples

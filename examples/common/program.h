@@ -6,7 +6,8 @@
 //
 //   int main(int argc, char** argv) {
 //     return qkv::examples::run_program(argc, argv, {"lm", "a character-level GPT", {
-//         Command{"train", "train a character-level GPT on Moby-Dick", train_options(), cmd_train}.on_ranks(),
+//         Command{"train", "train a character-level GPT on Moby-Dick", train_options(),
+//         cmd_train}.on_ranks(),
 //         {"sample", "generate text from a trained run", sample_options(), cmd_sample}}});
 //   }
 #pragma once
@@ -24,13 +25,22 @@ struct Command {
   std::string summary;  // one line of the program's usage
   std::vector<Args::Option> options;
   std::function<int(const Args&)> run;
-  bool ranks = false;     // runs under mpirun on several ranks (train); other commands are refused there
+  bool ranks = false;          // runs under mpirun on several ranks (train); other commands are refused there
   std::string arguments = {};  // what follows the options in the usage line: "[SENTENCE...]"
   std::string note = {};       // printed after the options by --help
 
-  Command on_ranks() && { ranks = true; return std::move(*this); }
-  Command with_arguments(std::string a) && { arguments = std::move(a); return std::move(*this); }
-  Command with_note(std::string n) && { note = std::move(n); return std::move(*this); }
+  Command on_ranks() && {
+    ranks = true;
+    return std::move(*this);
+  }
+  Command with_arguments(std::string a) && {
+    arguments = std::move(a);
+    return std::move(*this);
+  }
+  Command with_note(std::string n) && {
+    note = std::move(n);
+    return std::move(*this);
+  }
 };
 
 struct Program {
@@ -48,12 +58,14 @@ int run_tool(int argc, char** argv, const Command& command);
 
 // The options nearly every command takes.
 inline const Args::Option kThreadsOption = {"threads", "0", "threads (0: QKV_NUM_THREADS or all cores)"};
-Args::Option run_option(const std::string& fallback, const std::string& help = "run directory of a trained model");
+Args::Option run_option(const std::string& fallback,
+                        const std::string& help = "run directory of a trained model");
 
 // The common start of a command: no positional arguments (unless `positional`), the thread count
 // of --threads, the reference mode of --reference (said on stderr when it is on, for a command that
 // does not announce itself otherwise: `announce`).
-void start_command(const Args& args, const std::string& program, bool announce = false, bool positional = false);
+void start_command(const Args& args, const std::string& program, bool announce = false,
+                   bool positional = false);
 
 // The directory --name gives: refused, naming the option, when it is empty.
 std::string directory_option(const Args& args, const std::string& name);

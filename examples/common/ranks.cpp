@@ -30,7 +30,8 @@ bool start_world(int& argc, char**& argv, const std::string& program) {
 int fail(const std::string& program, const std::string& what) {
   const bool many = the_world && the_world->size() > 1;
   std::cerr << (what.starts_with(program) ? "" : program + ": ")
-            << (many ? "(rank " + std::to_string(the_world->rank()) + " of " + std::to_string(the_world->size()) + ") "
+            << (many ? "(rank " + std::to_string(the_world->rank()) + " of " +
+                           std::to_string(the_world->size()) + ") "
                      : "")
             << what << std::endl;
   if (many) the_world->group().abort(1);

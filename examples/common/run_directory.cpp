@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "dist/process_group.h"
+#include "examples/common/ranks.h"
 #include "io/file.h"
 #include "tensor/error.h"
 #include "tensor/precision.h"
@@ -85,7 +86,8 @@ std::string RunState::text() const {
 }
 
 RunState RunState::parse(const std::string& text, const fs::path& file, const RunLayout& layout) {
-  const std::string not_ours = layout.program + ": " + file.string() + " is not " + layout.a_program() + " checkpoint";
+  const std::string not_ours =
+      layout.program + ": " + file.string() + " is not " + layout.a_program() + " checkpoint";
   io::Json json;
   try {
     json = io::parse_json(text);
@@ -95,12 +97,14 @@ RunState RunState::parse(const std::string& text, const fs::path& file, const Ru
   const io::Json* config = json.is_object() ? json.find("config") : nullptr;
   const io::Json* history = json.is_object() ? json.find("history") : nullptr;
   // "best_dev_acc": the tagger's name for it, in the checkpoints it wrote before this layout.
-  const io::Json* best = json.is_object() ? json.find("best") ? json.find("best") : json.find("best_dev_acc") : nullptr;
+  const io::Json* best =
+      json.is_object() ? json.find("best") ? json.find("best") : json.find("best_dev_acc") : nullptr;
   if (!config || !config->is_object() || !history || !best || (!best->is_int() && !best->is_double()))
     throw ValueError(not_ours + " (its config text has no config, history and best)");
   RunState state{*config, *history, best->as_double(), {}};
   for (const auto& [key, value] : json.as_object())
-    if (key != "config" && key != "history" && key != "best" && key != "best_dev_acc") state.extras.emplace_back(key, value);
+    if (key != "config" && key != "history" && key != "best" && key != "best_dev_acc")
+      state.extras.emplace_back(key, value);
   return state;
 }
 
@@ -117,16 +121,21 @@ RunDirectory::RunDirectory(fs::path dir, RunLayout layout, bool resume, dist::Pr
       writer_(group == nullptr || group->rank() == 0),
       group_(group != nullptr && group->size() > 1 ? group : nullptr),
       committed_(resume) {
-  const std::string command = layout_.program + " train" + (resume_ ? " --resume" : "");
-  if (dir_.empty()) throw ValueError(command + ": --run is empty; expected a directory");
+  if (dir_.empty()) refuse("--run is empty; expected a directory");
   if (!writer_) return;
   std::error_code ec;
   if (resume_ && !fs::is_directory(dir_, ec))
-    throw ValueError(command + ": " + dir_.string() + " (--run) is not a directory holding " + layout_.a_program() + " run");
+    refuse(dir_.string() + " (--run) is not a directory holding " + layout_.a_program() + " run");
   if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec))
-    throw ValueError(command + ": " + dir_.string() + " (--run) is not a directory");
+    refuse(dir_.string() + " (--run) is not a directory");
   if (fs::exists(dir_, ec)) check_contents(), check_files();
 }
+
+std::string RunDirectory::command() const {
+  return layout_.program + " train" + (resume_ ? " --resume" : "");
+}
+
+void RunDirectory::refuse(const std::string& what) const { throw ValueError(command() + ": " + what); }
 
 RunDirectory::~RunDirectory() {
   std::error_code ignored;
@@ -135,18 +144,16 @@ RunDirectory::~RunDirectory() {
 
 // Every file the run writes must be a file or absent, so that no write fails after training.
 void RunDirectory::check_files() const {
-  const std::string command = layout_.program + " train" + (resume_ ? " --resume" : "");
   for (const std::string& name : layout_.run_files())
     if (fs::exists(dir_ / name) && !fs::is_regular_file(dir_ / name))
-      throw ValueError(command + ": " + (dir_ / name).string() + " is not a file, and the run writes one there: move it away");
+      refuse((dir_ / name).string() + " is not a file, and the run writes one there: move it away");
   if (fs::exists(dir_ / "figures") && !fs::is_directory(dir_ / "figures"))
-    throw ValueError(command + ": " + (dir_ / "figures").string() +
-                     " is not a directory, and the run draws its figures there: move it away");
+    refuse((dir_ / "figures").string() +
+           " is not a directory, and the run draws its figures there: move it away");
   if (fs::is_directory(dir_ / "figures"))
     for (const auto& entry : fs::directory_iterator(dir_ / "figures"))
       if (entry.path().extension() == ".png" && !entry.is_regular_file())
-        throw ValueError(command + ": " + entry.path().string() +
-                         " is not a file, and the run draws its figures there: move it away");
+        refuse(entry.path().string() + " is not a file, and the run draws its figures there: move it away");
 }
 
 // Refuses what this training may not take: for --resume, a directory without a run or without its
@@ -154,27 +161,25 @@ void RunDirectory::check_files() const {
 // the lock's file is made, so that nothing is left in a directory refused, and again under the lock,
 // for a training that started in between.
 void RunDirectory::check_contents() const {
-  const std::string command = layout_.program + " train" + (resume_ ? " --resume" : "");
   const bool has_run = fs::exists(dir_ / "config.json") || staged_complete(dir_);
   if (resume_) {
-    if (!has_run)
-      throw ValueError(command + ": " + dir_.string() + " (--run) holds no " + layout_.program + " run (no config.json)");
+    if (!has_run) refuse(dir_.string() + " (--run) holds no " + layout_.program + " run (no config.json)");
     if (!fs::exists(dir_ / "last.safetensors") && !staged_complete(dir_))
-      throw ValueError(command + ": " + (dir_ / "last.safetensors").string() +
-                       " is missing, so the run has no checkpoint to continue from; train afresh in another --run "
-                       "(nothing was changed)");
+      refuse((dir_ / "last.safetensors").string() +
+             " is missing, so the run has no checkpoint to continue from; train afresh in another --run "
+             "(nothing was changed)");
     return;
   }
   if (has_run && !layout_.fresh_replaces_run)
-    throw ValueError(command + ": " + dir_.string() + " (--run) holds a run (its config.json); --resume continues " +
-                     layout_.a_program() + " run, or choose another --run (nothing was changed)");
+    refuse(dir_.string() + " (--run) holds a run (its config.json); --resume continues " +
+           layout_.a_program() + " run, or choose another --run (nothing was changed)");
   if (fs::exists(dir_ / "config.json")) {
     const fs::path config = dir_ / "config.json";
     try {
       layout_.read_config(read_json_file(config, layout_.program), config.string(), layout_.a_program());
     } catch (const Error& e) {
-      throw ValueError(command + ": --run " + dir_.string() + " holds a config.json that is not " + layout_.a_program() +
-                       " run's (" + e.what() + "): choose another --run (nothing was changed)");
+      refuse("--run " + dir_.string() + " holds a config.json that is not " + layout_.a_program() +
+             " run's (" + e.what() + "): choose another --run (nothing was changed)");
     }
     return;
   }
@@ -183,26 +188,26 @@ void RunDirectory::check_contents() const {
   for (const auto& entry : fs::directory_iterator(dir_)) {
     const std::string name = entry.path().filename().string();
     const std::string target = io::temp_file_target(name);
-    if (name == ".lock" || name == kStaging || std::find(files.begin(), files.end(), target) != files.end()) continue;
-    throw ValueError(command + ": " + dir_.string() + " (--run) is not empty and not " + layout_.a_program() +
-                     " run (it holds '" + name + "'); choose an empty or new directory (nothing was changed)");
+    if (name == ".lock" || name == kStaging || std::find(files.begin(), files.end(), target) != files.end())
+      continue;
+    refuse(dir_.string() + " (--run) is not empty and not " + layout_.a_program() + " run (it holds '" +
+           name + "'); choose an empty or new directory (nothing was changed)");
   }
 }
 
 void RunDirectory::open() {
   if (!writer_) return;
-  const std::string command = layout_.program + " train" + (resume_ ? " --resume" : "");
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec || !fs::is_directory(dir_))
-    throw ValueError(command + ": cannot make the run directory " + dir_.string() + " (--run): " +
-                     (ec ? ec.message() : "it is not a directory"));
-  io::check_writable(dir_, command);
+    refuse("cannot make the run directory " + dir_.string() +
+           " (--run): " + (ec ? ec.message() : "it is not a directory"));
+  io::check_writable(dir_, command());
   check_contents();
   io::DirectoryLock lock = io::DirectoryLock::try_lock(dir_);
   if (!lock.locked())
-    throw ValueError(command + ": " + dir_.string() + " is in use by another training (it holds " +
-                     (dir_ / ".lock").string() + "): wait for it to end, or choose another --run");
+    refuse(dir_.string() + " is in use by another training (it holds " + (dir_ / ".lock").string() +
+           "): wait for it to end, or choose another --run");
   check_contents();
   settle(dir_, layout_);
   check_files();
@@ -224,8 +229,8 @@ void RunDirectory::write_text(const std::string& name, const std::string& text) 
   io::write_text_file(path(name), text, layout_.program + " train");
 }
 
-void RunDirectory::save(const nn::Module& model, const optim::Optimizer& optimizer, int64_t step, const RunState& state,
-                        bool improved, const std::string& metrics_csv) {
+void RunDirectory::save(const nn::Module& model, const optim::Optimizer& optimizer, int64_t step,
+                        const RunState& state, bool improved, const std::string& metrics_csv) {
   if (writer_) {
     if (!committed_) write_text("config.json", io::to_json(state.config) + "\n");
     const std::string text = state.text();
@@ -244,7 +249,8 @@ void RunDirectory::commit() {
   std::string names;
   for (const std::string& name : layout_.run_files())
     if (fs::exists(staging / name)) names += name + "\n";
-  io::write_text_file(staging / kComplete, names, layout_.program + " train");  // from here on the new run is the run
+  io::write_text_file(staging / kComplete, names,
+                      layout_.program + " train");  // from here on the new run is the run
   settle(dir_, layout_);
   committed_ = true;
 }
@@ -253,29 +259,35 @@ SavedRun load_saved_run(const fs::path& dir, const RunLayout& layout, const std:
   const std::string& program = layout.program;
   if (dir.empty()) throw ValueError(program + ": --run is empty; expected a run directory");
   {  // A fresh start stopped halfway is finished (or undone) first, unless a training is writing
-     // here now; a directory that cannot be written to is read as it is.
+     // here now; a directory that cannot be written to is read as it is. Under mpirun rank 0 alone
+     // does it, so that no other rank holds the lock when rank 0 opens the directory to train.
     std::error_code ec;
-    if (fs::is_directory(dir, ec))
+    if (fs::is_directory(dir, ec) && (!world_started() || world().rank() == 0))
       if (const io::DirectoryLock lock = io::DirectoryLock::try_lock(dir); lock.locked()) settle(dir, layout);
   }
   const fs::path config_path = dir / "config.json", file = dir / (which + ".safetensors");
   if (!fs::exists(config_path))
-    throw ValueError(program + ": " + dir.string() + " (--run) holds no " + program + " run (no config.json)");
-  io::Json expected = layout.read_config(read_json_file(config_path, program), config_path.string(), layout.a_program());
+    throw ValueError(program + ": " + dir.string() + " (--run) holds no " + program +
+                     " run (no config.json)");
+  io::Json expected =
+      layout.read_config(read_json_file(config_path, program), config_path.string(), layout.a_program());
   if (!fs::exists(file))
     throw ValueError(program + ": " + file.string() + " not found: the run has saved no checkpoint yet");
   SavedRun saved{file, io::read_checkpoint(file), {}};
   saved.state = RunState::parse(saved.checkpoint.config, file, layout);
-  saved.state.config = layout.read_config(saved.state.config, file.string() + ": \"config\"", layout.a_program());
+  saved.state.config =
+      layout.read_config(saved.state.config, file.string() + ": \"config\"", layout.a_program());
   // --resume may have raised the budget since config.json was written, never lowered it, and nothing
   // else may differ: a checkpoint of another run is refused here, before anything is written.
   const io::Json* budget = saved.state.config.find(layout.budget_key);
   for (auto& [key, value] : expected.as_object())
-    if (key == layout.budget_key && budget && budget->is_int() && value.is_int() && budget->as_int() > value.as_int())
+    if (key == layout.budget_key && budget && budget->is_int() && value.is_int() &&
+        budget->as_int() > value.as_int())
       value = *budget;
-  if (const std::string diff = differences(saved.state.config, expected, "the checkpoint", "config.json"); !diff.empty())
-    throw ValueError(program + ": " + file.string() + " was trained with another config than " + config_path.string() +
-                     ": " + diff);
+  if (const std::string diff = differences(saved.state.config, expected, "the checkpoint", "config.json");
+      !diff.empty())
+    throw ValueError(program + ": " + file.string() + " was trained with another config than " +
+                     config_path.string() + ": " + diff);
   return saved;
 }
 
@@ -288,10 +300,11 @@ io::Json parse_json_of(const std::string& text, const std::string& source) {
 }
 
 std::vector<Args::Option> run_options(const std::string& run_dir) {
-  return {{"run", run_dir, "run directory (config, checkpoints, metrics, figures)"},
-          {"resume", "false", "continue the run in --run from its last checkpoint (a larger budget extends it)"},
-          {"no-figures", "false", "draw no figures"},
-          kReduceOption};
+  return {
+      {"run", run_dir, "run directory (config, checkpoints, metrics, figures)"},
+      {"resume", "false", "continue the run in --run from its last checkpoint (a larger budget extends it)"},
+      {"no-figures", "false", "draw no figures"},
+      kReduceOption};
 }
 
 RunOptions run_options_from(const Args& args) {
@@ -309,9 +322,10 @@ void announce_training(const std::string& program, const RunOptions& o) {
   const dist::ProcessGroup* group = o.ranks.group;
   std::cout << program << ": training on "
             << (o.ranks.many() ? std::to_string(group->size()) + " ranks (" + group->backend() + ") of " : "")
-            << get_num_threads() << " thread(s)" << (reference_mode() ? std::string(", ") + kReferenceModeNote : "")
-            << (get_matmul_precision() == MatmulPrecision::medium ? ", bfloat16 products" : "") << ", run directory "
-            << o.run_dir << std::endl;
+            << get_num_threads() << " thread(s)"
+            << (reference_mode() ? std::string(", ") + kReferenceModeNote : "")
+            << (get_matmul_precision() == MatmulPrecision::medium ? ", bfloat16 products" : "")
+            << ", run directory " << o.run_dir << std::endl;
 }
 
 void check_resume_options(const Args& args, const std::vector<std::string>& honoured) {

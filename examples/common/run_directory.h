@@ -20,8 +20,9 @@
 //     checkpoint is saved whole: marked complete, then moved over the old run's files, removing what
 //     of the old run the new one has no file for. A start stopped before the mark leaves the old run
 //     as it was; one stopped after it is finished by the next command that opens the directory;
-//   - under mpirun, rank 0 alone reads and writes it; the other ranks wait at each save until the
-//     files are written (a barrier), so that no rank runs ahead of a checkpoint.
+//   - under mpirun, rank 0 alone writes it (the others read the checkpoint they resume from); the
+//     other ranks wait at each save until the files are written (a barrier), so that no rank runs
+//     ahead of a checkpoint.
 #pragma once
 
 #include <filesystem>
@@ -44,7 +45,7 @@ class ProcessGroup;
 namespace qkv::examples {
 
 struct RunLayout {
-  std::string program = {};        // "lm": names it in messages ("lm train: ...", "an lm run")
+  std::string program = {};             // "lm": names it in messages ("lm train: ...", "an lm run")
   std::vector<std::string> files = {};  // its own files, besides config.json, the checkpoints and metrics.csv
   // A fresh training where the directory holds a run of this program: replace that run once the new
   // one's first checkpoint is whole (the tagger's `./qkv train`, run again), or refuse (lm).
@@ -52,7 +53,8 @@ struct RunLayout {
   std::string budget_key = {};  // the config key --resume may raise: "steps", "epochs"
   // The config `json` (from `source`) as this program reads it, written again (examples::to_json):
   // a ValueError saying why it is not one of `what`'s configs ("an lm"). config_reader<C>() makes it.
-  std::function<io::Json(const io::Json& json, const std::string& source, const std::string& what)> read_config = {};
+  std::function<io::Json(const io::Json& json, const std::string& source, const std::string& what)>
+      read_config = {};
 
   std::string a_program() const;  // "an lm", "a vit": as the name is spoken
   std::vector<std::string> run_files() const;
@@ -60,10 +62,10 @@ struct RunLayout {
 
 // What a checkpoint of a run holds besides the tensors, as its config text (JSON).
 struct RunState {
-  io::Json config;                 // the config it was trained with
-  io::Json history;                // the evaluations so far, untimed (History::to_json)
-  double best = 0;                 // the best validation score so far
-  io::Json::Object extras;         // the program's own entries (the tagger's vocabulary digests)
+  io::Json config;          // the config it was trained with
+  io::Json history;         // the evaluations so far, untimed (History::to_json)
+  double best = 0;          // the best validation score so far
+  io::Json::Object extras;  // the program's own entries (the tagger's vocabulary digests)
   std::string text() const;
   // The state a checkpoint's config text holds; ValueError naming `file` when it is not one of
   // `layout`'s program (no config, history and best).
@@ -106,6 +108,8 @@ class RunDirectory {
  private:
   void check_contents() const;
   void check_files() const;
+  std::string command() const;  // "lm train", "lm train --resume": what the messages name
+  [[noreturn]] void refuse(const std::string& what) const;
   void commit();
   std::filesystem::path dir_;
   RunLayout layout_;
@@ -173,15 +177,16 @@ void check_resume_options(const Args& args, const std::vector<std::string>& hono
 // given: the run's own), once check_resume_options has refused any option that would change the
 // run (`honoured` are the command's own that do not); otherwise the config `fresh` reads.
 template <class C, class Fresh>
-C train_config(const Args& args, const RunOptions& o, const std::string& key, std::vector<std::string> honoured,
-               Fresh&& fresh) {
+C train_config(const Args& args, const RunOptions& o, const std::string& key,
+               std::vector<std::string> honoured, Fresh&& fresh) {
   if (!o.resume) return fresh();
   honoured.push_back(key);
   check_resume_options(args, honoured);
   C c;
   c.fields([&](const Field& f, auto& v) {
     if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>)
-      if (f.key == key) v = args.given(f.option_name()) ? args.integer_in(f.option_name(), 1, 100'000'000) : 0;
+      if (f.key == key)
+        v = args.given(f.option_name()) ? args.integer_in(f.option_name(), 1, 100'000'000) : 0;
   });
   return c;
 }
@@ -211,7 +216,8 @@ Start<C, Row> start_or_resume(const RunDirectory& run, const C& config, double b
   const RunLayout& layout = run.layout();
   SavedRun last = load_saved_run(run.dir(), layout, "last");
   Start<C, Row> s{config_of<C>(last, layout, missing),
-                  History<Row>::from_json(last.state.history, last.file.string()), last.state.best, std::move(last)};
+                  History<Row>::from_json(last.state.history, last.file.string()), last.state.best,
+                  std::move(last)};
   const auto budget = [&](C& c) {
     int64_t value = 0;
     c.fields([&](const Field& f, auto& v) {
@@ -223,8 +229,8 @@ Start<C, Row> start_or_resume(const RunDirectory& run, const C& config, double b
   C wanted = config;
   const int64_t asked = budget(wanted), saved = budget(s.config);
   if (asked > 0 && asked < saved)
-    throw ValueError(layout.program + " train --resume: --" + Field{layout.budget_key, "", ""}.option_name() + " " +
-                     std::to_string(asked) + " is below the run's " + std::to_string(saved) +
+    throw ValueError(layout.program + " train --resume: --" + Field{layout.budget_key, "", ""}.option_name() +
+                     " " + std::to_string(asked) + " is below the run's " + std::to_string(saved) +
                      ": a run can be extended, not shortened");
   s.config.fields([&](const Field& f, auto& v) {
     if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>)
@@ -236,7 +242,8 @@ Start<C, Row> start_or_resume(const RunDirectory& run, const C& config, double b
     throw ValueError(layout.program + " train --resume: " + e.what());
   }
   const std::filesystem::path metrics = run.dir() / "metrics.csv";
-  if (std::filesystem::is_regular_file(metrics)) s.history.take_timings(io::read_text_file(metrics, layout.program));
+  if (std::filesystem::is_regular_file(metrics))
+    s.history.take_timings(io::read_text_file(metrics, layout.program));
   return s;
 }
 

@@ -31,13 +31,14 @@ bool StepResult::finite() const { return std::isfinite(loss) && std::isfinite(gr
 TrainStep::TrainStep(nn::Module& model, optim::Optimizer& optimizer, StepOptions options)
     : model_(model), optimizer_(optimizer), options_(options) {
   if (options_.ranks.many())
-    parallel_ = std::make_unique<dist::DataParallel>(model, *options_.ranks.group,
-                                                     dist::ReducerOptions{.fixed_order = options_.ranks.fixed_order});
+    parallel_ = std::make_unique<dist::DataParallel>(
+        model, *options_.ranks.group, dist::ReducerOptions{.fixed_order = options_.ranks.fixed_order});
 }
 
 TrainStep::~TrainStep() = default;
 
-StepResult TrainStep::operator()(int64_t rows, int64_t step, const std::function<Share(const Rows&)>& forward) {
+StepResult TrainStep::operator()(int64_t rows, int64_t step,
+                                 const std::function<Share(const Rows&)>& forward) {
   StepResult r;
   const double clip = options_.clip > 0 ? options_.clip : std::numeric_limits<double>::infinity();
   if (!parallel_) {

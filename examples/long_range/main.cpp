@@ -91,12 +91,13 @@ int cmd_train(const Args& a) {
   if (o.resume && !a.given("steps")) o.steps = 0;  // the run's own
   const TrainResult r = train(o);
   const TaskStats& s = r.stats;
+  const Config& c = r.config;
   std::printf("test set: %lld sequences; majority tag %.1f%% (chance 1/%lld = %.1f%%); a query's needle is %.0f "
               "tokens away on average, within ±%lld (%lld window layers of ±%lld) for %.1f%% of them: window bound %.1f%%\n",
-              static_cast<long long>(o.test_sequences), 100 * s.majority, static_cast<long long>(o.task.values),
-              100.0 / static_cast<double>(o.task.values), s.mean_distance,
-              static_cast<long long>(reach(o.model)), static_cast<long long>(o.model.layers),
-              static_cast<long long>(o.model.window), 100 * s.within_window, 100 * s.window_bound);
+              static_cast<long long>(c.test_sequences), 100 * s.majority, static_cast<long long>(c.task.values),
+              100.0 / static_cast<double>(c.task.values), s.mean_distance, static_cast<long long>(reach(c.model)),
+              static_cast<long long>(c.model.layers), static_cast<long long>(c.model.window), 100 * s.within_window,
+              100 * s.window_bound);
   std::printf("test accuracy %.1f%% (loss %.4f); training %.1f s, %.1f ms/step\n", 100 * r.test_accuracy, r.test_loss,
               r.train_seconds, r.ms_per_step);
   return 0;

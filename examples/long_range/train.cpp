@@ -107,8 +107,8 @@ struct Window {
 };
 
 // A result that knows the model's size, after the line that describes the run.
-TrainResult describe(const TrainOptions& o, int64_t parameters) {
-  if (o.verbose)
+TrainResult describe(const Config& o, int64_t parameters, bool verbose) {
+  if (verbose)
     std::printf("%s attention, length %lld (sequences of %lld .. %lld tokens), %lld keys, %lld values; %lld "
                 "parameters; %lld steps of %lld sequences\n",
                 o.model.attention.c_str(), static_cast<long long>(o.task.length), static_cast<long long>(shortest(o.task)),
@@ -117,6 +117,7 @@ TrainResult describe(const TrainOptions& o, int64_t parameters) {
                 static_cast<long long>(o.batch));
   TrainResult r;
   r.parameters = parameters;
+  r.config = o;
   return r;
 }
 
@@ -193,7 +194,7 @@ TrainResult train(const TrainOptions& o) {
   qkv::optim::AdamW optimizer(model.parameters(), {.lr = s.config.lr, .weight_decay = s.config.weight_decay});
   qkv::optim::WarmupLR schedule(optimizer, std::min<int64_t>(100, s.config.steps / 10), s.config.steps);
   run.open();
-  TrainResult r = describe(o, model.num_parameters());
+  TrainResult r = describe(s.config, model.num_parameters(), o.verbose);
   qkv::examples::TrainStep step(model, optimizer, {.seed = s.config.seed, .clip = 1.0});
   int64_t k = s.load(model, optimizer);
   schedule.set_last_step(k);

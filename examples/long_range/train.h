@@ -76,6 +76,7 @@ constexpr int64_t kRecentDraw = 100;
 int64_t reach(const ModelOptions& model);
 
 struct TrainResult {
+  Config config;  // what was trained: a resumed run's own
   double test_accuracy = 0, test_loss = 0;
   double final_loss = 0;           // the mean training loss of the last tenth of the steps
   double train_seconds = 0;        // the training steps' wall time: data, forward, backward, update

@@ -1,4 +1,5 @@
-// The seq2seq example's data: dates written out in English, to be translated into ISO 8601.
+// The seq2seq example's data: dates written out in English (data/dates.h), to be translated into
+// ISO 8601, and the tokens the model reads and writes.
 //
 //   "the twenty-third of november, twenty twenty-six"  →  "2026-11-23"
 //   "11/23/2026"                                       →  "2026-11-23"
@@ -16,62 +17,25 @@
 // gives the same pairs, on every platform (qkv::Generator, tensor/random.h).
 #pragma once
 
-#include "data/splits.h"
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "data/dates.h"
 #include "data/vocab.h"
 
 namespace seq2seq {
 
-struct Date {
-  int year = 2000, month = 1, day = 1;
-  bool operator==(const Date&) const = default;
-};
-
-// Whether the date exists in the Gregorian calendar.
-bool valid_date(const Date& date);
-// 0 = monday ... 6 = sunday.
-int weekday(const Date& date);
-
-inline constexpr int kNumFormats = 8;
-
-// The date written in surface format `format` (0 .. kNumFormats-1); `variant` picks among the ways
-// of spelling a year in words, and is ignored by formats without one:
-//   0  twenty-third of november 2026
-//   1  the twenty-third of november, twenty twenty-six
-//   2  november twenty-third, 2026
-//   3  november 23, 2026
-//   4  23 nov 2026
-//   5  monday, november 23, 2026
-//   6  11/23/2026
-//   7  november twenty-third two thousand and twenty-six
-// Years in words: 1905 "nineteen oh five", 1900 "nineteen hundred", 2000 "two thousand", 2006
-// "two thousand and six" or "two thousand six", 2026 "twenty twenty-six" or "two thousand and
-// twenty-six" or "two thousand twenty-six".
-// Throws qkv::ValueError for an invalid date or format.
-std::string format_date(const Date& date, int format, int variant = 0);
-
-// "2026-11-23".
-std::string iso_date(const Date& date);
-
-struct DatePair {
-  std::string source;  // the date in words
-  std::string target;  // ISO 8601
-  bool operator==(const DatePair&) const = default;
-};
-
-// `n` pairs with distinct sources, from one stream of random dates, formats and year spellings;
-// each pair depends only on those before it, so a longer run starts with a shorter one.
-std::vector<DatePair> generate_pairs(int64_t n, uint64_t seed);
-
-using DateData = qkv::data::Splits<DatePair>;
-
-// train + dev + test from one call of generate_pairs, split in that order: no source occurs in
-// two splits.
-DateData generate_data(uint64_t seed, const qkv::data::SplitSizes& sizes = {8000, 500, 1000});
+using qkv::data::Date;
+using qkv::data::DateData;
+using qkv::data::DatePair;
+using qkv::data::format_date;
+using qkv::data::generate_data;
+using qkv::data::generate_pairs;
+using qkv::data::iso_date;
+using qkv::data::kNumFormats;
+using qkv::data::valid_date;
+using qkv::data::weekday;
 
 // ---- tokens --------------------------------------------------------------------------------------
 

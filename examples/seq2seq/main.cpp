@@ -48,9 +48,10 @@ int cmd_predict(const Args& args) {
     throw qkv::ValueError("option --heatmap is empty; expected a .png file");
   if (args.given("checkpoint") && args.str("checkpoint").empty())
     throw qkv::ValueError("option --checkpoint is empty; expected a file");
-  const std::string checkpoint = args.given("checkpoint")
-                                     ? args.str("checkpoint")
-                                     : (std::filesystem::path(qkv::examples::directory_option(args, "run")) / "best.safetensors").string();
+  const std::filesystem::path run = qkv::examples::directory_option(args, "run");
+  if (!args.given("checkpoint") && !std::filesystem::exists(run / "best.safetensors"))
+    throw qkv::ValueError(run.string() + " (--run) holds no seq2seq run (no best.safetensors)");
+  const std::string checkpoint = args.given("checkpoint") ? args.str("checkpoint") : (run / "best.safetensors").string();
   const std::unique_ptr<Seq2Seq> model = load_model(checkpoint);
   const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
   // Each text is translated as it comes, so that an endless stdin streams in bounded memory, and

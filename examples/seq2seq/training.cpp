@@ -291,8 +291,9 @@ Evaluation finish(const qkv::examples::RunDirectory& run, Seq2Seq& model, const 
   const Evaluation test = evaluate(model, data.test);
   print_test(test, data.test, step, seconds, start);
   std::printf("checkpoint: %s\n", (run.dir() / "last.safetensors").c_str());
-  if (o.heatmaps > 0) std::filesystem::create_directories(run.dir() / "figures");
-  for (int64_t i = 0; i < std::min<int64_t>(o.heatmaps, static_cast<int64_t>(data.test.size())); ++i) {
+  const int64_t heatmaps = o.figures ? std::min<int64_t>(o.heatmaps, static_cast<int64_t>(data.test.size())) : 0;
+  if (heatmaps > 0) std::filesystem::create_directories(run.dir() / "figures");
+  for (int64_t i = 0; i < heatmaps; ++i) {
     const std::string path = (run.dir() / "figures" / ("attention_" + std::to_string(i) + ".png")).string();
     write_heatmap(data.test[i].source, test.translations[i], path);
     std::printf("heatmap: %s\n", path.c_str());
