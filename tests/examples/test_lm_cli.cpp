@@ -211,3 +211,18 @@ TEST_CASE("lm train starts again where a run was killed before its first checkpo
   CHECK(odd.errors == "lm: positions (--positions) sinusoidal needs an even d_model (--d-model); it is 15\n");
   CHECK_FALSE(fs::exists(dir / "odd"));
 }
+
+TEST_CASE("two lm trainings of one seed write checkpoints of the same bytes at 1 and 2 threads") {
+  // A checkpoint holds the config, the evaluations and the best score, and no wall-clock time
+  // (metrics.csv has the seconds), so that its bytes depend on the seed alone.
+  qkv::testing::ScratchDir dir;
+  write(dir / "text.txt", small_text());
+  const std::string text = (dir / "text.txt").string();
+  REQUIRE(train((dir / "one").string(), text, "20", {"--threads", "1"}).exit_code == 0);
+  REQUIRE(train((dir / "two").string(), text, "20", {"--threads", "2"}).exit_code == 0);
+  for (const char* f : {"last.safetensors", "best.safetensors", "config.json"}) {
+    CAPTURE(f);
+    CHECK(read(dir / "one" / f) == read(dir / "two" / f));
+  }
+  CHECK(read(dir / "one" / "metrics.csv").starts_with("step,train_bits_per_char,validation_bits_per_char,lr,seconds\n10,"));
+}
