@@ -1,5 +1,5 @@
 // The fast softmax kernels: rows along the last dim, vectorized. The reference loops
-// (softmax_reference.cpp) handle the other dims.
+// (softmax_reference.cpp) handle the other dims, and every dim in the reference mode.
 #include "tensor/kernels/softmax.h"
 
 #include <cmath>
@@ -7,6 +7,7 @@
 
 #include "tensor/kernels/parallel.h"
 #include "tensor/kernels/vecmath.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv::kernels {
 namespace {
@@ -63,7 +64,7 @@ void backward_row(int64_t n, const float* y, const float* dy, float* dx, bool lo
 
 // x, y are (outer, n, inner); with inner == 1, rows of n contiguous values.
 void softmax_forward(int64_t outer, int64_t n, int64_t inner, const float* x, float* y, bool log) {
-  if (inner != 1 || n == 0) return softmax_forward_reference(outer, n, inner, x, y, log);
+  if (inner != 1 || n == 0 || reference_mode()) return softmax_forward_reference(outer, n, inner, x, y, log);
   parallel_for(outer, outer * n * 2, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) forward_row(n, x + r * n, y + r * n, log);
   });
@@ -72,7 +73,7 @@ void softmax_forward(int64_t outer, int64_t n, int64_t inner, const float* x, fl
 // y, dy, dx are (outer, n, inner).
 void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx,
                       bool log) {
-  if (inner != 1 || n == 0) return softmax_backward_reference(outer, n, inner, y, dy, dx, log);
+  if (inner != 1 || n == 0 || reference_mode()) return softmax_backward_reference(outer, n, inner, y, dy, dx, log);
   parallel_for(outer, outer * n * 2, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) backward_row(n, y + r * n, dy + r * n, dx + r * n, log);
   });
