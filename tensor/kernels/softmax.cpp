@@ -12,15 +12,6 @@
 namespace qkv::kernels {
 namespace {
 
-// e^t for the t ≤ 0 that softmax exponentiates (t = x - max). vexp clamps its argument at -87.3 so
-// as never to return 0; here e^t below that is 0, as libm's exp gives for the -1e6 of a masked
-// position. A NaN t gives NaN. (vexp is computed either way: a call on one branch only would keep
-// the loops from vectorizing.)
-inline float exp_nonpositive(float t) {
-  const float e = vexp(t);
-  return t < -87.3f ? 0.0f : e;
-}
-
 // One row of n contiguous values x (n ≥ 1) to y.
 void forward_row(int64_t n, const float* x, float* y, bool log) {
   float m = -std::numeric_limits<float>::infinity();
@@ -29,7 +20,7 @@ void forward_row(int64_t n, const float* x, float* y, bool log) {
   float s = 0.0f;
   if (log) {
 #pragma omp simd reduction(+ : s)
-    for (int64_t k = 0; k < n; ++k) s += exp_nonpositive(x[k] - m);
+    for (int64_t k = 0; k < n; ++k) s += vexp_nonpositive(x[k] - m);
     const float shift = m + std::log(s);
 #pragma omp simd
     for (int64_t k = 0; k < n; ++k) y[k] = x[k] - shift;
@@ -37,7 +28,7 @@ void forward_row(int64_t n, const float* x, float* y, bool log) {
   }
 #pragma omp simd reduction(+ : s)
   for (int64_t k = 0; k < n; ++k) {
-    y[k] = exp_nonpositive(x[k] - m);
+    y[k] = vexp_nonpositive(x[k] - m);
     s += y[k];
   }
   const float inv = 1.0f / s;
@@ -51,7 +42,7 @@ void backward_row(int64_t n, const float* y, const float* dy, float* dx, bool lo
 #pragma omp simd reduction(+ : s)
     for (int64_t k = 0; k < n; ++k) s += dy[k];
 #pragma omp simd
-    for (int64_t k = 0; k < n; ++k) dx[k] = dy[k] - exp_nonpositive(y[k]) * s;
+    for (int64_t k = 0; k < n; ++k) dx[k] = dy[k] - vexp_nonpositive(y[k]) * s;
     return;
   }
 #pragma omp simd reduction(+ : s)
