@@ -103,16 +103,18 @@ class AdditiveAttention : public Module {
 //    up to itself (causal), or an arbitrary mask (AttentionRestriction, nn/attention_interface.h).
 // forward's own mask and bias compose with these in dense attention (a window takes neither).
 //
-// Two paths, as nanoGPT's attention has (its `flash` switch): dense attention is fused, the default
-// (functional::fused_multi_head_attention: the fused attention op, reading the heads in place, and
-// for self-attention one product for the three projections), or composed when `fused` is false or
-// the reference mode is on (tensor/reference_mode.h): the computation above op by op, d2l's
-// code in C++, which gives the same values to float32 rounding and draws the same dropout mask.
+// The projections, their checks and the split into heads are ProjectedAttention's, the base of the
+// other mechanisms too. Dense attention then runs the fused attention op on the heads
+// (functional::fused_attention: one kernel forward and one backward, reading the heads in place),
+// one route per mode, as nanoGPT's attention has its `flash` switch: in the reference mode
+// (tensor/reference_mode.h) the op runs its composed reference instead, composed_attention, the
+// computation above op by op, d2l's code in C++, which gives the same values to float32 rounding
+// and draws the same dropout mask. `fused` false composes in either mode.
 // A window is the restriction's own case: self-attention computed on the band only, in O(T·w)
 // (nn/functional/banded_attention.h); then attention_weights holds the band, (B, H, T, 2w'+1)
 // with w' = min(w, T − 1), which functional::band_to_dense spreads out.
 
-class MultiHeadAttention : public Attention {
+class MultiHeadAttention : public ProjectedAttention {
  public:
   MultiHeadAttention(int64_t key_size, int64_t query_size, int64_t value_size, int64_t num_hiddens,
                      int64_t num_heads, float dropout, bool bias = false);
@@ -133,16 +135,14 @@ class MultiHeadAttention : public Attention {
   Tensor dense_weights() const override;
   std::string extra_repr() const override;
 
-  int64_t num_heads;
-  float dropout;  // on the attention weights, in training
-  std::shared_ptr<Linear> W_q, W_k, W_v, W_o;
-  std::shared_ptr<PositionScheme> positions;  // not a child: owned by whoever shares it
+  // num_heads, dropout (on the attention weights, in training), W_q, W_k, W_v, W_o and positions
+  // (not a child: owned by whoever shares it) are ProjectedAttention's.
   AttentionRestriction restriction;
-  bool fused = true;  // dense attention fused (the default) or composed (see above)
+  bool fused = true;  // dense attention on the fused op (the default) or composed (see above)
   // attention_weights (Attention's): (B, H, Q, K), or the band (B, H, T, 2w+1) with a window.
   // A forward in training mode whose (B, H, Q, K) weights take more than this many bytes keeps
-  // no attention_weights (undefined after it), and the fused ops keep no weights for backward
-  // either: they recompute them there (functional::fused_attention's need_weights), a tensor less
+  // no attention_weights (undefined after it), and the fused op keeps no weights for backward
+  // either: it recomputes them there (functional::fused_attention's need_weights), a tensor less
   // from forward to backward for a third product per head and the softmax again. Evaluation
   // always keeps them. 0 (or less) recomputes always, as PyTorch's TransformerEncoderLayer, which
   // asks its attention for no weights; the default keeps them always. The Transformer encoder sets
@@ -152,16 +152,10 @@ class MultiHeadAttention : public Attention {
  private:
   // Whether this forward keeps its (B, H, Q, K) weights (recompute_weights_above).
   bool keeps_weights(int64_t B, int64_t Q, int64_t K) const;
-  struct Heads {
-    Tensor q, k, v;
-  };
-  Heads project_heads(const Tensor& queries, const Tensor& keys, const Tensor& values) const;
-  // The two dense paths, from the inputs to the merged heads (B, Q, D), and their weights.
-  functional::AttentionOutput attend_fused(const Tensor& queries, const Tensor& keys, const Tensor& values,
-                                           const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);
-  functional::AttentionOutput attend_composed(const Tensor& queries, const Tensor& keys, const Tensor& values,
-                                              const IndexTensor& valid_lens, const Tensor& mask,
-                                              const Tensor& bias);
+  // Dense attention over the heads → the merged heads (B, Q, D) and the weights (B, H, Q, K),
+  // undefined unless need_weights (on the fused op).
+  functional::AttentionOutput attend(const Heads& heads, const IndexTensor& valid_lens, const Tensor& mask,
+                                     const Tensor& bias, bool need_weights);
   // A window's own path: self-attention on the band.
   functional::AttentionOutput attend_window(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                             const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);

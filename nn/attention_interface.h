@@ -23,9 +23,9 @@
 //   performer      Performer's FAVOR+ random features, O(T·m) (nn/performer.h)
 //   linformer      keys and values projected along the sequence to k rows, O(T·k) (nn/linformer.h)
 //   talking_heads  heads that mix their logits and their weights, O(T²) (nn/talking_heads.h)
-// The three after dense derive from ProjectedAttention, which holds the four projections of
-// multi-head attention under d2l's names (W_q, W_k, W_v, W_o) and splits the heads; each then
-// writes only how its heads attend. docs/efficient_attention.md measures them; docs/new_layer.md
+// All four derive from ProjectedAttention, which holds the four projections of multi-head attention
+// under d2l's names (W_q, W_k, W_v, W_o), checks the inputs and splits the heads; each then writes
+// only how its heads attend. docs/efficient_attention.md measures them; docs/new_layer.md
 // writes a mechanism of one's own and registers it.
 #pragma once
 
@@ -128,7 +128,8 @@ std::vector<std::string> attention_mechanism_names();
 
 // The four projections of multi-head attention and the split into heads, for a mechanism that
 // changes only how the heads attend. Parameters as MultiHeadAttention's (d2l's names): W_q, W_k,
-// W_v, W_o, each Linear(D, D), with biases only if setup.use_bias.
+// W_v, W_o, each Linear(D, D), with biases only if setup.use_bias. MultiHeadAttention is built on
+// it too, with inputs of their own widths.
 class ProjectedAttention : public Attention {
  public:
   explicit ProjectedAttention(const AttentionSetup& setup, const std::string& type);
@@ -139,6 +140,13 @@ class ProjectedAttention : public Attention {
   std::shared_ptr<PositionScheme> positions;  // not a child: the encoder owns it
 
  protected:
+  // Projections from queries, keys and values of widths of their own: W_q: Linear(query_size, D),
+  // W_k: Linear(key_size, D), W_v: Linear(value_size, D), W_o: Linear(D, D), D = num_hiddens.
+  struct Sizes {
+    int64_t key_size, query_size, value_size, num_hiddens, num_heads;
+  };
+  ProjectedAttention(const Sizes& sizes, float dropout, bool use_bias, const std::string& type);
+
   struct Heads {
     Tensor q, k, v;  // (B, H, ·, d), q and k transformed by the position scheme
   };
@@ -146,6 +154,15 @@ class ProjectedAttention : public Attention {
   // and projects.
   Heads project(const Tensor& queries, const Tensor& keys, const Tensor& values, const IndexTensor& valid_lens,
                 const Tensor& mask, const Tensor& bias, bool takes_mask_bias) const;
+  // The checks of project: queries (B, Q, query_size), keys (B, K, key_size), values (B, K,
+  // value_size), and valid_lens (B), or (B, Q) too unless `per_example_only` says why not
+  // (nn/attention_checks.h).
+  void check_inputs(const Tensor& queries, const Tensor& keys, const Tensor& values, const IndexTensor& valid_lens,
+                    const char* per_example_only) const;
+  // The projections of project split into heads, the queries and keys transformed by the position
+  // scheme; split_projections, the same before the scheme.
+  Heads project_heads(const Tensor& queries, const Tensor& keys, const Tensor& values) const;
+  Heads split_projections(const Tensor& queries, const Tensor& keys, const Tensor& values) const;
   // The heads' outputs (B, H, Q, d) merged and projected by W_o → (B, Q, D).
   Tensor output(const Tensor& heads) const;
 };

@@ -35,8 +35,8 @@
 //              learned, rotary, relative (T5 buckets, Shaw's clipping), ALiBi, or a user's own.
 //              The encoder owns it (child `positions`) and every block's attention uses it; the
 //              scheme itself decides where it acts (on the input, on q/k, or as a score bias).
-//   attend     which keys a query may see (AttentionRestriction, nn/attention.h): all, a window
-//              ±w computed on the band in O(T·w), causal, or a mask.
+//   attend     which keys a query may see (AttentionRestriction, nn/attention_interface.h): all,
+//              a window ±w computed on the band in O(T·w), causal, or a mask.
 //   ffn        a FeedForward (nn/ffn.h) built by a factory: relu, gelu, swiglu, or a user's own.
 //   attention  an Attention (nn/attention_interface.h) built by a factory from the block's sizes,
 //              the scheme and the restriction: dense (MultiHeadAttention), performer, linformer,

@@ -12,7 +12,9 @@
 //     tensor, and a leaf's gradient is always its own copy;
 //   - kernels that run in parallel do it with a plain `#pragma omp parallel for` and a static
 //     split, and the matrix product is the blocked GEMM of tensor/kernels/gemm_blocked.cpp under
-//     OpenMP; products stay in float32 whatever set_matmul_precision says.
+//     OpenMP; products stay in float32 whatever set_matmul_precision says;
+//   - softmax and log-softmax run their plain loops with libm's exp
+//     (tensor/kernels/softmax_reference.cpp), not the vectorized rows.
 // The two modes compute the same functions; they agree to float32 rounding (the tests hold every
 // shipped model to the same loss and gradients in both), and each is deterministic whatever the
 // thread count.

@@ -6,15 +6,13 @@
 #include "autograd/ops/cross_entropy.h"
 
 #include <cmath>
-#include <limits>
 #include <string>
 
 #include "autograd/function.h"
 #include "autograd/ops/map.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
-#include "tensor/kernels/parallel.h"
-#include "tensor/kernels/vecmath.h"
+#include "tensor/kernels/cross_entropy.h"
 #include "tensor/reference_mode.h"
 
 namespace qkv {
@@ -30,37 +28,6 @@ void check_targets(const IndexTensor& target, int64_t classes, int64_t ignore_in
       throw IndexError("cross_entropy: target " + std::to_string(y[n]) + " (at position " + std::to_string(n) +
                        ") is out of range for " + std::to_string(classes) + " classes: expected 0 <= target < " +
                        std::to_string(classes) + ", or ignore_index " + std::to_string(ignore_index));
-}
-
-// e^t for t ≤ 0 (t = z - max, or z - log-sum-exp), as the softmax kernels compute it: the
-// vectorizable vexp, and 0 below -87.3 where vexp would clamp (tensor/kernels/softmax.cpp).
-inline float exp_nonpositive(float t) {
-  const float e = kernels::vexp(t);
-  return t < -87.3f ? 0.0f : e;
-}
-
-// log Σ_c e^z_c = m + log Σ_c e^(z_c - m) of one row z (C), m its maximum: the softmax kernels'
-// vectorized loops (a loop of libm calls made this op several times slower than its reference).
-float log_sum_exp(int64_t C, const float* z) {
-  float m = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : m)
-  for (int64_t c = 0; c < C; ++c) m = z[c] > m ? z[c] : m;
-  float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-  for (int64_t c = 0; c < C; ++c) s += exp_nonpositive(z[c] - m);
-  return m + std::log(s);
-}
-
-// dz[j] = g·(mass·e^(z[j] - lse) - t[j]) for one row, t[j] = spread·w[j] (w = 1 when null).
-void cross_entropy_row_backward(int64_t C, const float* __restrict z, const float* __restrict w, float lse,
-                                float g, float mass, float spread, float* __restrict dz) {
-  if (w) {
-#pragma omp simd
-    for (int64_t j = 0; j < C; ++j) dz[j] = g * (mass * exp_nonpositive(z[j] - lse) - spread * w[j]);
-  } else {
-#pragma omp simd
-    for (int64_t j = 0; j < C; ++j) dz[j] = g * (mass * exp_nonpositive(z[j] - lse) - spread);
-  }
 }
 
 // softplus(x) = log(1 + e^x) = max(x, 0) + log(1 + e^-|x|), which never overflows.
@@ -109,72 +76,23 @@ Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, co
   check_targets(target, C, ignore_index);
   if (reference_mode()) return softmax_cross_entropy_reference(logits, target, weight, ignore_index, label_smoothing);
   const autograd::Op op("cross_entropy");
-
-  // logits is (N, C); loss and lse (the log-sum-exp of each row) are (N).
+  // logits is (N, C); loss and lse (the log-sum-exp of each row) are (N): tensor/kernels/cross_entropy.h.
   const Tensor z = logits.detach().contiguous();
   const Tensor w = weight.defined() ? weight.detach().contiguous() : Tensor();
   Tensor loss = Tensor::empty({N}), lse = Tensor::empty({N});
-  // The target distribution of a row is (1-ε)·onehot(y) + ε/C everywhere, each class c weighted w[c].
-  const float keep = 1.0f - label_smoothing, spread = label_smoothing / static_cast<float>(C);
-  // Raw pointers, read once: Tensor::data() is an out-of-line call.
-  const int64_t* y = target.data();
-  const float* zp = z.data();
-  const float* wp = w.defined() ? w.data() : nullptr;
-  float* lp = loss.data();
-  float* sp = lse.data();
-  kernels::parallel_for(N, N * C * 4, [=](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n) {
-      const float* zr = zp + n * C;
-      const float shift = log_sum_exp(C, zr);
-      sp[n] = shift;
-      if (y[n] == ignore_index) {
-        lp[n] = 0.0f;
-        continue;
-      }
-      // -log p[c] = shift - z[c]
-      const float wy = wp ? wp[y[n]] : 1.0f;
-      float l = keep * wy * (shift - zr[y[n]]);
-      if (spread > 0.0f) {
-        float smooth = 0.0f;
-        for (int64_t c = 0; c < C; ++c) smooth += (wp ? wp[c] : 1.0f) * (shift - zr[c]);
-        l += spread * smooth;
-      }
-      lp[n] = l;
-    }
-  });
-
+  const kernels::CrossEntropyTargets targets{target.data(), w.defined() ? w.data() : nullptr, ignore_index,
+                                             label_smoothing};
+  kernels::cross_entropy_forward(N, C, z.data(), targets, loss.data(), lse.data());
   return op.record(loss, {logits}, {z, lse, w},
-      [target, ignore_index, keep, spread, N, C](const Tensor& g, const BackwardContext& ctx) -> Grads {
+      [target, ignore_index, label_smoothing, N, C](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        // The gradient is "probabilities minus targets", from the logits and each row's lse alone.
         const Tensor gc = g.contiguous();
-        const float* zp = ctx.saved[0].data();
-        const float* sp = ctx.saved[1].data();
-        const float* wp = ctx.saved[2].defined() ? ctx.saved[2].data() : nullptr;
-        const float* gp = gc.data();
-        const int64_t* y = target.data();
-        float total_weight = 0.0f;  // Σ_c w[c]
-        for (int64_t c = 0; c < C; ++c) total_weight += wp ? wp[c] : 1.0f;
+        const Tensor& w = ctx.saved[2];
+        const kernels::CrossEntropyTargets targets{target.data(), w.defined() ? w.data() : nullptr, ignore_index,
+                                                   label_smoothing};
         Tensor dz = Tensor::empty({N, C});
-        float* dp = dz.data();
-        kernels::parallel_for(N, N * C * 4, [=](int64_t begin, int64_t end) {
-          for (int64_t n = begin; n < end; ++n) {
-            float* dr = dp + n * C;
-            if (y[n] == ignore_index) {
-              std::fill(dr, dr + C, 0.0f);
-              continue;
-            }
-            // In the forward pass this was loss = Σ_c t[c]·(lse - z[c]) with the target weights
-            // t[c] = (1-ε)·w[y]·[c = y] + (ε/C)·w[c]; since d lse/dz[j] = p[j],
-            //   dloss/dz[j] = (Σ_c t[c])·p[j] - t[j] = ((1-ε)·w[y] + (ε/C)·Σ_c w[c])·p[j] - t[j],
-            // which is softmax - onehot when ε = 0 and w = 1.
-            const int64_t target_class = y[n];
-            const float wy = wp ? wp[target_class] : 1.0f, gn = gp[n], shift = sp[n];
-            const float mass = keep * wy + spread * total_weight;
-            const float* zr = zp + n * C;
-            cross_entropy_row_backward(C, zr, wp, shift, gn, mass, spread, dr);
-            const float t = keep * wy + spread * wy;
-            dr[target_class] = gn * (mass * exp_nonpositive(zr[target_class] - shift) - t);
-          }
-        });
+        kernels::cross_entropy_backward(N, C, ctx.saved[0].data(), ctx.saved[1].data(), gc.data(), targets,
+                                        dz.data());
         return {dz};
       });
 }

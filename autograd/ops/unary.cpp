@@ -1,5 +1,9 @@
 // Elementwise ops of one tensor (and tensor-scalar arithmetic). Each backward is the derivative
 // written next to the forward; where the derivative reads better through the output y, y is saved.
+// The exact GELU has a fast form, and beside it its composed reference, gelu_reference
+// (autograd/ops/unary.h).
+#include "autograd/ops/unary.h"
+
 #include <cmath>
 #include <numbers>
 
@@ -135,14 +139,18 @@ Tensor Tensor::relu() const {
       [](float y) { return y > 0.0f ? 1.0f : 0.0f; }, /*from_output=*/true);
 }
 
+Tensor gelu_reference(const Tensor& x) {
+  return x * pointwise("normal_cdf", x, [](float v) { return normal_cdf(v); },
+                       [](float v) { return normal_pdf(v); });
+}
+
 Tensor Tensor::gelu(bool tanh_approximation) const {
-  // GELU(x) = x·Φ(x);  d/dx = Φ(x) + x·φ(x)   (Hendrycks & Gimpel 2016). The plain form calls libm's
-  // erfc and exp per element, which cannot vectorize, and took two fifths of a training step of
-  // the character-level GPT (docs/PERFORMANCE.md); the fast one computes Φ and φ with vecmath.h's
-  // vnormal_cdf and vexp, within 3e-7 of it. The reference mode runs the plain form.
-  if (!tanh_approximation && reference_mode())
-    return pointwise("gelu", *this, [](float v) { return v * normal_cdf(v); },
-                     [](float v) { return normal_cdf(v) + v * normal_pdf(v); });
+  // GELU(x) = x·Φ(x);  d/dx = Φ(x) + x·φ(x)   (Hendrycks & Gimpel 2016). Its composed reference,
+  // gelu_reference, calls libm's erfc and exp per element, which cannot vectorize, and took two
+  // fifths of a training step of the character-level GPT (docs/PERFORMANCE.md); the fast form
+  // computes Φ and φ with vecmath.h's vnormal_cdf and vexp in one op, within 3e-7 of it. The
+  // reference mode runs gelu_reference.
+  if (!tanh_approximation && reference_mode()) return gelu_reference(*this);
   if (!tanh_approximation)
     return pointwise("gelu", *this, [](float v) { return v * kernels::vnormal_cdf(v); },
                      [](float v) {

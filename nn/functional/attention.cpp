@@ -3,7 +3,6 @@
 #include <cmath>
 #include <limits>
 #include <string>
-#include <tuple>
 
 #include "autograd/ops/attention.h"
 #include "autograd/ops/row_lengths.h"
@@ -150,46 +149,6 @@ Tensor split_heads(const Tensor& x, int64_t heads) {
 
 Tensor merge_heads(const Tensor& heads) {
   return heads.permute({0, 2, 1, 3}).reshape({heads.size(0), heads.size(2), heads.size(1) * heads.size(3)});
-}
-
-namespace {
-
-// Self-attention whose three projections can run as one product: one input tensor, the three
-// biases all there or all absent, and heads that no transform is known to replace.
-bool can_pack(const Tensor& queries, const Tensor& keys, const Tensor& values, const InProjections& in,
-              const HeadTransform& transform) {
-  const bool self = queries.impl() == keys.impl() && keys.impl() == values.impl();
-  const bool biases = in.bias_q.defined() == in.bias_k.defined() && in.bias_k.defined() == in.bias_v.defined();
-  return self && biases && !transform.replaces_heads;
-}
-
-}  // namespace
-
-AttentionOutput fused_multi_head_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
-                                           const InProjections& in, int64_t heads, const HeadTransform& transform,
-                                           const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias,
-                                           float dropout_p, Generator* gen, bool need_weights) {
-  if (can_pack(queries, keys, values, in, transform)) {
-    const Tensor weight = cat({in.weight_q, in.weight_k, in.weight_v}, 0);  // (3D, in)
-    const Tensor bias_qkv = in.bias_q.defined() ? cat({in.bias_q, in.bias_k, in.bias_v}, 0) : Tensor();
-    const Tensor qkv = linear(queries, weight, bias_qkv);  // (B, T, 3D)
-    if (transform.apply) {
-      // A transform that leaves the heads as they are changes nothing; one that does not say it
-      // replaces them, but does, is still obeyed.
-      const int64_t D = in.weight_q.size(0);
-      const Tensor q = split_heads(qkv.narrow(2, 0, D), heads), k = split_heads(qkv.narrow(2, D, D), heads);
-      const auto [q2, k2] = transform.apply(q, k);
-      if (q2.impl() != q.impl() || k2.impl() != k.impl())
-        return fused_attention(q2, k2, split_heads(qkv.narrow(2, 2 * D, D), heads), valid_lens, mask, bias,
-                               dropout_p, gen, need_weights);
-    }
-    return fused_attention_packed(qkv, heads, valid_lens, mask, bias, dropout_p, gen, need_weights);
-  }
-  Tensor q = split_heads(linear(queries, in.weight_q, in.bias_q), heads);
-  Tensor k = split_heads(linear(keys, in.weight_k, in.bias_k), heads);
-  const Tensor v = split_heads(linear(values, in.weight_v, in.bias_v), heads);
-  if (transform.apply) std::tie(q, k) = transform.apply(q, k);
-  return fused_attention(q, k, v, valid_lens, mask, bias, dropout_p, gen, need_weights);
 }
 
 }  // namespace qkv::nn::functional

@@ -1,6 +1,6 @@
 // The stateless parts of attention: the masked softmax, masks for its variants, scaled dot-product
-// attention composed and fused, splitting and merging heads, and multi-head attention from its
-// inputs on the fused ops. The layers of nn/attention.h are built from these.
+// attention composed and fused, splitting and merging heads. The layers of nn/attention.h are
+// built from these.
 //
 // Shapes (letters from docs/internals.md): B batch, H heads, Q queries, K keys (and values),
 // d the width of a query/key, dv the width of a value.
@@ -27,7 +27,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <utility>
 #include <vector>
 
@@ -110,6 +109,8 @@ AttentionOutput scaled_dot_product_attention(const Tensor& queries, const Tensor
 //   → output (B, Q, H·d), the heads side by side (d2l's transpose_output done); weights
 //     (B, H, Q, K) before dropout, detached: the op's backward does not go through them
 // gen: the generator of the dropout mask, default_generator() when null.
+// In the reference mode (tensor/reference_mode.h) it runs its composed reference instead:
+// composed_attention on the heads, then the heads merged (qkv::fused_attention_reference).
 // need_weights: false returns no weights (as PyTorch's multi_head_attention_forward with
 // need_weights=False). Then nothing of the weights is kept for backward either: it recomputes them
 // from the queries and keys, as FlashAttention does (a third product per head, the forward's
@@ -132,47 +133,12 @@ AttentionOutput fused_attention_packed(const Tensor& qkv, int64_t heads,
                                        float dropout_p = 0.0f, Generator* gen = nullptr,
                                        bool need_weights = true);
 
-// ---- multi-head attention from the inputs ------------------------------------------------------
+// ---- heads --------------------------------------------------------------------------------------
 
 // The heads of a projection, (B, T, D) → (B, H, T, D/H): a view (d2l's transpose_qkv without its
 // final reshape, which would fold the heads into the batch).
 Tensor split_heads(const Tensor& x, int64_t heads);
 // Back: (B, H, T, d) → (B, T, H, d) → (B, T, H·d), the heads side by side (d2l's transpose_output).
 Tensor merge_heads(const Tensor& heads);
-
-// The three input projections of multi-head attention, as nn::MultiHeadAttention holds them:
-// weights (D, in) and biases (D), or undefined biases.
-struct InProjections {
-  Tensor weight_q, weight_k, weight_v;
-  Tensor bias_q, bias_k, bias_v;
-};
-
-// What a position scheme does to the per-head queries and keys, (B, H, Q, d) and (B, H, K, d)
-// (nn/position_scheme.h's transform_qk): `apply`, or nothing when empty; `replaces_heads` when it
-// is known to return new tensors (rotary embeddings), so that there is no point in packing.
-struct HeadTransform {
-  std::function<std::pair<Tensor, Tensor>(const Tensor& q, const Tensor& k)> apply;
-  bool replaces_heads = false;
-};
-
-// Multi-head attention from the inputs to the merged heads, before the output projection, on the
-// fused ops (d2l 11.5):  q = queries·W_qᵀ + b_q, k and v likewise, each split into `heads` heads
-// (views, not copies), transformed, then fused_attention.
-//   queries (B, Q, ·), keys and values (B, K, ·); valid_lens, mask, bias, dropout_p, gen and
-//   need_weights as for fused_attention → output (B, Q, D), weights (B, H, Q, K) detached, or
-//   undefined unless need_weights.
-// Packing is this function's own business: for self-attention (queries, keys and values one
-// tensor) with all three biases or none, whose heads no transform replaces, x·[W_q; W_k; W_v]ᵀ is
-// one (B, T, 3D) product whose column blocks fused_attention_packed reads as Q, K and V, and whose
-// gradient it writes as one tensor, so that backward is one product for dx and one for the stacked
-// weights instead of three of each and a sum. In float32, the same values to the bit as three
-// products.
-AttentionOutput fused_multi_head_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
-                                           const InProjections& in, int64_t heads,
-                                           const HeadTransform& transform = {},
-                                           const IndexTensor& valid_lens = IndexTensor(),
-                                           const Tensor& mask = Tensor(), const Tensor& bias = Tensor(),
-                                           float dropout_p = 0.0f, Generator* gen = nullptr,
-                                           bool need_weights = true);
 
 }  // namespace qkv::nn::functional

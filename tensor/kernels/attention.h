@@ -42,8 +42,9 @@
 // own outputs: the columns of its head in O, dQ, dK, dV, and its (b, h) slice of the scores'
 // gradient. So the results are bitwise identical for any number of threads.
 //
-// The reference these kernels are tested against is the composed computation itself
-// (nn::functional::scaled_dot_product_attention on the heads), which readers should start from.
+// The reference these kernels are tested against is the composed computation itself,
+// qkv::composed_attention on the heads (autograd/ops/attention.h; the reference mode runs it),
+// which readers should start from.
 #pragma once
 
 #include <cstdint>

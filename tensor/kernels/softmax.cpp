@@ -1,5 +1,5 @@
 // The fast softmax kernels: rows along the last dim, vectorized. The reference loops
-// (softmax_reference.cpp) handle the other dims.
+// (softmax_reference.cpp) handle the other dims, and every dim in the reference mode.
 #include "tensor/kernels/softmax.h"
 
 #include <cmath>
@@ -7,18 +7,10 @@
 
 #include "tensor/kernels/parallel.h"
 #include "tensor/kernels/vecmath.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv::kernels {
 namespace {
-
-// e^t for the t ≤ 0 that softmax exponentiates (t = x - max). vexp clamps its argument at -87.3 so
-// as never to return 0; here e^t below that is 0, as libm's exp gives for the -1e6 of a masked
-// position. A NaN t gives NaN. (vexp is computed either way: a call on one branch only would keep
-// the loops from vectorizing.)
-inline float exp_nonpositive(float t) {
-  const float e = vexp(t);
-  return t < -87.3f ? 0.0f : e;
-}
 
 // One row of n contiguous values x (n ≥ 1) to y.
 void forward_row(int64_t n, const float* x, float* y, bool log) {
@@ -28,7 +20,7 @@ void forward_row(int64_t n, const float* x, float* y, bool log) {
   float s = 0.0f;
   if (log) {
 #pragma omp simd reduction(+ : s)
-    for (int64_t k = 0; k < n; ++k) s += exp_nonpositive(x[k] - m);
+    for (int64_t k = 0; k < n; ++k) s += vexp_nonpositive(x[k] - m);
     const float shift = m + std::log(s);
 #pragma omp simd
     for (int64_t k = 0; k < n; ++k) y[k] = x[k] - shift;
@@ -36,7 +28,7 @@ void forward_row(int64_t n, const float* x, float* y, bool log) {
   }
 #pragma omp simd reduction(+ : s)
   for (int64_t k = 0; k < n; ++k) {
-    y[k] = exp_nonpositive(x[k] - m);
+    y[k] = vexp_nonpositive(x[k] - m);
     s += y[k];
   }
   const float inv = 1.0f / s;
@@ -50,7 +42,7 @@ void backward_row(int64_t n, const float* y, const float* dy, float* dx, bool lo
 #pragma omp simd reduction(+ : s)
     for (int64_t k = 0; k < n; ++k) s += dy[k];
 #pragma omp simd
-    for (int64_t k = 0; k < n; ++k) dx[k] = dy[k] - exp_nonpositive(y[k]) * s;
+    for (int64_t k = 0; k < n; ++k) dx[k] = dy[k] - vexp_nonpositive(y[k]) * s;
     return;
   }
 #pragma omp simd reduction(+ : s)
@@ -63,7 +55,7 @@ void backward_row(int64_t n, const float* y, const float* dy, float* dx, bool lo
 
 // x, y are (outer, n, inner); with inner == 1, rows of n contiguous values.
 void softmax_forward(int64_t outer, int64_t n, int64_t inner, const float* x, float* y, bool log) {
-  if (inner != 1 || n == 0) return softmax_forward_reference(outer, n, inner, x, y, log);
+  if (inner != 1 || n == 0 || reference_mode()) return softmax_forward_reference(outer, n, inner, x, y, log);
   parallel_for(outer, outer * n * 2, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) forward_row(n, x + r * n, y + r * n, log);
   });
@@ -72,7 +64,7 @@ void softmax_forward(int64_t outer, int64_t n, int64_t inner, const float* x, fl
 // y, dy, dx are (outer, n, inner).
 void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy, float* dx,
                       bool log) {
-  if (inner != 1 || n == 0) return softmax_backward_reference(outer, n, inner, y, dy, dx, log);
+  if (inner != 1 || n == 0 || reference_mode()) return softmax_backward_reference(outer, n, inner, y, dy, dx, log);
   parallel_for(outer, outer * n * 2, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) backward_row(n, y + r * n, dy + r * n, dx + r * n, log);
   });

@@ -7,9 +7,9 @@
 
 namespace qkv::kernels {
 
-//
 // The fast kernels vectorize each row when the dim is the last one (inner == 1: attention weights,
-// logits), with the branch-free exp of vecmath.h; along other dims they run the reference loops.
+// logits), with the branch-free exp of vecmath.h; along other dims, and along every dim in the
+// reference mode (tensor/reference_mode.h), they run the reference loops below.
 // Each row is computed by one thread in a fixed order, so results do not depend on the thread
 // count; they differ from the reference by a few ulp (the order of the row sums, exp's rounding).
 
@@ -22,7 +22,8 @@ void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, c
                       float* dx, bool log);
 
 // The same with plain loops and libm's exp, one element at a time: the specification the fast
-// kernels are tested against.
+// kernels are tested against, and what softmax_forward and softmax_backward run in the reference
+// mode.
 void softmax_forward_reference(int64_t outer, int64_t n, int64_t inner, const float* x, float* y, bool log);
 void softmax_backward_reference(int64_t outer, int64_t n, int64_t inner, const float* y, const float* dy,
                                 float* dx, bool log);

@@ -1,6 +1,6 @@
 // The reference softmax kernels: the formulas of softmax.h as plain loops over lines spaced
-// `inner` apart, with libm's exp. The fast kernels (softmax.cpp) are tested against them, and
-// pass them the work along any dim other than the last.
+// `inner` apart, with libm's exp. The fast kernels (softmax.cpp) are tested against them, pass
+// them the work along any dim other than the last, and all of it in the reference mode.
 #include "tensor/kernels/softmax.h"
 
 #include <cmath>

@@ -60,6 +60,15 @@ inline float vtanh(float x) {
   return a < 0.625f ? small : large;
 }
 
+// e^t for the t ≤ 0 that a softmax exponentiates (t = x − max, or x − log-sum-exp). vexp clamps
+// its argument at −87.3 so as never to return 0; here e^t below that is 0, as libm's exp gives for
+// the −1e6 of a masked position. A NaN t gives NaN. (vexp is computed either way: a call on one
+// branch only would keep the loops from vectorizing.)
+inline float vexp_nonpositive(float t) {
+  const float e = vexp(t);
+  return t < -87.3f ? 0.0f : e;
+}
+
 // Φ(x), the standard normal distribution function, = erfc(−x/√2) / 2: GELU's gate. From Abramowitz
 // & Stegun 7.1.26, erfc(z) ≈ (a1·t + a2·t² + a3·t³ + a4·t⁴ + a5·t⁵)·e^(−z²) with t = 1/(1 + p·z)
 // for z ≥ 0, whose error is below 1.5e-7 absolute; for x < 0, Φ(x) = erfc(|x|/√2) / 2 directly,

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "autograd/ops/linear.h"
+#include "autograd/ops/unary.h"
 #include "gradcheck_registry.h"
 
 using namespace qkv;
@@ -52,6 +53,7 @@ QKV_GRADCHECK("sigmoid", {In::normal({2, 3})}, [](X x) { return x[0].sigmoid(); 
 QKV_GRADCHECK("relu", {In::away_from_zero({2, 3})}, [](X x) { return x[0].relu(); });
 QKV_GRADCHECK("gelu", {In::normal({2, 3})}, [](X x) { return x[0].gelu(); });
 QKV_GRADCHECK("gelu tanh approximation", {In::normal({2, 3})}, [](X x) { return x[0].gelu(true); });
+QKV_GRADCHECK("gelu reference", {In::normal({2, 3})}, [](X x) { return gelu_reference(x[0]); });
 QKV_GRADCHECK("abs", {In::away_from_zero({2, 3})}, [](X x) { return x[0].abs(); });
 QKV_GRADCHECK("clamp", {In::fixed({2, 3}, {-2, -0.5f, 0.3f, 0.9f, 1.7f, 0})}, [](X x) { return x[0].clamp(-1, 1); });
 

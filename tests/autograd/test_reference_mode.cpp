@@ -35,6 +35,7 @@
 #include "autograd/ops/linear.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/softmax.h"
+#include "autograd/ops/unary.h"
 #include "autograd/ops/unfold.h"
 #include "child_process.h"
 #include "tensor/factories.h"
@@ -131,6 +132,9 @@ std::vector<FusedOpCase> fused_ops() {
   std::vector<FusedOpCase> cases;
   cases.push_back({"linear", "linear_with_bias_reference", [] { return Inputs{normal({4, 3, 5}, 1), normal({6, 5}, 2), normal({6}, 3)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{linear_with_bias(x[0], x[1], x[2])}; }});
+  // Every vector tail of the fast loop, and values out to ±4, where Φ saturates.
+  cases.push_back({"gelu", "gelu_reference", [] { return Inputs{normal({3, 37}, 39) * 1.5f}; },
+                   [](const Inputs& x) { return std::vector<Tensor>{x[0].gelu()}; }});
   cases.push_back({"layer_norm", "layer_norm_reference",
                    [] { return Inputs{normal({3, 5, 37}, 4) * 3.0f + 2.0f, normal({37}, 5), normal({37}, 6)}; },
                    [](const Inputs& x) { return std::vector<Tensor>{layer_norm(x[0], x[1], x[2], 1e-5f)}; }, 1e-4f});

@@ -1,5 +1,6 @@
 # Installs the qkv build in QKV_BUILD_DIR into a scratch prefix, then builds and runs the consumer
-# with QKV_CXX_COMPILER (a path, or a name looked up in PATH).
+# with QKV_CXX_COMPILER (a path, or a name looked up in PATH); its data-parallel program also on 2
+# ranks when QKV_MPIEXEC names mpirun (QKV_MPI_ENV: its environment, entries separated by |).
 if(NOT IS_ABSOLUTE ${QKV_CXX_COMPILER})
   find_program(compiler ${QKV_CXX_COMPILER})
   if(NOT compiler)
@@ -37,3 +38,9 @@ run(${CMAKE_COMMAND} -S ${QKV_CONSUMER_SRC} -B ${QKV_WORK_DIR}/build ${extra}
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${QKV_CXX_COMPILER} -DCMAKE_BUILD_TYPE=${QKV_BUILD_TYPE})
 run(${CMAKE_COMMAND} --build ${QKV_WORK_DIR}/build)
 run(${QKV_WORK_DIR}/build/consumer)
+run(${QKV_WORK_DIR}/build/consumer_dist)
+if(QKV_MPIEXEC)
+  string(REPLACE "|" ";" mpi_env "${QKV_MPI_ENV}")
+  run(${CMAKE_COMMAND} -E env ${mpi_env} ${QKV_MPIEXEC} -np 2 --oversubscribe --bind-to none
+      ${QKV_WORK_DIR}/build/consumer_dist)
+endif()

@@ -317,7 +317,7 @@ TEST_CASE("MultiHeadAttention adds a per-head bias to each head's scores") {
 
 TEST_CASE("attention layers name the shapes they cannot use") {
   CHECK_THROWS_WITH_AS(nn::MultiHeadAttention(10, 10, 10, 10, 3, 0.1f),
-                       "MultiHeadAttention: num_hiddens 10 must be a multiple of num_heads 3 (each head takes "
+                       "MultiHeadAttention: num_hiddens 10 must be a positive multiple of num_heads 3 (each head takes "
                        "num_hiddens / num_heads features)",
                        ValueError);
   CHECK_THROWS_AS(nn::MultiHeadAttention(10, 10, 10, 10, 0, 0.1f), ValueError);

@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -13,9 +15,11 @@
 #include "nn/attention_testing.h"
 #include "nn/functional/attention.h"
 #include "nn/fused_attention_golden_values.h"
+#include "nn/position_scheme.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/random.h"
+#include "tensor/reference_mode.h"
 #include "thread_testing.h"
 
 using namespace qkv;
@@ -337,31 +341,41 @@ TEST_CASE("fused_attention_packed writes the projection's gradient over the proj
   check_bitwise_identical_with_1_and_2_threads([&] { return run(false).first; });
 }
 
-TEST_CASE("MultiHeadAttention packs its projections for self-attention: the results of three") {
-  // forward(x, x, x) runs one projection and fused_attention_packed; forward(x, x', x'') with copies
-  // of x runs the three projections. The values agree to float32 rounding (dx sums the three
-  // products in one GEMM instead of three), the parameters and their names are the same.
-  const auto step = [](bool same_tensor) {
+TEST_CASE("MultiHeadAttention takes one route per mode: the fused op by default and composed_attention in the reference mode") {
+  // Self-attention forward(x, x, x) and forward(x, x', x'') with copies of x, a rotary position
+  // scheme or none: the three projections, then the fused op on the heads, or in the reference mode
+  // its composed reference (products, masked_softmax, dropout). The values agree to float32 rounding
+  // between the modes, and to the bit between self-attention and the copies.
+  const auto step = [](bool same_tensor, bool rotary, bool reference) {
+    const ReferenceModeGuard mode(reference);
     manual_seed(4);
     nn::MultiHeadAttention attention(8, 8, 8, 8, 2, 0.25f, /*bias=*/true);
+    if (rotary) attention.positions = std::make_shared<nn::RotaryPositions>(nn::PositionSizes{8, 2, 16});
     Generator g(6);
     const Tensor x = randn({2, 5, 8}, true, &g);
     const Tensor k = same_tensor ? x : x * 1.0f, v = same_tensor ? x : x * 1.0f;
     const Tensor out = attention.forward(x, k, v, IndexTensor{5, 3});
-    // out = W_o(attention output): the op under W_o says which path ran.
-    CHECK(out.grad_fn()->inputs[0].node->op == (same_tensor ? "fused_attention_packed" : "fused_attention"));
+    // out = W_o(attention output): the op under W_o says which route ran.
+    const std::string& op = out.grad_fn()->inputs[0].node->op;
+    CHECK((op == "fused_attention") == !reference);
     (out * out).sum().backward();
     std::vector<Tensor> all{out, attention.attention_weights, x.grad()};
     for (const auto& [name, p] : attention.named_parameters()) all.push_back(p.grad());
     return all;
   };
-  const std::vector<Tensor> packed = step(true), separate = step(false);
-  REQUIRE(packed.size() == separate.size());
-  for (size_t i = 0; i < packed.size(); ++i) {
-    CAPTURE(i);
-    check_close(packed[i], separate[i], 1e-5f);
+  for (const bool rotary : {false, true}) {
+    CAPTURE(rotary);
+    const std::vector<Tensor> self = step(true, rotary, false), copies = step(false, rotary, false),
+                              plain = step(true, rotary, true);
+    REQUIRE(self.size() == copies.size());
+    REQUIRE(self.size() == plain.size());
+    for (size_t i = 0; i < self.size(); ++i) {
+      CAPTURE(i);
+      check_close(copies[i], self[i], 1e-5f);
+      check_close(plain[i], self[i], 1e-5f);
+    }
+    CHECK(self[0].contiguous().to_vector() == copies[0].contiguous().to_vector());  // the same forward
   }
-  CHECK(packed[0].contiguous().to_vector() == separate[0].contiguous().to_vector());  // same forward
 }
 
 TEST_CASE("MultiHeadAttention gives the same results fused and composed, dropout included") {

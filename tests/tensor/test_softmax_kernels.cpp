@@ -1,14 +1,18 @@
 // The vectorized softmax kernels (tensor/kernels/softmax.cpp) against the reference loops, on
-// every vector tail, large and masked logits, infinities and NaN, forward and backward.
+// every vector tail, large and masked logits, infinities and NaN, forward and backward; and the
+// reference mode, which runs the reference loops.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "random_floats.h"
+#include "tensor/factories.h"
 #include "tensor/kernels/softmax.h"
+#include "tensor/reference_mode.h"
 #include "tensor/threads.h"
 
 using namespace qkv::kernels;
@@ -106,4 +110,38 @@ TEST_CASE("fast softmax gives bitwise the same rows on 1 and 2 threads") {
   softmax_forward(rows, n, 1, x.data(), two.data(), false);
   qkv::set_num_threads(saved);
   CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("in the reference mode softmax and log_softmax run the plain loops forward and backward") {
+  const int64_t rows = 64, n = 37;
+  const std::vector<float> x = random_floats(rows * n, 5, -5.0f, 5.0f), dy = random_floats(rows * n, 6);
+  const auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  for (const bool log : {false, true}) {
+    CAPTURE(log);
+    // The plain loops' values and gradients, and the tensor op's in each mode.
+    std::vector<float> y(x.size()), dx(x.size());
+    softmax_forward_reference(rows, n, 1, x.data(), y.data(), log);
+    softmax_backward_reference(rows, n, 1, y.data(), dy.data(), dx.data(), log);
+    const auto op = [&](bool reference) {
+      const qkv::ReferenceModeGuard mode(reference);
+      const qkv::Tensor input = qkv::tensor(x, {rows, n}, true);
+      const qkv::Tensor out = log ? input.log_softmax(-1) : input.softmax(-1);
+      (out * qkv::tensor(dy, {rows, n})).sum().backward();
+      return std::pair{out.to_vector(), input.grad().to_vector()};
+    };
+    const auto [fast_y, fast_dx] = op(false);
+    const auto [plain_y, plain_dx] = op(true);
+    // The vectorized exp rounds differently (in the values of softmax, in the gradient of
+    // log_softmax, whose values subtract one shift per row): had the reference mode run the fast
+    // kernels, the checks of bits below would fail.
+    REQUIRE((!same_bits(fast_y, y) || !same_bits(fast_dx, dx)));
+    CHECK(same_bits(plain_y, y));
+    CHECK(same_bits(plain_dx, dx));
+    for (size_t i = 0; i < x.size(); ++i) {
+      CHECK(std::fabs(fast_y[i] - y[i]) <= 1e-6f * (1.0f + std::fabs(y[i])));
+      CHECK(std::fabs(fast_dx[i] - dx[i]) <= 1e-5f);
+    }
+  }
 }
