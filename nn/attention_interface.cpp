@@ -84,9 +84,10 @@ void ProjectedAttention::check_inputs(const Tensor& queries, const Tensor& keys,
 
 ProjectedAttention::Heads ProjectedAttention::split_projections(const Tensor& queries, const Tensor& keys,
                                                                 const Tensor& values) const {
-  return {functional::split_heads(W_q->forward(queries), num_heads),
-          functional::split_heads(W_k->forward(keys), num_heads),
-          functional::split_heads(W_v->forward(values), num_heads)};
+  const functional::Projections p = functional::in_projections(queries, keys, values, W_q->weight, W_q->bias,
+                                                               W_k->weight, W_k->bias, W_v->weight, W_v->bias);
+  return {functional::split_heads(p.q, num_heads), functional::split_heads(p.k, num_heads),
+          functional::split_heads(p.v, num_heads)};
 }
 
 ProjectedAttention::Heads ProjectedAttention::project(const Tensor& queries, const Tensor& keys,

@@ -135,6 +135,19 @@ AttentionOutput fused_attention_packed(const Tensor& qkv, int64_t heads,
 
 // ---- heads --------------------------------------------------------------------------------------
 
+// The input projections of attention, (B, ·, in) → (B, ·, D) each: queries·W_qᵀ + b_q,
+// keys·W_kᵀ + b_k, values·W_vᵀ + b_v. For self-attention (the three inputs one tensor, the biases
+// all there or all absent) the fast path runs them as one product with the weights stacked,
+// x·[W_q; W_k; W_v]ᵀ, whose column blocks are the three: one pass over x, and x's gradient from one
+// product instead of a sum of three. Its composed reference, three linear calls, runs in the
+// reference mode (tensor/reference_mode.h) and whenever the inputs differ.
+struct Projections {
+  Tensor q, k, v;
+};
+Projections in_projections(const Tensor& queries, const Tensor& keys, const Tensor& values, const Tensor& weight_q,
+                           const Tensor& bias_q, const Tensor& weight_k, const Tensor& bias_k, const Tensor& weight_v,
+                           const Tensor& bias_v);
+
 // The heads of a projection, (B, T, D) → (B, H, T, D/H): a view (d2l's transpose_qkv without its
 // final reshape, which would fold the heads into the batch).
 Tensor split_heads(const Tensor& x, int64_t heads);
