@@ -223,8 +223,9 @@ std::vector<std::string> split_list(const std::string& name, const std::string& 
   const std::string expected = "option --" + name + " has an empty item in '" + text + "'; expected a,b,...";
   for (size_t start = 0;;) {
     const size_t comma = text.find(',', start);
-    const std::string item =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    item.erase(0, item.find_first_not_of(' '));  // "a, b": the spaces around an item are not part of it
+    item.erase(item.find_last_not_of(' ') + 1);
     if (item.empty()) throw ValueError(expected);
     if (std::find(items.begin(), items.end(), item) != items.end())
       throw ValueError("option --" + name + " lists '" + item + "' twice");

@@ -74,7 +74,7 @@ std::string option_text(float value);
 // "a, b, c": the names with `separator` between them.
 std::string join(const std::vector<std::string>& names, const std::string& separator = ", ");
 
-// "a,b,c" given to option --name → {"a", "b", "c"}. An empty item or one listed twice is refused,
+// "a,b,c" (or "a, b, c") given to option --name → {"a", "b", "c"}. An empty item or one listed twice is refused,
 // naming the option: either would quietly compare less, or do the same work twice.
 std::vector<std::string> split_list(const std::string& name, const std::string& text);
 

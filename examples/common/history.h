@@ -143,7 +143,7 @@ struct History {
 // (`Names`, five of them: "step,train_bits_per_char,validation_bits_per_char,lr,seconds"), as
 // nanoGPT logs iter, train loss, val loss and lr.
 template <const char* const* Names>
-struct Evaluation {
+struct MetricsRow {
   int64_t step = 0;    // steps (or epochs) done
   double loss = 0;     // the training loss (or bits) of the steps since the last row
   double score = 0;    // how the model does now: validation bits, accuracy...

@@ -54,12 +54,12 @@ void settle(const fs::path& dir, const RunLayout& layout) {
   std::istringstream staged(io::read_text_file(staging / kComplete, layout.program));
   std::vector<std::string> names;
   for (std::string name; std::getline(staged, name);) names.push_back(name);
-  for (const std::string& name : layout.run_files()) {
-    if (std::find(names.begin(), names.end(), name) == names.end())
-      fs::remove(dir / name);  // the old run's, which the new run has none of
-    else if (fs::exists(staging / name, ec))
-      fs::rename(staging / name, dir / name);
-  }
+  // Every file the start staged goes in, whichever program settles it; of this program's files, the
+  // old run's that the new run has none of go out.
+  for (const std::string& name : names)
+    if (fs::exists(staging / name, ec)) fs::rename(staging / name, dir / name);
+  for (const std::string& name : layout.run_files())
+    if (std::find(names.begin(), names.end(), name) == names.end()) fs::remove(dir / name);
   remove_figures(dir);
   fs::remove_all(staging);
 }
@@ -129,6 +129,10 @@ RunDirectory::RunDirectory(fs::path dir, RunLayout layout, bool resume, dist::Pr
   if (fs::exists(dir_, ec) && !fs::is_directory(dir_, ec))
     refuse(dir_.string() + " (--run) is not a directory");
   if (fs::exists(dir_, ec)) check_contents(), check_files();
+}
+
+void RunDirectory::wait_for_writer() const {
+  if (group_) group_->barrier();
 }
 
 std::string RunDirectory::command() const {
@@ -259,10 +263,11 @@ SavedRun load_saved_run(const fs::path& dir, const RunLayout& layout, const std:
   const std::string& program = layout.program;
   if (dir.empty()) throw ValueError(program + ": --run is empty; expected a run directory");
   {  // A fresh start stopped halfway is finished (or undone) first, unless a training is writing
-     // here now; a directory that cannot be written to is read as it is. Under mpirun rank 0 alone
-     // does it, so that no other rank holds the lock when rank 0 opens the directory to train.
+     // here now; a directory that cannot be written to is read as it is, and one with no start in it
+     // is not touched. Under mpirun rank 0 alone does it, so that no other rank holds the lock when
+     // rank 0 opens the directory to train.
     std::error_code ec;
-    if (fs::is_directory(dir, ec) && (!world_started() || world().rank() == 0))
+    if (fs::exists(dir / kStaging, ec) && (!world_started() || world().rank() == 0))
       if (const io::DirectoryLock lock = io::DirectoryLock::try_lock(dir); lock.locked()) settle(dir, layout);
   }
   const fs::path config_path = dir / "config.json", file = dir / (which + ".safetensors");

@@ -93,6 +93,8 @@ class RunDirectory {
   const RunLayout& layout() const { return layout_; }
   bool resume() const { return resume_; }
   bool writer() const { return writer_; }  // rank 0, or the one process
+  // Under mpirun, a barrier of all the ranks; nothing in one process.
+  void wait_for_writer() const;
   // Where file `name` of the run is written now: in DIR/.new-run until a fresh run's first checkpoint
   // is committed, in DIR after.
   std::filesystem::path path(const std::string& name) const;
@@ -173,78 +175,100 @@ void announce_training(const std::string& program, const RunOptions& options);
 // unless `honoured` lists it (the budget, threads, what is printed and drawn).
 void check_resume_options(const Args& args, const std::vector<std::string>& honoured);
 
+// The value of C's integer field `key` (its budget: "steps", "epochs"), and setting it.
+template <class C>
+int64_t budget_of(C c, const std::string& key) {
+  int64_t value = 0;
+  c.fields([&](const Field& f, auto& v) {
+    if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>)
+      if (f.key == key) value = static_cast<int64_t>(v);
+  });
+  return value;
+}
+template <class C>
+void set_budget(C& c, const std::string& key, int64_t value) {
+  c.fields([&](const Field& f, auto& v) {
+    if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>)
+      if (f.key == key) v = static_cast<std::decay_t<decltype(v)>>(value);
+  });
+}
+
 // The config a train command asks for. For --resume, only the budget, option --KEY (0 when not
 // given: the run's own), once check_resume_options has refused any option that would change the
 // run (`honoured` are the command's own that do not); otherwise the config `fresh` reads.
 template <class C, class Fresh>
-C train_config(const Args& args, const RunOptions& o, const std::string& key,
-               std::vector<std::string> honoured, Fresh&& fresh) {
+C train_config(const Args& args, const RunOptions& o, const std::string& key, std::vector<std::string> honoured,
+               Fresh&& fresh) {
   if (!o.resume) return fresh();
   honoured.push_back(key);
   check_resume_options(args, honoured);
+  const std::string option = Field{key}.option_name();
   C c;
-  c.fields([&](const Field& f, auto& v) {
-    if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>)
-      if (f.key == key)
-        v = args.given(f.option_name()) ? args.integer_in(f.option_name(), 1, 100'000'000) : 0;
-  });
+  set_budget(c, key, args.given(option) ? args.integer_in(option, 1, 100'000'000) : 0);
   return c;
 }
 
-// Where a training starts: afresh from `config`, or, for --resume, from the run's last checkpoint.
+// What a training keeps of itself: its config, its evaluations, the best score so far, and for
+// --resume the checkpoint it continues from.
 template <class C, class Row>
-struct Start {
+struct TrainingState {
   C config;
   History<Row> history;
   double best;
-  std::optional<SavedRun> last;  // the checkpoint a resumed run continues from
-  // Loads the last checkpoint into the model and optimizer (with the generator's state): the step
-  // it was saved at, 0 for a fresh run.
-  int64_t load(nn::Module& model, optim::Optimizer& optimizer) const {
-    return last ? io::load_checkpoint(last->file, model, optimizer).step : 0;
+  std::optional<SavedRun> last;
+
+  // Loads the last checkpoint into the model and optimizer (with the generator's state): the step it
+  // was saved at, 0 for a fresh run. On several ranks each loads it and they check that they agree.
+  int64_t load(nn::Module& model, optim::Optimizer& optimizer, const Ranks& ranks = {}) const {
+    if (!last) return 0;
+    const int64_t step = io::load_checkpoint(last->file, model, optimizer).step;
+    if (ranks.many()) check_same_state(model, ranks, "after loading " + last->file.string());
+    return step;
+  }
+  // The seconds of training the run had when this call began (a timing of its last row).
+  double seconds() const { return history.rows.empty() ? 0.0 : history.rows.back().seconds; }
+  // The end of an evaluation: `row` kept, `score` the best when `improved`, and the checkpoints
+  // (best.safetensors too when improved) and metrics.csv saved, with the program's `extras`.
+  void record(RunDirectory& run, const nn::Module& model, const optim::Optimizer& optimizer, int64_t step,
+              const Row& row, double score, bool improved, io::Json::Object extras = {}) {
+    history.rows.push_back(row);
+    if (improved) best = score;
+    run.save(model, optimizer, step, {to_json(config), history.to_json(), best, std::move(extras)}, improved,
+             history.csv());
   }
 };
 
 // For a fresh run, `config` as it is (with `best`, the score no evaluation can be worse than). For
 // --resume, the run's own config, history and best from its last checkpoint, with `config`'s budget
 // (layout.budget_key) when it is above 0, and the timings of metrics.csv: a budget below the run's
-// is refused, naming the option.
+// is refused, naming the option. Under mpirun rank 0 reads first (finishing an interrupted start),
+// the others after it.
 template <class C, class Row>
-Start<C, Row> start_or_resume(const RunDirectory& run, const C& config, double best,
-                              MissingKeys missing = MissingKeys::refuse) {
+TrainingState<C, Row> start_or_resume(const RunDirectory& run, const C& config, double best,
+                                      MissingKeys missing = MissingKeys::refuse) {
   if (!run.resume()) return {config, {}, best, std::nullopt};
   const RunLayout& layout = run.layout();
+  if (!run.writer()) run.wait_for_writer();
   SavedRun last = load_saved_run(run.dir(), layout, "last");
-  Start<C, Row> s{config_of<C>(last, layout, missing),
-                  History<Row>::from_json(last.state.history, last.file.string()), last.state.best,
-                  std::move(last)};
-  const auto budget = [&](C& c) {
-    int64_t value = 0;
-    c.fields([&](const Field& f, auto& v) {
-      if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>)
-        if (f.key == layout.budget_key) value = static_cast<int64_t>(v);
-    });
-    return value;
-  };
-  C wanted = config;
-  const int64_t asked = budget(wanted), saved = budget(s.config);
+  if (run.writer()) run.wait_for_writer();
+  TrainingState<C, Row> state{config_of<C>(last, layout, missing),
+                              History<Row>::from_json(last.state.history, last.file.string()), last.state.best,
+                              std::move(last)};
+  const int64_t asked = budget_of(config, layout.budget_key), saved = budget_of(state.config, layout.budget_key);
   if (asked > 0 && asked < saved)
-    throw ValueError(layout.program + " train --resume: --" + Field{layout.budget_key, "", ""}.option_name() +
-                     " " + std::to_string(asked) + " is below the run's " + std::to_string(saved) +
+    throw ValueError(layout.program + " train --resume: --" + Field{layout.budget_key}.option_name() + " " +
+                     std::to_string(asked) + " is below the run's " + std::to_string(saved) +
                      ": a run can be extended, not shortened");
-  s.config.fields([&](const Field& f, auto& v) {
-    if constexpr (std::is_integral_v<std::decay_t<decltype(v)>>)
-      if (f.key == layout.budget_key && asked > 0) v = static_cast<std::decay_t<decltype(v)>>(asked);
-  });
+  if (asked > 0) set_budget(state.config, layout.budget_key, asked);
   try {
-    s.config.validate();
+    state.config.validate();
   } catch (const ValueError& e) {
     throw ValueError(layout.program + " train --resume: " + e.what());
   }
   const std::filesystem::path metrics = run.dir() / "metrics.csv";
   if (std::filesystem::is_regular_file(metrics))
-    s.history.take_timings(io::read_text_file(metrics, layout.program));
-  return s;
+    state.history.take_timings(io::read_text_file(metrics, layout.program));
+  return state;
 }
 
 }  // namespace qkv::examples

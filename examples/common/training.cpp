@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "dist/data_parallel.h"
+#include "dist/same_start.h"
 #include "dist/sampler.h"
 #include "examples/common/ranks.h"
 #include "optim/clip.h"
@@ -24,6 +25,10 @@ Ranks ranks_from(const Args& args) {
   if (reduce != "library" && reduce != "fixed")
     throw ValueError("option --reduce is '" + reduce + "'; expected library or fixed");
   return {world_started() ? &world().group() : nullptr, reduce == "fixed"};
+}
+
+void check_same_state(const nn::Module& model, const Ranks& ranks, const std::string& when) {
+  if (ranks.many()) dist::check_same_state(model, *ranks.group, when);
 }
 
 bool StepResult::finite() const { return std::isfinite(loss) && std::isfinite(grad_norm); }

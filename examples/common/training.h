@@ -42,6 +42,9 @@ struct Ranks {
   bool root() const;  // rank 0, or the one process: it prints, evaluates and writes
 };
 
+// Under mpirun, refuses (naming `when`) ranks whose weights differ: dist::check_same_state.
+void check_same_state(const nn::Module& model, const Ranks& ranks, const std::string& when);
+
 // --reduce, for the train commands that run under mpirun, and the Ranks of this process's world
 // that it asks for.
 extern const Args::Option kReduceOption;

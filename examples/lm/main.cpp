@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "autograd/debug/profiler.h"
 #include "examples/common/program.h"
 #include "examples/common/timing.h"
 #include "examples/lm/figures.h"

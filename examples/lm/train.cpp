@@ -1,17 +1,14 @@
 #include "examples/lm/train.h"
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 #include <cmath>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <numbers>
 #include <sstream>
 
 #include "autograd/grad_mode.h"
-#include "dist/same_start.h"
 #include "examples/common/progress.h"
 #include "examples/common/ranks.h"
 #include "examples/common/timing.h"
@@ -19,7 +16,6 @@
 #include "io/file.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"
-#include "optim/clip.h"
 #include "optim/scheduler.h"
 #include "tensor/error.h"
 #include "tensor/random.h"
@@ -281,9 +277,6 @@ class Batches {
   std::vector<size_t> pieces_;
 };
 
-// What a checkpoint's config text holds: the config, the evaluations so far, the best validation.
-
-
 // Rows `rows` of ids laid out as (B, T), with the shape `shape`.
 IndexTensor select_rows(const IndexTensor& ids, const std::vector<int64_t>& rows, int64_t T, qkv::Shape shape) {
   std::vector<int64_t> out;
@@ -329,29 +322,29 @@ void describe(const Data& data, const Config& config, const TrainOptions& o) {
                    std::to_string(r.loss) + "); lower --lr. The run keeps its checkpoints of the last evaluation, if any");
 }
 
-// What the loop keeps between evaluations: the training loss of the steps since the last one, and
-// the time of the steps alone.
+// What the loop keeps between evaluations: the training loss of the steps since the last one, the
+// time of the steps alone (for their speed) and of the whole call (for metrics.csv's seconds).
 struct Meter {
   double loss_sum = 0;
   int64_t count = 0, steps = 0;
   qkv::examples::Stopwatch steps_time;
+  qkv::examples::Clock::time_point started = qkv::examples::Clock::now();
   double train_bits() const { return loss_sum / static_cast<double>(std::max<int64_t>(count, 1)) / std::numbers::ln2; }
 };
 
+using State = qkv::examples::TrainingState<Config, Evaluation>;
+
 // An evaluation after step k: the validation bits (rank 0's), a row of the history, the checkpoints
 // and metrics.csv; the training loss starts again.
-void evaluate_and_save(qkv::examples::Start<Config, Evaluation>& s, qkv::examples::RunDirectory& run, CharGPT& model,
-                       const qkv::optim::Optimizer& optimizer, const Data& data, int64_t k, Meter& meter, bool verbose) {
-  const double seconds_before = s.history.rows.empty() ? 0 : s.history.rows.back().seconds;
+void evaluate_and_save(State& state, qkv::examples::RunDirectory& run, CharGPT& model,
+                       const qkv::optim::Optimizer& optimizer, const Data& data, int64_t k, Meter& meter,
+                       double seconds_before, bool verbose) {
   const Evaluation e{k, meter.train_bits(), run.writer() ? evaluate_bits(model, data.validation, data.start_id) : 0,
-                     optimizer.lr(), seconds_before + meter.steps_time.seconds()};
+                     optimizer.lr(), seconds_before + qkv::examples::seconds_since(meter.started)};
   meter.loss_sum = 0, meter.count = 0;
-  s.history.rows.push_back(e);
-  s.best = std::min(s.best, e.score);
-  run.save(model, optimizer, k, {qkv::examples::to_json(s.config), s.history.to_json(), s.best, {}},
-           e.score == s.best, s.history.csv());
+  state.record(run, model, optimizer, k, e, e.score, e.score <= state.best);
   if (verbose)
-    std::cout << "step " << k << "/" << s.config.steps << ": train " << std::fixed << std::setprecision(3) << e.loss
+    std::cout << "step " << k << "/" << state.config.steps << ": train " << std::fixed << std::setprecision(3) << e.loss
               << ", validation " << e.score << " bits/char" << std::endl;
 }
 
@@ -387,39 +380,39 @@ qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, CharGPT& mo
 
 TrainResult train(Config config, const TrainOptions& o) {
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
-  auto s = qkv::examples::start_or_resume<Config, Evaluation>(run, config, std::numeric_limits<double>::infinity());
-  const Data data = load_data(s.config, s.config.chars);
-  s.config = with_vocabulary(s.config, data);
-  if (!s.last) qkv::manual_seed(static_cast<uint64_t>(s.config.seed));
-  CharGPT model(s.config.model);
-  auto optimizer = make_optimizer(model, s.config);
-  qkv::optim::WarmupLR schedule(*optimizer, s.config.warmup, s.config.steps);  // reads the base lr before a checkpoint
+  State state = qkv::examples::start_or_resume<Config, Evaluation>(run, config, std::numeric_limits<double>::infinity());
+  const Data data = load_data(state.config, state.config.chars);
+  state.config = with_vocabulary(state.config, data);
+  if (!state.last) qkv::manual_seed(static_cast<uint64_t>(state.config.seed));
+  CharGPT model(state.config.model);
+  auto optimizer = make_optimizer(model, state.config);
+  qkv::optim::WarmupLR schedule(*optimizer, state.config.warmup, state.config.steps);  // reads the base lr before a checkpoint
   run.open();
-  describe(data, s.config, o);
+  describe(data, state.config, o);
   TrainResult result{.baselines = baselines(run, data, o.verbose)};
-  qkv::examples::TrainStep step(model, *optimizer, {o.ranks, static_cast<uint64_t>(s.config.seed), s.config.clip});
-  int64_t k = s.load(model, *optimizer);
-  if (o.ranks.many() && s.last) qkv::dist::check_same_state(model, *o.ranks.group, "after loading the last checkpoint");
+  qkv::examples::TrainStep step(model, *optimizer, {o.ranks, static_cast<uint64_t>(state.config.seed), state.config.clip});
+  int64_t k = state.load(model, *optimizer, o.ranks);
   schedule.set_last_step(k);
-  const Batches batches(data, s.config.model.context);
-  auto progress = qkv::examples::Progress::shown_if(o.progress, "lm train", s.config.steps - k);
+  const Batches batches(data, state.config.model.context);
+  auto progress = qkv::examples::Progress::shown_if(o.progress, "lm train", state.config.steps - k);
   Meter meter;
+  const double seconds_before = state.seconds();
   model.train();
-  for (int64_t evaluations = 0; k < s.config.steps && evaluations != o.stop_after;) {
+  for (int64_t evaluations = 0; k < state.config.steps && evaluations != o.stop_after;) {
     meter.steps_time.start();
-    const auto [inputs, targets] = batches.draw(s.config.batch, k, o.ranks, s.config.seed);
+    const auto [inputs, targets] = batches.draw(state.config.batch, k, o.ranks, state.config.seed);
     const qkv::examples::StepResult r = train_step(step, model, k, inputs, targets);
     if (!r.finite()) diverged(k, r);
     schedule.step();
     ++k, ++meter.steps, ++meter.count, meter.loss_sum += r.loss;
     meter.steps_time.stop();
     progress.update(meter.steps, "loss " + std::to_string(r.loss / std::numbers::ln2).substr(0, 5) + " bits/char");
-    if (k % s.config.eval_every != 0 && k != s.config.steps) continue;
-    evaluate_and_save(s, run, model, *optimizer, data, k, meter, o.verbose);
+    if (k % state.config.eval_every != 0 && k != state.config.steps) continue;
+    evaluate_and_save(state, run, model, *optimizer, data, k, meter, seconds_before, o.verbose);
     ++evaluations;
   }
   progress.finish("trained to step " + std::to_string(k));
-  return finish(result, run, data, s.config, meter, s.best, o);
+  return finish(result, run, data, state.config, meter, state.best, o);
 }
 
 Run load_run(const fs::path& dir, const std::string& which) {

@@ -82,7 +82,7 @@ std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& 
 // One evaluation of a training: a row of metrics.csv, and of each checkpoint's history. Its loss
 // is the training bits per character since the last row, its score the validation's.
 inline constexpr const char* kColumns[] = {"step", "train_bits_per_char", "validation_bits_per_char", "lr", "seconds"};
-using Evaluation = qkv::examples::Evaluation<kColumns>;
+using Evaluation = qkv::examples::MetricsRow<kColumns>;
 
 // The run directory, figures, what is printed and the ranks (examples/common/run_directory.h).
 using TrainOptions = qkv::examples::RunOptions;

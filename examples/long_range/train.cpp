@@ -98,7 +98,9 @@ namespace {
 // A row of metrics.csv, and of each checkpoint's history: the training loss and accuracy of the
 // steps since the last one (fresh batches the model has never seen: there is no validation set).
 inline constexpr const char* kColumns[] = {"step", "train_loss", "train_accuracy", "lr", "seconds"};
-using LogRow = qkv::examples::Evaluation<kColumns>;
+using LogRow = qkv::examples::MetricsRow<kColumns>;
+
+using State = qkv::examples::TrainingState<Config, LogRow>;
 
 // The sums of the steps since the last row.
 struct Window {
@@ -131,7 +133,7 @@ Batch draw_batch(const Config& c, qkv::Generator& data) {
 // A row after step k: printed, kept, and saved with the checkpoints (the best: the lowest training
 // loss, over fresh batches the model has never seen). The data generator's state goes with them,
 // so that a resumed run draws the batches an uninterrupted one would have.
-void log_and_save(qkv::examples::Start<Config, LogRow>& s, qkv::examples::RunDirectory& run, TaggerModel& model,
+void log_and_save(State& state, qkv::examples::RunDirectory& run, TaggerModel& model,
                   const qkv::optim::Optimizer& optimizer, const qkv::Generator& data, int64_t k, Window& w,
                   double seconds, bool verbose) {
   const LogRow row{k, w.loss / static_cast<double>(w.tokens), static_cast<double>(w.correct) / static_cast<double>(w.tokens),
@@ -139,33 +141,28 @@ void log_and_save(qkv::examples::Start<Config, LogRow>& s, qkv::examples::RunDir
   w = {};
   if (verbose) {
     std::printf("step %6lld/%lld  loss %.4f  train acc %5.1f%%  %.1f s\n", static_cast<long long>(k),
-                static_cast<long long>(s.config.steps), row.loss, 100.0 * row.score, seconds);
+                static_cast<long long>(state.config.steps), row.loss, 100.0 * row.score, seconds);
     std::fflush(stdout);
   }
-  s.history.rows.push_back(row);
-  const bool improved = row.loss < s.best;
-  s.best = std::min(s.best, row.loss);
   const qkv::GeneratorState g = data.state();
-  run.save(model, optimizer, k,
-           {qkv::examples::to_json(s.config), s.history.to_json(), s.best,
-            {{"data_generator", qkv::io::Json(qkv::io::Json::Array{qkv::io::Json(static_cast<int64_t>(g.seed)),
-                                                                   qkv::io::Json(static_cast<int64_t>(g.offset))})}}},
-           improved, s.history.csv());
+  state.record(run, model, optimizer, k, row, row.loss, row.loss < state.best,
+               {{"data_generator", qkv::io::Json(qkv::io::Json::Array{qkv::io::Json(static_cast<int64_t>(g.seed)),
+                                                                      qkv::io::Json(static_cast<int64_t>(g.offset))})}});
 }
 
 // The training batches' generator: a function of the seed, or where the resumed checkpoint left it.
-qkv::Generator data_generator(const qkv::examples::Start<Config, LogRow>& s) {
-  qkv::Generator data(training_key(s.config.seed));
-  const qkv::io::Json* saved = s.last ? s.last->state.extra("data_generator") : nullptr;
+qkv::Generator data_generator(const State& state) {
+  qkv::Generator data(training_key(state.config.seed));
+  const qkv::io::Json* saved = state.last ? state.last->state.extra("data_generator") : nullptr;
   if (saved && saved->is_array() && saved->as_array().size() == 2)
     data.set_state({static_cast<uint64_t>(saved->as_array()[0].as_int()), static_cast<uint64_t>(saved->as_array()[1].as_int())});
   return data;
 }
 
 // The end of a training: Performer's note, the speed, and the model as it ends on the test set.
-TrainResult finish(TrainResult r, const qkv::examples::Start<Config, LogRow>& s, TaggerModel& model, int64_t steps_run,
+TrainResult finish(TrainResult r, const State& state, TaggerModel& model, int64_t steps_run,
                    bool verbose) {
-  r.steps_on_current_draw = steps_on_current_draw(model, s.config.steps);
+  r.steps_on_current_draw = steps_on_current_draw(model, steps_run);  // Performer counts this call's forwards
   if (verbose && r.steps_on_current_draw >= 0 && r.steps_on_current_draw <= kRecentDraw)
     std::printf("note: Performer drew its random features again for the last %lld step(s) of training; a model "
                 "adapted to the earlier draw scores lower on a new one until it adapts again, so the test "
@@ -176,10 +173,10 @@ TrainResult finish(TrainResult r, const qkv::examples::Start<Config, LogRow>& s,
   const size_t tail = std::max<size_t>(1, r.losses.size() / 10);
   for (size_t i = r.losses.size() - std::min(tail, r.losses.size()); i < r.losses.size(); ++i)
     r.final_loss += r.losses[i] / static_cast<double>(tail);
-  const std::vector<Sequence> test = test_set(s.config.task, s.config.test_sequences);
-  const Evaluation e = evaluate(model, test, s.config.batch);
+  const std::vector<Sequence> test = test_set(state.config.task, state.config.test_sequences);
+  const Evaluation e = evaluate(model, test, state.config.batch);
   r.test_accuracy = e.accuracy, r.test_loss = e.loss;
-  r.stats = task_stats(s.config.task, test, reach(s.config.model));
+  r.stats = task_stats(state.config.task, test, reach(state.config.model));
   return r;
 }
 
@@ -187,43 +184,43 @@ TrainResult finish(TrainResult r, const qkv::examples::Start<Config, LogRow>& s,
 
 TrainResult train(const TrainOptions& o) {
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
-  auto s = qkv::examples::start_or_resume<Config, LogRow>(run, static_cast<const Config&>(o), std::numeric_limits<double>::infinity());
-  check_options(s.config);
-  qkv::manual_seed(s.config.seed);  // the initialization and Performer's features
-  TaggerModel model(s.config.model, s.config.task);
-  qkv::optim::AdamW optimizer(model.parameters(), {.lr = s.config.lr, .weight_decay = s.config.weight_decay});
-  qkv::optim::WarmupLR schedule(optimizer, std::min<int64_t>(100, s.config.steps / 10), s.config.steps);
+  State state = qkv::examples::start_or_resume<Config, LogRow>(run, static_cast<const Config&>(o), std::numeric_limits<double>::infinity());
+  check_options(state.config);
+  qkv::manual_seed(state.config.seed);  // the initialization and Performer's features
+  TaggerModel model(state.config.model, state.config.task);
+  qkv::optim::AdamW optimizer(model.parameters(), {.lr = state.config.lr, .weight_decay = state.config.weight_decay});
+  qkv::optim::WarmupLR schedule(optimizer, std::min<int64_t>(100, state.config.steps / 10), state.config.steps);
   run.open();
-  TrainResult r = describe(s.config, model.num_parameters(), o.verbose);
-  qkv::examples::TrainStep step(model, optimizer, {.seed = s.config.seed, .clip = 1.0});
-  int64_t k = s.load(model, optimizer);
+  TrainResult r = describe(state.config, model.num_parameters(), o.verbose);
+  qkv::examples::TrainStep step(model, optimizer, {.seed = state.config.seed, .clip = 1.0});
+  int64_t k = state.load(model, optimizer);
   schedule.set_last_step(k);
-  qkv::Generator data = data_generator(s);
-  const int64_t log_every = o.log_every > 0 ? o.log_every : std::max<int64_t>(1, s.config.steps / 10), first = k;
-  const double seconds_before = s.history.rows.empty() ? 0 : s.history.rows.back().seconds;
+  qkv::Generator data = data_generator(state);
+  const int64_t log_every = o.log_every > 0 ? o.log_every : std::max<int64_t>(1, state.config.steps / 10), first = k;
+  const double seconds_before = state.seconds();
   qkv::examples::Stopwatch clock;
   Window w;
   model.train();
-  for (int64_t logged = 0; k < s.config.steps && logged != o.stop_after;) {
+  for (int64_t logged = 0; k < state.config.steps && logged != o.stop_after;) {
     clock.start();
-    const Batch batch = draw_batch(s.config, data);
-    const auto result = step(s.config.batch, k, [&](const qkv::examples::Rows&) {
+    const Batch batch = draw_batch(state.config, data);
+    const auto result = step(state.config.batch, k, [&](const qkv::examples::Rows&) {
       const Tensor logits = model.forward(batch.ids, batch.valid_lens);
       w.correct += count_correct(logits, batch);
       return qkv::examples::Share{qkv::nn::functional::sequence_cross_entropy(logits, batch.tags, batch.valid_lens), batch.tokens};
     });
     if (!result.finite())
       throw qkv::Error("training diverged at step " + std::to_string(k + 1) + ": the loss is " + std::to_string(result.loss) +
-                       "; lower --lr (now " + std::to_string(s.config.lr) + ")");
+                       "; lower --lr (now " + std::to_string(state.config.lr) + ")");
     schedule.step();
     ++k, r.losses.push_back(result.loss), w.loss += result.loss * static_cast<double>(batch.tokens), w.tokens += batch.tokens;
     clock.stop();
-    if (k % log_every != 0 && k != s.config.steps) continue;
-    log_and_save(s, run, model, optimizer, data, k, w, seconds_before + clock.seconds(), o.verbose);
+    if (k % log_every != 0 && k != state.config.steps) continue;
+    log_and_save(state, run, model, optimizer, data, k, w, seconds_before + clock.seconds(), o.verbose);
     ++logged;
   }
   r.train_seconds = clock.seconds();
-  return finish(std::move(r), s, model, k - first, o.verbose);
+  return finish(std::move(r), state, model, k - first, o.verbose);
 }
 
 void check_compare(const CompareOptions& c) {
@@ -249,6 +246,10 @@ void check_compare(const CompareOptions& c) {
 
 std::vector<CompareRow> compare(const CompareOptions& c) {
   check_compare(c);
+  for (size_t i = 0; i < c.lengths.size(); ++i)  // every run's directory, before the first trains
+    for (const std::string& m : c.mechanisms)
+      qkv::examples::RunDirectory(std::filesystem::path(c.base.run_dir) / (m + "-" + std::to_string(c.lengths[i])),
+                                  kRunLayout, false);
   std::vector<CompareRow> rows;
   for (size_t i = 0; i < c.lengths.size(); ++i)
     for (const std::string& m : c.mechanisms) {

@@ -90,7 +90,11 @@ struct TrainResult {
   std::vector<double> losses;      // every step's
 };
 // A fresh run in options.run_dir, or with options.resume the continuation of the run there (with
-// options.steps when above 0, else its own); the model as it ends is tested.
+// options.steps when above 0, else its own); the model as it ends is tested. A resumed run draws
+// the batches an uninterrupted one would have (the data generator's state is in the checkpoint),
+// but Performer counts its forwards to the next redraw afresh (nn/performer.h), so a resumed
+// Performer run is not bit for bit the uninterrupted one, and its note on the latest draw counts
+// from the resumed step.
 TrainResult train(const TrainOptions& options);
 
 struct CompareOptions {

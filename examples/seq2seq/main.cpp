@@ -5,7 +5,6 @@
 #include <iostream>
 #include <string>
 
-#include "autograd/debug/profiler.h"
 #include "examples/common/program.h"
 #include "examples/common/timing.h"
 #include "examples/seq2seq/dates.h"
@@ -31,7 +30,9 @@ int cmd_train(const Args& a) {
     o.run_dir = qkv::examples::directory_option(a, "out");
   }
   o.heatmaps = a.integer_in("heatmaps", 0, 1000);
-  const Config config = qkv::examples::train_config<Config>(a, o, "epochs", {"heatmaps", "out"}, [&] {
+  o.time_limit = a.number_in("time-limit", 0, 1e9);
+  o.target = a.number_in("target", 0, 1);
+  const Config config = qkv::examples::train_config<Config>(a, o, "epochs", {"heatmaps", "out", "time-limit", "target"}, [&] {
     Config c;
     qkv::examples::read_options(a, c);
     c.validate();
@@ -48,10 +49,11 @@ int cmd_predict(const Args& args) {
     throw qkv::ValueError("option --heatmap is empty; expected a .png file");
   if (args.given("checkpoint") && args.str("checkpoint").empty())
     throw qkv::ValueError("option --checkpoint is empty; expected a file");
+  // The model as training ended (last.safetensors): the one whose test scores train printed.
   const std::filesystem::path run = qkv::examples::directory_option(args, "run");
-  if (!args.given("checkpoint") && !std::filesystem::exists(run / "best.safetensors"))
-    throw qkv::ValueError(run.string() + " (--run) holds no seq2seq run (no best.safetensors)");
-  const std::string checkpoint = args.given("checkpoint") ? args.str("checkpoint") : (run / "best.safetensors").string();
+  if (!args.given("checkpoint") && !std::filesystem::exists(run / "last.safetensors"))
+    throw qkv::ValueError(run.string() + " (--run) holds no seq2seq run (no last.safetensors)");
+  const std::string checkpoint = args.given("checkpoint") ? args.str("checkpoint") : (run / "last.safetensors").string();
   const std::unique_ptr<Seq2Seq> model = load_model(checkpoint);
   const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
   // Each text is translated as it comes, so that an endless stdin streams in bounded memory, and
@@ -135,7 +137,9 @@ int cmd_bench(const Args& args) {
 std::vector<Args::Option> train_options() {
   std::vector<Args::Option> o = qkv::examples::options_of(Config{});
   for (const Args::Option& more : qkv::examples::run_options("runs/seq2seq")) o.push_back(more);
-  o.insert(o.end(), {{"out", "", "the older name of --run"},
+  o.insert(o.end(), {{"time-limit", "300", "seconds of training at most (checked after every epoch)"},
+                     {"target", "1", "stop once the dev exact match reaches this"},
+                     {"out", "", "the older name of --run"},
                      {"heatmaps", "4", "attention heatmaps to write (test examples) to RUN/figures"},
                      qkv::examples::kThreadsOption,
                      qkv::examples::kReferenceOption});
@@ -153,7 +157,7 @@ int main(int argc, char** argv) {
             .on_ranks(),
         qkv::examples::Command{"predict", "translate each TEXT, or each line of stdin when none is given, with a trained run",
          {qkv::examples::run_option("runs/seq2seq"),
-          {"checkpoint", "", "a checkpoint file instead of the run's best.safetensors"},
+          {"checkpoint", "", "a checkpoint file instead of the run's last.safetensors (the model train tested)"},
           {"heatmap", "", "write the attention of the first text to this PNG"},
           qkv::examples::kThreadsOption,
           qkv::examples::kReferenceOption},

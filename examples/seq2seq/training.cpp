@@ -39,8 +39,6 @@ void Config::validate() const {
   check_int("epochs", epochs, 1, 100'000);
   check_number("lr", lr, 1e-12, 1e3);
   check_number("clip", clip, 1e-6, 1e30);
-  check_number("time_limit", time_limit, 0, 1e9);
-  check_number("target", target, 0, 1);
   const Config mine;
   if (model.source_vocab != mine.model.source_vocab || model.target_vocab != mine.model.target_vocab ||
       source_alphabet != mine.source_alphabet || target_alphabet != mine.target_alphabet)
@@ -255,31 +253,29 @@ double train_epoch(Seq2Seq& model, qkv::examples::TrainStep& step, const std::ve
   return loss_sum / static_cast<double>(batches.size());
 }
 
+using State = qkv::examples::TrainingState<Config, EpochRow>;
+
 // After an epoch: rank 0 scores the dev pairs, writes the row and the checkpoints, prints the line,
 // and decides whether to stop (the dev exact match reached the target, or the time ran out), which
 // every rank follows.
-bool evaluate_and_save(qkv::examples::Start<Config, EpochRow>& s, qkv::examples::RunDirectory& run, Seq2Seq& model,
+bool evaluate_and_save(State& state, qkv::examples::RunDirectory& run, Seq2Seq& model,
                        const qkv::optim::Optimizer& optimizer, const std::vector<DatePair>& dev, EpochRow row,
-                       const qkv::examples::Ranks& ranks) {
+                       const TrainOptions& o) {
   const Score score = run.writer() ? evaluate(model, dev).score : Score{};
   row.dev_exact = score.exact_match, row.dev_bleu = score.bleu;
-  s.history.rows.push_back(row);
-  const bool improved = row.dev_exact > s.best;
-  s.best = std::max(s.best, row.dev_exact);
-  run.save(model, optimizer, row.step, {qkv::examples::to_json(s.config), s.history.to_json(), s.best, {}}, improved,
-           s.history.csv());
-  const bool reached = row.dev_exact >= s.config.target;
-  const bool out_of_time = !reached && row.seconds >= s.config.time_limit && row.epoch < s.config.epochs;
+  state.record(run, model, optimizer, row.step, row, row.dev_exact, row.dev_exact >= state.best);
+  const bool reached = row.dev_exact >= o.target;
+  const bool out_of_time = !reached && row.seconds >= o.time_limit && row.epoch < state.config.epochs;
   int64_t stop[1] = {reached || out_of_time ? 1 : 0};
-  if (ranks.many()) ranks.group->broadcast(std::span<int64_t>(stop), 0);
+  if (o.ranks.many()) o.ranks.group->broadcast(std::span<int64_t>(stop), 0);
   if (!run.writer()) return stop[0] != 0;
   std::printf("epoch %3lld  step %6lld  loss %.4f  dev exact %.4f  bleu %.4f  train time %s\n",
               static_cast<long long>(row.epoch), static_cast<long long>(row.step), row.loss, row.dev_exact, row.dev_bleu,
               qkv::examples::format_duration(row.seconds).c_str());
-  if (reached) std::printf("stopped: the dev exact match reached --target %g\n", s.config.target);
+  if (reached) std::printf("stopped: the dev exact match reached --target %g\n", o.target);
   if (out_of_time)
     std::printf("stopped: %s of training reached --time-limit %g s\n", qkv::examples::format_duration(row.seconds).c_str(),
-                s.config.time_limit);
+                o.time_limit);
   std::fflush(stdout);
   return stop[0] != 0;
 }
@@ -305,27 +301,27 @@ Evaluation finish(const qkv::examples::RunDirectory& run, Seq2Seq& model, const 
 
 Evaluation train(Config config, const TrainOptions& o) {
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
-  auto s = qkv::examples::start_or_resume<Config, EpochRow>(run, config, -1.0);
+  State state = qkv::examples::start_or_resume<Config, EpochRow>(run, config, -1.0);
   const auto start = qkv::examples::Clock::now();
-  qkv::manual_seed(static_cast<uint64_t>(s.config.seed));
-  const DateData data = generate_data(static_cast<uint64_t>(s.config.seed),
-                                      {s.config.train_size, s.config.dev_size, s.config.test_size});
+  qkv::manual_seed(static_cast<uint64_t>(state.config.seed));
+  const DateData data = generate_data(static_cast<uint64_t>(state.config.seed),
+                                      {state.config.train_size, state.config.dev_size, state.config.test_size});
   const std::vector<Example> examples = encode_pairs(data.train, source_vocab(), target_vocab());
-  Seq2Seq model(s.config.model);
-  qkv::optim::Adam optimizer(model.parameters(), {.lr = s.config.lr});
+  Seq2Seq model(state.config.model);
+  qkv::optim::Adam optimizer(model.parameters(), {.lr = state.config.lr});
   run.open();
   if (o.verbose)
     std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters\n%s", data.train.size(), data.dev.size(),
                 data.test.size(), static_cast<long long>(model.num_parameters()), model.summary().c_str());
-  qkv::examples::TrainStep step(model, optimizer, {o.ranks, static_cast<uint64_t>(s.config.seed), s.config.clip});
-  int64_t k = s.load(model, optimizer);
-  double seconds = s.history.rows.empty() ? 0 : s.history.rows.back().seconds;
-  for (int64_t epoch = static_cast<int64_t>(s.history.rows.size()) + 1, ran = 0;
-       epoch <= s.config.epochs && ran != o.stop_after; ++epoch, ++ran) {
+  qkv::examples::TrainStep step(model, optimizer, {o.ranks, static_cast<uint64_t>(state.config.seed), state.config.clip});
+  int64_t k = state.load(model, optimizer, o.ranks);
+  double seconds = state.seconds();
+  for (int64_t epoch = static_cast<int64_t>(state.history.rows.size()) + 1, ran = 0;
+       epoch <= state.config.epochs && ran != o.stop_after; ++epoch, ++ran) {
     const auto t0 = qkv::examples::Clock::now();
-    const double loss = train_epoch(model, step, examples, epoch, s.config, k, o.progress);
+    const double loss = train_epoch(model, step, examples, epoch, state.config, k, o.progress);
     seconds += qkv::examples::seconds_since(t0);
-    if (evaluate_and_save(s, run, model, optimizer, data.dev, {epoch, k, loss, 0, 0, seconds}, o.ranks)) break;
+    if (evaluate_and_save(state, run, model, optimizer, data.dev, {epoch, k, loss, 0, 0, seconds}, o)) break;
   }
   return finish(run, model, data, k, seconds, start, o);
 }

@@ -25,7 +25,7 @@ struct Config {
   int64_t train_size = 8000, dev_size = 500, test_size = 1000;
   ModelConfig model;  // model.source_vocab and model.target_vocab are this program's
   int64_t batch = 64, epochs = 40;
-  double lr = 0.005, clip = 1, time_limit = 300, target = 1.0;
+  double lr = 0.005, clip = 1;
   std::string source_alphabet = kSourceAlphabet, target_alphabet = kTargetAlphabet;
 
   Config();  // the vocabularies' sizes of this program
@@ -45,8 +45,6 @@ struct Config {
     f({"lr", "Adam learning rate"}, lr);
     f({"clip", "gradient clipping: max joint norm"}, clip);
     f({"epochs", "epochs at most"}, epochs);
-    f({"time_limit", "seconds of training at most (checked after every epoch)"}, time_limit);
-    f({"target", "stop once the dev exact match reaches this"}, target);
     f({"source_alphabet"}, source_alphabet);
     f({"target_alphabet"}, target_alphabet);
   }
@@ -128,9 +126,12 @@ struct EpochRow {
   }
 };
 
-// The run directory, what is printed, the ranks (examples/common/run_directory.h), and how many
-// test translations get an attention heatmap in RUN/figures.
+// The run directory, what is printed, the ranks (examples/common/run_directory.h); when training
+// stops before its epochs run out (options of each call, so that --resume may go on past a stop);
+// and how many test translations get an attention heatmap in RUN/figures.
 struct TrainOptions : qkv::examples::RunOptions {
+  double time_limit = 300;  // seconds of training, checked after each epoch
+  double target = 1.0;      // the dev exact match that ends training
   int64_t heatmaps = 4;
 };
 

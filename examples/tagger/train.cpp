@@ -13,7 +13,6 @@
 #include "data/batching.h"
 #include "dist/process_group.h"
 #include "dist/reducer.h"
-#include "dist/same_start.h"
 #include "examples/common/memory.h"
 #include "examples/common/progress.h"
 #include "examples/common/timing.h"
@@ -195,21 +194,25 @@ struct Training {
   int64_t train_tokens = 0;
 };
 
-// The note a resumed run prints, and its step.
-void restored(Training& t, const qkv::examples::Start<Config, EpochMetrics>& s, int64_t step) {
-  t.k = step;
-  t.schedule.set_last_step(step);
+using State = qkv::examples::TrainingState<Config, EpochMetrics>;
+
+// Takes up the run where its last checkpoint left it (nothing for a fresh run): the weights, the
+// optimizer's state and the step, the schedule set to it; and says so, with a note when the ranks
+// are not the ones it was trained on.
+void take_up(Training& t, const State& state) {
+  t.k = state.load(t.model, t.optimizer, t.o.ranks);
+  t.schedule.set_last_step(t.k);
   const int64_t ranks = t.o.ranks.many() ? t.o.ranks.group->size() : 1;
-  if (!s.last) return;
-  if (t.o.ranks.many()) qkv::dist::check_same_state(t.model, *t.o.ranks.group, "after loading " + s.last->file.string());
-  const int64_t saved_ranks = s.last->state.extra("world_size") ? s.last->state.extra("world_size")->as_int() : 1;
+  if (!state.last) return;
+  const qkv::io::Json* saved = state.last->state.extra("world_size");
+  const int64_t saved_ranks = saved ? saved->as_int() : 1;
   if (t.o.verbose && saved_ranks != ranks)
     std::cout << "note: the run was trained on " << saved_ranks << " rank(s) and continues on " << ranks
               << ": the same global batches, but the ranks' sums are added in another order, so the "
                  "continuation is not bit for bit the one the run would have had\n";
   if (t.o.verbose)
-    std::cout << "resuming " << t.run.dir().string() << " after epoch " << s.history.rows.size() << " (step " << step
-              << ")\n";
+    std::cout << "resuming " << t.run.dir().string() << " after epoch " << state.history.rows.size() << " (step "
+              << t.k << ")\n";
 }
 
 // Training has diverged: nothing of this epoch is saved, so the run directory keeps the checkpoints
@@ -268,7 +271,7 @@ EpochTotals train_epoch(Training& t, int64_t epoch, size_t epochs_saved, qkv::ex
 // One epoch: the training steps over the shuffled training set (profiled when asked), then the dev
 // set (rank 0 evaluates and sends the others its figures, so that every rank keeps the same
 // history), the metrics and the checkpoints.
-void run_epoch(Training& t, qkv::examples::Start<Config, EpochMetrics>& s, int64_t epoch, bool profile,
+void run_epoch(Training& t, State& state, int64_t epoch, bool profile,
                std::vector<double>& step_losses) {
   std::cout.flush();  // the progress bar goes to stderr: keep the two streams in order
   const auto t0 = qkv::examples::Clock::now();
@@ -278,7 +281,7 @@ void run_epoch(Training& t, qkv::examples::Start<Config, EpochMetrics>& s, int64
                                                     steps_per_epoch(t.train_set, t.config.batch_size));
   std::optional<qkv::Profiler> profiler;
   if (profile) profiler.emplace();
-  const EpochTotals totals = train_epoch(t, epoch, s.history.rows.size(), progress, step_losses);
+  const EpochTotals totals = train_epoch(t, epoch, state.history.rows.size(), progress, step_losses);
   if (profiler) profiler->stop();
   const double train_secs = seconds_since(t0);
   t.train_seconds += train_secs, t.train_tokens += totals.tokens;
@@ -288,14 +291,10 @@ void run_epoch(Training& t, qkv::examples::Start<Config, EpochMetrics>& s, int64
   if (t.o.ranks.many()) t.o.ranks.group->broadcast(std::span<double>(dev_metrics), 0);
   const EpochMetrics m{epoch + 1, totals.loss_sum / totals.tokens, static_cast<double>(totals.correct) / totals.tokens,
                        dev_metrics[0], dev_metrics[1], totals.lr, totals.tokens / train_secs, seconds_since(t0)};
-  s.history.rows.push_back(m);
-  const bool improved = m.dev_acc > s.best;
-  s.best = std::max(s.best, m.dev_acc);
+  const bool improved = m.dev_acc > state.best;
   if (profiler) t.run.write_text("profile.csv", profiler->csv());
-  t.run.save(t.model, t.optimizer, t.k,
-             {t.config.to_json(), s.history.to_json(), s.best,
-              checkpoint_extras(t.vocabs, t.o.ranks.many() ? t.o.ranks.group->size() : 1)},
-             improved, s.history.csv());
+  state.record(t.run, t.model, t.optimizer, t.k, m, m.dev_acc, improved,
+               checkpoint_extras(t.vocabs, t.o.ranks.many() ? t.o.ranks.group->size() : 1));
   progress.finish(epoch_line(m, improved));
   if (profiler && t.o.verbose)
     std::cout << "profile of epoch " << epoch + 1 << "'s training steps (evaluation excluded), also in "
@@ -389,26 +388,26 @@ void write_vocabularies(const qkv::examples::RunDirectory& run, const Vocabs& vo
 
 TrainResult train(Config config, const Data& data, const TrainOptions& o) {
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
-  auto s = qkv::examples::start_or_resume<Config, EpochMetrics>(run, config, -1.0, qkv::examples::MissingKeys::keep_defaults);
-  const Vocabs vocabs = s.last ? load_saved_run(o.run_dir, "last.safetensors").vocabs : build_vocabs(data, s.config);
-  check_before_training(s.config, vocabs, data, o);
+  State state = qkv::examples::start_or_resume<Config, EpochMetrics>(run, config, -1.0, qkv::examples::MissingKeys::keep_defaults);
+  const Vocabs vocabs = state.last ? load_saved_run(o.run_dir, "last.safetensors").vocabs : build_vocabs(data, state.config);
+  check_before_training(state.config, vocabs, data, o);
   const Encoded train_set = encode(vocabs, data.train);
-  const std::shared_ptr<TaggerModel> model = seeded_model(s.config, vocabs, train_set);
-  qkv::optim::AdamW optimizer(model->parameters(), {.lr = s.config.lr, .weight_decay = s.config.weight_decay});
-  const int64_t steps = steps_per_epoch(train_set, s.config.batch_size) * s.config.epochs;
-  qkv::optim::WarmupLR schedule(optimizer, warmup_for(s.config, steps, o.verbose), steps);
+  const std::shared_ptr<TaggerModel> model = seeded_model(state.config, vocabs, train_set);
+  qkv::optim::AdamW optimizer(model->parameters(), {.lr = state.config.lr, .weight_decay = state.config.weight_decay});
+  const int64_t steps = steps_per_epoch(train_set, state.config.batch_size) * state.config.epochs;
+  qkv::optim::WarmupLR schedule(optimizer, warmup_for(state.config, steps, o.verbose), steps);
   run.open();
-  if (!s.last) write_vocabularies(run, vocabs);
-  if (o.verbose) print_summary(data, s.config, vocabs, *model);
-  qkv::examples::TrainStep step(*model, optimizer, {o.ranks, s.config.seed, s.config.clip});
-  Training t{s.config, data, vocabs, o, run, *model, optimizer, schedule, step, train_set, TagLexicon(data.train)};
-  restored(t, s, s.load(*model, optimizer));
+  if (!state.last) write_vocabularies(run, vocabs);
+  if (o.verbose) print_summary(data, state.config, vocabs, *model);
+  qkv::examples::TrainStep step(*model, optimizer, {o.ranks, state.config.seed, state.config.clip});
+  Training t{state.config, data, vocabs, o, run, *model, optimizer, schedule, step, train_set, TagLexicon(data.train)};
+  take_up(t, state);
   TrainResult result;
-  for (int64_t epoch = static_cast<int64_t>(s.history.rows.size()), ran = 0;
-       epoch < s.config.epochs && ran != o.stop_after; ++epoch, ++ran)
-    run_epoch(t, s, epoch, o.profile && ran == 0, result.step_losses);
-  result.history = s.history.rows;
-  result.best_dev_acc = s.best;
+  for (int64_t epoch = static_cast<int64_t>(state.history.rows.size()), ran = 0;
+       epoch < state.config.epochs && ran != o.stop_after; ++epoch, ++ran)
+    run_epoch(t, state, epoch, o.profile && ran == 0, result.step_losses);
+  result.history = state.history.rows;
+  result.best_dev_acc = state.best;
   return finish(t, std::move(result));
 }
 

@@ -31,12 +31,11 @@ struct TrainResult {
   double test_tokens_per_s = 0;   // tagging speed on the test split
 };
 
-// Both stop at the first step whose loss or gradient norm is not finite, throwing qkv::Error with
-// the epoch, the step and a hint: nothing of that epoch is saved, so the run directory keeps the
-// checkpoints and metrics of the last finished epoch.
-
 // A fresh run in options.run_dir (it replaces an old run there once its first epoch is saved), or
 // with options.resume the continuation of the run there up to config.epochs (0: the run's own).
+// Training stops at the first step whose loss or gradient norm is not finite, throwing qkv::Error
+// with the epoch, the step and a hint: nothing of that epoch is saved, so the run directory keeps
+// the checkpoints and metrics of the last finished epoch.
 TrainResult train(Config config, const Data& data, const TrainOptions& options);
 
 // Continues the run in options.run_dir from `saved` (its last checkpoint) up to saved.config.epochs,

@@ -39,7 +39,6 @@ struct ModelConfig {
 };
 
 const std::vector<std::string>& position_names();
-// "a, b, c", for messages and help texts.
 
 // The position of each patch as a vector: table() is P above, (N, D), or undefined for none.
 class PatchPositions : public qkv::nn::Module {

@@ -170,7 +170,8 @@ double train_epoch(ViT& model, qkv::examples::TrainStep& step, qkv::optim::LRSch
       if (c.flip) mirror[i] = flips.next_chance(0.5);
       targets.push_back(train.labels[idx[i]]);
     }
-    const auto r = step(static_cast<int64_t>(idx.size()), steps, [&](const qkv::examples::Rows&) {
+    const int64_t k = epoch * ((train.size() + c.batch - 1) / c.batch) + steps;  // the step of the whole run
+    const auto r = step(static_cast<int64_t>(idx.size()), k, [&](const qkv::examples::Rows&) {
       const Tensor x = patches(train, idx, c.model.patch, static_cast<float>(c.pixel_mean),
                                static_cast<float>(c.pixel_std), mirror);
       return qkv::examples::Share{qkv::nn::functional::cross_entropy(model.forward(x), qkv::IndexTensor(targets),
@@ -188,10 +189,12 @@ double train_epoch(ViT& model, qkv::examples::TrainStep& step, qkv::optim::LRSch
   return loss_sum / static_cast<double>(std::max<int64_t>(steps, 1));
 }
 
+using State = qkv::examples::TrainingState<Config, EpochRecord>;
+
 // A resumed run must have an epoch left to train.
-void check_not_complete(const qkv::examples::Start<Config, EpochRecord>& s) {
-  const int64_t done = static_cast<int64_t>(s.history.rows.size());
-  if (s.last && s.config.epochs == done)
+void check_not_complete(const State& state) {
+  const int64_t done = static_cast<int64_t>(state.history.rows.size());
+  if (state.last && state.config.epochs == done)
     throw qkv::ValueError("vit train --resume: the run is complete (" + std::to_string(done) +
                           " epochs); --epochs N with N > " + std::to_string(done) + " extends it (nothing was changed)");
 }
@@ -252,29 +255,24 @@ void describe(const ImageData& data, const Config& c, const ViT& model, const Tr
 }
 
 // After an epoch: its row, the checkpoints and metrics.csv.
-void evaluate_and_save(qkv::examples::Start<Config, EpochRecord>& s, qkv::examples::RunDirectory& run, ViT& model,
+void evaluate_and_save(State& state, qkv::examples::RunDirectory& run, ViT& model,
                        const qkv::optim::Optimizer& optimizer, const ImageData& data, double loss, double lr,
                        double took, bool verbose) {
-  const int64_t epoch = static_cast<int64_t>(s.history.rows.size()) + 1;
-  const double seconds = (s.history.rows.empty() ? 0 : s.history.rows.back().seconds) + took;
-  const EpochRecord e{epoch, loss, evaluate(model, data.validation, s.config).accuracy, lr, seconds};
-  s.history.rows.push_back(e);
-  const bool improved = e.score > s.best;
-  s.best = std::max(s.best, e.score);
-  run.save(model, optimizer, epoch, {qkv::examples::to_json(s.config), s.history.to_json(), s.best, {}}, improved,
-           s.history.csv());
+  const int64_t epoch = static_cast<int64_t>(state.history.rows.size()) + 1;
+  const EpochRecord e{epoch, loss, evaluate(model, data.validation, state.config).accuracy, lr, state.seconds() + took};
+  state.record(run, model, optimizer, epoch, e, e.score, e.score > state.best);
   if (verbose)
-    std::cout << "epoch " << epoch << "/" << s.config.epochs << ": loss " << std::fixed << std::setprecision(4) << loss
+    std::cout << "epoch " << epoch << "/" << state.config.epochs << ": loss " << std::fixed << std::setprecision(4) << loss
               << ", validation accuracy " << std::setprecision(2) << 100 * e.score << " %, "
               << std::setprecision(1) << took << " s" << std::endl;
 }
 
 // The end of a training that ran its epochs: the best checkpoint on test, and results.json.
 TrainResult finish(TrainResult result, const qkv::examples::RunDirectory& run, const ImageData& data,
-                   const qkv::examples::Start<Config, EpochRecord>& s, const TrainOptions& o) {
-  result.training_seconds = s.history.rows.empty() ? 0 : s.history.rows.back().seconds;
-  result.best_validation_accuracy = s.best;
-  if (static_cast<int64_t>(s.history.rows.size()) < s.config.epochs) return result;  // stopped early: no test yet
+                   const State& state, const TrainOptions& o) {
+  result.training_seconds = state.seconds();
+  result.best_validation_accuracy = state.best;
+  if (static_cast<int64_t>(state.history.rows.size()) < state.config.epochs) return result;  // stopped early: no test yet
   const Run best = load_run(run.dir(), "best");
   result.test_accuracy = evaluate(*best.model, data.test, best.config).accuracy;
   write_results(run, result);
@@ -294,36 +292,36 @@ TrainResult finish(TrainResult result, const qkv::examples::RunDirectory& run, c
 
 TrainResult train(Config config, const TrainOptions& o) {
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume);  // refusals: nothing written
-  auto s = qkv::examples::start_or_resume<Config, EpochRecord>(run, config, -1.0);
-  check_not_complete(s);
-  const ImageData data = data_for(s.config, !s.last);
-  const int64_t steps_per_epoch = (data.train.size() + s.config.batch - 1) / s.config.batch;
-  qkv::manual_seed(static_cast<uint64_t>(s.config.seed));
-  ViT model(s.config.model);
-  auto optimizer = make_optimizer(model, s.config);
+  State state = qkv::examples::start_or_resume<Config, EpochRecord>(run, config, -1.0);
+  check_not_complete(state);
+  const ImageData data = data_for(state.config, !state.last);
+  const int64_t steps_per_epoch = (data.train.size() + state.config.batch - 1) / state.config.batch;
+  qkv::manual_seed(static_cast<uint64_t>(state.config.seed));
+  ViT model(state.config.model);
+  auto optimizer = make_optimizer(model, state.config);
   // The schedule reads the base learning rate before a checkpoint replaces it with its last step's.
-  qkv::optim::WarmupLR schedule(*optimizer, s.config.warmup, s.config.epochs * steps_per_epoch);
+  qkv::optim::WarmupLR schedule(*optimizer, state.config.warmup, state.config.epochs * steps_per_epoch);
   run.open();
-  describe(data, s.config, model, o);
-  TrainResult result = baselines(run, data, s.config, o);
-  s.load(model, *optimizer);
-  int64_t epoch = static_cast<int64_t>(s.history.rows.size());
+  describe(data, state.config, model, o);
+  TrainResult result = baselines(run, data, state.config, o);
+  state.load(model, *optimizer);
+  int64_t epoch = static_cast<int64_t>(state.history.rows.size());
   schedule.set_last_step(epoch * steps_per_epoch);
-  qkv::examples::TrainStep step(model, *optimizer, {.clip = s.config.clip});
+  qkv::examples::TrainStep step(model, *optimizer, {.clip = state.config.clip});
   double step_seconds = 0;
   model.train();
-  for (const int64_t first = epoch; epoch < s.config.epochs && epoch - first != o.stop_after; ++epoch) {
+  for (const int64_t first = epoch; epoch < state.config.epochs && epoch - first != o.stop_after; ++epoch) {
     auto progress = qkv::examples::Progress::shown_if(o.progress, "vit epoch " + std::to_string(epoch + 1), steps_per_epoch);
     const double lr = optimizer->lr();
     const auto t0 = qkv::examples::Clock::now();
-    const double loss = train_epoch(model, step, schedule, data.train, s.config, epoch, progress);
+    const double loss = train_epoch(model, step, schedule, data.train, state.config, epoch, progress);
     const double took = qkv::examples::seconds_since(t0);
     progress.finish("");
     step_seconds += took;
-    evaluate_and_save(s, run, model, *optimizer, data, loss, lr, took, o.verbose);
+    evaluate_and_save(state, run, model, *optimizer, data, loss, lr, took, o.verbose);
     result.images_per_second = static_cast<double>((epoch + 1 - first) * data.train.size()) / step_seconds;
   }
-  return finish(result, run, data, s, o);
+  return finish(result, run, data, state, o);
 }
 
 Run load_run(const fs::path& dir, const std::string& which) {

@@ -83,7 +83,7 @@ std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch);
 // One epoch of a training: a row of metrics.csv, and of each checkpoint's history. Its loss is the
 // epoch's training loss, its score the validation accuracy after it.
 inline constexpr const char* kColumns[] = {"epoch", "train_loss", "validation_accuracy", "lr", "seconds"};
-using EpochRecord = qkv::examples::Evaluation<kColumns>;
+using EpochRecord = qkv::examples::MetricsRow<kColumns>;
 
 // The run directory, figures, what is printed (examples/common/run_directory.h), and whether a fresh
 // run trains its baselines.

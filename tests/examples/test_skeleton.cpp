@@ -49,7 +49,7 @@ Args parse(const std::vector<Args::Option>& spec, std::vector<std::string> argv)
 }
 
 inline constexpr const char* kColumns[] = {"step", "train_loss", "validation_loss", "lr", "seconds"};
-using Row = qkv::examples::Evaluation<kColumns>;
+using Row = qkv::examples::MetricsRow<kColumns>;
 
 const qkv::examples::RunLayout kLayout{.program = "toy",
                                        .files = {"notes.txt"},
