@@ -92,7 +92,7 @@ int cmd_data(const Args& args) {
   qkv::examples::start_command(args, "seq2seq");
   const int64_t count = args.integer_in("count", 1, kMaxPairs);
   const auto seed = static_cast<uint64_t>(args.integer_in("seed", 0, INT64_MAX));
-  for (const DatePair& p : generate_pairs(count, seed))
+  for (const DatePair& p : qkv::data::generate_pairs(count, seed))
     std::printf("%-52s => %s\n", p.source.c_str(), p.target.c_str());
   return 0;
 }

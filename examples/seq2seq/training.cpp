@@ -304,7 +304,7 @@ Evaluation train(Config config, const TrainOptions& o) {
   State state = qkv::examples::start_or_resume<Config, EpochRow>(run, config, -1.0);
   const auto start = qkv::examples::Clock::now();
   qkv::manual_seed(static_cast<uint64_t>(state.config.seed));
-  const DateData data = generate_data(static_cast<uint64_t>(state.config.seed),
+  const DateData data = qkv::data::generate_data(static_cast<uint64_t>(state.config.seed),
                                       {state.config.train_size, state.config.dev_size, state.config.test_size});
   const std::vector<Example> examples = encode_pairs(data.train, source_vocab(), target_vocab());
   Seq2Seq model(state.config.model);

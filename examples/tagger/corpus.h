@@ -22,7 +22,6 @@ namespace tagger {
 
 using qkv::data::Corpus;
 using qkv::data::generate_corpus;
-using qkv::data::generate_sentences;
 using qkv::data::TaggedSentence;
 using qkv::data::write_corpus;
 

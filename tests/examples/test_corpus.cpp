@@ -39,13 +39,13 @@ const tagger::Corpus& default_corpus() {
 }  // namespace
 
 TEST_CASE("generate_sentences is a function of the seed") {
-  const auto a = tagger::generate_sentences(200, 5);
-  const auto b = tagger::generate_sentences(200, 5);
-  const auto c = tagger::generate_sentences(200, 6);
+  const auto a = qkv::data::generate_sentences(200, 5);
+  const auto b = qkv::data::generate_sentences(200, 5);
+  const auto c = qkv::data::generate_sentences(200, 6);
   CHECK(a == b);
   CHECK(a != c);
   // A longer run starts with the shorter one: each sentence depends only on those before it.
-  const auto longer = tagger::generate_sentences(300, 5);
+  const auto longer = qkv::data::generate_sentences(300, 5);
   CHECK(std::vector<TaggedSentence>(longer.begin(), longer.begin() + 200) == a);
   const tagger::Corpus corpus = tagger::generate_corpus(5, {.train = 120, .dev = 40, .test = 40});
   CHECK(corpus.train == std::vector<TaggedSentence>(a.begin(), a.begin() + 120));
@@ -56,7 +56,7 @@ TEST_CASE("generated sentences tag the same words the same way") {
   // Necessary for the tags to be decidable: a word sequence never comes with two tag sequences.
   std::map<std::vector<std::string>, std::vector<std::string>> seen;
   int64_t repeats = 0;
-  for (const TaggedSentence& s : tagger::generate_sentences(20000, 11)) {
+  for (const TaggedSentence& s : qkv::data::generate_sentences(20000, 11)) {
     const auto [it, inserted] = seen.emplace(s.words, s.tags);
     repeats += !inserted;
     if (!inserted) CHECK(it->second == s.tags);

@@ -22,6 +22,14 @@
 #include "tensor/threads.h"
 
 using namespace seq2seq;
+using qkv::data::Date;
+using qkv::data::format_date;
+using qkv::data::generate_data;
+using qkv::data::generate_pairs;
+using qkv::data::iso_date;
+using qkv::data::kNumFormats;
+using qkv::data::valid_date;
+using qkv::data::weekday;
 
 namespace {
 
