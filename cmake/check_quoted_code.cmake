@@ -54,6 +54,10 @@ function(program_output command out)
   set(${out} "${printed}" PARENT_SCOPE)
 endfunction()
 
+# The programs run in a fresh WORK: they refuse to write over what an earlier check left.
+if(DEFINED WORK)
+  file(REMOVE_RECURSE "${WORK}")
+endif()
 file(READ "${IN}" page)
 set(rest "\n${page}")
 set(line 0)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "autograd/grad_mode.h"
+#include "dist/agree.h"
 #include "model_io/checkpoint.h"
 #include "io/digest.h"
 #include "tensor/error.h"
@@ -38,7 +39,7 @@ void compare(ProcessGroup& group, uint64_t mine, const std::string& what, const 
     std::snprintf(buf, sizeof buf, "%srank %zu %016llx", r ? ", " : "", r, static_cast<unsigned long long>(all[r]));
     ranks += buf;
   }
-  throw Error("dist: the ranks' models differ " + when + ": the digests of their " + what + " are " + ranks +
+  throw Disagreement("dist: the ranks' models differ " + when + ": the digests of their " + what + " are " + ranks +
               ". Every rank must build the same model from the same configuration and data");
 }
 

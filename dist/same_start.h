@@ -21,7 +21,7 @@ namespace qkv::dist {
 
 void broadcast_parameters(nn::Module& module, ProcessGroup& group);
 
-// Throws qkv::Error on every rank, naming `when` and each rank's digest, unless all ranks hold the
+// Throws Disagreement (dist/agree.h) on every rank, naming `when` and each rank's digest, unless all ranks hold the
 // same state (names, shapes and bytes).
 void check_same_state(const nn::Module& module, ProcessGroup& group, const std::string& when);
 

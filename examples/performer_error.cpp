@@ -73,8 +73,7 @@ int run(const examples::Args& args) {
   if (max_m < std::max<int64_t>(1, d / 2))
     throw ValueError("option --max-m is " + std::to_string(max_m) + "; expected at least width / 2 = " +
                      std::to_string(std::max<int64_t>(1, d / 2)) + ", where the table starts");
-  const std::string out = args.str("out");
-  examples::make_output_directory("out", out);
+  const std::string out = examples::prepare_out(args, "out", {"performer_error.png"});
   std::vector<int64_t> ms;
   for (int64_t m = std::max<int64_t>(1, d / 2); m <= max_m; m *= 2) ms.push_back(m);
   Generator gen(7);

@@ -400,7 +400,7 @@ int run(const examples::Args& args) {
   // One thread by default: the study measures how the work grows, and on a shared machine a
   // parallel region waits for its slowest thread, which adds noise that has nothing to do with n.
   set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));
-  examples::make_output_directory("out", options.out);
+  examples::prepare_out(args, "out", {"scaling.png", "graph_scaling.png", "attention_scaling.png"});
   manual_seed(0);
   Layers layers(options.d, options.w);
   const std::vector<Model> models = make_models(layers, options.w);

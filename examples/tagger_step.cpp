@@ -161,7 +161,7 @@ int run(const examples::Args& args) {
   set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));
   const bool reference = examples::use_reference_mode(args);
   const std::filesystem::path out = args.str("out");
-  examples::make_output_directory("out", out);
+  examples::prepare_out(args, "out", {"profile.csv", "graph.dot", "graph.json", "path.dot"});
 
   tagger::Config config;  // the tagger's defaults: d = 64, 4 heads, FFN 128, 2 layers
   config.model = args.str("model");

@@ -98,6 +98,12 @@ std::string Args::str(const std::string& name) const {
   return it != values_.end() ? it->second : option(name).fallback;
 }
 
+std::vector<std::pair<std::string, std::string>> Args::values() const {
+  std::vector<std::pair<std::string, std::string>> all;
+  for (const Option& o : spec_) all.emplace_back(o.name, str(o.name));
+  return all;
+}
+
 void Args::refuse_positional() const {
   if (!positional_.empty())
     throw ValueError("unexpected argument '" + positional_.front() + "'\n(--help lists the options)");

@@ -7,6 +7,7 @@
 #include <istream>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace qkv::examples {
@@ -32,6 +33,8 @@ class Args {
   bool given(const std::string& name) const;     // set on the command line, not by default
   bool has(const std::string& name) const;       // an option of this command's spec
   std::vector<std::string> given_names() const;  // the options given, in the spec's order
+  // Every option of the spec, given or not, with its value as text, in the spec's order.
+  std::vector<std::pair<std::string, std::string>> values() const;
   const std::vector<std::string>& positional() const { return positional_; }
   // For a command that takes no positional arguments: ValueError "unexpected argument 'WORD'" for
   // the first one given.

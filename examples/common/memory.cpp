@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tensor/error.h"
+
 namespace qkv::examples {
 
 int64_t available_memory_bytes() {
@@ -24,6 +26,14 @@ std::string format_bytes(double bytes) {
   else
     std::snprintf(text, sizeof text, "%.0f MiB", bytes / (1024.0 * 1024));
   return text;
+}
+
+void check_fits(const std::string& program, double needed, const std::string& what, const std::string& options) {
+  const int64_t available = available_memory_bytes();
+  if (available > 0 && needed > static_cast<double>(available))
+    throw ValueError(program + ": training this model would take about " + format_bytes(needed) + " (" + what +
+                     "), more than the " + format_bytes(static_cast<double>(available)) +
+                     " this machine has available: lower " + options);
 }
 
 }  // namespace qkv::examples

@@ -16,4 +16,9 @@ int64_t available_memory_bytes();
 // "1.5 GiB", "340 MiB": a byte count for a message.
 std::string format_bytes(double bytes);
 
+// Refuses a training whose estimate `needed` (bytes) is above the memory available, before it
+// allocates: ValueError "PROGRAM: training this model would take about X (WHAT), more than the Y
+// this machine has available: lower OPTIONS". Checks nothing where the memory is unknown.
+void check_fits(const std::string& program, double needed, const std::string& what, const std::string& options);
+
 }  // namespace qkv::examples

@@ -2,9 +2,12 @@
 
 #include <filesystem>
 #include <iostream>
+#include <new>
 
+#include "dist/agree.h"
 #include "examples/common/ranks.h"
 #include "tensor/error.h"
+#include "tensor/reference_mode.h"
 
 namespace qkv::examples {
 namespace {
@@ -18,11 +21,28 @@ std::string usage(const Program& p) {
   return out + "run `" + p.name + " COMMAND --help` for its options\n";
 }
 
+// Under mpirun, refuses ranks that were given different options: the command, every option but
+// --threads (a rank may have other cores), --help, the arguments and the reference mode
+// (QKV_REFERENCE).
+void check_ranks_agree(const Args& args, const std::string& title) {
+  if (!world_started() || world().size() < 2) return;
+  std::vector<dist::Setting> settings = {{"the command", title},
+                                         {"--help", args.help_requested() ? "given" : "not given"}};
+  for (const auto& [name, value] : args.values())
+    if (name != "threads") settings.emplace_back("--" + name, value);
+  settings.emplace_back("the arguments", join(args.positional(), " "));
+  const bool reference =
+      args.has("reference") && args.given("reference") ? args.flag("reference") : reference_mode();
+  settings.emplace_back("the reference mode (--reference, QKV_REFERENCE)", reference ? "on" : "off");
+  dist::check_same_settings(world().group(), settings, "options");
+}
+
 // Parses the options of `command` and runs it; `title` is what its usage line calls it.
 int run_command(int argc, char** argv, const std::string& title, const Command& command) {
   const Args args(argc, argv, command.options,
                   "usage: " + title + " [OPTIONS]" +
                       (command.arguments.empty() ? "" : " " + command.arguments) + "\n" + command.summary);
+  check_ranks_agree(args, title);
   if (args.help_requested()) {
     std::cout << args.help() << command.note;
     return 0;
@@ -49,6 +69,10 @@ int run_program(int argc, char** argv, const Program& p) {
     if (!command->ranks && world().size() > 1)
       throw ValueError("`" + p.name + " " + word + "` runs in one process; run it without mpirun");
     return run_command(argc - 2, argv + 2, p.name + " " + word, *command);
+  } catch (const dist::Disagreement& e) {
+    return fail(p.name, e.what(), true);
+  } catch (const std::bad_alloc&) {  // an allocation outside qkv's tensors, which name their sizes
+    return fail(p.name, "out of memory in `" + p.name + " " + word + "`: lower the sizes its options ask for");
   } catch (const std::exception& e) {
     return fail(p.name, e.what());
   }
@@ -84,6 +108,12 @@ void refuse_existing(const std::string& name, const std::string& dir, const std:
     if (std::filesystem::exists(std::filesystem::path(dir) / f))
       throw ValueError("--" + name + " " + dir + " holds " + f +
                        " already; choose another directory (nothing was changed)");
+}
+
+void refuse_existing_file(const std::string& name, const std::string& path) {
+  if (path.empty()) throw ValueError("option --" + name + " is empty; expected a file to write");
+  if (std::filesystem::exists(path))
+    throw ValueError("--" + name + " " + path + " exists already; choose another file (nothing was changed)");
 }
 
 std::string prepare_out(const Args& args, const std::string& name, const std::vector<std::string>& files) {

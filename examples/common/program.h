@@ -73,6 +73,8 @@ std::string directory_option(const Args& args, const std::string& name);
 // Refuses `dir` (option --name) when it holds any of `files` already, naming the first: a program
 // that writes them never overwrites an earlier result. ValueError "--out D holds F already; ...".
 void refuse_existing(const std::string& name, const std::string& dir, const std::vector<std::string>& files);
+// Refuses file `path` (option --name) when it exists: "--heatmap F exists already; ...".
+void refuse_existing_file(const std::string& name, const std::string& path);
 // Makes the output directory --name gives (proved writable), after refuse_existing.
 std::string prepare_out(const Args& args, const std::string& name, const std::vector<std::string>& files);
 

@@ -27,14 +27,16 @@ bool start_world(int& argc, char**& argv, const std::string& program) {
   }
 }
 
-int fail(const std::string& program, const std::string& what) {
+int fail(const std::string& program, const std::string& what, bool every_rank) {
   const bool many = the_world && the_world->size() > 1;
-  std::cerr << (what.starts_with(program) ? "" : program + ": ")
-            << (many ? "(rank " + std::to_string(the_world->rank()) + " of " +
-                           std::to_string(the_world->size()) + ") "
-                     : "")
-            << what << std::endl;
-  if (many) the_world->group().abort(1);
+  // One write of the whole line, so that the ranks' lines do not interleave.
+  const std::string line = (what.starts_with(program) ? "" : program + ": ") +
+                           (many ? "(rank " + std::to_string(the_world->rank()) + " of " +
+                                       std::to_string(the_world->size()) + ") "
+                                 : "") +
+                           what + "\n";
+  std::cerr << line << std::flush;
+  if (many && !every_rank) the_world->group().abort(1);
   return 1;
 }
 

@@ -20,8 +20,9 @@ bool start_world(int& argc, char**& argv, const std::string& program);
 
 // Reports an error of `program` on stderr, naming the rank under mpirun, and returns the exit code
 // 1; under mpirun with several ranks it ends the whole job (MPI_Abort) instead, so that no rank is
-// left waiting in a collective for one that has stopped.
-int fail(const std::string& program, const std::string& what);
+// left waiting in a collective for one that has stopped, unless `every_rank` fails at once with
+// the same error (dist::Disagreement): then each rank reports it and returns 1.
+int fail(const std::string& program, const std::string& what, bool every_rank = false);
 
 // A generator state of its own for (seed, stream, step): the programs give dropout stream 1 + rank,
 // so that ranks drop different units, and lm's windows stream 0, the same on every rank. A function

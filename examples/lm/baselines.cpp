@@ -324,8 +324,8 @@ std::optional<uintmax_t> compressed_size(const std::vector<std::string>& argv, c
 
 }  // namespace
 
-std::optional<double> compressor_bits(const std::vector<std::string>& argv, const std::string& train_utf8,
-                                      const std::string& test_utf8, int64_t test_chars) {
+CompressorBits compressor_bits(const std::vector<std::string>& argv, const std::string& train_utf8,
+                               const std::string& test_utf8, int64_t test_chars) {
   if (argv.empty())
     throw qkv::ValueError("compressor_bits: the command is empty; expected e.g. {\"xz\", \"-9e\", \"-c\"}");
   if (test_chars < 1)
@@ -335,13 +335,14 @@ std::optional<double> compressor_bits(const std::vector<std::string>& argv, cons
   write_file(dir.dir() / "train.txt", train_utf8);
   write_file(dir.dir() / "train_test.txt", train_utf8, test_utf8);
   const std::optional<uintmax_t> train = compressed_size(argv, dir.dir(), "train.txt");
-  if (!train) return std::nullopt;
+  if (!train) return {std::nullopt, "not installed"};
   const std::optional<uintmax_t> both = compressed_size(argv, dir.dir(), "train_test.txt");
-  if (!both) return std::nullopt;
-  // The bytes that test adds once train is known; can be (slightly) negative for a test that
-  // compresses to nothing.
-  const double extra_bytes = static_cast<double>(*both) - static_cast<double>(*train);
-  return extra_bytes * 8.0 / static_cast<double>(test_chars);
+  if (!both) return {std::nullopt, "not installed"};
+  if (*both <= *train)
+    return {std::nullopt, "no rate: train and test compress to " + std::to_string(*both) + " bytes, train alone to " +
+                              std::to_string(*train)};
+  // The bytes that test adds once train is known.
+  return {static_cast<double>(*both - *train) * 8.0 / static_cast<double>(test_chars), ""};
 }
 
 }  // namespace lm

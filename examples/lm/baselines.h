@@ -70,10 +70,18 @@ NgramChoice best_kneser_ney_order(const Ids& train, const Ids& validation, int64
 // its standard input to its standard output: {"xz", "-9e", "-c"}, {"bzip2", "-9", "-c"}.
 // train_utf8 and test_utf8 are the texts as UTF-8 (test right after train), test_chars the number
 // of characters (code points) of the test text. The program runs twice, on files in a fresh
-// temporary directory that is removed however this ends. std::nullopt when the program is not
-// installed; ValueError, naming the command and its exit code, when it fails, and for an empty argv
-// or test_chars < 1.
-std::optional<double> compressor_bits(const std::vector<std::string>& argv, const std::string& train_utf8,
-                                      const std::string& test_utf8, int64_t test_chars);
+// temporary directory that is removed however this ends. ValueError, naming the command and its
+// exit code, when it fails, and for an empty argv or test_chars < 1.
+//
+// There is no rate, and `none` says why, when the program is not installed, and when train + test
+// compresses to no more bytes than train alone: a block compressor (bzip2) can pack the longer
+// text tighter when its blocks fall otherwise, and a cost of zero or less bits is no rate of
+// anything.
+struct CompressorBits {
+  std::optional<double> bits;  // bits per test character
+  std::string none;            // why there is no rate: "not installed", "no rate: ..."
+};
+CompressorBits compressor_bits(const std::vector<std::string>& argv, const std::string& train_utf8,
+                               const std::string& test_utf8, int64_t test_chars);
 
 }  // namespace lm

@@ -41,8 +41,8 @@ void draw_loss(const fs::path& run, const fs::path& path) {
       BaselineBits::from_json(qkv::io::parse_json(qkv::io::read_text_file(file, "lm figures")), file.string());
   spec.series.push_back(level("unigram", b.unigram, x0, x1));
   spec.series.push_back(level("Kneser-Ney " + std::to_string(b.ngram_order) + "-gram", b.ngram, x0, x1));
-  if (b.bzip2) spec.series.push_back(level("bzip2", *b.bzip2, x0, x1));
-  if (b.xz) spec.series.push_back(level("xz", *b.xz, x0, x1));
+  if (b.bzip2.bits) spec.series.push_back(level("bzip2", *b.bzip2.bits, x0, x1));
+  if (b.xz.bits) spec.series.push_back(level("xz", *b.xz.bits, x0, x1));
   double low = 1e9, top = 0;
   for (const auto& s : spec.series)
     for (const double y : s.y) low = std::min(low, y), top = std::max(top, y);
@@ -96,7 +96,7 @@ std::vector<std::string> draw_training_figures(const std::string& run_dir) {
   const fs::path dir = fs::path(run_dir) / "figures";
   fs::create_directories(dir);
   const Run run = load_run(run_dir, "best");
-  const Data data = load_data(run.config, run.config.chars);
+  const Data data = load_data(run.config, run.text());
   std::vector<std::string> written;
   draw_loss(run_dir, dir / "loss.png");
   written.push_back((dir / "loss.png").string());

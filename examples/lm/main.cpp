@@ -23,13 +23,19 @@ namespace {
 using namespace lm;
 using qkv::examples::Args;
 
+// --text and --cache, as train and data read them: a given --text must name a file, and --cache
+// is not read with it.
+void check_text_options(const Args& a) {
+  if (a.given("text") && a.str("text").empty()) throw qkv::ValueError("--text is empty; expected a UTF-8 file");
+  if (a.given("text") && a.given("cache"))
+    throw qkv::ValueError("--cache is where Moby-Dick is fetched; with --text it would not be read");
+}
+
 // The config of train's (and bench's) options; ValueError naming an option out of range.
 Config config_from(const Args& a) {
   Config c;
   qkv::examples::read_options(a, c);
-  if (a.given("text") && c.text.empty()) throw qkv::ValueError("--text is empty; expected a UTF-8 file");
-  if (a.given("text") && a.given("cache"))
-    throw qkv::ValueError("--cache is where Moby-Dick is fetched; with --text it would not be read");
+  check_text_options(a);
   c.validate();
   return c;
 }
@@ -62,6 +68,7 @@ std::vector<int32_t> prompt_ids(const std::string& prompt, const CharVocab& voca
 
 int cmd_sample(const Args& a) {
   qkv::examples::start_command(a, "lm");
+  if (a.given("heatmap")) qkv::examples::refuse_existing_file("heatmap", a.str("heatmap"));
   const std::string checkpoint = a.str("checkpoint");
   if (checkpoint != "best" && checkpoint != "last")
     throw qkv::ValueError("--checkpoint is '" + checkpoint + "'; expected best or last");
@@ -69,7 +76,7 @@ int cmd_sample(const Args& a) {
   SampleOptions o;
   o.tokens = a.integer_in("tokens", 1, 10'000'000);
   o.temperature = a.number_in("temperature", 0.0, 100.0);
-  if (a.given("top-k")) o.top_k = a.integer_in("top-k", 1, run.vocab.size());
+  if (a.given("top-k")) o.top_k = a.integer_in("top-k", 1, run.vocab.size() - 1);  // the characters, not the unknown symbol
   o.seed = static_cast<uint64_t>(a.integer_in("seed", 0, std::numeric_limits<int64_t>::max()));
   o.cache = !a.flag("no-cache");
   const std::vector<int32_t> prompt = prompt_ids(a.str("prompt"), run.vocab);
@@ -91,25 +98,27 @@ int cmd_sample(const Args& a) {
 int cmd_eval(const Args& a) {
   qkv::examples::start_command(a, "lm");
   const Run run = load_run(a.str("run"), "best");
-  const Data data = load_data(run.config, run.config.chars);
+  const Data data = load_data(run.config, run.text());
   std::cout << std::fixed << std::setprecision(3) << "bits per character of the best checkpoint ("
             << (run.config.text.empty() ? "Moby-Dick" : run.config.text) << "):\n"
             << "  validation                        " << evaluate_bits(*run.model, data.validation, data.start_id) << "\n"
             << "  test                              " << evaluate_bits(*run.model, data.test, data.start_id) << "\n";
   const std::filesystem::path file = std::filesystem::path(a.str("run")) / "baselines.json";
   std::cout << "baselines on test (" << file.string() << "):\n";
-  print_baselines(std::cout, BaselineBits::from_json(qkv::io::parse_json(qkv::io::read_text_file(file, "lm eval")),
+  print_baselines(std::cout, BaselineBits::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(file, "lm eval"),
+                                                                               file.string()),
                                                      file.string()));
   return 0;
 }
 
 int cmd_data(const Args& a) {
   qkv::examples::start_command(a, "lm");
-  Config c;
-  c.text = a.str("text");
-  c.cache = a.str("cache");
-  const Splits s = c.text.empty() ? load_moby_dick(c.cache) : load_text_file(c.text);
-  qkv::examples::make_output_directory("out", a.str("out"));
+  check_text_options(a);
+  // Never over the split files of an earlier call, or over --text itself when it is one of them.
+  const std::string out = qkv::examples::directory_option(a, "out");
+  qkv::examples::refuse_existing("out", out, {"train.txt", "validation.txt", "test.txt"});
+  const Splits s = a.str("text").empty() ? load_moby_dick(a.str("cache")) : load_text_file(a.str("text"));
+  qkv::examples::make_output_directory("out", out);
   const CharVocab vocab(s.train);
   for (const auto& [name, part] : {std::pair{"train", &s.train}, {"validation", &s.validation}, {"test", &s.test}}) {
     std::string text;
@@ -119,7 +128,7 @@ int cmd_data(const Args& a) {
       chars += static_cast<int64_t>(p.size());
       for (const char32_t ch : p) unseen += vocab.id(ch) == 0 ? 1 : 0;
     }
-    const std::filesystem::path file = std::filesystem::path(a.str("out")) / (std::string(name) + ".txt");
+    const std::filesystem::path file = std::filesystem::path(out) / (std::string(name) + ".txt");
     qkv::io::write_text_file(file, text, "lm data");
     std::cout << std::left << std::setw(11) << name << std::right << std::setw(4) << part->size() << " pieces "
               << std::setw(9) << chars << " characters" << (unseen ? ", " + std::to_string(unseen) + " unseen in train" : "")

@@ -42,12 +42,13 @@ Tensor CharGPT::forward_step(const IndexTensor& ids, qkv::nn::KVCache& cache) {
 }
 
 int32_t sample_id(const float* logits, int64_t V, const SampleOptions& o, qkv::Generator& gen) {
-  if (o.temperature == 0.0) return static_cast<int32_t>(std::max_element(logits, logits + V) - logits);
+  if (V < 2) throw qkv::ValueError("sample_id: " + std::to_string(V) + " ids; expected the unknown symbol and a character");
+  if (o.temperature == 0.0) return static_cast<int32_t>(std::max_element(logits + 1, logits + V) - logits);
   // The candidates, most likely first (ties: the lower id), cut to the top k.
-  std::vector<int32_t> order(static_cast<size_t>(V));
-  std::iota(order.begin(), order.end(), 0);
+  std::vector<int32_t> order(static_cast<size_t>(V - 1));
+  std::iota(order.begin(), order.end(), 1);
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
-  if (o.top_k > 0 && o.top_k < V) order.resize(static_cast<size_t>(o.top_k));
+  if (o.top_k > 0 && o.top_k < V - 1) order.resize(static_cast<size_t>(o.top_k));
   // softmax(logits / T) over them, in double, from the largest down.
   std::vector<double> p(order.size());
   double sum = 0;

@@ -70,6 +70,8 @@ std::vector<int32_t> generate(CharGPT& model, const std::vector<int32_t>& prompt
 
 // The id options pick from logits (V): the largest at temperature 0; otherwise a draw from
 // softmax(logits / temperature) over the top_k largest (all when 0), with one uniform from gen.
+// Never id 0, the unknown symbol: it stands for characters training never saw and has no text to
+// write. ValueError for V below 2.
 int32_t sample_id(const float* logits, int64_t V, const SampleOptions& options, qkv::Generator& gen);
 
 }  // namespace lm

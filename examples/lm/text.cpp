@@ -93,7 +93,7 @@ std::vector<Piece> split_chapters(const Piece& book) {
 }
 
 Splits split_pieces(std::string source, std::vector<Piece> pieces) {
-  Splits s{std::move(source), {}, {}, {}};
+  Splits s{std::move(source), {}, {}, {}, {}};
   for (size_t i = 0; i < pieces.size(); ++i) {
     std::vector<Piece>& part = i % 20 == 0 ? s.test : i % 20 == 1 ? s.validation : s.train;
     part.push_back(std::move(pieces[i]));
@@ -118,9 +118,11 @@ Splits load_moby_dick(const fs::path& cache) {
   return split_pieces("Moby-Dick", split_chapters(decode_utf8(bytes, file.string())));
 }
 
-Splits load_text_file(const fs::path& path) {
-  const Piece text = decode_utf8(qkv::io::read_text_file(path, "lm --text"), "lm --text " + path.string());
-  if (text.empty()) throw qkv::ValueError("lm --text " + path.string() + ": the file is empty; expected UTF-8 text");
+Splits load_text_file(const fs::path& path, const std::string& where) {
+  const std::string bytes = qkv::io::read_text_file(path, where);
+  const std::string source = where + " " + path.string();
+  const Piece text = decode_utf8(bytes, source);
+  if (text.empty()) throw qkv::ValueError(source + ": the file is empty; expected UTF-8 text");
   // 40 sections of about equal length: each cut moved to the end of its line, when that line ends
   // before the next cut. A text of fewer than 40 characters makes fewer sections.
   std::vector<Piece> sections;
@@ -134,7 +136,11 @@ Splits load_text_file(const fs::path& path) {
     sections.push_back(text.substr(begin, end - begin));
     begin = end;
   }
-  return split_pieces("lm --text " + path.string(), std::move(sections));
+  Splits splits = split_pieces(source, std::move(sections));
+  qkv::io::Fnv1a digest;
+  digest.add(bytes);
+  splits.digest = digest.hex();
+  return splits;
 }
 
 CharVocab::CharVocab(const std::vector<Piece>& pieces) {

@@ -32,15 +32,17 @@ constexpr const char* kDefaultCache = "cache/moby-dick";  // relative to the wor
 using Piece = std::u32string;
 
 struct Splits {
-  std::string source;  // "Moby-Dick" or the --text file's path
+  std::string source;  // "Moby-Dick" or the --text file's path, as messages name it
   std::vector<Piece> train, validation, test;
+  std::string digest;  // of a --text file's bytes (io::Fnv1a, hex); empty for the pinned book
 };
 
 // The book, fetched into `cache` if needed, checked and split.
 Splits load_moby_dick(const std::filesystem::path& cache);
-// A user's UTF-8 text: ValueError naming the file for one that cannot be read, is empty, is not
-// UTF-8 (with the line and byte of the first bad sequence), or whose parts would be empty.
-Splits load_text_file(const std::filesystem::path& path);
+// A user's UTF-8 text: ValueError naming the file (as `where` calls it: "lm --text F") for one that
+// cannot be read, is empty, is not UTF-8 (with the line and byte of the first bad sequence), or
+// whose parts would be empty.
+Splits load_text_file(const std::filesystem::path& path, const std::string& where = "lm --text");
 
 // The book's chapters from data.txt's text, in order: each from its "CHAPTER N. " line to the
 // next. ValueError unless there are 135, numbered 1 to 135.

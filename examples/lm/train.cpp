@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "examples/common/memory.h"
 #include "examples/common/progress.h"
 #include "examples/common/ranks.h"
 #include "examples/common/timing.h"
@@ -63,13 +64,29 @@ void Config::validate() const {
   check_number("clip", clip, 0.0, 1e6);
 }
 
-Data load_data(const Config& config, const std::string& chars) {
+double training_bytes_estimate(const Config& c, int64_t V) {
+  const ModelConfig& m = c.model;
+  const double d = static_cast<double>(m.d_model), f = static_cast<double>(m.ffn_hidden);
+  const double L = static_cast<double>(m.layers), H = static_cast<double>(m.heads), T = static_cast<double>(m.context);
+  const double parameters = static_cast<double>(V) * d + T * d + L * (4 * d * d + 2 * d * f + 10 * d + f);
+  const double per_token = L * (16 * d + 3 * f + 2 * H * T) + 3.0 * static_cast<double>(V);
+  return 4.0 * (4 * parameters + static_cast<double>(c.batch) * T * per_token);
+}
+
+Data load_data(const Config& config, const RunText& run) {
   Data d;
-  d.text = config.text.empty() ? load_moby_dick(config.cache) : load_text_file(config.text);
-  if (chars.empty()) {
+  const bool trained = !run.chars.empty();
+  d.text = config.text.empty() ? load_moby_dick(config.cache)
+                               : load_text_file(config.text, trained ? "the run's text (config.json \"text\")" : "lm --text");
+  if (!run.digest.empty() && run.digest != d.text.digest)
+    throw qkv::ValueError(d.text.source + " has changed since the run was trained on it (digest " + d.text.digest +
+                          ", the run's " + run.digest +
+                          "): the run's vocabulary and baselines are the old text's. Put the text back, or train "
+                          "a new run on it");
+  if (!trained) {
     d.vocab = CharVocab(d.text.train);
   } else {
-    const Piece saved = decode_utf8(chars, "the run's characters");
+    const Piece saved = decode_utf8(run.chars, "the run's characters");
     d.vocab = CharVocab::from_chars(std::vector<char32_t>(saved.begin(), saved.end()));
   }
   d.train = d.vocab.encode(d.text.train);
@@ -87,8 +104,9 @@ Data load_data(const Config& config, const std::string& chars) {
 
 Json BaselineBits::to_json() const {
   Json::Object o{{"unigram", Json(unigram)}, {"ngram_order", Json(int64_t{ngram_order})}, {"ngram", Json(ngram)}};
-  o.emplace_back("bzip2", bzip2 ? Json(*bzip2) : Json());
-  o.emplace_back("xz", xz ? Json(*xz) : Json());
+  // A compressor's rate, or the reason there is none.
+  for (const auto& [key, c] : {std::pair{"bzip2", &bzip2}, {"xz", &xz}})
+    o.emplace_back(key, c->bits ? Json(*c->bits) : Json(c->none));
   return Json(std::move(o));
 }
 
@@ -203,13 +221,13 @@ std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& 
 }
 
 void print_baselines(std::ostream& out, const BaselineBits& b) {
-  const auto row = [&](const std::string& name, std::optional<double> bits) {
+  const auto row = [&](const std::string& name, const CompressorBits& c) {
     out << "  " << std::left << std::setw(34) << name << std::right;
-    if (bits) out << std::fixed << std::setprecision(3) << *bits << "\n";
-    else out << "not installed\n";
+    if (c.bits) out << std::fixed << std::setprecision(3) << *c.bits << "\n";
+    else out << c.none << "\n";
   };
-  row("unigram", b.unigram);
-  row("Kneser-Ney " + std::to_string(b.ngram_order) + "-gram (best on val.)", b.ngram);
+  row("unigram", {b.unigram, ""});
+  row("Kneser-Ney " + std::to_string(b.ngram_order) + "-gram (best on val.)", {b.ngram, ""});
   row("bzip2 -9", b.bzip2);
   row("xz -9e", b.xz);
 }
@@ -222,12 +240,22 @@ BaselineBits BaselineBits::from_json(const Json& json, const std::string& source
     if (!v->is_int() && !v->is_double()) throw qkv::ValueError(source + ": '" + key + "' is not a number");
     return v->as_double();
   };
+  // A rate; a reason for none (null: not installed, as earlier files say); an earlier qkv's rate
+  // of zero or less bits is none.
+  const auto compressor = [&](const char* key) -> CompressorBits {
+    const Json* v = json.is_object() ? json.find(key) : nullptr;
+    if (v && v->is_string()) return {std::nullopt, v->as_string()};
+    const std::optional<double> bits = number(key);
+    if (!bits) return {std::nullopt, "not installed"};
+    if (*bits <= 0) return {std::nullopt, "no rate (an earlier qkv measured zero or less bits, the rate of nothing)"};
+    return {bits, ""};
+  };
   BaselineBits b;
   b.unigram = number("unigram").value_or(0);
   b.ngram_order = static_cast<int>(number("ngram_order").value_or(0));
   b.ngram = number("ngram").value_or(0);
-  b.bzip2 = number("bzip2");
-  b.xz = number("xz");
+  b.bzip2 = compressor("bzip2");
+  b.xz = compressor("xz");
   return b;
 }
 
@@ -285,10 +313,11 @@ IndexTensor select_rows(const IndexTensor& ids, const std::vector<int64_t>& rows
   return IndexTensor(out, std::move(shape));
 }
 
-// The config with the data's vocabulary, and a --text file's absolute path (eval and --resume may
-// run from another directory).
-Config with_vocabulary(Config config, const Data& data) {
+// The config with the data's vocabulary, and the absolute paths of --text and a fresh run's
+// --cache (eval and --resume may run from another directory; a resumed run keeps its config).
+Config with_vocabulary(Config config, const Data& data, bool fresh) {
   if (!config.text.empty()) config.text = fs::absolute(config.text).lexically_normal().string();
+  if (fresh && config.text.empty()) config.cache = fs::absolute(config.cache).lexically_normal().string();
   config.chars = encode_utf8(Piece(data.vocab.chars().begin(), data.vocab.chars().end()));
   config.model.vocab_size = data.vocab.size();
   return config;
@@ -308,6 +337,18 @@ BaselineBits baselines(const qkv::examples::RunDirectory& run, const Data& data,
   }
   run.write_text("baselines.json", qkv::io::to_json(b.to_json()) + "\n");
   return b;
+}
+
+// Refuses a config whose step would not fit in the memory available, before anything is written:
+// Linux grants a large allocation and takes the pages only when written, so the process would grow
+// until the kernel killed it, or fail a minute in, after the baselines.
+void check_memory(const Config& c) {
+  qkv::examples::check_fits("lm train", training_bytes_estimate(c, c.model.vocab_size),
+                            "batches of " + std::to_string(c.batch) + " windows of " + std::to_string(c.model.context) +
+                                " characters, d_model " + std::to_string(c.model.d_model) + ", " +
+                                std::to_string(c.model.layers) + " layers of " + std::to_string(c.model.heads) +
+                                " heads, ffn_hidden " + std::to_string(c.model.ffn_hidden),
+                            "--batch, --context, --d-model, --layers or --ffn-hidden");
 }
 
 void describe(const Data& data, const Config& config, const TrainOptions& o) {
@@ -334,6 +375,18 @@ struct Meter {
 
 using State = qkv::examples::TrainingState<Config, Evaluation>;
 
+// The digest a run's checkpoint keeps of its --text file (none for Moby-Dick and earlier runs).
+std::string text_digest(const qkv::examples::RunState& state) {
+  const Json* digest = state.extra("text_digest");
+  return digest && digest->is_string() ? digest->as_string() : "";
+}
+
+// What a resumed run knows of its text; nothing for a fresh one.
+RunText run_text(const State& state) {
+  if (!state.last) return {};
+  return {state.config.chars, text_digest(state.last->state)};
+}
+
 // An evaluation after step k: the validation bits (rank 0's), a row of the history, the checkpoints
 // and metrics.csv; the training loss starts again.
 void evaluate_and_save(State& state, qkv::examples::RunDirectory& run, CharGPT& model,
@@ -342,7 +395,9 @@ void evaluate_and_save(State& state, qkv::examples::RunDirectory& run, CharGPT& 
   const Evaluation e{k, meter.train_bits(), run.writer() ? evaluate_bits(model, data.validation, data.start_id) : 0,
                      optimizer.lr(), seconds_before + qkv::examples::seconds_since(meter.started)};
   meter.loss_sum = 0, meter.count = 0;
-  state.record(run, model, optimizer, k, e, e.score, e.score <= state.best);
+  qkv::io::Json::Object extras;  // the --text file's digest, which eval and --resume check the file against
+  if (!data.text.digest.empty()) extras.emplace_back("text_digest", Json(data.text.digest));
+  state.record(run, model, optimizer, k, e, e.score, e.score <= state.best, std::move(extras));
   if (verbose)
     std::cout << "step " << k << "/" << state.config.steps << ": train " << std::fixed << std::setprecision(3) << e.loss
               << ", validation " << e.score << " bits/char" << std::endl;
@@ -381,8 +436,9 @@ qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, CharGPT& mo
 TrainResult train(Config config, const TrainOptions& o) {
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
   State state = qkv::examples::start_or_resume<Config, Evaluation>(run, config, std::numeric_limits<double>::infinity());
-  const Data data = load_data(state.config, state.config.chars);
-  state.config = with_vocabulary(state.config, data);
+  const Data data = load_data(state.config, run_text(state));
+  state.config = with_vocabulary(state.config, data, !state.last);
+  check_memory(state.config);
   if (!state.last) qkv::manual_seed(static_cast<uint64_t>(state.config.seed));
   CharGPT model(state.config.model);
   auto optimizer = make_optimizer(model, state.config);
@@ -419,6 +475,7 @@ Run load_run(const fs::path& dir, const std::string& which) {
   const qkv::examples::SavedRun saved = qkv::examples::load_saved_run(dir, kRunLayout, which);
   Run run;
   run.config = qkv::examples::config_of<Config>(saved, kRunLayout);
+  run.text_digest = text_digest(saved.state);
   run.history = qkv::examples::History<Evaluation>::from_json(saved.state.history, saved.file.string()).rows;
   const Piece chars = decode_utf8(run.config.chars, (dir / "config.json").string() + " chars");
   run.vocab = CharVocab::from_chars(std::vector<char32_t>(chars.begin(), chars.end()));

@@ -54,6 +54,12 @@ struct Config {
   void validate() const;
 };
 
+// About the bytes a training step of `config` takes with a vocabulary of V: the parameters, their
+// gradients and AdamW's two moments, and the activations backward keeps (per block the
+// projections, norms and FFN of every token and each head's (T, T) attention weights; the logits).
+// An estimate, meant to refuse what cannot fit before anything is allocated.
+double training_bytes_estimate(const Config& config, int64_t V);
+
 // The run directory's files and rules (examples/common/run_directory.h).
 extern const qkv::examples::RunLayout kRunLayout;
 
@@ -64,10 +70,18 @@ struct Data {
   Ids train, validation, test;
   int32_t start_id = 0;  // what the model reads before a piece's first character: '\n', or unknown
 };
-// Moby-Dick or config.text, split and encoded with the vocabulary `chars` (empty: the training
-// part's). Refuses, naming --text or --context, a text whose training part has no piece longer than
-// the context.
-Data load_data(const Config& config, const std::string& chars = "");
+// What a trained run knows of its text, to read it again: the vocabulary's characters (UTF-8) and
+// the digest of a --text file (Splits::digest; empty for Moby-Dick, and for a run of an earlier qkv,
+// which kept none).
+struct RunText {
+  std::string chars, digest;
+};
+
+// Moby-Dick or config.text, split and encoded with the vocabulary of the training part, or for a
+// trained run's text (`run`) with the run's. Refuses, naming --text or --context, a text whose
+// training part has no piece longer than the context, and a run's text file that has changed since
+// the run was trained on it (its vocabulary and baselines are the old text's).
+Data load_data(const Config& config, const RunText& run = {});
 
 // Bits per character of `pieces` under the model: every character, each piece read after start_id,
 // in windows of the context advancing by half of it (the second half of each window scored, with
@@ -99,7 +113,7 @@ struct BaselineBits {
   double unigram = 0;
   int ngram_order = 0;
   double ngram = 0;
-  std::optional<double> bzip2, xz;
+  CompressorBits bzip2, xz;  // no rate where not installed, or where there is none (compressor_bits)
   qkv::io::Json to_json() const;
   static BaselineBits from_json(const qkv::io::Json& json, const std::string& source);
 };
@@ -119,6 +133,8 @@ TrainResult train(Config config, const TrainOptions& options);
 // A trained run: its config, vocabulary, evaluations and the model of a checkpoint ("best" or "last").
 struct Run {
   Config config;
+  std::string text_digest;  // RunText::digest
+  RunText text() const { return {config.chars, text_digest}; }
   CharVocab vocab;
   std::vector<Evaluation> history;
   std::shared_ptr<CharGPT> model;

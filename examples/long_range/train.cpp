@@ -15,6 +15,7 @@
 #include "optim/adam.h"
 #include "optim/clip.h"
 #include "optim/scheduler.h"
+#include "examples/common/memory.h"
 #include "examples/common/timing.h"
 #include "tensor/error.h"
 #include "tensor/reference_mode.h"
@@ -75,6 +76,19 @@ void check_options(const Config& o) {
     throw qkv::ValueError("--test " + std::to_string(o.test_sequences) + " is outside 1 .. 100000");
 }
 
+double training_bytes_estimate(const Config& c) {
+  const double L = static_cast<double>(c.task.length), d = static_cast<double>(c.model.d_model);
+  const double H = static_cast<double>(c.model.heads), layers = static_cast<double>(c.model.layers);
+  // The keys each query's weights cover: all for dense attention, fewer for the others.
+  double keys = L;
+  if (c.model.attention == "window") keys = std::min(L, 2.0 * static_cast<double>(c.model.window) + 1);
+  if (c.model.attention == "performer" || c.model.attention == "linformer")
+    keys = c.model.features > 0 ? static_cast<double>(c.model.features) : 256;
+  const double test_set = static_cast<double>(c.test_sequences) * L * 3 * 8;  // tokens, tags, needles: int64
+  const double step = 4.0 * 2 * static_cast<double>(c.batch) * L * layers * (24 * d + 2 * H * keys);
+  return test_set + step;
+}
+
 std::vector<Sequence> test_set(const TaskOptions& task, int64_t count) { return generate(task, count, kTestKey); }
 
 Evaluation evaluate(TaggerModel& model, const std::vector<Sequence>& set, int64_t batch) {
@@ -107,6 +121,17 @@ struct Window {
   double loss = 0;
   int64_t tokens = 0, correct = 0;
 };
+
+// Everything that can refuse a training: the options, and a test set and a step that must fit in
+// the memory available (a test set of 100,000 sequences of 4,096 tokens alone takes 9.2 GiB).
+void check_training(const Config& c) {
+  check_options(c);
+  qkv::examples::check_fits("long_range train", training_bytes_estimate(c),
+                            std::to_string(c.test_sequences) + " test sequences and batches of " +
+                                std::to_string(c.batch) + " of " + std::to_string(c.task.length) + " tokens, d_model " +
+                                std::to_string(c.model.d_model) + ", " + std::to_string(c.model.layers) + " layers",
+                            "--test, --batch, --length, --d-model or --layers");
+}
 
 // A result that knows the model's size, after the line that describes the run.
 TrainResult describe(const Config& o, int64_t parameters, bool verbose) {
@@ -185,7 +210,7 @@ TrainResult finish(TrainResult r, const State& state, TaggerModel& model, int64_
 TrainResult train(const TrainOptions& o) {
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
   State state = qkv::examples::start_or_resume<Config, LogRow>(run, static_cast<const Config&>(o), std::numeric_limits<double>::infinity());
-  check_options(state.config);
+  check_training(state.config);
   qkv::manual_seed(state.config.seed);  // the initialization and Performer's features
   TaggerModel model(state.config.model, state.config.task);
   qkv::optim::AdamW optimizer(model.parameters(), {.lr = state.config.lr, .weight_decay = state.config.weight_decay});

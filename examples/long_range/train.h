@@ -61,6 +61,9 @@ extern const qkv::examples::RunLayout kRunLayout;
 // ValueError naming the option unless the task, the model and the budget are in range.
 void check_options(const Config& options);
 
+// About the bytes a training of `config` takes: its test set and the activations of one step.
+double training_bytes_estimate(const Config& config);
+
 // The fixed test set of `count` sequences: a function of the task alone.
 std::vector<Sequence> test_set(const TaskOptions& task, int64_t count);
 

@@ -331,12 +331,15 @@ int cmd_ablate(const Args& a) {
   return 0;
 }
 
+// What `data` writes: never over an earlier call's files.
+const std::vector<std::string> kDataFiles = {"train.conllu", "dev.conllu", "test.conllu"};
+
 // The Brown Corpus's three splits as CoNLL-U files (FORM, universal UPOS, Brown XPOS), and their sizes.
 int write_brown_data(const Args& a) {
   if (a.given("seed") || a.given("sentences"))
     throw qkv::ValueError("--seed and --sentences are for the built-in corpus");
   const std::string cache = cache_option(a);
-  qkv::examples::make_output_directory("out", a.str("out"));
+  qkv::examples::prepare_out(a, "out", kDataFiles);
   qkv::data::BrownCorpus brown = load_brown(cache);
   const Corpus corpus{std::move(brown.train), std::move(brown.dev), std::move(brown.test)};
   write_corpus(corpus, a.str("out"));
@@ -361,7 +364,7 @@ int cmd_data(const Args& a) {
   c.seed = static_cast<uint64_t>(a.integer_in("seed", 0, std::numeric_limits<int64_t>::max()));
   c.train_sentences = a.integer("sentences");
   c.validate();
-  qkv::examples::make_output_directory("out", a.str("out"));
+  qkv::examples::prepare_out(a, "out", kDataFiles);
   const Corpus corpus = generate_corpus(c.seed, {c.train_sentences, c.dev_sentences, c.test_sentences});
   write_corpus(corpus, a.str("out"));
   std::cout << "wrote " << a.str("out") << "/train.conllu, dev.conllu, test.conllu\n";

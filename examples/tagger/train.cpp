@@ -110,20 +110,15 @@ void check_vocab_files(const Vocabs& vocabs) {
 // allocated: Linux grants a large allocation and takes the pages only when written, so without this
 // the process would grow until the kernel killed it.
 void check_memory(const Config& config, const Vocabs& vocabs, const Data& data) {
-  const int64_t available = qkv::examples::available_memory_bytes();
   int64_t longest = 0;
   for (const TaggedSentence& s : data.train)
     longest = std::max(longest, static_cast<int64_t>(s.words.size()));
-  const double needed = training_bytes_estimate(config, vocabs.words.size(), vocabs.tags.size(), longest);
-  if (available > 0 && needed > static_cast<double>(available)) {
-    throw qkv::ValueError(
-        "tagger: training this model would take about " + qkv::examples::format_bytes(needed) + " (d_model " +
-        std::to_string(config.d_model) + ", ffn_width " + std::to_string(config.ffn_width) + ", " +
-        std::to_string(config.layers) + " layers, batches of " + std::to_string(config.batch_size) +
-        " sentences of up to " + std::to_string(longest) + " tokens), more than the " +
-        qkv::examples::format_bytes(static_cast<double>(available)) +
-        " this machine has available: lower --d-model, --ffn-width, --layers or --batch-size");
-  }
+  qkv::examples::check_fits("tagger", training_bytes_estimate(config, vocabs.words.size(), vocabs.tags.size(), longest),
+                            "d_model " + std::to_string(config.d_model) + ", ffn_width " +
+                                std::to_string(config.ffn_width) + ", " + std::to_string(config.layers) +
+                                " layers, batches of " + std::to_string(config.batch_size) + " sentences of up to " +
+                                std::to_string(longest) + " tokens",
+                            "--d-model, --ffn-width, --layers or --batch-size");
 }
 
 // The words of `sentences`, all told.

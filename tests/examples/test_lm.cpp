@@ -113,6 +113,19 @@ TEST_CASE("sample_id: greedy, top-k and temperature") {
   CHECK(counts[1] == doctest::Approx(2000 * 1.105 / 2.105).epsilon(0.08));
 }
 
+TEST_CASE("sample_id never draws id 0, the unknown symbol, however likely the model finds it") {
+  const std::vector<float> logits = {9.0f, 1.0f, 0.5f, 0.0f};
+  qkv::Generator gen(2);
+  CHECK(sample_id(logits.data(), 4, {.temperature = 0.0}, gen) == 1);
+  CHECK(sample_id(logits.data(), 4, {.temperature = 1.0, .top_k = 1}, gen) == 1);
+  int counts[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 2000; ++i) ++counts[sample_id(logits.data(), 4, {.temperature = 1.0}, gen)];
+  CHECK(counts[0] == 0);
+  CHECK(counts[1] + counts[2] + counts[3] == 2000);
+  CHECK(counts[3] > 200);  // e^0 / (e^1 + e^0.5 + e^0) = 0.19 of the draws
+  CHECK_THROWS_AS(sample_id(logits.data(), 1, {}, gen), qkv::ValueError);
+}
+
 TEST_CASE("Moby-Dick's chapters split by the rule: every 20th to test, the next to validation") {
   Piece book;
   for (int n = 1; n <= 135; ++n) book += U"CHAPTER " + decode_utf8(std::to_string(n), "n") + U". Title.\n\nText of it.\n";

@@ -6,9 +6,12 @@
 #include <cmath>
 #include <filesystem>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "examples/lm/baselines.h"
+#include "examples/lm/train.h"
+#include "io/json.h"
 #include "tensor/error.h"
 
 using lm::Ids;
@@ -202,15 +205,45 @@ TEST_CASE("compressor_bits: a test the compressor has seen in train costs fewer 
   const std::string block = random_letters(2000, 1);
   std::string train;
   for (int i = 0; i < 5; ++i) train += block;
-  const std::optional<double> seen = lm::compressor_bits(xz, train, block.substr(300, 1000), 1000);
-  if (!seen) {
+  const lm::CompressorBits seen = lm::compressor_bits(xz, train, block.substr(300, 1000), 1000);
+  if (!seen.bits) {
     MESSAGE("xz is not installed: compressor_bits not checked");
     return;
   }
-  const std::optional<double> unseen = lm::compressor_bits(xz, train, random_letters(1000, 2), 1000);
-  REQUIRE(unseen.has_value());
-  CHECK(*seen < 0.5);
-  CHECK(*unseen > 4.0);  // log2 26 = 4.7 bits a letter, less what the coder can squeeze out
+  const lm::CompressorBits unseen = lm::compressor_bits(xz, train, random_letters(1000, 2), 1000);
+  REQUIRE(unseen.bits.has_value());
+  CHECK(*seen.bits < 0.5);
+  CHECK(*unseen.bits > 4.0);  // log2 26 = 4.7 bits a letter, less what the coder can squeeze out
+}
+
+TEST_CASE("compressor_bits gives no rate, and says why, where train and test compress smaller than train") {
+  // bzip2's run-length stage packs 2,030 repeats of a pattern into fewer bytes than 2,000 (libbz2
+  // 1.0.8: 63 bytes against 67), so the test would cost -4 bytes: no rate of anything.
+  std::string train, test;
+  for (int i = 0; i < 2000; ++i) train += "abcdefghij";
+  for (int i = 0; i < 30; ++i) test += "abcdefghij";
+  const lm::CompressorBits c = lm::compressor_bits({"bzip2", "-9", "-c"}, train, test, 300);
+  if (c.none == "not installed") {
+    MESSAGE("bzip2 is not installed: not checked");
+    return;
+  }
+  CHECK_FALSE(c.bits.has_value());
+  CHECK(c.none == "no rate: train and test compress to 63 bytes, train alone to 67");
+  // baselines.json keeps the reason, and an earlier file's negative rate reads as none.
+  lm::BaselineBits b;
+  b.bzip2 = c;
+  b.xz = {0.5, ""};
+  const lm::BaselineBits back = lm::BaselineBits::from_json(b.to_json(), "baselines.json");
+  CHECK(back.bzip2.none == c.none);
+  CHECK(back.xz.bits == 0.5);
+  const qkv::io::Json old = qkv::io::parse_json(R"({"unigram": 4, "ngram_order": 3, "ngram": 2, "bzip2": -0.175, "xz": null})");
+  const lm::BaselineBits earlier = lm::BaselineBits::from_json(old, "baselines.json");
+  CHECK_FALSE(earlier.bzip2.bits.has_value());
+  CHECK(earlier.bzip2.none.starts_with("no rate"));
+  CHECK(earlier.xz.none == "not installed");
+  std::ostringstream printed;
+  lm::print_baselines(printed, earlier);
+  CHECK(printed.str().find("-0.175") == std::string::npos);
 }
 
 TEST_CASE("compressor_bits: a missing program, a failing one, and the temporary directory") {
@@ -222,7 +255,7 @@ TEST_CASE("compressor_bits: a missing program, a failing one, and the temporary 
   const std::string saved = old == nullptr ? "" : old;
   setenv("TMPDIR", own.c_str(), 1);
 
-  CHECK_FALSE(lm::compressor_bits({"qkv-no-such-compressor"}, "a", "b", 1).has_value());
+  CHECK(lm::compressor_bits({"qkv-no-such-compressor"}, "a", "b", 1).none == "not installed");
   CHECK_THROWS_WITH_AS(lm::compressor_bits({"false"}, "train", "test", 4),
                        "compressor_bits: `false` failed (exit code 1) compressing train.txt",
                        qkv::ValueError);

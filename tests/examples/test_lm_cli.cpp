@@ -105,8 +105,9 @@ TEST_CASE("lm sample refuses bad options in one line naming the option") {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--temperature", "-1"}, "lm: option --temperature expects a number from 0 to 100, got -1\n"},
       {{"--temperature", "nan"}, "lm: option --temperature expects a number from 0 to 100, got nan\n"},
-      {{"--top-k", "0"}, "lm: option --top-k expects an integer from 1 to 17, got 0\n"},
-      {{"--top-k", "18"}, "lm: option --top-k expects an integer from 1 to 17, got 18\n"},
+      // 16 characters: the unknown symbol, never written, is no candidate.
+      {{"--top-k", "0"}, "lm: option --top-k expects an integer from 1 to 16, got 0\n"},
+      {{"--top-k", "17"}, "lm: option --top-k expects an integer from 1 to 16, got 17\n"},
       {{"--prompt", ""}, "lm: --prompt is empty; the model needs at least one character to go on from\n"},
       {{"--prompt", "the Cat"},
        "lm: --prompt: character 5 ('C') is not among the 16 characters the run was trained on\n"},

@@ -180,17 +180,23 @@ TEST_CASE("tagger train refuses a model far larger than the machine's memory bef
   CHECK_FALSE(fs::exists(dir / "run" / "config.json"));
 }
 
-TEST_CASE("tagger data writes its three files or none") {
+TEST_CASE("tagger data writes its three files, and never over an earlier call's") {
   qkv::testing::ScratchDir dir;
   const std::string out = (dir / "data").string();
   REQUIRE(run_program(kTaggerProgram, {"data", "--out", out, "--sentences", "20"}).exit_code == 0);
-  fs::remove(fs::path(out) / "test.conllu");
-  fs::create_directories(fs::path(out) / "test.conllu");
   const auto before = files_of(out);
   const auto r = run_program(kTaggerProgram, {"data", "--out", out, "--sentences", "30", "--seed", "1"});
   CHECK(r.exit_code == 1);
-  CHECK(r.errors == "tagger: write_corpus: " + out + "/test.conllu is not a file: move it away\n");
+  CHECK(r.errors == "tagger: --out " + out + " holds train.conllu already; choose another directory (nothing was changed)\n");
   CHECK(files_of(out) == before);
+  // One file of the three is enough to refuse, even a directory in its place.
+  fs::remove(fs::path(out) / "train.conllu");
+  fs::remove(fs::path(out) / "dev.conllu");
+  fs::remove(fs::path(out) / "test.conllu");
+  fs::create_directories(fs::path(out) / "test.conllu");
+  const auto again = run_program(kTaggerProgram, {"data", "--out", out, "--sentences", "30"});
+  CHECK(again.exit_code == 1);
+  CHECK(again.errors.find("holds test.conllu already") != std::string::npos);
 }
 
 TEST_CASE("tagger predict refuses a line of stdin over 1 MiB rather than reading it forever") {
