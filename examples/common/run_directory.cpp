@@ -141,6 +141,11 @@ std::string RunDirectory::command() const {
 
 void RunDirectory::refuse(const std::string& what) const { throw ValueError(command() + ": " + what); }
 
+void RunDirectory::refuse_in_use() const {
+  refuse(dir_.string() + " is in use by another training (it holds " + (dir_ / ".lock").string() +
+         "): wait for it to end, or choose another --run");
+}
+
 RunDirectory::~RunDirectory() {
   std::error_code ignored;
   if (lock_ && !committed_) fs::remove_all(dir_ / kStaging, ignored);
@@ -164,7 +169,10 @@ void RunDirectory::check_files() const {
 // last checkpoint; for a fresh one, a directory of anything but a run it may replace. Checked before
 // the lock's file is made, so that nothing is left in a directory refused, and again under the lock,
 // for a training that started in between.
-void RunDirectory::check_contents() const {
+void RunDirectory::check_contents(bool holding_lock) const {
+  // A training at work first: what its directory holds midway (figures, a staged start) is no
+  // reason to give for refusing.
+  if (!holding_lock && fs::exists(dir_ / ".lock") && !io::DirectoryLock::try_lock(dir_).locked()) refuse_in_use();
   const bool has_run = fs::exists(dir_ / "config.json") || staged_complete(dir_);
   if (resume_) {
     if (!has_run) refuse(dir_.string() + " (--run) holds no " + layout_.program + " run (no config.json)");
@@ -174,10 +182,7 @@ void RunDirectory::check_contents() const {
              "(nothing was changed)");
     return;
   }
-  if (has_run && !layout_.fresh_replaces_run)
-    refuse(dir_.string() + " (--run) holds a run (its config.json); --resume continues " +
-           layout_.a_program() + " run, or choose another --run (nothing was changed)");
-  if (fs::exists(dir_ / "config.json")) {
+  if (fs::exists(dir_ / "config.json")) {  // another program's run is refused as such, first
     const fs::path config = dir_ / "config.json";
     try {
       layout_.read_config(read_json_file(config, layout_.program), config.string(), layout_.a_program());
@@ -185,8 +190,11 @@ void RunDirectory::check_contents() const {
       refuse("--run " + dir_.string() + " holds a config.json that is not " + layout_.a_program() +
              " run's (" + e.what() + "): choose another --run (nothing was changed)");
     }
-    return;
   }
+  if (has_run && !layout_.fresh_replaces_run)
+    refuse(dir_.string() + " (--run) holds " + layout_.a_program() + " run (its config.json); --resume continues it, " +
+           "or choose another --run (nothing was changed)");
+  if (fs::exists(dir_ / "config.json")) return;
   if (has_run) return;
   const std::vector<std::string> files = layout_.run_files();
   for (const auto& entry : fs::directory_iterator(dir_)) {
@@ -209,10 +217,8 @@ void RunDirectory::open() {
   io::check_writable(dir_, command());
   check_contents();
   io::DirectoryLock lock = io::DirectoryLock::try_lock(dir_);
-  if (!lock.locked())
-    refuse(dir_.string() + " is in use by another training (it holds " + (dir_ / ".lock").string() +
-           "): wait for it to end, or choose another --run");
-  check_contents();
+  if (!lock.locked()) refuse_in_use();
+  check_contents(/*holding_lock=*/true);
   settle(dir_, layout_);
   check_files();
   io::remove_temp_files(dir_, layout_.run_files());

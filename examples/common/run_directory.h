@@ -108,10 +108,11 @@ class RunDirectory {
             bool improved, const std::string& metrics_csv);
 
  private:
-  void check_contents() const;
+  void check_contents(bool holding_lock = false) const;
   void check_files() const;
   std::string command() const;  // "lm train", "lm train --resume": what the messages name
   [[noreturn]] void refuse(const std::string& what) const;
+  [[noreturn]] void refuse_in_use() const;
   void commit();
   std::filesystem::path dir_;
   RunLayout layout_;

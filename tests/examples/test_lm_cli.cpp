@@ -145,8 +145,8 @@ TEST_CASE("lm train refuses a bad text, and never writes over a run or a directo
   const std::string before = read(dir / "run" / "config.json");
   const auto again = train(run, (dir / "text.txt").string(), "3", {"--seed", "2"});
   CHECK(again.exit_code == 1);
-  CHECK(again.errors == "lm train: " + run + " (--run) holds a run (its config.json); --resume continues an lm "
-                                             "run, or choose another --run (nothing was changed)\n");
+  CHECK(again.errors == "lm train: " + run + " (--run) holds an lm run (its config.json); --resume continues it, "
+                                             "or choose another --run (nothing was changed)\n");
   CHECK(read(dir / "run" / "config.json") == before);
 
   fs::create_directories(dir / "other");
@@ -226,4 +226,81 @@ TEST_CASE("two lm trainings of one seed write checkpoints of the same bytes at 1
     CHECK(read(dir / "one" / f) == read(dir / "two" / f));
   }
   CHECK(read(dir / "one" / "metrics.csv").starts_with("step,train_bits_per_char,validation_bits_per_char,lr,seconds\n10,"));
+}
+
+TEST_CASE("lm refuses a run's text that has changed since, and names the run's text when it is gone") {
+  qkv::testing::ScratchDir dir;
+  write(dir / "text.txt", small_text());
+  write(dir / "other.txt", small_text());
+  const std::string run = (dir / "run").string(), other = (dir / "other").string();
+  REQUIRE(train(run, (dir / "text.txt").string(), "10").exit_code == 0);
+  REQUIRE(train(other, (dir / "other.txt").string(), "10").exit_code == 0);
+  const std::string baselines = read(dir / "run" / "baselines.json"), metrics = read(dir / "run" / "metrics.csv");
+  write(dir / "text.txt", small_text() + "the dog sat.\n");
+  const std::string changed = "the run's text (config.json \"text\") " + (dir / "text.txt").string() +
+                              " has changed since the run was trained on it";
+  const auto eval = run_program(kLmProgram, {"eval", "--run", run});
+  CHECK(eval.exit_code == 1);
+  CHECK(eval.errors.find(changed) != std::string::npos);
+  CHECK(eval.output.empty());
+  const auto resume = run_program(kLmProgram, {"train", "--run", run, "--resume", "--steps", "20"});
+  CHECK(resume.exit_code == 1);
+  CHECK(resume.errors.find(changed) != std::string::npos);
+  CHECK(read(dir / "run" / "baselines.json") == baselines);
+  CHECK(read(dir / "run" / "metrics.csv") == metrics);
+  // The text put back as it was: the run evaluates again.
+  write(dir / "text.txt", small_text());
+  CHECK(run_program(kLmProgram, {"eval", "--run", run}).exit_code == 0);
+  // A text gone is the run's, not an option never given.
+  fs::remove(dir / "other.txt");
+  const auto gone = run_program(kLmProgram, {"eval", "--run", other});
+  CHECK(gone.exit_code == 1);
+  CHECK(gone.errors.find("the run's text (config.json \"text\")") != std::string::npos);
+  CHECK(gone.errors.find("--text") == std::string::npos);
+  // A damaged baselines.json is named.
+  write(dir / "run" / "baselines.json", "{bad");
+  const auto damaged = run_program(kLmProgram, {"eval", "--run", run});
+  CHECK(damaged.exit_code == 1);
+  CHECK(damaged.errors.find((dir / "run" / "baselines.json").string()) != std::string::npos);
+}
+
+TEST_CASE("lm data and lm sample --heatmap never write over a file, and data refuses an empty --text") {
+  qkv::testing::ScratchDir dir;
+  write(dir / "text.txt", small_text());
+  const std::string out = (dir / "splits").string();
+  const auto empty = run_program(kLmProgram, {"data", "--text", "", "--out", out});
+  CHECK(empty.exit_code == 1);
+  CHECK(empty.errors == "lm: --text is empty; expected a UTF-8 file\n");
+  CHECK_FALSE(fs::exists(dir / "splits"));
+  REQUIRE(run_program(kLmProgram, {"data", "--text", (dir / "text.txt").string(), "--out", out}).exit_code == 0);
+  const std::string train_split = read(dir / "splits" / "train.txt");
+  // Its own training split as --text, into the same --out: the input is never replaced.
+  const auto again = run_program(kLmProgram, {"data", "--text", (dir / "splits" / "train.txt").string(), "--out", out});
+  CHECK(again.exit_code == 1);
+  CHECK(again.errors == "lm: --out " + out + " holds train.txt already; choose another directory (nothing was changed)\n");
+  CHECK(read(dir / "splits" / "train.txt") == train_split);
+
+  const std::string run = (dir / "run").string();
+  REQUIRE(train(run, (dir / "text.txt").string(), "10").exit_code == 0);
+  write(dir / "notes.txt", "mine");
+  const auto heatmap = run_program(kLmProgram, {"sample", "--run", run, "--tokens", "5", "--heatmap",
+                                                (dir / "notes.txt").string()});
+  CHECK(heatmap.exit_code == 1);
+  CHECK(heatmap.errors == "lm: --heatmap " + (dir / "notes.txt").string() +
+                              " exists already; choose another file (nothing was changed)\n");
+  CHECK(read(dir / "notes.txt") == "mine");
+}
+
+TEST_CASE("lm train refuses a step that cannot fit in memory at once, writing nothing") {
+  qkv::testing::ScratchDir dir;
+  write(dir / "text.txt", small_text() + small_text() + small_text());
+  const std::string run = (dir / "run").string();
+  // 4,096 windows of 16 characters through 64 blocks of width 4,096: about 4 TiB of activations.
+  const auto r = run_program(kLmProgram, {"train", "--run", run, "--text", (dir / "text.txt").string(), "--context",
+                                          "16", "--batch", "4096", "--d-model", "4096", "--heads", "16", "--layers",
+                                          "64", "--ffn-hidden", "65536", "--steps", "10", "--warmup", "0", "--no-figures"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.errors.find("lm train: training this model would take about ") != std::string::npos);
+  CHECK(r.errors.find("lower --batch, --context, --d-model, --layers or --ffn-hidden") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "run"));
 }

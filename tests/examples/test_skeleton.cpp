@@ -164,7 +164,7 @@ TEST_CASE("a run directory refuses before writing, stages a fresh run and resume
     return std::string();
   };
   CHECK(refusal(dir, false) == "toy train: " + dir.string() +
-                                   " (--run) holds a run (its config.json); --resume continues a toy run, or "
+                                   " (--run) holds a toy run (its config.json); --resume continues it, or "
                                    "choose another --run (nothing was changed)");
   fs::create_directories(scratch / "other");
   qkv::testing::write_file(scratch / "other" / "thesis.tex", "x");
