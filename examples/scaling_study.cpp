@@ -43,6 +43,7 @@
 
 #include "autograd/debug/profiler.h"
 #include "autograd/ops/graph_attention.h"
+#include "examples/common/memory.h"
 #include "examples/common/program.h"
 #include "nn/functional/banded_attention.h"
 #include "plot/plot.h"
@@ -383,15 +384,33 @@ void attention_study(const Options& o) {
 
 const std::vector<examples::Args::Option> kOptions = {
     {"out", ".", "directory for scaling.png"},
-    {"width", "64", "model width d"},
+    {"width", "64", "model width d (a multiple of 4)"},
     {"window", "8", "half-width w of the truncated attention"},
     {"max-len", "4096", "longest sequence (powers of two from 16)"},
     {"repeats", "5", "timed runs per point; the best is kept"},
     {"threads", "1", "threads for the kernels"},
     {"attention-len", "16384", "longest sequence of the attention mechanisms' table (256 .. 65536; slopes from 2048)"}};
 
+// Refuses a width the 4 heads do not divide, and a --max-len whose n × n tensors (the first two
+// tables' self-attention, mask and graph attention keep about six of them, with their gradients)
+// would not fit in the memory available, before anything is timed or written.
+void check_sizes(const Options& o) {
+  if (o.d % 4 != 0)
+    throw ValueError("option --width " + std::to_string(o.d) +
+                     ": expected a multiple of 4 (the encoder block's and the mechanisms' 4 heads each take d / 4)");
+  const auto bytes_at = [](int64_t n) { return 6.0 * 4.0 * static_cast<double>(n) * static_cast<double>(n); };
+  const int64_t available = examples::available_memory_bytes();
+  if (available == 0 || bytes_at(o.max_len) <= static_cast<double>(available)) return;
+  int64_t fits = 16;
+  while (fits * 2 <= o.max_len && bytes_at(fits * 2) <= static_cast<double>(available)) fits *= 2;
+  throw ValueError("option --max-len " + std::to_string(o.max_len) + ": the n × n tensors of the first tables take about " +
+                   examples::format_bytes(bytes_at(o.max_len)) + " there, more than the " +
+                   examples::format_bytes(static_cast<double>(available)) + " this machine has available; at most " +
+                   std::to_string(fits) + " here");
+}
+
 int run(const examples::Args& args) {
-  const Options options{.d = args.integer_in("width", 2, 4096),
+  const Options options{.d = args.integer_in("width", 4, 4096),
                         .w = args.integer_in("window", 0, 4096),
                         .max_len = args.integer_in("max-len", 16, 65536),
                         .attention_len = args.integer_in("attention-len", 256, 65536),
@@ -400,6 +419,7 @@ int run(const examples::Args& args) {
   // One thread by default: the study measures how the work grows, and on a shared machine a
   // parallel region waits for its slowest thread, which adds noise that has nothing to do with n.
   set_num_threads(static_cast<int>(args.integer_in("threads", 1, kMaxThreads)));
+  check_sizes(options);
   examples::prepare_out(args, "out", {"scaling.png", "graph_scaling.png", "attention_scaling.png"});
   manual_seed(0);
   Layers layers(options.d, options.w);

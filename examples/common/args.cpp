@@ -98,6 +98,18 @@ std::string Args::str(const std::string& name) const {
   return it != values_.end() ? it->second : option(name).fallback;
 }
 
+std::string quoted(const std::string& text, size_t most) {
+  std::string out = "'";
+  out.append(text, 0, most);
+  if (text.size() <= most) return out + "'";
+  return out + "...' (" + std::to_string(text.size()) + " characters)";
+}
+
+std::vector<Args::Option> without(std::vector<Args::Option> options, const std::vector<std::string>& names) {
+  std::erase_if(options, [&](const Args::Option& o) { return std::find(names.begin(), names.end(), o.name) != names.end(); });
+  return options;
+}
+
 std::vector<std::pair<std::string, std::string>> Args::values() const {
   std::vector<std::pair<std::string, std::string>> all;
   for (const Option& o : spec_) all.emplace_back(o.name, str(o.name));

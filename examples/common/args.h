@@ -77,6 +77,14 @@ std::string option_text(float value);
 // "a, b, c": the names with `separator` between them.
 std::string join(const std::vector<std::string>& names, const std::string& separator = ", ");
 
+// 'text' for a message, cut after `most` characters: "'xxxx...' (5000000 characters)", so that a
+// huge word of a user's file does not become a huge error.
+std::string quoted(const std::string& text, size_t most = 40);
+
+// `options` but those named: a command that would not read an option does not take it, so that
+// giving it is refused ("unknown option") rather than ignored.
+std::vector<Args::Option> without(std::vector<Args::Option> options, const std::vector<std::string>& names);
+
 // "a,b,c" (or "a, b, c") given to option --name → {"a", "b", "c"}. An empty item or one listed twice is refused,
 // naming the option: either would quietly compare less, or do the same work twice.
 std::vector<std::string> split_list(const std::string& name, const std::string& text);

@@ -157,10 +157,10 @@ std::vector<Args::Option> options_of(const C& defaults) {
 // Sets each field whose option the command line gives (a flag sets a bool to true); the others keep
 // their values. An unsigned field (a seed) is refused below 0.
 template <class C>
-void read_options(const Args& args, C& c) {
+void read_options(const Args& args, C& c) {  // the fields whose options the command has and were given
   c.fields([&](const Field& field, auto& value) {
     const std::string name = field.option_name();
-    if (field.help.empty() || !args.given(name)) return;
+    if (field.help.empty() || !args.has(name) || !args.given(name)) return;  // a command may take a part
     using V = std::decay_t<decltype(value)>;
     if constexpr (std::is_same_v<V, std::string>)
       value = args.str(name);

@@ -242,7 +242,7 @@ struct TrainingState {
 // For a fresh run, `config` as it is (with `best`, the score no evaluation can be worse than). For
 // --resume, the run's own config, history and best from its last checkpoint, with `config`'s budget
 // (layout.budget_key) when it is above 0, and the timings of metrics.csv: a budget below the run's
-// is refused, naming the option. Under mpirun rank 0 reads first (finishing an interrupted start),
+// is refused, naming the option, and so is a best checkpoint that cannot be read. Under mpirun rank 0 reads first (finishing an interrupted start),
 // the others after it.
 template <class C, class Row>
 TrainingState<C, Row> start_or_resume(const RunDirectory& run, const C& config, double best,
@@ -251,6 +251,9 @@ TrainingState<C, Row> start_or_resume(const RunDirectory& run, const C& config, 
   const RunLayout& layout = run.layout();
   if (!run.writer()) run.wait_for_writer();
   SavedRun last = load_saved_run(run.dir(), layout, "last");
+  // The best checkpoint too, which the training reads at its end: a damaged one is refused now,
+  // before any training, not after it.
+  if (run.writer()) load_saved_run(run.dir(), layout, "best");
   if (run.writer()) run.wait_for_writer();
   TrainingState<C, Row> state{config_of<C>(last, layout, missing),
                               History<Row>::from_json(last.state.history, last.file.string()), last.state.best,

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <utility>
 
+#include "examples/common/args.h"
 #include "io/file.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
@@ -35,7 +36,7 @@ std::vector<std::pair<int64_t, std::vector<std::string>>> read_lines(const std::
 // A node number: decimal digits only, at most 12 of them.
 int64_t node_number(const std::string& word, const std::string& where) {
   if (word.empty() || word.size() > 12 || !std::all_of(word.begin(), word.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    throw ValueError(where + "'" + word + "' is not a node number (0, 1, 2, ...)");
+    throw ValueError(where + qkv::examples::quoted(word) + " is not a node number (0, 1, 2, ...)");
   return std::stoll(word);
 }
 
@@ -63,6 +64,9 @@ void read_labels(Graph& g, const std::string& path) {
   std::sort(g.class_names.begin(), g.class_names.end());
   g.class_names.erase(std::unique(g.class_names.begin(), g.class_names.end()), g.class_names.end());
   g.classes = static_cast<int64_t>(g.class_names.size());
+  if (g.classes < 2)  // every model would score 1.000 without learning anything
+    throw ValueError(path + ": every node is of class " + qkv::examples::quoted(g.class_names[0]) +
+                     "; classifying needs at least two classes");
   std::vector<int64_t> labels;
   for (const auto& [node, label] : named)
     labels.push_back(std::lower_bound(g.class_names.begin(), g.class_names.end(), label.first) - g.class_names.begin());

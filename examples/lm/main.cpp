@@ -26,6 +26,7 @@ using qkv::examples::Args;
 // --text and --cache, as train and data read them: a given --text must name a file, and --cache
 // is not read with it.
 void check_text_options(const Args& a) {
+  if (!a.has("text")) return;  // bench
   if (a.given("text") && a.str("text").empty()) throw qkv::ValueError("--text is empty; expected a UTF-8 file");
   if (a.given("text") && a.given("cache"))
     throw qkv::ValueError("--cache is where Moby-Dick is fetched; with --text it would not be read");
@@ -197,7 +198,10 @@ std::vector<Args::Option> train_options() {
 }
 
 std::vector<Args::Option> bench_options() {
-  std::vector<Args::Option> o = qkv::examples::options_of(Config{});  // a bench measures the model train would train
+  // A bench measures the model train would train, on random characters from seed 1: no text, no
+  // schedule, no evaluations.
+  std::vector<Args::Option> o =
+      qkv::examples::without(qkv::examples::options_of(Config{}), {"text", "cache", "steps", "eval-every", "seed", "warmup"});
   o.insert(o.end(), {{"what", "both", "step (training steps), sample (with and without the cache) or both"},
                      {"bench-steps", "20", "timed training steps"},
                      {"warmup-steps", "3", "untimed training steps first"},

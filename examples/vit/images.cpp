@@ -65,21 +65,32 @@ fs::path cached_file(const fs::path& cache, const PinnedFile& f) {
     if (!code || *code != 0) {
       std::error_code ignored;
       fs::remove(partial, ignored);
+      const bool ours = gz.parent_path() == cache;  // a copy in the cache, not the package's
       throw ValueError("vit: cannot decompress " + gz.string() + (code ? " (gzip -dc failed)" : " (gzip is not installed)") +
-                       "; " + kHowToGet + cache.string());
+                       (ours && code ? ": remove " + gz.string() + " and run again to decompress the package's copy in " +
+                                           kPackageDir + "; or " + kHowToGet
+                                     : std::string("; ") + kHowToGet) +
+                       cache.string());
     }
     fs::rename(partial, target);
   }
   uint64_t size = 0;
   const std::string digest = digest_of(target, size);
-  if (size != f.bytes || digest != f.digest)
+  if (size != f.bytes || digest != f.digest) {
+    // What to remove: the file, and the cache's .gz it would be decompressed from again.
+    const fs::path gz = cache / (std::string(f.name) + ".gz");
+    const std::string remove = fs::exists(gz) ? target.string() + " and " + gz.string() : target.string();
     throw FormatError("vit: " + target.string() + " is not Fashion-MNIST's " + f.name + " (" + std::to_string(size) +
                       " bytes, digest " + digest + "; expected " + std::to_string(f.bytes) + " bytes, digest " +
-                      f.digest + "). Remove it and run again to decompress it anew from " + kPackageDir);
+                      f.digest + "). Remove " + remove + " and run again to decompress it anew from " + kPackageDir);
+  }
   return target;
 }
 
 ImageData split_off_validation(ImageSet train, ImageSet test, int64_t validation, std::string source) {
+  if (train.size() < 2)
+    throw ValueError("vit: " + source + " holds " + std::to_string(train.size()) +
+                     " training image(s); it needs at least 2, one to train on and one to hold out for validation");
   if (validation < 1 || validation >= train.size())
     throw ValueError("--validation " + std::to_string(validation) + ": expected 1 to " +
                      std::to_string(train.size() - 1) + " (the " + std::to_string(train.size()) +

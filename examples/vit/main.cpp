@@ -40,8 +40,11 @@ std::vector<Args::Option> model_options() {
 Config config_from(const Args& a) {
   Config c;
   qkv::examples::read_options(a, c);
-  c.flip = !a.flag("no-flip");
+  if (a.has("no-flip")) c.flip = !a.flag("no-flip");
   c.model.rows = c.model.cols = 0;  // from the data
+  if (!a.has("data")) return c.validate(), c;  // bench: a model on random images
+  if (c.data.empty()) throw qkv::ValueError("--data is empty; expected fashion-mnist, generated or a directory");
+  if (c.cache.empty()) throw qkv::ValueError("--cache is empty; expected a directory");
   if (a.given("cache") && c.data != "fashion-mnist")
     throw qkv::ValueError("--cache is where Fashion-MNIST is kept; with --data " + c.data + " it would not be read");
   if (a.given("classes") && (c.data == "fashion-mnist" || c.data == "generated"))
@@ -163,8 +166,9 @@ std::vector<Args::Option> train_options() {
   return o;
 }
 
-std::vector<Args::Option> with_model_options(std::vector<Args::Option> more) {
-  std::vector<Args::Option> o = model_options();
+// The model's options but `unread` (what the command sets itself, or never reads), then `more`.
+std::vector<Args::Option> with_model_options(const std::vector<std::string>& unread, std::vector<Args::Option> more) {
+  std::vector<Args::Option> o = qkv::examples::without(model_options(), unread);
   o.insert(o.end(), more.begin(), more.end());
   return o;
 }
@@ -185,12 +189,16 @@ int main(int argc, char** argv) {
         {"predict", "the class of each image of an IDX file", predict, cmd_predict},
         {"figures", "draw a trained run's figures into RUN/figures", run_only, cmd_figures},
         {"ablate", "train one ViT per position scheme and compare them (table and figures)",
-         with_model_options({{"out", "runs/vit-ablation", "directory of the table, the figures and one run per scheme"},
+         with_model_options({"positions"},  // --schemes names them
+                            {{"out", "runs/vit-ablation", "directory of the table, the figures and one run per scheme"},
                              {"schemes", qkv::examples::join(position_names(), ","),
                               "the position schemes to train, comma-separated"}}),
          cmd_ablate},
         {"bench", "time training steps of the model train would train",
-         with_model_options({{"bench-steps", "20", "timed training steps"},
+         // Steps on random 28×28 images of 10 classes from seed 1: no data, no epochs, no schedule.
+         with_model_options({"data", "cache", "validation", "generated", "classes", "epochs", "seed", "warmup",
+                             "no-flip"},
+                            {{"bench-steps", "20", "timed training steps"},
                              {"warmup-steps", "3", "untimed training steps first"},
                              {"profile", "false", "also print the op profile of three training steps"}}),
          cmd_bench}}});

@@ -88,3 +88,22 @@ TEST_CASE("graph refuses bad input in one line and writes nothing") {
                         ":2: node 7 is outside [0, N) for N = 2 (the nodes the labels file names)\n");
   CHECK(run_program(kGraphProgram, {"fly"}).exit_code == 2);
 }
+
+TEST_CASE("graph refuses labels of one class, and quotes a huge word of a file cut short") {
+  qkv::testing::ScratchDir dir;
+  std::ofstream(dir / "edges.txt") << "0 1\n1 2\n";
+  std::ofstream(dir / "one.txt") << "0 a\n1 a\n2 a\n";
+  const auto one = run_program(kGraphProgram, {"train", "--edges", (dir / "edges.txt").string(), "--labels",
+                                               (dir / "one.txt").string()});
+  CHECK(one.exit_code == 1);
+  CHECK(one.errors == "graph: " + (dir / "one.txt").string() +
+                          ": every node is of class 'a'; classifying needs at least two classes\n");
+  CHECK(one.output.find("1.000") == std::string::npos);
+  std::ofstream(dir / "labels.txt") << "0 a\n1 b\n2 a\n";
+  std::ofstream(dir / "huge.txt") << "0 " << std::string(5'000'000, 'x') << "\n";
+  const auto huge = run_program(kGraphProgram, {"train", "--edges", (dir / "huge.txt").string(), "--labels",
+                                                (dir / "labels.txt").string()});
+  CHECK(huge.exit_code == 1);
+  CHECK(huge.errors.size() < 300);
+  CHECK(huge.errors.find("(5000000 characters) is not a node number") != std::string::npos);
+}

@@ -194,11 +194,41 @@ TEST_CASE("a run directory refuses before writing, stages a fresh run and resume
   CHECK_THROWS_WITH_AS((qkv::examples::start_or_resume<Settings, Row>(run, wanted, 9.0)),
                        "toy train --resume: --steps 5 is below the run's 10: a run can be extended, not shortened",
                        qkv::ValueError);
+  // A damaged best checkpoint is refused before any training, not when the training ends and reads it.
+  const std::string best = qkv::io::read_text_file(dir / "best.safetensors", "test");
+  qkv::testing::write_file(dir / "best.safetensors", best.substr(0, best.size() / 2));
+  wanted.steps = 30;
+  try {
+    (void)qkv::examples::start_or_resume<Settings, Row>(run, wanted, 9.0);
+    FAIL("a damaged best.safetensors was not refused");
+  } catch (const qkv::Error& e) {
+    CHECK(std::string(e.what()).find((dir / "best.safetensors").string()) != std::string::npos);
+  }
+  qkv::testing::write_file(dir / "best.safetensors", best);
   // Without its last checkpoint a run cannot be resumed: the file is named, nothing is changed.
   fs::remove(dir / "last.safetensors");
   CHECK(refusal(dir, true) == "toy train --resume: " + (dir / "last.safetensors").string() +
                                   " is missing, so the run has no checkpoint to continue from; train afresh in "
                                   "another --run (nothing was changed)");
+}
+
+TEST_CASE("a second training into a new directory another has just started is told it is in use") {
+  qkv::testing::ScratchDir scratch;
+  qkv::examples::RunDirectory first(scratch / "run", kLayout, false);
+  first.open();
+  // What the first holds midway is no reason to give: figures drawn, a file of its own staged.
+  fs::create_directories(scratch / "run" / "figures");
+  first.write_text("notes.txt", "staged\n");
+  const std::string in_use = (scratch / "run").string() + " is in use by another training";
+  for (const bool resume : {false, true}) {
+    try {
+      qkv::examples::RunDirectory second(scratch / "run", kLayout, resume);
+      second.open();
+      FAIL("the second training was not refused");
+    } catch (const qkv::ValueError& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(in_use) != std::string::npos, e.what());
+    }
+  }
 }
 
 TEST_CASE("a fresh start that fails before its first checkpoint leaves the directory as it found it") {

@@ -261,7 +261,7 @@ TEST_CASE("vit training is the same to the byte at 1 and 2 threads, and a resume
     CHECK(one == qkv::testing::read_file(dir / "two" / file));
     CHECK(one == qkv::testing::read_file(dir / "resumed" / file));
   }
-  CHECK_THROWS_WITH_AS(vit::train(c, quiet(dir / "one")), doctest::Contains("holds a run"), qkv::ValueError);
+  CHECK_THROWS_WITH_AS(vit::train(c, quiet(dir / "one")), doctest::Contains("holds a vit run"), qkv::ValueError);
   CHECK_THROWS_WITH_AS(vit::train(keep, rest), doctest::Contains("the run is complete (3 epochs)"), qkv::ValueError);
 }
 

@@ -87,7 +87,7 @@ TEST_CASE("vit refuses bad options and bad data in one line, and leaves an exist
   const std::string before = qkv::testing::read_file(fs::path(run) / "last.safetensors");
   const auto again = run_program(kVitProgram, with({"train", "--run", run}, kTiny));
   CHECK(again.exit_code == 1);
-  CHECK(last_line(again.errors).find("holds a run") != std::string::npos);
+  CHECK(last_line(again.errors).find("holds a vit run") != std::string::npos);
   const auto change = run_program(kVitProgram, {"train", "--run", run, "--resume", "--patch", "8"});
   CHECK(change.exit_code == 1);
   CHECK(last_line(change.errors).find("--patch cannot change it") != std::string::npos);
@@ -133,4 +133,53 @@ TEST_CASE("vit ablate trains one run per scheme and writes the table") {
   CHECK(again.exit_code == 1);
   CHECK(last_line(again.errors).find("ablation.md exists") != std::string::npos);
   CHECK(qkv::testing::read_file(fs::path(out) / "ablation.md") == table);
+}
+
+TEST_CASE("vit refuses what a command would not read, empty paths, too few images and a damaged best checkpoint") {
+  qkv::testing::ScratchDir dir;
+  // Options a command would ignore are not its options.
+  const auto positions = run_program(kVitProgram, with({"ablate", "--out", (dir / "a").string(), "--positions", "none"}, kTiny));
+  CHECK(positions.exit_code == 1);
+  CHECK(positions.errors.find("unknown option --positions") != std::string::npos);
+  const auto data = run_program(kVitProgram, {"bench", "--data", (dir / "idx").string(), "--bench-steps", "1"});
+  CHECK(data.exit_code == 1);
+  CHECK(data.errors.find("unknown option --data") != std::string::npos);
+  // Empty paths name their option.
+  for (const std::string option : {"--data=", "--cache="}) {
+    const auto r = run_program(kVitProgram, {"train", "--run", (dir / "new").string(), option});
+    CHECK(r.exit_code == 1);
+    CHECK(r.errors == "vit: " + option.substr(0, option.size() - 1) + " is empty; expected " +
+                          (option == "--data=" ? "fashion-mnist, generated or a directory" : "a directory") + "\n");
+  }
+  // One training image: none left to hold out.
+  fs::create_directories(dir / "one");
+  qkv::data::write_idx(dir / "one" / "train-images-idx3-ubyte", {1, 8, 8}, std::vector<std::uint8_t>(64, 1));
+  qkv::data::write_idx(dir / "one" / "train-labels-idx1-ubyte", {1}, std::vector<std::uint8_t>(1, 0));
+  qkv::data::write_idx(dir / "one" / "t10k-images-idx3-ubyte", {2, 8, 8}, std::vector<std::uint8_t>(128, 1));
+  qkv::data::write_idx(dir / "one" / "t10k-labels-idx1-ubyte", {2}, std::vector<std::uint8_t>(2, 0));
+  const auto one = run_program(kVitProgram, {"train", "--run", (dir / "new").string(), "--data",
+                                             (dir / "one").string(), "--validation", "1", "--patch", "4"});
+  CHECK(one.exit_code == 1);
+  CHECK(last_line(one.errors).find("holds 1 training image(s); it needs at least 2") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "new"));
+  // A damaged .gz in the cache: the advice names it, and following it does not meet the same error.
+  fs::create_directories(dir / "cache");
+  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                           "t10k-labels-idx1-ubyte"})
+    qkv::testing::write_file(dir / "cache" / (std::string(name) + ".gz"), "not gzip");
+  const auto gz = run_program(kVitProgram, {"train", "--run", (dir / "new").string(), "--cache", (dir / "cache").string()});
+  CHECK(gz.exit_code == 1);
+  CHECK(last_line(gz.errors).find("(gzip -dc failed): remove " + (dir / "cache").string() + "/") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "new"));
+  // A damaged best checkpoint is found before the resumed epochs are trained, not after them.
+  const std::string run = (dir / "run").string();
+  REQUIRE(run_program(kVitProgram, with({"train", "--run", run, "--no-figures"}, kTiny)).exit_code == 0);
+  const std::string metrics = qkv::testing::read_file(fs::path(run) / "metrics.csv");
+  const std::string best = qkv::testing::read_file(fs::path(run) / "best.safetensors");
+  qkv::testing::write_file(fs::path(run) / "best.safetensors", best.substr(0, best.size() - 100));
+  const auto resumed = run_program(kVitProgram, {"train", "--run", run, "--resume", "--epochs", "3", "--no-figures"});
+  CHECK(resumed.exit_code == 1);
+  CHECK(last_line(resumed.errors).find((fs::path(run) / "best.safetensors").string()) != std::string::npos);
+  CHECK(resumed.output.find("epoch 3") == std::string::npos);
+  CHECK(qkv::testing::read_file(fs::path(run) / "metrics.csv") == metrics);
 }
