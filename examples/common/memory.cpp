@@ -1,5 +1,9 @@
 #include "examples/common/memory.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -9,14 +13,23 @@
 namespace qkv::examples {
 
 int64_t available_memory_bytes() {
+  int64_t available = 0;
   std::ifstream in("/proc/meminfo");
   for (std::string line; std::getline(in, line);) {
     std::istringstream fields(line);
     std::string key;
     int64_t kib = 0;
-    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024;
+    if (fields >> key >> kib && key == "MemAvailable:") available = kib * 1024;
   }
-  return 0;
+  // A limit on the process (ulimit -v, -d) is less memory than the machine's.
+  for (const int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    rlimit limit{};
+    if (getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+      const int64_t most = static_cast<int64_t>(std::min<rlim_t>(limit.rlim_cur, INT64_MAX));
+      available = available == 0 ? most : std::min(available, most);
+    }
+  }
+  return available;
 }
 
 std::string format_bytes(double bytes) {

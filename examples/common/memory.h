@@ -9,8 +9,9 @@
 
 namespace qkv::examples {
 
-// MemAvailable from /proc/meminfo, in bytes: what can be allocated without swapping. 0 when
-// unknown (no /proc), in which case callers check nothing.
+// MemAvailable from /proc/meminfo, in bytes: what can be allocated without swapping, or the
+// process's limit (ulimit -v, -d) when that is lower. 0 when unknown (no /proc, no limit), in which
+// case callers check nothing.
 int64_t available_memory_bytes();
 
 // "1.5 GiB", "340 MiB": a byte count for a message.
