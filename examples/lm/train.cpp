@@ -317,7 +317,7 @@ IndexTensor select_rows(const IndexTensor& ids, const std::vector<int64_t>& rows
 // --cache (eval and --resume may run from another directory; a resumed run keeps its config).
 Config with_vocabulary(Config config, const Data& data, bool fresh) {
   if (!config.text.empty()) config.text = fs::absolute(config.text).lexically_normal().string();
-  if (fresh && config.text.empty()) config.cache = fs::absolute(config.cache).lexically_normal().string();
+  if (fresh) config.cache = fs::absolute(config.cache).lexically_normal().string();
   config.chars = encode_utf8(Piece(data.vocab.chars().begin(), data.vocab.chars().end()));
   config.model.vocab_size = data.vocab.size();
   return config;

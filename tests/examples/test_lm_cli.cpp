@@ -10,6 +10,7 @@
 
 #include "child_process.h"
 #include "io/file.h"
+#include "io/json.h"
 #include "io/scratch_dir.h"
 
 using qkv::testing::kLmProgram;
@@ -166,6 +167,23 @@ TEST_CASE("lm refuses a run directory of another program, naming its file") {
   CHECK(r.exit_code == 1);
   CHECK(r.errors == "lm: " + (dir / "tagger" / "config.json").string() +
                         ": unknown key 'model' (is this an lm run?)\n");
+  // A fresh training into it says whose run it is, not that --resume would continue it.
+  write(dir / "text.txt", small_text());
+  const auto t = train((dir / "tagger").string(), (dir / "text.txt").string(), "3");
+  CHECK(t.exit_code == 1);
+  CHECK(t.errors.find("holds a config.json that is not an lm run's") != std::string::npos);
+  CHECK(t.errors.find("--resume") == std::string::npos);
+}
+
+TEST_CASE("lm keeps --cache as an absolute path, so that a run is read the same from any directory") {
+  qkv::testing::ScratchDir dir;
+  write(dir / "text.txt", small_text());
+  const std::string run = (dir / "run").string();
+  REQUIRE(train(run, (dir / "text.txt").string(), "3").exit_code == 0);
+  const qkv::io::Json config = qkv::io::parse_json(read(dir / "run" / "config.json"));
+  const std::string cache = config.find("cache")->as_string();
+  CHECK(fs::path(cache).is_absolute());
+  CHECK(cache.ends_with("cache/moby-dick"));
 }
 
 TEST_CASE("lm train starts again where a run was killed before its first checkpoint, and --resume refuses what is no run") {
