@@ -45,7 +45,7 @@ std::vector<std::string> all_gather_text(ProcessGroup& group, const std::string&
   // The collectives move 64-bit words: each rank's text padded to the longest, in words.
   const size_t words = (*std::max_element(lengths.begin(), lengths.end()) + 7) / 8;
   std::vector<uint64_t> padded(words, 0), all(words * n);
-  std::memcpy(padded.data(), mine.data(), mine.size());
+  if (!mine.empty()) std::memcpy(padded.data(), mine.data(), mine.size());  // an empty vector's data() may be null
   group.all_gather(std::span<const uint64_t>(padded), std::span<uint64_t>(all));
   std::vector<std::string> texts(n);
   for (size_t r = 0; r < n; ++r)
