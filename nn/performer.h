@@ -119,8 +119,11 @@ class Performer : public ProjectedAttention {
  private:
   // m rows in blocks of d: each block a Gaussian (d, d) matrix orthonormalized by Gram–Schmidt,
   // each row then scaled to the norm of a fresh Gaussian d-vector (the paper's reference code).
+  // W is written straight into its tensor, whose allocation names the shape and bytes when m is
+  // more than memory holds.
   Tensor draw_features(int64_t m, int64_t d) {
-    std::vector<float> rows(static_cast<size_t>(m * d));
+    Tensor W = Tensor::empty({m, d}, "Performer");
+    float* rows = W.data();
     std::vector<float> block(static_cast<size_t>(d * d)), lengths(static_cast<size_t>(d * d));
     for (int64_t first = 0; first < m; first += d) {
       generator.fill_normal(block.data(), d * d, 0.0f, 1.0f);
@@ -142,7 +145,7 @@ class Performer : public ProjectedAttention {
           for (int64_t c = 0; c < d; ++c) rows[(first + r) * d + c] = static_cast<float>(row[c] * std::sqrt(length));
       }
     }
-    return tensor(rows, {m, d});
+    return W;
   }
 
   int64_t forwards_since_draw = 0;

@@ -275,7 +275,7 @@ TEST_CASE("common mistakes name the op and the shapes") {
   CHECK_THROWS_WITH_AS(ones({1}).expand({-5}), "expand: negative size -5 in (-5) (only -1, to keep a dim, is allowed)",
                        ShapeError);
   CHECK_THROWS_WITH_AS(Tensor::empty({0, int64_t{1} << 40, int64_t{1} << 40}),
-                       "empty: shape (0,1099511627776,1099511627776) is too large to address with 64-bit strides",
+                       "a tensor of shape (0,1099511627776,1099511627776) is too large to address with 64-bit strides",
                        ShapeError);
   CHECK_THROWS_AS(x.narrow(1, 2, 2), IndexError);
   CHECK_THROWS_AS(x.select(0, 2), IndexError);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -113,6 +114,13 @@ TEST_CASE("Performer draws orthogonal features from its own seeded generator and
   CHECK((a.features - before).abs().max().item() > 0.1);
   CHECK(a.state_dict().count("features") == 1);  // saved: a checkpoint evaluates with its features
   CHECK_THROWS_AS(nn::Performer(setup_of(8, 2, 16, -1)), ValueError);
+}
+
+TEST_CASE("Performer with more features than memory holds is a qkv Error naming the shape and bytes") {
+  // Before, the features were drawn into a std::vector and 2^40 of them threw std::bad_alloc.
+  CHECK_THROWS_WITH_AS(nn::Performer(setup_of(8, 2, 16, int64_t{1} << 40)),
+                       "Performer: cannot allocate a tensor of shape (1099511627776,4): 17592186044416 bytes", Error);
+  CHECK_THROWS_AS(nn::Performer(setup_of(8, 2, 16, std::numeric_limits<int64_t>::max())), ShapeError);
 }
 
 TEST_CASE("Linformer with k equal to n is dense attention over the keys E·X and the values F·X") {
