@@ -77,10 +77,14 @@ class Performer : public ProjectedAttention {
     const Tensor kv = phi_k.transpose(-2, -1).matmul(h.v);                      // (B, H, m, d)
     const Tensor normalizer = phi_q.matmul(phi_k.sum({-2}, true).transpose(-2, -1));  // (B, H, Q, 1)
     attention_weights = Tensor();
-    // A sequence with no valid key has 0 / 0 here: the tiny term gives it a zero output, as dense
-    // attention's all-zero weights do, and is far below any real normalizer (each query's largest
-    // feature is 1, and so is the keys').
-    return output(phi_q.matmul(kv) / (normalizer + 1e-30f));
+    // A sequence with no valid key has 0 / 0 here. Its normalizer becomes 1, a constant outside the
+    // graph, so that its output is 0, as dense attention's all-zero weights give, and so are its
+    // gradients: the division's backward −g·a/b² then reads 0 / 1. (Adding a tiny constant instead
+    // gave the same output, but b² underflowed to 0 and the backward 0 / 0, a NaN that reached W_q
+    // and W_k through the sum over the batch.) Any other normalizer is a sum of positive features
+    // (a query's largest and the keys' largest are 1/√m): 0 only by underflow, with a numerator of 0.
+    const Tensor empty = normalizer.detach().eq(0.0f);
+    return output(phi_q.matmul(kv) / (normalizer + empty));
   }
 
   AttentionSupport supports() const override { return {.transform_qk = true, .features = true}; }
