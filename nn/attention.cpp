@@ -116,9 +116,13 @@ Tensor MultiHeadAttention::forward_step(const Tensor& x, Tensor& keys, Tensor& v
       throw ShapeError(where() + ": a cache of shape " + shape_str(cache->shape()) + " must be contiguous (" +
                        std::to_string(B) + ", " + std::to_string(num_heads) + ", capacity, " + std::to_string(d) + ")");
   }
-  if (position < 0 || position >= keys.size(2) || keys.size(2) != values.size(2))
+  if (keys.size(2) != values.size(2))
+    throw ShapeError(where() + ": the key cache holds " + std::to_string(keys.size(2)) +
+                     " positions and the value cache " + std::to_string(values.size(2)) +
+                     "; they must hold the same number");
+  if (position < 0 || position >= keys.size(2))
     throw IndexError(where() + ": position " + std::to_string(position) + " is outside the cache's capacity " +
-                     std::to_string(keys.size(2)));
+                     std::to_string(keys.size(2)) + " (positions 0 .. " + std::to_string(keys.size(2) - 1) + ")");
   NoGradGuard no_grad;
   Heads h = split_projections(x, x, x);
   if (positions) std::tie(h.q, h.k) = positions->transform_qk_at(h.q, h.k, position);

@@ -16,10 +16,10 @@ Conv1d::Conv1d(int64_t in, int64_t out, int64_t k, int64_t pad, bool with_bias, 
   if (pad < 0 || dil <= 0)
     throw ValueError("Conv1d: padding must be >= 0 and dilation >= 1, got " + std::to_string(pad) + " and " +
                      std::to_string(dil));
-  weight = register_parameter("weight", Tensor::empty({out, in, k}));
+  weight = register_parameter("weight", Tensor::empty({out, in, k}, "Conv1d"));
   init::kaiming_uniform_(weight, std::sqrt(5.0f));
   if (with_bias) {
-    bias = register_parameter("bias", Tensor::empty({out}));
+    bias = register_parameter("bias", Tensor::empty({out}, "Conv1d"));
     const float bound = 1.0f / std::sqrt(static_cast<float>(in * k));
     init::uniform_(bias, -bound, bound);
   }

@@ -18,7 +18,7 @@ Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad)
                        " is out of range for a vocabulary of " + std::to_string(num));
     if (*padding_idx < 0) *padding_idx += num;
   }
-  weight = register_parameter("weight", Tensor::empty({num, dim}));
+  weight = register_parameter("weight", Tensor::empty({num, dim}, "Embedding"));
   init::normal_(weight);
   if (padding_idx) {
     NoGradGuard no_grad;

@@ -1,6 +1,7 @@
 #include "nn/gru.h"
 
 #include <cmath>
+#include <limits>
 
 #include "autograd/ops/gru.h"
 #include "nn/functional/basic.h"
@@ -12,8 +13,8 @@ namespace qkv::nn {
 namespace {
 
 // U(-1/√H, 1/√H), PyTorch's initialization of every RNN parameter.
-Tensor rnn_parameter(const Shape& shape, int64_t hidden_size) {
-  Tensor t = Tensor::empty(shape);
+Tensor rnn_parameter(const char* layer, const Shape& shape, int64_t hidden_size) {
+  Tensor t = Tensor::empty(shape, layer);
   const float bound = 1.0f / std::sqrt(static_cast<float>(hidden_size));
   init::uniform_(t, -bound, bound);
   return t;
@@ -23,6 +24,10 @@ void check_sizes(const char* layer, int64_t input_size, int64_t hidden_size) {
   if (input_size <= 0 || hidden_size <= 0)
     throw ValueError(std::string(layer) + ": input_size and hidden_size must be positive, got " +
                      std::to_string(input_size) + " and " + std::to_string(hidden_size));
+  // The three gates stack 3·H rows, which must not overflow before any allocation is asked.
+  if (hidden_size > std::numeric_limits<int64_t>::max() / 3)
+    throw ValueError(std::string(layer) + ": hidden_size " + std::to_string(hidden_size) +
+                     " is too large: its three gates' 3 * hidden_size rows overflow 64 bits");
 }
 
 }  // namespace
@@ -31,11 +36,11 @@ void check_sizes(const char* layer, int64_t input_size, int64_t hidden_size) {
 
 GRUCell::GRUCell(int64_t in, int64_t H, bool bias) : input_size(in), hidden_size(H) {
   check_sizes("GRUCell", in, H);
-  weight_ih = register_parameter("weight_ih", rnn_parameter({3 * H, in}, H));
-  weight_hh = register_parameter("weight_hh", rnn_parameter({3 * H, H}, H));
+  weight_ih = register_parameter("weight_ih", rnn_parameter("GRUCell", {3 * H, in}, H));
+  weight_hh = register_parameter("weight_hh", rnn_parameter("GRUCell", {3 * H, H}, H));
   if (bias) {
-    bias_ih = register_parameter("bias_ih", rnn_parameter({3 * H}, H));
-    bias_hh = register_parameter("bias_hh", rnn_parameter({3 * H}, H));
+    bias_ih = register_parameter("bias_ih", rnn_parameter("GRUCell", {3 * H}, H));
+    bias_hh = register_parameter("bias_hh", rnn_parameter("GRUCell", {3 * H}, H));
   }
 }
 
@@ -69,11 +74,11 @@ GRU::GRU(int64_t in, int64_t H, GRUOptions opts) : input_size(in), hidden_size(H
     for (int64_t d = 0; d < directions(); ++d) {
       const std::string suffix = "_l" + std::to_string(k) + (d == 1 ? "_reverse" : "");
       LayerWeights w;
-      w.weight_ih = register_parameter("weight_ih" + suffix, rnn_parameter({3 * H, layer_in}, H));
-      w.weight_hh = register_parameter("weight_hh" + suffix, rnn_parameter({3 * H, H}, H));
+      w.weight_ih = register_parameter("weight_ih" + suffix, rnn_parameter("GRU", {3 * H, layer_in}, H));
+      w.weight_hh = register_parameter("weight_hh" + suffix, rnn_parameter("GRU", {3 * H, H}, H));
       if (options.bias) {
-        w.bias_ih = register_parameter("bias_ih" + suffix, rnn_parameter({3 * H}, H));
-        w.bias_hh = register_parameter("bias_hh" + suffix, rnn_parameter({3 * H}, H));
+        w.bias_ih = register_parameter("bias_ih" + suffix, rnn_parameter("GRU", {3 * H}, H));
+        w.bias_hh = register_parameter("bias_hh" + suffix, rnn_parameter("GRU", {3 * H}, H));
       }
       weights.push_back(w);
     }

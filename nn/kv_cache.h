@@ -12,9 +12,11 @@
 // The cache holds, per block, keys and values (B, H, capacity, d), filled up to `length`; the keys
 // as attention reads them, already transformed by the position scheme at the position each token
 // had (a rotary key is rotated once, when it is cached). TransformerEncoder::make_cache builds an
-// empty one and forward_step fills it (nn/transformer.h). A step is the same computation as the last
-// row of a forward over the whole prefix, to the bit, so generating with and without the cache
-// gives the same tokens (tests/nn/test_kv_cache.cpp holds them to it).
+// empty one and forward_step fills it (nn/transformer.h), after checking what a caller may have
+// changed: keys and values of one capacity in every layer, a length in 0 .. capacity. A step is
+// the same computation as the last row of a forward over the whole prefix, to the bit, so
+// generating with and without the cache gives the same tokens (tests/nn/test_kv_cache.cpp holds
+// them to it).
 #pragma once
 
 #include <cstdint>

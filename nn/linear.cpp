@@ -13,10 +13,10 @@ Linear::Linear(int64_t in, int64_t out, bool with_bias)
   if (in <= 0 || out <= 0)
     throw ValueError("Linear: features must be positive, got in=" + std::to_string(in) +
                      ", out=" + std::to_string(out));
-  weight = register_parameter("weight", Tensor::empty({out, in}));
+  weight = register_parameter("weight", Tensor::empty({out, in}, "Linear"));
   init::kaiming_uniform_(weight, std::sqrt(5.0f));
   if (with_bias) {
-    bias = register_parameter("bias", Tensor::empty({out}));
+    bias = register_parameter("bias", Tensor::empty({out}, "Linear"));
     const float bound = 1.0f / std::sqrt(static_cast<float>(in));
     init::uniform_(bias, -bound, bound);
   }

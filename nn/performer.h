@@ -77,10 +77,14 @@ class Performer : public ProjectedAttention {
     const Tensor kv = phi_k.transpose(-2, -1).matmul(h.v);                      // (B, H, m, d)
     const Tensor normalizer = phi_q.matmul(phi_k.sum({-2}, true).transpose(-2, -1));  // (B, H, Q, 1)
     attention_weights = Tensor();
-    // A sequence with no valid key has 0 / 0 here: the tiny term gives it a zero output, as dense
-    // attention's all-zero weights do, and is far below any real normalizer (each query's largest
-    // feature is 1, and so is the keys').
-    return output(phi_q.matmul(kv) / (normalizer + 1e-30f));
+    // A sequence with no valid key has 0 / 0 here. Its normalizer becomes 1, a constant outside the
+    // graph, so that its output is 0, as dense attention's all-zero weights give, and so are its
+    // gradients: the division's backward −g·a/b² then reads 0 / 1. (Adding a tiny constant instead
+    // gave the same output, but b² underflowed to 0 and the backward 0 / 0, a NaN that reached W_q
+    // and W_k through the sum over the batch.) Any other normalizer is a sum of positive features
+    // (a query's largest and the keys' largest are 1/√m): 0 only by underflow, with a numerator of 0.
+    const Tensor empty = normalizer.detach().eq(0.0f);
+    return output(phi_q.matmul(kv) / (normalizer + empty));
   }
 
   AttentionSupport supports() const override { return {.transform_qk = true, .features = true}; }
@@ -119,8 +123,11 @@ class Performer : public ProjectedAttention {
  private:
   // m rows in blocks of d: each block a Gaussian (d, d) matrix orthonormalized by Gram–Schmidt,
   // each row then scaled to the norm of a fresh Gaussian d-vector (the paper's reference code).
+  // W is written straight into its tensor, whose allocation names the shape and bytes when m is
+  // more than memory holds.
   Tensor draw_features(int64_t m, int64_t d) {
-    std::vector<float> rows(static_cast<size_t>(m * d));
+    Tensor W = Tensor::empty({m, d}, "Performer");
+    float* rows = W.data();
     std::vector<float> block(static_cast<size_t>(d * d)), lengths(static_cast<size_t>(d * d));
     for (int64_t first = 0; first < m; first += d) {
       generator.fill_normal(block.data(), d * d, 0.0f, 1.0f);
@@ -142,7 +149,7 @@ class Performer : public ProjectedAttention {
           for (int64_t c = 0; c < d; ++c) rows[(first + r) * d + c] = static_cast<float>(row[c] * std::sqrt(length));
       }
     }
-    return tensor(rows, {m, d});
+    return W;
   }
 
   int64_t forwards_since_draw = 0;

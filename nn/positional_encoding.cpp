@@ -11,7 +11,7 @@ Tensor sinusoidal_table(int64_t max_len, int64_t d, float base) {
     throw ValueError("sinusoidal_table: need max_len > 0 and an even, positive width; got max_len " +
                      std::to_string(max_len) + " and width " + std::to_string(d));
   if (!(base > 1.0f)) throw ValueError("sinusoidal_table: base must be greater than 1, got " + std::to_string(base));
-  Tensor P = Tensor::empty({max_len, d});
+  Tensor P = Tensor::empty({max_len, d}, "sinusoidal_table");
   float* p = P.data();
   for (int64_t j = 0; j < d / 2; ++j) {
     // The same float32 steps as d2l: the exponent 2j/d, the power, then position / power.

@@ -14,19 +14,35 @@ Tensor leaf(Tensor t, bool requires_grad) {
   return t;
 }
 
-Tensor filled(const Shape& shape, float value, bool requires_grad) {
-  Tensor t = Tensor::empty(shape);
+// `op` is the factory the user called, named by Tensor::empty's errors.
+Tensor filled(const char* op, const Shape& shape, float value, bool requires_grad) {
+  Tensor t = Tensor::empty(shape, op);
   float* p = t.data();
   for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = value;
   return leaf(t, requires_grad);
 }
 
+// uniform and normal, under the name of the factory called: rand and randn are theirs to the user.
+Tensor uniform_as(const char* op, const Shape& shape, float lo, float hi, bool requires_grad, Generator* gen) {
+  if (!(lo <= hi)) throw ValueError(std::string(op) + ": expected lo <= hi");
+  Tensor t = Tensor::empty(shape, op);
+  (gen ? *gen : default_generator()).fill_uniform(t.data(), t.numel(), lo, hi);
+  return leaf(t, requires_grad);
+}
+
+Tensor normal_as(const char* op, const Shape& shape, float mean, float std, bool requires_grad, Generator* gen) {
+  if (!(std >= 0)) throw ValueError(std::string(op) + ": expected std >= 0");
+  Tensor t = Tensor::empty(shape, op);
+  (gen ? *gen : default_generator()).fill_normal(t.data(), t.numel(), mean, std);
+  return leaf(t, requires_grad);
+}
+
 }  // namespace
 
-Tensor zeros(const Shape& shape, bool requires_grad) { return filled(shape, 0.0f, requires_grad); }
-Tensor ones(const Shape& shape, bool requires_grad) { return filled(shape, 1.0f, requires_grad); }
+Tensor zeros(const Shape& shape, bool requires_grad) { return filled("zeros", shape, 0.0f, requires_grad); }
+Tensor ones(const Shape& shape, bool requires_grad) { return filled("ones", shape, 1.0f, requires_grad); }
 Tensor full(const Shape& shape, float value, bool requires_grad) {
-  return filled(shape, value, requires_grad);
+  return filled("full", shape, value, requires_grad);
 }
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape()); }
 Tensor ones_like(const Tensor& t) { return ones(t.shape()); }
@@ -48,14 +64,14 @@ Tensor arange(float start, float end, float step) {
   const double count = std::ceil((static_cast<double>(end) - start) / step);
   if (!(count < 0x1p62)) refuse("expected at most 2^62 elements", count);
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-  Tensor t = Tensor::empty({n});
+  Tensor t = Tensor::empty({n}, "arange");
   for (int64_t i = 0; i < n; ++i) t.data()[i] = static_cast<float>(start + i * static_cast<double>(step));
   return t;
 }
 
 Tensor linspace(float start, float end, int64_t steps) {
   if (steps < 0) throw ValueError("linspace: steps must be >= 0, got " + std::to_string(steps));
-  Tensor t = Tensor::empty({steps});
+  Tensor t = Tensor::empty({steps}, "linspace");
   const double delta = steps > 1 ? (static_cast<double>(end) - start) / (steps - 1) : 0.0;
   for (int64_t i = 0; i < steps; ++i) t.data()[i] = static_cast<float>(start + i * delta);
   if (steps > 1) t.data()[steps - 1] = end;
@@ -65,7 +81,7 @@ Tensor linspace(float start, float end, int64_t steps) {
 Tensor eye(int64_t n, int64_t m) {
   if (m < 0) m = n;
   if (n < 0) throw ValueError("eye: n must be >= 0, got " + std::to_string(n));
-  Tensor t = zeros({n, m});
+  Tensor t = filled("eye", {n, m}, 0.0f, false);
   for (int64_t i = 0; i < std::min(n, m); ++i) t.data()[i * m + i] = 1.0f;
   return t;
 }
@@ -74,7 +90,7 @@ Tensor tensor(std::vector<float> values, const Shape& shape, bool requires_grad)
   if (static_cast<int64_t>(values.size()) != numel(shape))
     throw ShapeError("tensor: " + std::to_string(values.size()) + " values do not fill shape " +
                      shape_str(shape) + " (" + std::to_string(numel(shape)) + " elements)");
-  Tensor t = Tensor::empty(shape);
+  Tensor t = Tensor::empty(shape, "tensor");
   std::copy(values.begin(), values.end(), t.data());
   return leaf(t, requires_grad);
 }
@@ -112,10 +128,10 @@ Tensor tensor(std::initializer_list<std::initializer_list<std::initializer_list<
   return tensor(std::move(values), {static_cast<int64_t>(blocks.size()), inner[0], inner[1]}, requires_grad);
 }
 
-Tensor scalar_tensor(float value, bool requires_grad) { return filled({}, value, requires_grad); }
+Tensor scalar_tensor(float value, bool requires_grad) { return filled("scalar_tensor", {}, value, requires_grad); }
 
 Tensor to_float(const IndexTensor& index) {
-  Tensor t = Tensor::empty(index.shape());
+  Tensor t = Tensor::empty(index.shape(), "to_float");
   const int64_t* src = index.data();
   for (int64_t i = 0, n = index.numel(); i < n; ++i) t.data()[i] = static_cast<float>(src[i]);
   return t;
@@ -125,7 +141,7 @@ Tensor sequence_mask(const IndexTensor& lengths, int64_t K) {
   if (K < 0) throw ValueError("sequence_mask: K must be >= 0, got " + std::to_string(K));
   Shape shape = lengths.shape();
   shape.push_back(K);
-  Tensor mask = Tensor::empty(shape);
+  Tensor mask = Tensor::empty(shape, "sequence_mask");
   float* m = mask.data();
   const int64_t* len = lengths.data();
   for (int64_t i = 0; i < lengths.numel(); ++i)
@@ -134,25 +150,19 @@ Tensor sequence_mask(const IndexTensor& lengths, int64_t K) {
 }
 
 Tensor rand(const Shape& shape, bool requires_grad, Generator* gen) {
-  return uniform(shape, 0.0f, 1.0f, requires_grad, gen);
+  return uniform_as("rand", shape, 0.0f, 1.0f, requires_grad, gen);
 }
 
 Tensor randn(const Shape& shape, bool requires_grad, Generator* gen) {
-  return normal(shape, 0.0f, 1.0f, requires_grad, gen);
+  return normal_as("randn", shape, 0.0f, 1.0f, requires_grad, gen);
 }
 
 Tensor uniform(const Shape& shape, float lo, float hi, bool requires_grad, Generator* gen) {
-  if (!(lo <= hi)) throw ValueError("uniform: expected lo <= hi");
-  Tensor t = Tensor::empty(shape);
-  (gen ? *gen : default_generator()).fill_uniform(t.data(), t.numel(), lo, hi);
-  return leaf(t, requires_grad);
+  return uniform_as("uniform", shape, lo, hi, requires_grad, gen);
 }
 
 Tensor normal(const Shape& shape, float mean, float std, bool requires_grad, Generator* gen) {
-  if (!(std >= 0)) throw ValueError("normal: expected std >= 0");
-  Tensor t = Tensor::empty(shape);
-  (gen ? *gen : default_generator()).fill_normal(t.data(), t.numel(), mean, std);
-  return leaf(t, requires_grad);
+  return normal_as("normal", shape, mean, std, requires_grad, gen);
 }
 
 IndexTensor randint(int64_t lo, int64_t hi, const Shape& shape, Generator* gen) {

@@ -1,8 +1,8 @@
 // Making tensors: constants, ranges, data from C++ containers and random values.
 // Every factory returns a contiguous leaf; pass requires_grad = true to make it a parameter-like leaf.
 // A shape with a negative size, or whose element count overflows int64, throws ShapeError; a tensor
-// the system has not the memory for throws qkv::Error naming its bytes and shape (Tensor::empty,
-// where all tensor storage is allocated), never std::bad_alloc.
+// the system has not the memory for throws qkv::Error naming the factory, the shape and its bytes
+// (Tensor::empty, where all tensor storage is allocated), never std::bad_alloc.
 #pragma once
 
 #include <initializer_list>

@@ -1,6 +1,7 @@
 #include "tensor/graph_edges.h"
 
 #include <algorithm>
+#include <new>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -10,9 +11,20 @@
 namespace qkv {
 namespace {
 
+// Past 2^59 nodes the offsets, 8 bytes a node, come near what 64-bit memory can index (a
+// std::vector holds fewer than 2^60 integers): no sensible graph, so a ValueError before any
+// allocation.
+constexpr int64_t kMaxNodes = int64_t{1} << 59;
+
 // Offsets (n + 1) of the groups of `keys`, each in [0, n) and sorted ascending.
 std::vector<int64_t> group_offsets(int64_t n, const std::vector<int64_t>& keys) {
-  std::vector<int64_t> offsets(static_cast<size_t>(n) + 1, 0);
+  std::vector<int64_t> offsets;
+  try {
+    offsets.assign(static_cast<size_t>(n) + 1, 0);
+  } catch (const std::bad_alloc&) {  // a count in range that memory cannot hold: say what was asked
+    throw Error("GraphEdges: cannot allocate the offsets of " + std::to_string(n) + " nodes: " +
+                std::to_string((n + 1) * static_cast<int64_t>(sizeof(int64_t))) + " bytes");
+  }
   for (int64_t key : keys) ++offsets[static_cast<size_t>(key) + 1];
   std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
   return offsets;
@@ -20,6 +32,9 @@ std::vector<int64_t> group_offsets(int64_t n, const std::vector<int64_t>& keys) 
 
 void check_pairs(int64_t nodes, const std::vector<int64_t>& sources, const std::vector<int64_t>& targets) {
   if (nodes < 0) throw ValueError("GraphEdges: the number of nodes must be >= 0, got " + std::to_string(nodes));
+  if (nodes > kMaxNodes)
+    throw ValueError("GraphEdges: " + std::to_string(nodes) + " nodes are more than 64-bit memory can index (their "
+                     "offsets take 8 bytes a node; at most " + std::to_string(kMaxNodes) + " nodes)");
   if (sources.size() != targets.size())
     throw ValueError("GraphEdges: " + std::to_string(sources.size()) + " sources and " +
                      std::to_string(targets.size()) + " targets: every edge needs one of each");

@@ -25,7 +25,9 @@ class GraphEdges {
 
   // The graph on `nodes` nodes with edges sources[e] → targets[e], in any order. ValueError when
   // the two lists differ in length, naming the lengths; when an edge names a node outside [0, N),
-  // naming the edge's index, the node and N; when an edge appears twice, naming the pair.
+  // naming the edge's index, the node and N; when an edge appears twice, naming the pair; for more
+  // than 2^59 nodes. A qkv::Error naming N and the bytes when the memory for N nodes' offsets is not
+  // there.
   static GraphEdges from_pairs(int64_t nodes, const std::vector<int64_t>& sources,
                                const std::vector<int64_t>& targets);
 

@@ -8,14 +8,17 @@
 
 namespace qkv {
 
-Tensor Tensor::empty(const Shape& shape) {
+Tensor Tensor::empty(const Shape& shape, std::string_view op) {
+  // The op that asked leads the message; Tensor::empty itself is no op of the user's.
+  const std::string who = op.empty() ? "" : std::string(op) + ": ";
   // Every stride must fit in int64 even when a zero-sized dim makes the tensor empty: (0, 2^40,
   // 2^40) holds no element, yet its first stride would be 2^80.
   int64_t span = 1;
   for (int64_t d : shape) {
-    if (d < 0) throw ShapeError("empty: negative size in shape " + shape_str(shape));
+    if (d < 0) throw ShapeError(who + "a tensor of shape " + shape_str(shape) + " cannot have a negative size");
     if (__builtin_mul_overflow(span, d > 0 ? d : 1, &span))
-      throw ShapeError("empty: shape " + shape_str(shape) + " is too large to address with 64-bit strides");
+      throw ShapeError(who + "a tensor of shape " + shape_str(shape) +
+                       " is too large to address with 64-bit strides");
   }
   auto impl = std::make_shared<TensorImpl>();
   const int64_t n = qkv::numel(shape);
@@ -27,7 +30,7 @@ Tensor Tensor::empty(const Shape& shape) {
         __builtin_mul_overflow(n, int64_t{sizeof(float)}, &bytes)
             ? std::to_string(n) + " floats of " + std::to_string(sizeof(float)) + " bytes"
             : std::to_string(bytes) + " bytes";
-    throw Error("empty: cannot allocate " + size + " for a tensor of shape " + shape_str(shape));
+    throw Error(who + "cannot allocate a tensor of shape " + shape_str(shape) + ": " + size);
   }
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);

@@ -20,6 +20,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,8 +55,10 @@ class Tensor {
   Tensor() = default;  // undefined: no data, like a null pointer
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
-  // A new contiguous tensor of `shape` with uninitialized values (kernels fill it).
-  static Tensor empty(const Shape& shape);
+  // A new contiguous tensor of `shape` with uninitialized values (kernels fill it). A negative or
+  // unaddressable shape is a ShapeError, and memory the system has not a qkv::Error naming the shape
+  // and its bytes, each led by `op`, what asked for the tensor, when given ("zeros", "Linear").
+  static Tensor empty(const Shape& shape, std::string_view op = {});
   // A tensor viewing `storage` through shape, strides and offset.
   static Tensor view_of(std::shared_ptr<Storage> storage, Shape shape, Shape strides,
                         int64_t offset);

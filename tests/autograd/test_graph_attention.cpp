@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,20 @@ TEST_CASE("GraphEdges groups edges by destination and by source") {
   CHECK(g.out_offsets().values() == std::vector<int64_t>{0, 2, 3, 4, 5});
   CHECK(g.out_edges().values() == std::vector<int64_t>{0, 1, 4, 2, 3});
   CHECK(g.in_degree(2) == 0);
+}
+
+TEST_CASE("GraphEdges refuses a node count it cannot hold with a qkv Error naming the count") {
+  // Before, INT64_MAX nodes threw std::length_error and 2^40 std::bad_alloc, which name nothing.
+  CHECK_THROWS_WITH_AS(GraphEdges::from_pairs(std::numeric_limits<int64_t>::max(), {0}, {1}),
+                       "GraphEdges: 9223372036854775807 nodes are more than 64-bit memory can index (their "
+                       "offsets take 8 bytes a node; at most 576460752303423488 nodes)",
+                       ValueError);
+#ifndef __SANITIZE_ADDRESS__
+  // The offsets are std::vector, which AddressSanitizer ends the process on rather than throw
+  // std::bad_alloc, whatever its options: this runs only without it.
+  CHECK_THROWS_WITH_AS(GraphEdges::from_pairs(int64_t{1} << 40, {0}, {1}),
+                       "GraphEdges: cannot allocate the offsets of 1099511627776 nodes: 8796093022216 bytes", Error);
+#endif
 }
 
 TEST_CASE("GraphEdges refuses an edge out of range or given twice and graph_attention a mismatched shape") {

@@ -85,6 +85,33 @@ TEST_CASE("the fast GELU and its gradient are within 3e-7 of the reference mode'
   CHECK(worst_grad < 3e-7f);
 }
 
+TEST_CASE("the fast GELU is exact in its tails: x and gradient 1 above and 0 and gradient 0 below") {
+  // vexp clamps its argument at −87.3 and never returns 0, so x·φ(x) stayed finite: at 3e38 the
+  // gradient was 2.46, at −3e38 −1.46. The reference mode (libm's erfc and exp) is exact there.
+  const float big = std::numeric_limits<float>::max();
+  const V values{1e3f, -1e3f, 1e20f, -1e20f, 3e38f, -3e38f, big, -big, std::nextafter(big, 0.0f),
+                 -std::nextafter(big, 0.0f)};
+  const int64_t n = static_cast<int64_t>(values.size());
+  const Tensor fast_x = tensor(values, {n}, true);
+  const Tensor fast = fast_x.gelu();
+  fast.sum().backward();
+  Tensor plain_x = tensor(values, {n}, true), plain;
+  {
+    ReferenceModeGuard reference;
+    plain = plain_x.gelu();
+    plain.sum().backward();
+  }
+  const V f = fast.to_vector(), p = plain.to_vector(), fg = fast_x.grad().to_vector(), pg = plain_x.grad().to_vector();
+  for (size_t i = 0; i < values.size(); ++i) {
+    CAPTURE(values[i]);
+    const bool above = values[i] > 0;
+    CHECK(f[i] == (above ? values[i] : 0.0f));
+    CHECK(fg[i] == (above ? 1.0f : 0.0f));
+    CHECK(f[i] == p[i]);
+    CHECK(fg[i] == pg[i]);
+  }
+}
+
 TEST_CASE("maximum minimum where and masked_fill select elementwise") {
   const Tensor a = tensor({1, 5, 3}), b = tensor({4, 2, 3});
   CHECK(maximum(a, b).to_vector() == V{4, 5, 3});
@@ -275,7 +302,7 @@ TEST_CASE("common mistakes name the op and the shapes") {
   CHECK_THROWS_WITH_AS(ones({1}).expand({-5}), "expand: negative size -5 in (-5) (only -1, to keep a dim, is allowed)",
                        ShapeError);
   CHECK_THROWS_WITH_AS(Tensor::empty({0, int64_t{1} << 40, int64_t{1} << 40}),
-                       "empty: shape (0,1099511627776,1099511627776) is too large to address with 64-bit strides",
+                       "a tensor of shape (0,1099511627776,1099511627776) is too large to address with 64-bit strides",
                        ShapeError);
   CHECK_THROWS_AS(x.narrow(1, 2, 2), IndexError);
   CHECK_THROWS_AS(x.select(0, 2), IndexError);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/random.h"
+#include "tensor/reference_mode.h"
 
 using namespace qkv;
 using namespace qkv::testing;
@@ -113,6 +115,52 @@ TEST_CASE("Performer draws orthogonal features from its own seeded generator and
   CHECK((a.features - before).abs().max().item() > 0.1);
   CHECK(a.state_dict().count("features") == 1);  // saved: a checkpoint evaluates with its features
   CHECK_THROWS_AS(nn::Performer(setup_of(8, 2, 16, -1)), ValueError);
+}
+
+TEST_CASE("Performer with more features than memory holds is a qkv Error naming the shape and bytes") {
+  // Before, the features were drawn into a std::vector and 2^40 of them threw std::bad_alloc.
+  CHECK_THROWS_WITH_AS(nn::Performer(setup_of(8, 2, 16, int64_t{1} << 40)),
+                       "Performer: cannot allocate a tensor of shape (1099511627776,4): 17592186044416 bytes", Error);
+  CHECK_THROWS_AS(nn::Performer(setup_of(8, 2, 16, std::numeric_limits<int64_t>::max())), ShapeError);
+}
+
+TEST_CASE("Performer gives a sequence with no valid key zero gradients and the others those it gives without it") {
+  // Dense attention and Linformer give a sequence whose keys are all padding a zero output and zero
+  // gradients. Performer's normalizer is 0 for it, and the division's backward must not turn that
+  // into 0 / 0: a NaN there reaches W_q and W_k through the sum over the batch, in both modes.
+  for (const bool plain : {false, true}) {
+    CAPTURE(plain);
+    const ReferenceModeGuard mode(plain);
+    manual_seed(11);
+    nn::AttentionSetup setup = setup_of(8, 2, 16, 12);
+    setup.use_bias = true;
+    nn::Performer performer(setup);
+    performer.eval();
+    Generator data(5);
+    const Tensor X = randn({3, 6, 8}, false, &data), C = randn({3, 6, 8}, false, &data);
+    // The gradients of the projections' parameters and of the input for a batch.
+    const auto gradients = [&](const Tensor& x, const Tensor& c, const IndexTensor& valid_lens) {
+      performer.zero_grad();
+      const Tensor input = x.detach().requires_grad_();
+      (performer.forward(input, input, input, valid_lens) * c).sum().backward();
+      std::vector<Tensor> grads{input.grad()};
+      for (const auto& W : {performer.W_q, performer.W_k, performer.W_v})
+        grads.insert(grads.end(), {W->weight.grad().clone(), W->bias.grad().clone()});
+      return grads;
+    };
+    const std::vector<Tensor> with = gradients(X, C, IndexTensor{6, 0, 4});
+    const IndexTensor others{0, 2};
+    const std::vector<Tensor> without =
+        gradients(X.index_select(0, others), C.index_select(0, others), IndexTensor{6, 4});
+    for (const Tensor& g : with)
+      for (float v : g.to_vector()) REQUIRE(std::isfinite(v));
+    check_close(with[0].index_select(0, others), without[0], 1e-5f);
+    check_close(with[0].select(0, 1), zeros({6, 8}), 0.0f);  // the empty sequence's input
+    for (size_t i = 1; i < with.size(); ++i) check_close(with[i], without[i], 1e-5f);
+    // Its output is W_o applied to zeros: W_o's bias at every position.
+    check_close(performer.forward(X, X, X, IndexTensor{6, 0, 4}).select(0, 1),
+                performer.W_o->bias.unsqueeze(0).expand({6, 8}), 0.0f);
+  }
 }
 
 TEST_CASE("Linformer with k equal to n is dense attention over the keys E·X and the values F·X") {

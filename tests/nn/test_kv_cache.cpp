@@ -148,6 +148,54 @@ TEST_CASE("cached decoding refuses an encoder that is not causal, training mode,
                        ValueError);
 }
 
+TEST_CASE("cached decoding names a cache whose keys and values differ in capacity or whose length is invalid") {
+  // Before, the first read "position 0 is outside the cache's capacity 4" and a negative length
+  // "the cache is full": neither says what is wrong with the cache.
+  const auto owner = causal_encoder("learned", nn::NormPlacement::Pre);
+  nn::TransformerEncoder& encoder = *owner;
+  const Tensor x = randn({1, 1, 32});
+  nn::KVCache cache = encoder.make_cache(1, 4);
+  cache.values[1] = zeros({1, 4, 6, 8});
+  CHECK_THROWS_WITH_AS(encoder.forward_step(x, cache),
+                       "TransformerEncoder: the cache's keys and values of layer 1 differ in capacity: 4 and 6 "
+                       "positions (make the cache with make_cache)",
+                       ValueError);
+  cache = encoder.make_cache(1, 4);
+  cache.keys[1] = zeros({1, 4, 5, 8});
+  cache.values[1] = zeros({1, 4, 5, 8});
+  CHECK_THROWS_WITH_AS(encoder.forward_step(x, cache),
+                       "TransformerEncoder: the cache's layers differ in capacity: layer 0 holds 4 positions and "
+                       "layer 1 holds 5 (make the cache with make_cache)",
+                       ValueError);
+  cache = encoder.make_cache(1, 4);
+  cache.length = -5;
+  CHECK_THROWS_WITH_AS(encoder.forward_step(x, cache),
+                       "TransformerEncoder: the cache's length -5 is invalid: it counts the positions filled, 0 .. "
+                       "4 (the capacity); clear() resets it",
+                       ValueError);
+  cache.length = 9;
+  CHECK_THROWS_WITH_AS(encoder.forward_step(x, cache),
+                       "TransformerEncoder: the cache's length 9 is invalid: it counts the positions filled, 0 .. "
+                       "4 (the capacity); clear() resets it",
+                       ValueError);
+  // A layer decoding on its own names its two caches' capacities too.
+  nn::MultiHeadAttention& attention =
+      dynamic_cast<nn::MultiHeadAttention&>(*encoder.blocks->at<nn::TransformerEncoderBlock>(0)->attention);
+  Tensor keys = zeros({1, 4, 4, 8}), values = zeros({1, 4, 6, 8});
+  CHECK_THROWS_WITH_AS(attention.forward_step(x, keys, values, 0),
+                       "blocks.0.attention (MultiHeadAttention): the key cache holds 4 positions and the value "
+                       "cache 6; they must hold the same number",
+                       ShapeError);
+  values = zeros({1, 4, 4, 8});
+  CHECK_THROWS_WITH_AS(attention.forward_step(x, keys, values, -5),
+                       "blocks.0.attention (MultiHeadAttention): position -5 is outside the cache's capacity 4 "
+                       "(positions 0 .. 3)",
+                       IndexError);
+  cache = encoder.make_cache(1, 4);  // and a valid cache still decodes
+  CHECK(encoder.forward_step(x, cache).shape() == Shape{1, 1, 32});
+  CHECK(cache.length == 1);
+}
+
 TEST_CASE("a position scheme's hooks at an offset are the whole-sequence hooks' rows from it") {
   // The default encode_input_at and transform_qk_at (a user's scheme that does not override them)
   // against the built-in overrides, which do only the token's rows.

@@ -166,6 +166,25 @@ TEST_CASE("Linear follows PyTorch's layout and default initialization bounds") {
   CHECK(nobias.parameters().size() == 1);
 }
 
+TEST_CASE("a layer too large for memory is a qkv Error naming the layer and the shape and bytes") {
+  // Before, the message began "empty:", the name of no layer and no op of the user's.
+  CHECK_THROWS_WITH_AS(nn::Linear(1 << 20, 1 << 20),
+                       "Linear: cannot allocate a tensor of shape (1048576,1048576): 4398046511104 bytes", Error);
+  CHECK_THROWS_WITH_AS(nn::Embedding(int64_t{1} << 40, 2),
+                       "Embedding: cannot allocate a tensor of shape (1099511627776,2): 8796093022208 bytes", Error);
+  CHECK_THROWS_WITH_AS(nn::Linear(int64_t{1} << 40, int64_t{1} << 40),
+                       "Linear: a tensor of shape (1099511627776,1099511627776) is too large to address with 64-bit "
+                       "strides",
+                       ShapeError);
+  CHECK_THROWS_WITH_AS(nn::GRUCell(1 << 20, 1 << 20),
+                       "GRUCell: cannot allocate a tensor of shape (3145728,1048576): 13194139533312 bytes", Error);
+  // 3 · 2^62 rows would overflow int64 (undefined behaviour) before any allocation was asked.
+  CHECK_THROWS_WITH_AS(nn::GRU(4, int64_t{1} << 62),
+                       "GRU: hidden_size 4611686018427387904 is too large: its three gates' 3 * hidden_size rows "
+                       "overflow 64 bits",
+                       ValueError);
+}
+
 TEST_CASE("Dropout zeroes about p of the elements and rescales the rest") {
   nn::Dropout drop(0.25f);
   const Tensor y = drop.forward(ones({10000}));
