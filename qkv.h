@@ -22,6 +22,7 @@
 #include "nn/char_encoder.h"
 #include "nn/container.h"
 #include "nn/conv1d.h"
+#include "nn/decoding.h"
 #include "nn/dropout.h"
 #include "nn/embedding.h"
 #include "nn/ffn.h"
@@ -44,6 +45,7 @@
 #include "nn/swiglu.h"
 #include "nn/talking_heads.h"
 #include "nn/transformer.h"
+#include "nn/transformer_decoder.h"
 
 #include "model_io/checkpoint.h"
 #include "model_io/weights.h"

@@ -135,6 +135,38 @@ Tensor MultiHeadAttention::forward_step(const Tensor& x, Tensor& keys, Tensor& v
   return W_o->forward(out.output);
 }
 
+Attention::Memory MultiHeadAttention::prepare_memory(const Tensor& memory) const {
+  if (positions || restriction.banded())
+    throw ValueError(where() + ": prepare_memory is for cross-attention, without a position scheme or a window; "
+                     "this layer has " + (positions ? "position scheme " + positions->type_name() : "a window"));
+  check_input(*this, "memory", memory, -1, W_k->in_features);
+  if (W_v->in_features != W_k->in_features)
+    throw ShapeError(where() + ": prepare_memory reads one memory as keys and values, but W_k takes " +
+                     std::to_string(W_k->in_features) + " features and W_v " + std::to_string(W_v->in_features));
+  // The projections forward makes of keys and values that are not the queries (in_projections).
+  return {functional::split_heads(W_k->forward(memory), num_heads),
+          functional::split_heads(W_v->forward(memory), num_heads)};
+}
+
+Tensor MultiHeadAttention::forward_memory(const Tensor& queries, const Memory& memory, const IndexTensor& valid_lens) {
+  check_input(*this, "queries", queries, memory.keys.defined() ? memory.keys.size(0) : -1, W_q->in_features);
+  const int64_t d = W_q->out_features / num_heads;
+  for (const Tensor* t : {&memory.keys, &memory.values})
+    if (!t->defined() || t->dim() != 4 || t->size(0) != queries.size(0) || t->size(1) != num_heads ||
+        t->size(3) != d || t->size(2) != memory.keys.size(2))
+      throw ShapeError(where() + ": a prepared memory must hold keys and values (" + std::to_string(queries.size(0)) +
+                       ", " + std::to_string(num_heads) + ", S, " + std::to_string(d) + ") from prepare_memory; got " +
+                       (t->defined() ? shape_str(t->shape()) : std::string("undefined")));
+  const int64_t B = queries.size(0), Q = queries.size(1), K = memory.keys.size(2);
+  check_valid_lens(*this, valid_lens, B, Q, K);
+  const bool keep = keeps_weights(B, Q, K);
+  const auto [all_mask, all_bias] = mask_and_bias(Q, K, Tensor(), Tensor());
+  const Heads h{functional::split_heads(W_q->forward(queries), num_heads), memory.keys, memory.values};
+  const functional::AttentionOutput out = attend(h, valid_lens, all_mask, all_bias, keep);
+  attention_weights = keep ? out.weights.detach() : Tensor();
+  return W_o->forward(out.output);
+}
+
 bool MultiHeadAttention::keeps_weights(int64_t B, int64_t Q, int64_t K) const {
   const double bytes = static_cast<double>(B) * num_heads * Q * K * sizeof(float);
   return !is_training() || bytes <= static_cast<double>(recompute_weights_above);

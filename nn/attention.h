@@ -130,6 +130,11 @@ class MultiHeadAttention : public ProjectedAttention {
   // projections, the same kernels (the causal mask there hides exactly the keys the cache does not
   // hold yet). No graph is recorded. attention_weights holds this step's (B, H, 1, position + 1).
   Tensor forward_step(const Tensor& x, Tensor& keys, Tensor& values, int64_t position) override;
+  // Cross-attention with the memory's keys and values projected once, into heads (B, H, S, d): a
+  // decoder's step then projects its queries only. No position scheme acts on them (prepare_memory
+  // refuses a layer that has one: its positions are the queries' sequence's, not the memory's).
+  Memory prepare_memory(const Tensor& memory) const override;
+  Tensor forward_memory(const Tensor& queries, const Memory& memory, const IndexTensor& valid_lens) override;
   AttentionSupport supports() const override { return AttentionSupport::all(); }
   // attention_weights, with a window's band spread out to (B, H, T, T).
   Tensor dense_weights() const override;

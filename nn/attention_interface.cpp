@@ -20,6 +20,10 @@ Tensor Attention::forward_step(const Tensor&, Tensor&, Tensor&, int64_t) {
   throw ValueError(where() + ": this attention mechanism does not decode with a key/value cache");
 }
 
+Attention::Memory Attention::Memory::select_rows(const IndexTensor& rows) const {
+  return {keys.index_select(0, rows), values.index_select(0, rows)};
+}
+
 namespace {
 
 std::string support_list(const AttentionSupport& s) {

@@ -97,6 +97,20 @@ class Attention : public Module {
   // One step of decoding with a key/value cache (MultiHeadAttention::forward_step explains it). The
   // default refuses: a mechanism that supports decoding overrides it.
   virtual Tensor forward_step(const Tensor& x, Tensor& keys, Tensor& values, int64_t position);
+  // Cross-attention over a memory that is the same at every decoding step (an encoder's output, in
+  // a Transformer decoder): prepare_memory once per source, then forward_memory for each step's
+  // queries, the same values as forward(queries, memory, memory, valid_lens) to the bit. The
+  // default keeps the memory as it is and calls forward; a mechanism that projects its keys and
+  // values (MultiHeadAttention) projects them once, in prepare_memory.
+  struct Memory {
+    Tensor keys, values;  // as the mechanism reads them: the memory itself, or its projected heads
+    // The rows kept, in order (a beam search keeps the sequences it extends): every tensor along dim 0.
+    Memory select_rows(const IndexTensor& rows) const;
+  };
+  virtual Memory prepare_memory(const Tensor& memory) const { return {memory, memory}; }
+  virtual Tensor forward_memory(const Tensor& queries, const Memory& memory, const IndexTensor& valid_lens) {
+    return forward(queries, memory.keys, memory.values, valid_lens);
+  }
   virtual AttentionSupport supports() const = 0;
   // The (B, H, Q, K) weights of the last forward, detached, for figures; undefined when the
   // mechanism never forms them (Performer, Linformer) or kept none.

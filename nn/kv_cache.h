@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -31,6 +32,12 @@ struct KVCache {
   int64_t length = 0;                // positions filled: the next token's position
   int64_t capacity() const { return keys.empty() ? 0 : keys.front().size(2); }
   void clear() { length = 0; }       // forget every position (the tensors are kept for reuse)
+  // Before a step reads or writes it, what a caller may have changed: `num_layers` layers whose keys
+  // and values all hold the same positions, and a length that counts the filled ones and leaves
+  // room for one more. ValueError or ShapeError opening with `where`.
+  void check(int64_t num_layers, const std::string& where) const;
+  // The sequences kept, in order (a beam search keeps those it extends): row i becomes rows[i].
+  void select_rows(const IndexTensor& rows);
 };
 
 }  // namespace qkv::nn

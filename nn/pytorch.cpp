@@ -8,6 +8,7 @@
 #include "autograd/grad_mode.h"
 #include "nn/attention.h"
 #include "nn/transformer.h"
+#include "nn/transformer_decoder.h"
 #include "tensor/error.h"
 
 namespace qkv::nn {
@@ -23,6 +24,28 @@ NamePairs encoder_layer_names(const TransformerEncoderBlock& block) {
           {"linear2.", "ffn.dense2."},
           {"norm1.", post ? "addnorm1.ln." : "norm1."},
           {"norm2.", post ? "addnorm2.ln." : "norm2."}};
+}
+
+NamePairs decoder_layer_names(const TransformerDecoderBlock& block) {
+  const bool post = block.norm == NormPlacement::Post;
+  return {{"self_attn.", "attention1."},
+          {"multihead_attn.", "attention2."},
+          {"linear1.", "ffn.dense1."},
+          {"linear2.", "ffn.dense2."},
+          {"norm1.", post ? "addnorm1.ln." : "norm1."},
+          {"norm2.", post ? "addnorm2.ln." : "norm2."},
+          {"norm3.", post ? "addnorm3.ln." : "norm3."}};
+}
+
+// The names of a layer's parts, if it is one whose parts PyTorch names otherwise.
+NamePairs layer_names(const Module& m) {
+  if (const auto* block = dynamic_cast<const TransformerEncoderBlock*>(&m)) return encoder_layer_names(*block);
+  if (const auto* block = dynamic_cast<const TransformerDecoderBlock*>(&m)) return decoder_layer_names(*block);
+  return {};
+}
+
+bool is_stack(const Module& m) {
+  return dynamic_cast<const TransformerEncoder*>(&m) || dynamic_cast<const TransformerDecoder*>(&m);
 }
 
 // The three projections, in the order PyTorch packs their rows, and PyTorch's names for their
@@ -129,10 +152,8 @@ void to_torch_attention(Conversion& state, const std::string& p, const MultiHead
 // Parents before children: a block's renames put its attention's entries under qkv's prefix
 // before the attention unpacks them.
 void from_torch(const Module& m, const std::string& prefix, Conversion& state) {
-  if (dynamic_cast<const TransformerEncoder*>(&m)) state.rename(prefix, "layers.", "blocks.");
-  if (const auto* block = dynamic_cast<const TransformerEncoderBlock*>(&m))
-    for (const auto& [torch_name, qkv_name] : encoder_layer_names(*block))
-      state.rename(prefix, torch_name, qkv_name);
+  if (is_stack(m)) state.rename(prefix, "layers.", "blocks.");
+  for (const auto& [torch_name, qkv_name] : layer_names(m)) state.rename(prefix, torch_name, qkv_name);
   if (dynamic_cast<const MultiHeadAttention*>(&m)) from_torch_attention(state, prefix);
   for (const auto& [name, child] : m.named_children()) from_torch(*child, prefix + name + ".", state);
 }
@@ -141,10 +162,8 @@ void from_torch(const Module& m, const std::string& prefix, Conversion& state) {
 void to_torch(const Module& m, const std::string& prefix, Conversion& state) {
   for (const auto& [name, child] : m.named_children()) to_torch(*child, prefix + name + ".", state);
   if (const auto* mha = dynamic_cast<const MultiHeadAttention*>(&m)) to_torch_attention(state, prefix, *mha);
-  if (const auto* block = dynamic_cast<const TransformerEncoderBlock*>(&m))
-    for (const auto& [torch_name, qkv_name] : encoder_layer_names(*block))
-      state.rename(prefix, qkv_name, torch_name);
-  if (dynamic_cast<const TransformerEncoder*>(&m)) state.rename(prefix, "blocks.", "layers.");
+  for (const auto& [torch_name, qkv_name] : layer_names(m)) state.rename(prefix, qkv_name, torch_name);
+  if (is_stack(m)) state.rename(prefix, "blocks.", "layers.");
 }
 
 }  // namespace

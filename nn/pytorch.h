@@ -10,9 +10,14 @@
 //   TransformerEncoderBlock  torch.nn.TransformerEncoderLayer names its parts self_attn, linear1,
 //                            linear2, norm1, norm2; qkv's are attention, ffn.dense1, ffn.dense2,
 //                            and addnorm1.ln, addnorm2.ln (post-norm) or norm1, norm2 (pre-norm).
-//   TransformerEncoder       torch.nn.TransformerEncoder's layers.{i} are qkv's blocks.{i}; qkv's
-//                            also holds the embedding and the position scheme, which PyTorch's
-//                            leaves to the caller (load those with strict = false, or separately).
+//   TransformerDecoderBlock  torch.nn.TransformerDecoderLayer's self_attn, multihead_attn, linear1,
+//                            linear2, norm1..3 are qkv's attention1, attention2, ffn.dense1,
+//                            ffn.dense2, and addnorm1..3.ln (post-norm) or norm1..3 (pre-norm).
+//   TransformerEncoder,      torch.nn.TransformerEncoder's and TransformerDecoder's layers.{i} are
+//   TransformerDecoder       qkv's blocks.{i}; qkv's also hold the embedding, the position scheme and
+//                            (the decoder) the output layer, which PyTorch's leave to the caller
+//                            (load those with strict = false, or separately). torch.nn.Transformer's
+//                            encoder.* and decoder.* are qkv's Transformer's.
 // These functions walk the qkv module's tree and convert the entries under every such layer,
 // wherever it sits; every other entry passes through unchanged. So, for a PyTorch model whose
 // layers mirror a qkv model's:

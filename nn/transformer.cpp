@@ -145,43 +145,6 @@ Tensor TransformerEncoder::forward_step(const IndexTensor& ids, KVCache& cache) 
   return forward_step(embedding->forward(ids) * std::sqrt(static_cast<float>(options.num_hiddens)), cache);
 }
 
-namespace {
-
-// A cache is a plain struct a caller may have changed: every layer's keys and values must hold the
-// same positions, and its length count the filled ones, before a step reads or writes any of them.
-void check_cache(const KVCache& cache, int64_t num_layers, const std::string& where) {
-  if (static_cast<int64_t>(cache.keys.size()) != num_layers || cache.values.size() != cache.keys.size())
-    throw ValueError(where + ": the cache has " + std::to_string(cache.keys.size()) + " layers; expected " +
-                     std::to_string(num_layers) + " (make it with make_cache)");
-  const auto capacity_of = [&](const Tensor& t, const char* what, size_t layer) {
-    if (!t.defined() || t.dim() != 4)
-      throw ShapeError(where + ": the cache's " + what + " of layer " + std::to_string(layer) + " are " +
-                       (t.defined() ? "of shape " + shape_str(t.shape()) : std::string("undefined")) +
-                       ", not (B, H, capacity, d) (make the cache with make_cache)");
-    return t.size(2);
-  };
-  for (size_t i = 0; i < cache.keys.size(); ++i) {
-    const int64_t keys = capacity_of(cache.keys[i], "keys", i), values = capacity_of(cache.values[i], "values", i);
-    if (keys != values)
-      throw ValueError(where + ": the cache's keys and values of layer " + std::to_string(i) +
-                       " differ in capacity: " + std::to_string(keys) + " and " + std::to_string(values) +
-                       " positions (make the cache with make_cache)");
-    if (keys != cache.capacity())
-      throw ValueError(where + ": the cache's layers differ in capacity: layer 0 holds " +
-                       std::to_string(cache.capacity()) + " positions and layer " + std::to_string(i) + " holds " +
-                       std::to_string(keys) + " (make the cache with make_cache)");
-  }
-  if (cache.length < 0 || cache.length > cache.capacity())
-    throw ValueError(where + ": the cache's length " + std::to_string(cache.length) +
-                     " is invalid: it counts the positions filled, 0 .. " + std::to_string(cache.capacity()) +
-                     " (the capacity); clear() resets it");
-  if (cache.length == cache.capacity())
-    throw ValueError(where + ": the cache is full (" + std::to_string(cache.capacity()) +
-                     " positions); clear() it, or make a larger one");
-}
-
-}  // namespace
-
 Tensor TransformerEncoder::forward_step(const Tensor& embedded, KVCache& cache) {
   if (!options.attend.is_causal)
     throw ValueError(where() + ": forward_step decodes a causal encoder (attend = causal); this one attends " +
@@ -189,7 +152,7 @@ Tensor TransformerEncoder::forward_step(const Tensor& embedded, KVCache& cache) 
   if (embedded.dim() != 3 || embedded.size(1) != 1 || embedded.size(2) != options.num_hiddens)
     throw ShapeError(where() + ": forward_step takes one token vector per sequence, (B, 1, " +
                      std::to_string(options.num_hiddens) + "); got " + shape_str(embedded.shape()));
-  check_cache(cache, options.num_layers, where());
+  cache.check(options.num_layers, where());
   NoGradGuard no_grad;
   Tensor X = dropout->forward(positions->encode_input_at(embedded, cache.length));
   for (size_t i = 0; i < blocks->size(); ++i)

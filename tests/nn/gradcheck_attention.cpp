@@ -1,10 +1,11 @@
-// Gradcheck entries for the attention layers and the Transformer encoder (see
+// Gradcheck entries for the attention layers and the Transformer encoder and decoder (see
 // tests/gradcheck_registry.h), with respect to their inputs and parameters, and to an attention bias
 // (learned, as a relative position bias is). Modules with dropout are checked in eval() or at p = 0.
 #include "gradcheck_registry.h"
 #include "nn/attention.h"
 #include "nn/functional/attention.h"
 #include "nn/transformer.h"
+#include "nn/transformer_decoder.h"
 #include "tensor/random.h"
 
 using namespace qkv;
@@ -132,5 +133,49 @@ QKV_GRADCHECK_MODULE("TransformerEncoder pre-norm windowed without positions", {
                      },
                      [](nn::TransformerEncoder& m, const Inputs&) {
                        return m.forward(IndexTensor({1, 4, 0, 3, 2, 2, 3, 1}, {2, 4}), IndexTensor{4, 3});
+                     },
+                     kAcrossRelu);
+QKV_GRADCHECK_MODULE("TransformerDecoderBlock post-norm over a memory with valid lengths",
+                     {In::normal({2, 3, 4}), In::normal({2, 5, 4})},
+                     [] {
+                       return std::make_shared<nn::TransformerDecoderBlock>(
+                           nn::TransformerBlockOptions{.num_hiddens = 4, .ffn_num_hiddens = 6, .num_heads = 2,
+                                                       .dropout = 0.0f},
+                           nn::attention_mechanism("dense"));
+                     },
+                     [](nn::TransformerDecoderBlock& m, const Inputs& x) {
+                       return m.forward(x[0], x[1], IndexTensor{5, 2});
+                     },
+                     kAcrossRelu);
+QKV_GRADCHECK_MODULE("TransformerDecoderBlock pre-norm with rotary self-attention and biases",
+                     {In::normal({2, 4, 4}), In::normal({2, 3, 4})},
+                     [] {
+                       return std::make_shared<nn::TransformerDecoderBlock>(
+                           nn::TransformerBlockOptions{.num_hiddens = 4, .ffn_num_hiddens = 6, .num_heads = 2,
+                                                       .dropout = 0.0f, .use_bias = true,
+                                                       .norm = nn::NormPlacement::Pre,
+                                                       .positions = nn::position_scheme("rotary")({4, 2, 16})},
+                           nn::attention_mechanism("dense"));
+                     },
+                     [](nn::TransformerDecoderBlock& m, const Inputs& x) {
+                       return m.forward(x[0], x[1], IndexTensor{3, 1}, IndexTensor{4, 2});
+                     },
+                     kAcrossRelu);
+// With gelu FFNs: through two stacks a relu's kink is too near some hidden unit for any step.
+QKV_GRADCHECK_MODULE("Transformer encoder-decoder in eval", {},
+                     [] {
+                       auto model = std::make_shared<nn::Transformer>(
+                           nn::TransformerEncoderOptions{.vocab_size = 5, .num_hiddens = 4, .ffn_num_hiddens = 6,
+                                                         .num_heads = 2, .num_layers = 1,
+                                                         .ffn = nn::feed_forward("gelu")},
+                           nn::TransformerDecoderOptions{.vocab_size = 6, .num_hiddens = 4, .ffn_num_hiddens = 6,
+                                                         .num_heads = 2, .num_layers = 2,
+                                                         .ffn = nn::feed_forward("gelu")});
+                       model->eval();
+                       return model;
+                     },
+                     [](nn::Transformer& m, const Inputs&) {
+                       return m.forward(IndexTensor({1, 4, 0, 2, 2, 3}, {2, 3}), IndexTensor{2, 3},
+                                        IndexTensor({0, 5, 1, 3, 0, 2, 2, 4}, {2, 4}));
                      },
                      kAcrossRelu);

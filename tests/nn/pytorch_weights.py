@@ -4,7 +4,8 @@
         Builds each PyTorch module below with a fixed seed and writes, in tests/nn/pytorch/,
         CASE.safetensors, its state_dict (the file safetensors.torch.save_file(module.state_dict())
         writes), and CASE.golden.safetensors, an input and PyTorch's output. tests/nn/test_pytorch.cpp
-        loads each into the qkv layer and compares. PyTorch 1.13.1 wrote the committed files.
+        loads each into the qkv layer and compares. PyTorch 1.13 (Debian's python3-torch) wrote the
+        committed files.
 
     /usr/bin/python3 tests/nn/pytorch_weights.py check QKV_TESTS
         The reverse: runs the test binary QKV_TESTS, whose "exports" test case writes the same files
@@ -139,10 +140,43 @@ def encoder():
     return m, inputs, lambda m, i: {"y": m(i["x"], src_key_padding_mask=padding_mask(i["valid_lens"], 5))}
 
 
+def causal_mask(T):  # -inf above the diagonal: position t sees 0 .. t
+    return torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
+
+
+def decoder_layer(norm_first):
+    def make():
+        m = torch.nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
+                                             norm_first=norm_first)
+        m.train()  # as for encoder_layer
+        inputs = {"x": torch.randn(2, 4, 8), "memory": torch.randn(2, 5, 8), "memory_valid_lens": torch.tensor([5, 3])}
+
+        def run(m, i):
+            return {"y": m(i["x"], i["memory"], tgt_mask=causal_mask(4),
+                           memory_key_padding_mask=padding_mask(i["memory_valid_lens"], 5))}
+        return m, inputs, run
+    return make
+
+
+def transformer():
+    # norm_first: nn.Transformer ends both stacks with a LayerNorm, as qkv's pre-norm stacks do.
+    m = torch.nn.Transformer(8, 2, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=16, dropout=0.0,
+                             batch_first=True, norm_first=True)
+    m.train()  # as for encoder_layer
+    inputs = {"src": torch.randn(2, 5, 8), "tgt": torch.randn(2, 4, 8), "src_valid_lens": torch.tensor([5, 3])}
+
+    def run(m, i):
+        mask = padding_mask(i["src_valid_lens"], 5)
+        return {"y": m(i["src"], i["tgt"], tgt_mask=causal_mask(4), src_key_padding_mask=mask,
+                       memory_key_padding_mask=mask)}
+    return m, inputs, run
+
+
 CASES = {
     "linear": linear, "embedding": embedding, "layer_norm": layer_norm, "gru": gru, "conv1d": conv1d,
     "attention": attention(), "cross_attention": attention(kdim=6, vdim=5),
     "encoder_layer": encoder_layer(False), "encoder_layer_norm_first": encoder_layer(True), "encoder": encoder,
+    "decoder_layer": decoder_layer(False), "decoder_layer_norm_first": decoder_layer(True), "transformer": transformer,
 }
 
 

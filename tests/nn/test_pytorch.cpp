@@ -77,6 +77,35 @@ Outputs run_block(nn::Module& m, const Golden& g) {
   return {{"y", as<nn::TransformerEncoderBlock>(m).forward(g.f32("x"), g.i64("valid_lens"))}};
 }
 
+std::shared_ptr<nn::Module> decoder_block(nn::NormPlacement norm) {
+  return std::make_shared<nn::TransformerDecoderBlock>(
+      nn::TransformerBlockOptions{
+          .num_hiddens = 8, .ffn_num_hiddens = 16, .num_heads = 2, .dropout = 0.0f, .use_bias = true, .norm = norm},
+      nn::attention_mechanism("dense"));
+}
+
+// PyTorch's masks: the causal one on the target, the source's padding in the cross-attention.
+Outputs run_decoder_block(nn::Module& m, const Golden& g) {
+  return {{"y", as<nn::TransformerDecoderBlock>(m).forward(g.f32("x"), g.f32("memory"), g.i64("memory_valid_lens"))}};
+}
+
+// nn.Transformer with norm_first: two pre-norm stacks of two layers, each ending in a LayerNorm,
+// on token vectors (qkv's vocabulary sizes 0) without positions, which PyTorch leaves to the caller.
+std::shared_ptr<nn::Module> transformer() {
+  const auto sizes = [](auto o) {
+    o.num_hiddens = 8, o.ffn_num_hiddens = 16, o.num_heads = 2, o.num_layers = 2, o.dropout = 0.0f;
+    o.use_bias = true, o.positions = nn::position_scheme("none"), o.norm = nn::NormPlacement::Pre;
+    return o;
+  };
+  return std::make_shared<nn::Transformer>(sizes(nn::TransformerEncoderOptions{}), sizes(nn::TransformerDecoderOptions{}));
+}
+
+Outputs run_transformer(nn::Module& m, const Golden& g) {
+  auto& model = as<nn::Transformer>(m);
+  const IndexTensor lens = g.i64("src_valid_lens");
+  return {{"y", model.decoder->forward(g.f32("tgt"), model.encoder->forward(g.f32("src"), lens), lens)}};
+}
+
 const std::vector<Case>& cases() {
   static const std::vector<Case> all = {
       {"linear", [] { return std::make_shared<nn::Linear>(5, 3); },
@@ -124,6 +153,9 @@ const std::vector<Case>& cases() {
        [](nn::Module& m, const Golden& g) {
          return Outputs{{"y", as<nn::TransformerEncoder>(m).forward(g.f32("x"), g.i64("valid_lens"))}};
        }},
+      {"decoder_layer", [] { return decoder_block(nn::NormPlacement::Post); }, run_decoder_block},
+      {"decoder_layer_norm_first", [] { return decoder_block(nn::NormPlacement::Pre); }, run_decoder_block},
+      {"transformer", transformer, run_transformer},
   };
   return all;
 }
