@@ -54,14 +54,20 @@ int cmd_predict(const Args& args) {
   if (!args.given("checkpoint") && !std::filesystem::exists(run / "last.safetensors"))
     throw qkv::ValueError(run.string() + " (--run) holds no seq2seq run (no last.safetensors)");
   const std::string checkpoint = args.given("checkpoint") ? args.str("checkpoint") : (run / "last.safetensors").string();
-  const std::unique_ptr<Seq2Seq> model = load_model(checkpoint);
+  const std::unique_ptr<Translator> model = load_model(checkpoint);
   const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+  const DecodeOptions decoding = decode_options(args.integer_in("beam", 1, 64), args.number_in("length-penalty", 0, 10),
+                                                args.integer_in("n-best", 1, 64));
+  if (decoding.n_best > decoding.beam)
+    throw qkv::ValueError("option --n-best is " + std::to_string(decoding.n_best) + "; expected at most --beam (" +
+                          std::to_string(decoding.beam) + ")");
   // Each text is translated as it comes, so that an endless stdin streams in bounded memory, and
-  // output line N answers input line N (a blank line answers a blank line).
+  // output line N answers input line N (a blank line answers a blank line); with --n-best above 1,
+  // the alternatives follow on lines of their own, each with its score.
   int64_t lines = 0;
   bool drawn = args.str("heatmap").empty();
   // `where` names the text in an error: "argument 2", "stdin line 3".
-  const auto translate = [&](const std::string& text, const std::string& where) {
+  const auto translate_text = [&](const std::string& text, const std::string& where) {
     if (!text.empty()) {
       std::vector<int64_t> source;
       try {
@@ -69,20 +75,22 @@ int cmd_predict(const Args& args) {
       } catch (const qkv::Error& e) {
         throw qkv::ValueError(where + ": " + e.what());
       }
-      const std::vector<Translation> t = greedy_decode(*model, {source}, tgt_vocab.id(kBos), tgt_vocab.id(kEos),
-                                                       tgt_vocab.pad_id(), kMaxOutputLen);
-      std::printf("%s => %s", text.c_str(), decode_ids(tgt_vocab, t[0].ids).c_str());
-      if (!drawn) write_heatmap(text, t[0], args.str("heatmap"));
+      const std::vector<qkv::nn::Hypothesis> best = translate(*model, {source}, decoding)[0];
+      std::printf("%s => %s", text.c_str(), decode_ids(tgt_vocab, best[0].ids).c_str());
+      if (decoding.n_best > 1) std::printf("  (score %.4f)", best[0].score);
+      for (size_t i = 1; i < best.size(); ++i)
+        std::printf("\n  %zu. %s  (score %.4f)", i + 1, decode_ids(tgt_vocab, best[i].ids).c_str(), best[i].score);
+      if (!drawn) write_heatmap(*model, text, best[0].ids, args.str("heatmap"));
       drawn = true;
     }
     std::printf("\n");
     std::fflush(stdout);  // a program reading the answers line by line gets each at once
     ++lines;
   };
-  for (const std::string& text : args.positional()) translate(text, "argument " + std::to_string(lines + 1));
+  for (const std::string& text : args.positional()) translate_text(text, "argument " + std::to_string(lines + 1));
   int64_t line_number = 0;
   for (std::string line; args.positional().empty() && qkv::examples::read_line(std::cin, line, line_number);)
-    translate(line, "stdin line " + std::to_string(line_number));
+    translate_text(line, "stdin line " + std::to_string(line_number));
   if (lines == 0) throw qkv::ValueError("no text given (arguments or stdin)");
   if (!drawn) std::fprintf(stderr, "seq2seq predict: every text was blank, so no --heatmap was drawn\n");
   return 0;
@@ -159,6 +167,9 @@ int main(int argc, char** argv) {
          {qkv::examples::run_option("runs/seq2seq"),
           {"checkpoint", "", "a checkpoint file instead of the run's last.safetensors (the model train tested)"},
           {"heatmap", "", "write the attention of the first text to this PNG"},
+          {"beam", "1", "beam size (1: greedy search)"},
+          {"n-best", "1", "outputs to print per text, best first, with their scores (at most --beam)"},
+          {"length-penalty", "0", "the beam's length penalty alpha: log p / ((5 + |y|) / 6)^alpha"},
           qkv::examples::kThreadsOption,
           qkv::examples::kReferenceOption},
          cmd_predict}.with_arguments("[TEXT...]"),

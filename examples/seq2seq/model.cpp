@@ -10,6 +10,23 @@ namespace seq2seq {
 
 using qkv::nn::GRUOptions;
 
+namespace {
+
+// Eval mode for a scope, and the mode the model had back after it, however the scope is left.
+class EvalScope {
+ public:
+  explicit EvalScope(qkv::nn::Module& m) : model_(m), was_training_(m.is_training()) { m.eval(); }
+  ~EvalScope() { model_.train(was_training_); }
+  EvalScope(const EvalScope&) = delete;
+  EvalScope& operator=(const EvalScope&) = delete;
+
+ private:
+  qkv::nn::Module& model_;
+  bool was_training_;
+};
+
+}  // namespace
+
 Seq2SeqEncoder::Seq2SeqEncoder(const ModelConfig& c) {
   embedding =
       register_module("embedding", std::make_shared<qkv::nn::Embedding>(c.source_vocab, c.embed_size));
@@ -60,7 +77,8 @@ Tensor Seq2SeqAttentionDecoder::forward(const IndexTensor& X, DecoderState& stat
   return dense->forward(qkv::cat(outputs, 1));  // (B, S, H) → (B, S, V)
 }
 
-Seq2Seq::Seq2Seq(const ModelConfig& c) : config(c) {
+Seq2Seq::Seq2Seq(const ModelConfig& c) {
+  config = c;
   if (c.source_vocab < 1 || c.target_vocab < 1 || c.embed_size < 1 || c.num_hiddens < 1 || c.num_layers < 1)
     throw qkv::ValueError("Seq2Seq: vocabulary sizes, embed_size, num_hiddens and num_layers must be >= 1");
   encoder = register_module("encoder", std::make_shared<Seq2SeqEncoder>(c));
@@ -71,6 +89,78 @@ Tensor Seq2Seq::forward(const IndexTensor& src, const IndexTensor& src_valid_len
                         const IndexTensor& dec_input) {
   DecoderState state = decoder->init_state(encoder->forward(src), src_valid_lens);
   return decoder->forward(dec_input, state);
+}
+
+qkv::nn::StepModel Seq2Seq::start_decoding(const PaddedBatch& src, int64_t) {
+  auto state = std::make_shared<DecoderState>(decoder->init_state(encoder->forward(src.ids), src.valid_lens));
+  return {[this, state](const std::vector<int64_t>& last) {
+            const auto N = static_cast<int64_t>(last.size());
+            return decoder->forward(IndexTensor(last, {N, 1}), *state).reshape({N, config.target_vocab});
+          },
+          [state](const std::vector<int64_t>& rows) {
+            const IndexTensor r(rows);
+            std::vector<int64_t> lens;
+            for (int64_t i : rows) lens.push_back(state->enc_valid_lens[i]);
+            *state = {state->enc_outputs.index_select(0, r), state->enc_keys.index_select(0, r),
+                      state->hidden.index_select(1, r), IndexTensor(std::move(lens))};
+          }};
+}
+
+std::vector<AttentionMap> Seq2Seq::source_attention() const {
+  return {{"additive attention", qkv::cat(decoder->attention_weights, 1)}};  // S steps of (B, 1, T)
+}
+
+TransformerSeq2Seq::TransformerSeq2Seq(const ModelConfig& c) {
+  config = c;
+  if (c.num_heads < 1 || c.num_hiddens % c.num_heads != 0)
+    throw qkv::ValueError("TransformerSeq2Seq: hidden " + std::to_string(c.num_hiddens) +
+                          " must be a positive multiple of heads " + std::to_string(c.num_heads));
+  const qkv::nn::TransformerEncoderOptions encoder{.vocab_size = c.source_vocab,
+                                                   .num_hiddens = c.num_hiddens,
+                                                   .ffn_num_hiddens = c.ffn_num_hiddens,
+                                                   .num_heads = c.num_heads,
+                                                   .num_layers = c.num_layers,
+                                                   .dropout = c.dropout,
+                                                   .max_len = kMaxPositions,
+                                                   .norm = qkv::nn::NormPlacement::Pre};
+  const qkv::nn::TransformerDecoderOptions decoder{.vocab_size = c.target_vocab,
+                                                   .num_hiddens = c.num_hiddens,
+                                                   .ffn_num_hiddens = c.ffn_num_hiddens,
+                                                   .num_heads = c.num_heads,
+                                                   .num_layers = c.num_layers,
+                                                   .dropout = c.dropout,
+                                                   .max_len = kMaxPositions,
+                                                   .norm = qkv::nn::NormPlacement::Pre};
+  transformer = register_module("transformer", std::make_shared<qkv::nn::Transformer>(encoder, decoder));
+}
+
+Tensor TransformerSeq2Seq::forward(const IndexTensor& src, const IndexTensor& src_valid_lens,
+                                   const IndexTensor& dec_input) {
+  return transformer->forward(src, src_valid_lens, dec_input);
+}
+
+qkv::nn::StepModel TransformerSeq2Seq::start_decoding(const PaddedBatch& src, int64_t max_len) {
+  auto cache = std::make_shared<qkv::nn::DecoderCache>(transformer->start_decoding(src.ids, src.valid_lens, max_len));
+  return {[this, cache](const std::vector<int64_t>& last) {
+            const auto N = static_cast<int64_t>(last.size());
+            return transformer->decoder->forward_step(IndexTensor(last, {N, 1}), *cache).reshape({N, config.target_vocab});
+          },
+          [cache](const std::vector<int64_t>& rows) { cache->select_rows(IndexTensor(rows)); }};
+}
+
+std::vector<AttentionMap> TransformerSeq2Seq::source_attention() const {
+  std::vector<AttentionMap> maps;
+  const std::vector<Tensor> layers = transformer->decoder->cross_attention_weights();  // (B, H, S, T) each
+  for (size_t l = 0; l < layers.size(); ++l)
+    for (int64_t h = 0; h < layers[l].size(1); ++h)
+      maps.push_back({"layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1), layers[l].select(1, h)});
+  return maps;
+}
+
+std::unique_ptr<Translator> make_translator(const ModelConfig& config) {
+  if (config.kind == "gru") return std::make_unique<Seq2Seq>(config);
+  if (config.kind == "transformer") return std::make_unique<TransformerSeq2Seq>(config);
+  throw qkv::ValueError("model '" + config.kind + "' is not one of gru, transformer");
 }
 
 PaddedBatch pad_batch(const std::vector<std::vector<int64_t>>& sequences, int64_t pad_id) {
@@ -89,36 +179,34 @@ PaddedBatch pad_batch(const std::vector<std::vector<int64_t>>& sequences, int64_
   return {IndexTensor(std::move(ids), {B, T}), IndexTensor(std::move(lens))};
 }
 
-std::vector<Translation> greedy_decode(Seq2Seq& model, const std::vector<std::vector<int64_t>>& sources,
-                                       int64_t bos_id, int64_t eos_id, int64_t pad_id, int64_t max_len) {
-  if (max_len < 1)
-    throw qkv::ValueError("greedy_decode: max_len must be >= 1, got " + std::to_string(max_len));
-  const PaddedBatch src = pad_batch(sources, pad_id);
-  const int64_t B = src.ids.size(0), T = src.ids.size(1);
-  const bool was_training = model.is_training();
-  model.eval();
+std::vector<std::vector<qkv::nn::Hypothesis>> translate(Translator& model,
+                                                        const std::vector<std::vector<int64_t>>& sources,
+                                                        const DecodeOptions& o) {
+  const PaddedBatch src = pad_batch(sources, o.pad);
+  const qkv::nn::SearchOptions search{.bos = o.bos, .eos = o.eos, .max_len = o.max_len, .beam_size = o.beam,
+                                      .n_best = o.n_best, .length_penalty = o.length_penalty};
+  const EvalScope eval(model);
   qkv::NoGradGuard no_grad;
-  DecoderState state = model.decoder->init_state(model.encoder->forward(src.ids), src.valid_lens);
-  std::vector<Translation> out(B);
-  std::vector<bool> done(B, false);
-  IndexTensor dec_input = IndexTensor::full({B, 1}, bos_id);
-  for (int64_t step = 0; step < max_len; ++step) {
-    const IndexTensor next = model.decoder->forward(dec_input, state).argmax(-1);  // (B, 1)
-    const Tensor weights = model.decoder->attention_weights.back().contiguous();   // (B, 1, T)
-    const float* w = weights.data();
-    bool all_done = true;
-    for (int64_t b = 0; b < B; ++b) {
-      if (done[b]) continue;
-      out[b].ids.push_back(next[b]);
-      out[b].attention.emplace_back(w + b * T, w + b * T + src.valid_lens[b]);
-      done[b] = next[b] == eos_id;
-      all_done = all_done && done[b];
-    }
-    if (all_done) break;
-    dec_input = next;
-  }
-  model.train(was_training);
+  const qkv::nn::StepModel steps = model.start_decoding(src, o.max_len);
+  const auto B = static_cast<int64_t>(sources.size());
+  if (o.beam > 1 || o.n_best > 1) return qkv::nn::beam_search(steps, B, search);
+  std::vector<std::vector<qkv::nn::Hypothesis>> out;
+  for (qkv::nn::Hypothesis& h : qkv::nn::greedy_search(steps, B, search)) out.push_back({std::move(h)});
   return out;
+}
+
+std::vector<AttentionMap> attention_of(Translator& model, const std::vector<int64_t>& source,
+                                       const std::vector<int64_t>& output, int64_t bos) {
+  if (output.empty()) throw qkv::ValueError("attention_of: an empty output has no attention");
+  const PaddedBatch src = pad_batch({source}, 0);
+  std::vector<int64_t> input{bos};
+  input.insert(input.end(), output.begin(), output.end() - 1);
+  const EvalScope eval(model);
+  qkv::NoGradGuard no_grad;
+  model.forward(src.ids, src.valid_lens, IndexTensor(input, {1, static_cast<int64_t>(input.size())}));
+  std::vector<AttentionMap> maps = model.source_attention();
+  for (AttentionMap& m : maps) m.weights = m.weights.select(0, 0);  // (S, T)
+  return maps;
 }
 
 }  // namespace seq2seq

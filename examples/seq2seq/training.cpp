@@ -19,6 +19,7 @@
 namespace seq2seq {
 
 using qkv::examples::check_int;
+using qkv::examples::check_name;
 using qkv::examples::check_number;
 
 Config::Config() {
@@ -39,6 +40,14 @@ void Config::validate() const {
   check_int("epochs", epochs, 1, 100'000);
   check_number("lr", lr, 1e-12, 1e3);
   check_number("clip", clip, 1e-6, 1e30);
+  check_name("model", model.kind, kModels);
+  check_int("heads", model.num_heads, 1, kMaxHiddens);
+  check_int("ffn", model.ffn_num_hiddens, 1, kMaxHiddens);
+  if (model.kind == "transformer" && model.num_hiddens % model.num_heads != 0)
+    throw qkv::ValueError("hidden (--hidden) is " + std::to_string(model.num_hiddens) +
+                          "; the Transformer needs a multiple of heads (--heads), " + std::to_string(model.num_heads));
+  check_int("beam", beam, 1, 64);
+  check_number("length_penalty", length_penalty, 0, 10);
   const Config mine;
   if (model.source_vocab != mine.model.source_vocab || model.target_vocab != mine.model.target_vocab ||
       source_alphabet != mine.source_alphabet || target_alphabet != mine.target_alphabet)
@@ -50,7 +59,9 @@ void Config::validate() const {
 const qkv::examples::RunLayout kRunLayout{.program = "seq2seq",
                                           .fresh_replaces_run = true,
                                           .budget_key = "epochs",
-                                          .read_config = qkv::examples::config_reader<Config>()};
+                                          .read_config = qkv::examples::config_reader<Config>(
+                                              // runs saved before --model: the GRU, greedy decoding
+                                              qkv::examples::MissingKeys::keep_defaults)};
 
 std::vector<Example> encode_pairs(const std::vector<DatePair>& pairs, const qkv::data::Vocab& src_vocab,
                                   const qkv::data::Vocab& tgt_vocab) {
@@ -114,7 +125,7 @@ std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t ba
   return batches;
 }
 
-qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Seq2Seq& model, const Batch& batch,
+qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Translator& model, const Batch& batch,
                                      const std::vector<Example>& examples, int64_t k) {
   const qkv::data::Vocab tgt_vocab = target_vocab();
   return step(batch.source.size(0), k, [&](const qkv::examples::Rows& rows) {
@@ -131,7 +142,14 @@ qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Seq2Seq& mo
   });
 }
 
-Evaluation evaluate(Seq2Seq& model, const std::vector<DatePair>& pairs, int64_t batch_size) {
+DecodeOptions decode_options(int64_t beam, double length_penalty, int64_t n_best) {
+  const qkv::data::Vocab t = target_vocab();
+  return {.bos = t.id(kBos), .eos = t.id(kEos), .pad = t.pad_id(), .max_len = kMaxOutputLen, .beam = beam,
+          .n_best = n_best, .length_penalty = length_penalty};
+}
+
+Evaluation evaluate(Translator& model, const std::vector<DatePair>& pairs, int64_t beam, double length_penalty,
+                    int64_t batch_size) {
   const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
   std::vector<std::vector<int64_t>> sources;
   std::vector<int64_t> lengths;
@@ -140,20 +158,19 @@ Evaluation evaluate(Seq2Seq& model, const std::vector<DatePair>& pairs, int64_t 
     lengths.push_back(static_cast<int64_t>(sources.back().size()));
   }
   Evaluation ev;
-  ev.translations.resize(pairs.size());
+  ev.outputs.resize(pairs.size());
   ev.predictions.resize(pairs.size());
   for (const auto& rows : length_batches(lengths, batch_size, nullptr)) {
     std::vector<std::vector<int64_t>> batch;
     for (const size_t i : rows) batch.push_back(sources[i]);
-    std::vector<Translation> out = greedy_decode(model, batch, tgt_vocab.id(kBos), tgt_vocab.id(kEos),
-                                                 tgt_vocab.pad_id(), kMaxOutputLen);
-    for (size_t j = 0; j < rows.size(); ++j) ev.translations[rows[j]] = std::move(out[j]);
+    auto out = translate(model, batch, decode_options(beam, length_penalty));
+    for (size_t j = 0; j < rows.size(); ++j) ev.outputs[rows[j]] = std::move(out[j][0].ids);
   }
   ev.score.count = static_cast<int64_t>(pairs.size());
   int64_t exact = 0;
   double bleu_sum = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    ev.predictions[i] = decode_ids(tgt_vocab, ev.translations[i].ids);
+    ev.predictions[i] = decode_ids(tgt_vocab, ev.outputs[i]);
     exact += ev.predictions[i] == pairs[i].target;
     bleu_sum += bleu_chars(ev.predictions[i], pairs[i].target, 2);
   }
@@ -164,25 +181,34 @@ Evaluation evaluate(Seq2Seq& model, const std::vector<DatePair>& pairs, int64_t 
   return ev;
 }
 
-// Attention heatmap of one translation: a row per output character (decoder step), a column per
-// source character, as d2l's show_heatmaps of dec_attention_weight_seq.
-void write_heatmap(const std::string& source, const Translation& t, const std::string& path) {
+// Attention heatmaps of one translation: a row per output character (decoder step), a column per
+// source character, as d2l's show_heatmaps of dec_attention_weight_seq; one panel per map.
+void write_heatmap(Translator& model, const std::string& source, const std::vector<int64_t>& output,
+                   const std::string& path) {
   const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
-  qkv::plot::HeatmapSpec spec;
   const std::vector<int64_t> src_ids = encode_source(src_vocab, source);
-  spec.rows = static_cast<int>(t.ids.size());
-  spec.cols = static_cast<int>(src_ids.size());
-  for (const auto& row : t.attention) spec.values.insert(spec.values.end(), row.begin(), row.end());
+  const std::vector<AttentionMap> maps = attention_of(model, src_ids, output, tgt_vocab.id(kBos));
   auto label = [](const std::string& token) { return token == " " ? std::string("_") : token; };
-  for (const int64_t id : src_ids) spec.col_labels.push_back(label(src_vocab.token(id)));
-  for (const int64_t id : t.ids) spec.row_labels.push_back(tgt_vocab.token(id));
-  spec.title = "\"" + source + "\" -> " + decode_ids(tgt_vocab, t.ids);
-  spec.x_label = "source characters (keys)";
-  spec.y_label = "decoder steps (queries)";
-  spec.value_min = 0.0f;
-  spec.value_max = 1.0f;
-  spec.cell_size = 14;
-  qkv::plot::draw_heatmap(spec).write_png(path);
+  std::vector<qkv::plot::Image> panels;
+  for (const AttentionMap& map : maps) {
+    qkv::plot::HeatmapSpec spec;
+    spec.rows = static_cast<int>(output.size());
+    spec.cols = static_cast<int>(src_ids.size());
+    const Tensor w = map.weights.contiguous();
+    spec.values.assign(w.data(), w.data() + w.numel());
+    for (const int64_t id : src_ids) spec.col_labels.push_back(label(src_vocab.token(id)));
+    for (const int64_t id : output) spec.row_labels.push_back(tgt_vocab.token(id));
+    spec.title = maps.size() == 1 ? "\"" + source + "\" -> " + decode_ids(tgt_vocab, output) : map.name;
+    spec.x_label = "source characters (keys)";
+    spec.y_label = "decoder steps (queries)";
+    spec.value_min = 0.0f;
+    spec.value_max = 1.0f;
+    spec.cell_size = 14;
+    panels.push_back(qkv::plot::draw_heatmap(spec));
+  }
+  // The Transformer's heads side by side, a row per layer.
+  const int columns = model.config.kind == "transformer" ? static_cast<int>(model.config.num_heads) : 1;
+  qkv::plot::tile(panels, columns).write_png(path);
 }
 
 namespace {
@@ -211,28 +237,41 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 // names count, the widths their shapes show. Checked before a model is built, so that a config
 // edited to 10^8 layers is refused at once rather than built, and only then found not to fit.
 void check_config_fits_tensors(const ModelConfig& c, const qkv::nn::StateDict& state, const std::string& where) {
+  const bool gru = c.kind == "gru";
+  // A tensor each layer of the encoder has, named by its index, and the tensors whose shapes hold the sizes.
+  const auto layer_tensor = [&](int64_t i) {
+    return gru ? "encoder.rnn.weight_ih_l" + std::to_string(i)
+               : "transformer.encoder.blocks." + std::to_string(i) + ".attention.W_q.weight";
+  };
   int64_t layers = 0;
-  while (state.count("encoder.rnn.weight_ih_l" + std::to_string(layers))) ++layers;
+  while (state.count(layer_tensor(layers))) ++layers;
   if (layers != c.num_layers)
     throw qkv::FormatError(where + ": its config says layers=" + std::to_string(c.num_layers) + " but its tensors hold " +
-                           std::to_string(layers) + " encoder GRU layers (encoder.rnn.weight_ih_l0, _l1, ...)");
-  const std::pair<const char*, std::vector<int64_t>> expected[] = {
-      {"encoder.embedding.weight", {c.source_vocab, c.embed_size}},
-      {"decoder.embedding.weight", {c.target_vocab, c.embed_size}},
-      {"encoder.rnn.weight_hh_l0", {3 * c.num_hiddens, c.num_hiddens}}};
+                           std::to_string(layers) + " encoder layers (" + layer_tensor(0) + ", ...)");
+  const int64_t H = c.num_hiddens;
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> expected =
+      gru ? std::vector<std::pair<std::string, std::vector<int64_t>>>{
+                {"encoder.embedding.weight", {c.source_vocab, c.embed_size}},
+                {"decoder.embedding.weight", {c.target_vocab, c.embed_size}},
+                {"encoder.rnn.weight_hh_l0", {3 * H, H}}}
+          : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+                {"transformer.encoder.embedding.weight", {c.source_vocab, H}},
+                {"transformer.decoder.embedding.weight", {c.target_vocab, H}},
+                {"transformer.decoder.blocks.0.ffn.dense1.weight", {c.ffn_num_hiddens, H}}};
   for (const auto& [name, shape] : expected) {
     const auto it = state.find(name);
-    if (it == state.end()) throw qkv::FormatError(where + ": no tensor '" + std::string(name) + "'");
+    if (it == state.end())
+      throw qkv::FormatError(where + ": no tensor '" + name + "' (its config says model=" + c.kind + ")");
     if (it->second.shape() != shape)
       throw qkv::FormatError(where + ": its config (embed=" + std::to_string(c.embed_size) + ", hidden=" +
-                             std::to_string(c.num_hiddens) + ") makes '" + name + "' " + shape_text(shape) +
-                             " but the tensor is " + shape_text(it->second.shape()));
+                             std::to_string(H) + ", ffn=" + std::to_string(c.ffn_num_hiddens) + ") makes '" + name +
+                             "' " + shape_text(shape) + " but the tensor is " + shape_text(it->second.shape()));
   }
 }
 
 // One pass over the training examples in batches drawn with seed + epoch, with a progress line
 // (rank 0's); returns the mean loss, and counts the steps in k.
-double train_epoch(Seq2Seq& model, qkv::examples::TrainStep& step, const std::vector<Example>& examples, int64_t epoch,
+double train_epoch(Translator& model, qkv::examples::TrainStep& step, const std::vector<Example>& examples, int64_t epoch,
                    const Config& c, int64_t& k, bool shown) {
   const qkv::data::Vocab tgt_vocab = target_vocab();
   model.train();
@@ -258,9 +297,10 @@ using State = qkv::examples::TrainingState<Config, EpochRow>;
 // After an epoch: rank 0 scores the dev pairs, writes the row and the checkpoints, prints the line,
 // and decides whether to stop (the dev exact match reached the target, or the time ran out), which
 // every rank follows.
-bool evaluate_and_save(State& state, qkv::examples::RunDirectory& run, Seq2Seq& model,
+bool evaluate_and_save(State& state, qkv::examples::RunDirectory& run, Translator& model,
                        const qkv::optim::Optimizer& optimizer, const std::vector<DatePair>& dev, EpochRow row,
                        const TrainOptions& o) {
+  // Greedy on the dev pairs, to choose the model; the test pairs get the config's beam.
   const Score score = run.writer() ? evaluate(model, dev).score : Score{};
   row.dev_exact = score.exact_match, row.dev_bleu = score.bleu;
   state.record(run, model, optimizer, row.step, row, row.dev_exact, row.dev_exact >= state.best);
@@ -281,17 +321,17 @@ bool evaluate_and_save(State& state, qkv::examples::RunDirectory& run, Seq2Seq& 
 }
 
 // The end of a training: the test scores of the model as it ends, and the heatmaps (rank 0).
-Evaluation finish(const qkv::examples::RunDirectory& run, Seq2Seq& model, const DateData& data, int64_t step,
-                  double seconds, qkv::examples::Clock::time_point start, const TrainOptions& o) {
+Evaluation finish(const qkv::examples::RunDirectory& run, Translator& model, const DateData& data, const Config& c,
+                  int64_t step, double seconds, qkv::examples::Clock::time_point start, const TrainOptions& o) {
   if (!run.writer()) return {};
-  const Evaluation test = evaluate(model, data.test);
+  const Evaluation test = evaluate(model, data.test, c.beam, c.length_penalty);
   print_test(test, data.test, step, seconds, start);
   std::printf("checkpoint: %s\n", (run.dir() / "last.safetensors").c_str());
   const int64_t heatmaps = o.figures ? std::min<int64_t>(o.heatmaps, static_cast<int64_t>(data.test.size())) : 0;
   if (heatmaps > 0) std::filesystem::create_directories(run.dir() / "figures");
   for (int64_t i = 0; i < heatmaps; ++i) {
     const std::string path = (run.dir() / "figures" / ("attention_" + std::to_string(i) + ".png")).string();
-    write_heatmap(data.test[i].source, test.translations[i], path);
+    write_heatmap(model, data.test[i].source, test.outputs[i], path);
     std::printf("heatmap: %s\n", path.c_str());
   }
   return test;
@@ -307,7 +347,8 @@ Evaluation train(Config config, const TrainOptions& o) {
   const DateData data = qkv::data::generate_data(static_cast<uint64_t>(state.config.seed),
                                       {state.config.train_size, state.config.dev_size, state.config.test_size});
   const std::vector<Example> examples = encode_pairs(data.train, source_vocab(), target_vocab());
-  Seq2Seq model(state.config.model);
+  const std::unique_ptr<Translator> owned = make_translator(state.config.model);
+  Translator& model = *owned;
   qkv::optim::Adam optimizer(model.parameters(), {.lr = state.config.lr});
   run.open();
   if (o.verbose)
@@ -323,10 +364,10 @@ Evaluation train(Config config, const TrainOptions& o) {
     seconds += qkv::examples::seconds_since(t0);
     if (evaluate_and_save(state, run, model, optimizer, data.dev, {epoch, k, loss, 0, 0, seconds}, o)) break;
   }
-  return finish(run, model, data, k, seconds, start, o);
+  return finish(run, model, data, state.config, k, seconds, start, o);
 }
 
-std::unique_ptr<Seq2Seq> load_model(const std::filesystem::path& path) {
+std::unique_ptr<Translator> load_model(const std::filesystem::path& path) {
   const qkv::io::Checkpoint ckpt = qkv::io::read_checkpoint(path);
   const std::string where = "seq2seq checkpoint '" + path.string() + "'";
   if (ckpt.config.starts_with("model=seq2seq-bahdanau\n"))
@@ -335,7 +376,7 @@ std::unique_ptr<Seq2Seq> load_model(const std::filesystem::path& path) {
   const qkv::examples::RunState state = qkv::examples::RunState::parse(ckpt.config, path, kRunLayout);
   const Config config = qkv::examples::from_json<Config>(state.config, where, "a seq2seq");
   check_config_fits_tensors(config.model, ckpt.model, where);
-  auto model = std::make_unique<Seq2Seq>(config.model);
+  auto model = make_translator(config.model);
   model->load_state_dict(ckpt.model);
   return model;
 }

@@ -26,6 +26,8 @@ struct Config {
   ModelConfig model;  // model.source_vocab and model.target_vocab are this program's
   int64_t batch = 64, epochs = 40;
   double lr = 0.005, clip = 1;
+  int64_t beam = 1;           // the dev and test translations' beam (1: greedy search)
+  double length_penalty = 0;  // their α (nn/decoding.h)
   std::string source_alphabet = kSourceAlphabet, target_alphabet = kTargetAlphabet;
 
   Config();  // the vocabularies' sizes of this program
@@ -35,16 +37,21 @@ struct Config {
     f({"train_size", "training pairs"}, train_size);
     f({"dev_size", "development pairs, scored after every epoch"}, dev_size);
     f({"test_size", "test pairs, scored at the end"}, test_size);
+    f({"model", "the encoder-decoder: gru (d2l 10.4) or transformer (d2l 11.7)"}, model.kind);
     f({"source_vocab"}, model.source_vocab);
     f({"target_vocab"}, model.target_vocab);
     f({"embed", "embedding width E"}, model.embed_size);
     f({"hidden", "GRU and attention width H"}, model.num_hiddens);
-    f({"layers", "GRU layers L of the encoder and of the decoder"}, model.num_layers);
-    f({"dropout", "dropout between GRU layers and on the attention weights"}, model.dropout);
+    f({"layers", "layers L of the encoder and of the decoder"}, model.num_layers);
+    f({"heads", "the Transformer's attention heads"}, model.num_heads);
+    f({"ffn", "the Transformer's FFN hidden units"}, model.ffn_num_hiddens);
+    f({"dropout", "dropout (GRU: between layers and on the attention weights)"}, model.dropout);
     f({"batch", "batch size"}, batch);
     f({"lr", "Adam learning rate"}, lr);
     f({"clip", "gradient clipping: max joint norm"}, clip);
     f({"epochs", "epochs at most"}, epochs);
+    f({"beam", "beam size of the dev and test translations (1: greedy search)"}, beam);
+    f({"length_penalty", "the beam's length penalty alpha: log p / ((5 + |y|) / 6)^alpha"}, length_penalty);
     f({"source_alphabet"}, source_alphabet);
     f({"target_alphabet"}, target_alphabet);
   }
@@ -86,7 +93,7 @@ std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t ba
 // One step of teacher-forced training (examples/common/training.h): the masked cross-entropy of the
 // logits against the target (the mean over real target tokens, <eos> included), backward, gradient
 // clipping, the optimizer's step. On several ranks each reads its stride of the batch's rows.
-qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Seq2Seq& model, const Batch& batch,
+qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Translator& model, const Batch& batch,
                                      const std::vector<Example>& examples, int64_t k);
 
 struct Score {
@@ -97,19 +104,26 @@ struct Score {
 
 struct Evaluation {
   Score score;
-  std::vector<std::string> predictions;  // in the order of the pairs
-  std::vector<Translation> translations;
+  std::vector<std::string> predictions;      // in the order of the pairs
+  std::vector<std::vector<int64_t>> outputs;  // their ids, <eos> included if it was produced
 };
 
-// Greedy translation of every pair (in batches of similar lengths), and the scores.
-Evaluation evaluate(Seq2Seq& model, const std::vector<DatePair>& pairs, int64_t batch_size = 256);
+// The translation of every pair (in batches of similar lengths) by greedy or beam search, and the
+// scores.
+Evaluation evaluate(Translator& model, const std::vector<DatePair>& pairs, int64_t beam = 1, double length_penalty = 0,
+                    int64_t batch_size = 256);
+
+// The options of translate() for this program's vocabularies.
+DecodeOptions decode_options(int64_t beam = 1, double length_penalty = 0, int64_t n_best = 1);
 
 // The longest translation decoding produces: 10 characters of "yyyy-mm-dd" and <eos>, with room.
 inline constexpr int64_t kMaxOutputLen = 16;
 
-// Attention heatmap of one translation: a row per output character (decoder step), a column per
-// source character, as d2l's show_heatmaps of dec_attention_weight_seq; a PNG at `path`.
-void write_heatmap(const std::string& source, const Translation& t, const std::string& path);
+// Attention heatmaps of one translation, `output` its ids: a row per output character (decoder
+// step), a column per source character, as d2l's show_heatmaps of dec_attention_weight_seq, one
+// panel per map of the model (the Transformer's heads side by side, a row per layer); a PNG at `path`.
+void write_heatmap(Translator& model, const std::string& source, const std::vector<int64_t>& output,
+                   const std::string& path);
 
 // One epoch of a training: a row of metrics.csv, and of each checkpoint's history.
 struct EpochRow {
@@ -145,6 +159,6 @@ Evaluation train(Config config, const TrainOptions& options);
 // and its sizes checked against the tensors' (the layers their names count, the widths their shapes
 // show) before a model is built. A checkpoint of an earlier qkv, whose config was key=value lines,
 // is refused by name.
-std::unique_ptr<Seq2Seq> load_model(const std::filesystem::path& path);
+std::unique_ptr<Translator> load_model(const std::filesystem::path& path);
 
 }  // namespace seq2seq

@@ -242,33 +242,66 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("seq2seq greedy decoding stops at eos and at the maximum length") {
-  qkv::manual_seed(2);
-  Seq2Seq model(small_config());
-  const qkv::data::Vocab s = source_vocab(), t = target_vocab();
-  const std::vector<std::vector<int64_t>> sources = {encode_source(s, "may 1, 2020"),
-                                                     encode_source(s, "11/23/2026")};
-  auto force = [&](const std::string& token) {  // the decoder's output layer then always predicts `token`
-    qkv::NoGradGuard no_grad;
-    model.decoder->dense->weight.zero_();
-    model.decoder->dense->bias.zero_();
-    model.decoder->dense->bias.data()[t.id(token)] = 10.0f;
-  };
-  force(kEos);
-  for (const Translation& tr : greedy_decode(model, sources, t.id(kBos), t.id(kEos), t.pad_id(), 12)) {
-    CHECK(tr.ids == std::vector<int64_t>{t.id(kEos)});
-    CHECK(tr.attention.size() == 1);
+TEST_CASE("seq2seq decoding stops at eos and at the maximum length, greedy and with a beam, for both models") {
+  for (const std::string kind : {"gru", "transformer"}) {
+    CAPTURE(kind);
+    qkv::manual_seed(2);
+    ModelConfig c = small_config();
+    c.kind = kind;
+    const std::unique_ptr<Translator> model = make_translator(c);
+    const qkv::data::Vocab s = source_vocab(), t = target_vocab();
+    const std::vector<std::vector<int64_t>> sources = {encode_source(s, "may 1, 2020"),
+                                                       encode_source(s, "11/23/2026")};
+    // The output layer then always predicts `token`.
+    qkv::nn::Linear& dense = kind == "gru" ? *dynamic_cast<Seq2Seq&>(*model).decoder->dense
+                                           : *dynamic_cast<TransformerSeq2Seq&>(*model).transformer->decoder->dense;
+    auto force = [&](const std::string& token) {
+      qkv::NoGradGuard no_grad;
+      dense.weight.zero_();
+      dense.bias.zero_();
+      dense.bias.data()[t.id(token)] = 10.0f;
+    };
+    DecodeOptions o = decode_options();
+    o.max_len = 12;
+    force(kEos);
+    for (const auto& n_best : translate(*model, sources, o)) CHECK(n_best[0].ids == std::vector<int64_t>{t.id(kEos)});
+    force("7");
+    for (const int64_t beam : {1, 3}) {
+      o.beam = beam;
+      const auto out = translate(*model, sources, o);
+      for (size_t i = 0; i < out.size(); ++i) CHECK(out[i][0].ids == std::vector<int64_t>(12, t.id("7")));
+    }
+    // The attention with which the output was made: a row per output step, over the valid source.
+    for (const AttentionMap& map : attention_of(*model, sources[1], std::vector<int64_t>(12, t.id("7")), t.id(kBos)))
+      CHECK(map.weights.shape() == qkv::Shape{12, static_cast<int64_t>(sources[1].size())});
+    CHECK(model->is_training());  // decoding ran in eval mode and restored the mode
+    o.max_len = 0;
+    CHECK_THROWS_AS(translate(*model, sources, o), qkv::ValueError);
+    CHECK_THROWS_AS(translate(*model, {}, decode_options()), qkv::ValueError);
   }
-  force("7");
-  const auto out = greedy_decode(model, sources, t.id(kBos), t.id(kEos), t.pad_id(), 12);
-  for (size_t i = 0; i < out.size(); ++i) {
-    CHECK(out[i].ids == std::vector<int64_t>(12, t.id("7")));
-    REQUIRE(out[i].attention.size() == 12);
-    CHECK(out[i].attention[0].size() == sources[i].size());  // one weight per valid source token
+}
+
+TEST_CASE("seq2seq beam search of width 1 gives greedy search's outputs, and a wider beam scores no worse") {
+  for (const std::string kind : {"gru", "transformer"}) {
+    CAPTURE(kind);
+    qkv::manual_seed(4);
+    ModelConfig c = small_config();
+    c.kind = kind;
+    const std::unique_ptr<Translator> model = make_translator(c);
+    const qkv::data::Vocab s = source_vocab();
+    std::vector<std::vector<int64_t>> sources;
+    for (const DatePair& p : generate_pairs(12, 5)) sources.push_back(encode_source(s, p.source));
+    model->eval();  // as translate runs it
+    const auto greedy = translate(*model, sources, decode_options(1));
+    const auto beam1 = qkv::nn::beam_search(model->start_decoding(pad_batch(sources, 0), kMaxOutputLen), 12,
+                                            {.bos = decode_options().bos, .eos = decode_options().eos,
+                                             .max_len = kMaxOutputLen, .beam_size = 1});
+    const auto beam4 = translate(*model, sources, decode_options(4));
+    for (size_t i = 0; i < sources.size(); ++i) {
+      CHECK(beam1[i][0].ids == greedy[i][0].ids);
+      CHECK(beam4[i][0].score >= greedy[i][0].score - 1e-9);
+    }
   }
-  CHECK(model.is_training());  // decoding ran in eval mode and restored the mode
-  CHECK_THROWS_AS(greedy_decode(model, sources, t.id(kBos), t.id(kEos), t.pad_id(), 0), qkv::ValueError);
-  CHECK_THROWS_AS(greedy_decode(model, {}, t.id(kBos), t.id(kEos), t.pad_id(), 5), qkv::ValueError);
 }
 
 TEST_CASE("seq2seq a short training run brings the loss below 1.0") {
@@ -329,15 +362,12 @@ TEST_CASE("seq2seq a checkpoint gives back the same translations") {
 
   const std::filesystem::path path = temp_path("seq2seq.safetensors");
   qkv::io::save_checkpoint(path, model, optimizer, 2, checkpoint_text(model.config));
-  const std::unique_ptr<Seq2Seq> loaded = load_model(path);
+  const std::unique_ptr<Translator> loaded = load_model(path);
   CHECK(loaded->config.num_hiddens == 32);
   CHECK(loaded->config.embed_size == 16);
   const Evaluation after = evaluate(*loaded, pairs);
   CHECK(after.predictions == before.predictions);
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    CHECK(after.translations[i].ids == before.translations[i].ids);
-    CHECK(after.translations[i].attention == before.translations[i].attention);
-  }
+  CHECK(after.outputs == before.outputs);
 
   // A file that is not a checkpoint, and a checkpoint of another model, are refused.
   const std::filesystem::path junk = temp_path("junk.safetensors");
@@ -348,6 +378,29 @@ TEST_CASE("seq2seq a checkpoint gives back the same translations") {
   CHECK_THROWS_WITH_AS(load_model(path), doctest::Contains("is not a seq2seq checkpoint"), qkv::ValueError);
   std::filesystem::remove(path);
   std::filesystem::remove(junk);
+}
+
+TEST_CASE("seq2seq a Transformer's checkpoint gives back the same translations, with a beam") {
+  const OneThread one_thread;
+  qkv::manual_seed(5);
+  ModelConfig c = small_config();
+  c.kind = "transformer";
+  c.ffn_num_hiddens = 48;
+  const std::unique_ptr<Translator> model = make_translator(c);
+  qkv::optim::Adam optimizer(model->parameters(), {.lr = 1e-3});
+  qkv::examples::TrainStep step(*model, optimizer, {.clip = 1.0});
+  const qkv::data::Vocab t = target_vocab();
+  const auto examples = encode_pairs(generate_pairs(64, 9), source_vocab(), t);
+  for (const Batch& b : make_batches(examples, 32, 0, t.pad_id(), t.id(kBos))) train_step(step, *model, b, examples, 0);
+  const auto pairs = generate_pairs(20, 11);
+  const Evaluation before = evaluate(*model, pairs, 3, 0.6);
+  const std::filesystem::path path = temp_path("seq2seq_transformer.safetensors");
+  qkv::io::save_checkpoint(path, *model, optimizer, 2, checkpoint_text(model->config));
+  const std::unique_ptr<Translator> loaded = load_model(path);
+  CHECK(loaded->config.kind == "transformer");
+  CHECK(loaded->config.ffn_num_hiddens == 48);
+  CHECK(evaluate(*loaded, pairs, 3, 0.6).outputs == before.outputs);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("seq2seq refuses a checkpoint of an earlier qkv by name: its config was key=value lines") {
@@ -397,13 +450,13 @@ TEST_CASE("seq2seq load_model checks the config's sizes against the checkpoint's
   const auto layers = edited_checkpoint("layers3.safetensors", "layers", 3);
   CHECK_THROWS_WITH_AS(load_model(layers),
                        ("seq2seq checkpoint '" + layers.string() +
-                        "': its config says layers=3 but its tensors hold 2 encoder GRU layers "
-                        "(encoder.rnn.weight_ih_l0, _l1, ...)")
+                        "': its config says layers=3 but its tensors hold 2 encoder layers "
+                        "(encoder.rnn.weight_ih_l0, ...)")
                            .c_str(),
                        qkv::FormatError);
   const auto hidden = edited_checkpoint("hidden64.safetensors", "hidden", 64);
   CHECK_THROWS_WITH_AS(load_model(hidden),
-                       doctest::Contains("its config (embed=16, hidden=64) makes "
+                       doctest::Contains("its config (embed=16, hidden=64, ffn=256) makes "
                                          "'encoder.rnn.weight_hh_l0' (192, 64) but the tensor is (96, 32)"),
                        qkv::FormatError);
   const auto embed = edited_checkpoint("embed8.safetensors", "embed", 8);
