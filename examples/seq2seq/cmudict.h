@@ -54,11 +54,12 @@
 //   dev        6,356   (5.1 %)     6,792
 //   test       6,158   (5.0 %)     6,585
 //
-// Scoring (score) follows the grapheme-to-phoneme papers on CMUdict (e.g. Yao & Zweig 2015): a
-// word is right when the prediction equals any of its pronunciations, and WER is the share of words
-// that are wrong; PER is the edit distance (Levenshtein over phonemes) to the nearest pronunciation,
-// summed over the words, over the summed lengths of those pronunciations. Their headline numbers
-// strip the stress digits from both sides first (39 phonemes).
+// Scoring (the cmudict task, examples/seq2seq/task.h) follows the grapheme-to-phoneme papers on
+// CMUdict (e.g. Yao & Zweig 2015): a word is right when the prediction equals any of its
+// pronunciations, and WER is the share of words that are wrong; PER is the edit distance
+// (Levenshtein over phonemes) to the nearest pronunciation, summed over the words, over the summed
+// lengths of those pronunciations. Their headline numbers strip the stress digits from both sides
+// first (39 phonemes).
 #pragma once
 
 #include <cstdint>
@@ -119,19 +120,6 @@ std::vector<std::string> strip_stress(const std::vector<std::string>& phonemes);
 
 // Levenshtein distance over tokens: the fewest insertions, deletions and substitutions.
 int64_t edit_distance(const std::vector<std::string>& a, const std::vector<std::string>& b);
-
-struct Score {
-  int64_t words = 0;
-  double wer = 0;  // share of words whose prediction is none of their pronunciations
-  double per = 0;  // Σ edit distance to the nearest pronunciation / Σ that pronunciation's length
-};
-
-// predictions[i] is the output for words[i]. The nearest pronunciation is the one at the least
-// edit distance, the first in file order on a tie. `stress` false strips the stress digits from
-// both sides first. ValueError when the counts differ, there are no words, or a word has no
-// pronunciation.
-Score score(const std::vector<std::vector<std::string>>& predictions, const std::vector<Word>& words,
-            bool stress);
 
 // The target alphabet, sorted: with `stress` the 69 symbols (15 vowels × 3 stresses, 24
 // consonants), else the 39 phonemes. Fixed, so a checkpoint needs no vocabulary file.

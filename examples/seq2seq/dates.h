@@ -23,6 +23,7 @@
 
 #include "data/dates.h"
 #include "data/vocab.h"
+#include "examples/seq2seq/task.h"
 
 namespace seq2seq {
 
@@ -30,9 +31,6 @@ using qkv::data::DateData;
 using qkv::data::DatePair;
 
 // ---- tokens --------------------------------------------------------------------------------------
-
-inline constexpr const char* kBos = "<bos>";
-inline constexpr const char* kEos = "<eos>";
 
 // The characters of the sources and of the targets, for the vocabularies.
 inline constexpr const char* kSourceAlphabet = " ,-/0123456789abcdefghijklmnopqrstuvwxyz";

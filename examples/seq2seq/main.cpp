@@ -1,6 +1,7 @@
-// seq2seq: d2l's GRU encoder-decoder with Bahdanau attention, translating dates written in words
-// into ISO 8601 one character at a time (examples/seq2seq/dates.h, model.h). Its commands are the
-// table in main() (`seq2seq --help`).
+// seq2seq: encoder-decoders — d2l's GRU with Bahdanau attention, and the Transformer — on two
+// tasks: dates written in words into ISO 8601, and words into their pronunciations from the CMU
+// Pronouncing Dictionary (examples/seq2seq/task.h, model.h). Its commands are the table in main()
+// (`seq2seq --help`).
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -32,8 +33,10 @@ int cmd_train(const Args& a) {
   o.heatmaps = a.integer_in("heatmaps", 0, 1000);
   o.time_limit = a.number_in("time-limit", 0, 1e9);
   o.target = a.number_in("target", 0, 1);
-  const Config config = qkv::examples::train_config<Config>(a, o, "epochs", {"heatmaps", "out", "time-limit", "target"}, [&] {
-    Config c;
+  o.cache = a.str("cache");
+  const Config config = qkv::examples::train_config<Config>(a, o, "epochs", {"heatmaps", "out", "time-limit", "target", "cache"}, [&] {
+    // The shipped defaults of the task and model, then every option given.
+    Config c = Config::preset(a.str("task"), a.str("model"));
     qkv::examples::read_options(a, c);
     c.validate();
     return c;
@@ -54,13 +57,14 @@ int cmd_predict(const Args& args) {
   if (!args.given("checkpoint") && !std::filesystem::exists(run / "last.safetensors"))
     throw qkv::ValueError(run.string() + " (--run) holds no seq2seq run (no last.safetensors)");
   const std::string checkpoint = args.given("checkpoint") ? args.str("checkpoint") : (run / "last.safetensors").string();
-  const std::unique_ptr<Translator> model = load_model(checkpoint);
-  const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
-  const DecodeOptions decoding = decode_options(args.integer_in("beam", 1, 64), args.number_in("length-penalty", 0, 10),
-                                                args.integer_in("n-best", 1, 64));
-  if (decoding.n_best > decoding.beam)
-    throw qkv::ValueError("option --n-best is " + std::to_string(decoding.n_best) + "; expected at most --beam (" +
-                          std::to_string(decoding.beam) + ")");
+  const LoadedModel loaded = load_model(checkpoint);
+  Translator& model = *loaded.model;
+  const std::unique_ptr<Task> task = make_task(loaded.config.task);
+  const int64_t beam = args.integer_in("beam", 1, 64), n_best = args.integer_in("n-best", 1, 64);
+  const double length_penalty = args.number_in("length-penalty", 0, 10);
+  if (n_best > beam)
+    throw qkv::ValueError("option --n-best is " + std::to_string(n_best) + "; expected at most --beam (" +
+                          std::to_string(beam) + ")");
   // Each text is translated as it comes, so that an endless stdin streams in bounded memory, and
   // output line N answers input line N (a blank line answers a blank line); with --n-best above 1,
   // the alternatives follow on lines of their own, each with its score.
@@ -71,16 +75,18 @@ int cmd_predict(const Args& args) {
     if (!text.empty()) {
       std::vector<int64_t> source;
       try {
-        source = encode_source(src_vocab, text);
+        source = task->encode_source(text);
       } catch (const qkv::Error& e) {
         throw qkv::ValueError(where + ": " + e.what());
       }
-      const std::vector<qkv::nn::Hypothesis> best = translate(*model, {source}, decoding)[0];
-      std::printf("%s => %s", text.c_str(), decode_ids(tgt_vocab, best[0].ids).c_str());
-      if (decoding.n_best > 1) std::printf("  (score %.4f)", best[0].score);
+      const auto size = static_cast<int64_t>(source.size());
+      const std::vector<qkv::nn::Hypothesis> best =
+          translate(model, {source}, decode_options(*task, size, beam, length_penalty, n_best))[0];
+      std::printf("%s => %s", text.c_str(), task->decode_target(best[0].ids).c_str());
+      if (n_best > 1) std::printf("  (score %.4f)", best[0].score);
       for (size_t i = 1; i < best.size(); ++i)
-        std::printf("\n  %zu. %s  (score %.4f)", i + 1, decode_ids(tgt_vocab, best[i].ids).c_str(), best[i].score);
-      if (!drawn) write_heatmap(*model, text, best[0].ids, args.str("heatmap"));
+        std::printf("\n  %zu. %s  (score %.4f)", i + 1, task->decode_target(best[i].ids).c_str(), best[i].score);
+      if (!drawn) write_heatmap(model, *task, text, best[0].ids, args.str("heatmap"));
       drawn = true;
     }
     std::printf("\n");
@@ -100,8 +106,14 @@ int cmd_data(const Args& args) {
   qkv::examples::start_command(args, "seq2seq");
   const int64_t count = args.integer_in("count", 1, kMaxPairs);
   const auto seed = static_cast<uint64_t>(args.integer_in("seed", 0, INT64_MAX));
-  for (const DatePair& p : qkv::data::generate_pairs(count, seed))
-    std::printf("%-52s => %s\n", p.source.c_str(), p.target.c_str());
+  const std::unique_ptr<Task> task = make_task(args.str("task"));
+  const TaskData data = task->load(seed, count, 1, 1, args.str("cache"));
+  for (size_t i = 0; i < std::min<size_t>(static_cast<size_t>(count), data.train.size()); ++i) {
+    const Pair& p = data.train[i];
+    std::printf("%-52s => %s", p.source.c_str(), p.targets[0].c_str());
+    for (size_t j = 1; j < p.targets.size(); ++j) std::printf("  |  %s", p.targets[j].c_str());
+    std::printf("\n");
+  }
   return 0;
 }
 
@@ -147,6 +159,7 @@ std::vector<Args::Option> train_options() {
   for (const Args::Option& more : qkv::examples::run_options("runs/seq2seq")) o.push_back(more);
   o.insert(o.end(), {{"time-limit", "300", "seconds of training at most (checked after every epoch)"},
                      {"target", "1", "stop once the dev exact match reaches this"},
+                     {"cache", "cache/cmudict", "where the cmudict task's dictionary is fetched to, or copied by hand"},
                      {"out", "", "the older name of --run"},
                      {"heatmaps", "4", "attention heatmaps to write (test examples) to RUN/figures"},
                      qkv::examples::kThreadsOption,
@@ -159,8 +172,8 @@ std::vector<Args::Option> train_options() {
 int main(int argc, char** argv) {
   return qkv::examples::run_program(
       argc, argv,
-      {"seq2seq", "d2l's GRU encoder-decoder with Bahdanau attention, translating dates into ISO 8601",
-       {qkv::examples::Command{"train", "train on generated dates, report test exact match and BLEU, write heatmaps",
+      {"seq2seq", "encoder-decoders (d2l's GRU with Bahdanau attention, the Transformer) on dates and pronunciations",
+       {qkv::examples::Command{"train", "train a --model on a --task, report its test scores, write attention heatmaps",
                                train_options(), cmd_train}
             .on_ranks(),
         qkv::examples::Command{"predict", "translate each TEXT, or each line of stdin when none is given, with a trained run",
@@ -173,7 +186,11 @@ int main(int argc, char** argv) {
           qkv::examples::kThreadsOption,
           qkv::examples::kReferenceOption},
          cmd_predict}.with_arguments("[TEXT...]"),
-        {"data", "print generated (source, target) pairs", {{"seed", "0", "seed"}, {"count", "20", "pairs to print"}},
+        {"data", "print training pairs of a task: generated dates, or the dictionary's words",
+         {{"task", "dates", "dates or cmudict"},
+          {"seed", "0", "seed (dates)"},
+          {"count", "20", "pairs to print"},
+          {"cache", "cache/cmudict", "where the cmudict task's dictionary is fetched to"}},
          cmd_data},
         {"bench", "time a training step on bench/torch_anchor.py's `gru` config",
          {{"steps", "30", "timed steps"},

@@ -22,9 +22,32 @@ using qkv::examples::check_int;
 using qkv::examples::check_name;
 using qkv::examples::check_number;
 
-Config::Config() {
-  model.source_vocab = source_vocab().size();
-  model.target_vocab = target_vocab().size();
+Config::Config() { adopt_task(); }
+
+void Config::adopt_task() {
+  const std::unique_ptr<Task> t = make_task(task);
+  model.source_vocab = t->source_vocab().size();
+  model.target_vocab = t->target_vocab().size();
+  source_alphabet = t->alphabet_text(t->source_alphabet());
+  target_alphabet = t->alphabet_text(t->target_alphabet());
+}
+
+Config Config::preset(const std::string& task, const std::string& kind) {
+  check_name("task", task, kTasks);
+  check_name("model", kind, kModels);
+  Config c;
+  c.task = task;
+  c.model.kind = kind;
+  if (kind == "transformer") {
+    c.model.num_hiddens = 64, c.model.num_heads = 4, c.model.ffn_num_hiddens = 128, c.lr = 0.001;
+  }
+  if (task == "cmudict") {
+    c.batch = 128, c.epochs = 30, c.beam = 4, c.length_penalty = 0.6;
+    if (kind == "transformer") c.model.num_hiddens = 128, c.model.ffn_num_hiddens = 512, c.model.num_layers = 3;
+    if (kind == "gru") c.model.num_hiddens = 256, c.model.embed_size = 64;
+  }
+  c.adopt_task();
+  return c;
 }
 
 void Config::validate() const {
@@ -48,10 +71,13 @@ void Config::validate() const {
                           "; the Transformer needs a multiple of heads (--heads), " + std::to_string(model.num_heads));
   check_int("beam", beam, 1, 64);
   check_number("length_penalty", length_penalty, 0, 10);
-  const Config mine;
+  check_name("task", task, kTasks);
+  Config mine;
+  mine.task = task;
+  mine.adopt_task();
   if (model.source_vocab != mine.model.source_vocab || model.target_vocab != mine.model.target_vocab ||
       source_alphabet != mine.source_alphabet || target_alphabet != mine.target_alphabet)
-    throw qkv::ValueError("the alphabets and vocabularies must be this program's, of " +
+    throw qkv::ValueError("the alphabets and vocabularies must be those of the task " + task + ", of " +
                           std::to_string(mine.model.source_vocab) + " and " + std::to_string(mine.model.target_vocab) +
                           " ids");
 }
@@ -63,12 +89,13 @@ const qkv::examples::RunLayout kRunLayout{.program = "seq2seq",
                                               // runs saved before --model: the GRU, greedy decoding
                                               qkv::examples::MissingKeys::keep_defaults)};
 
-std::vector<Example> encode_pairs(const std::vector<DatePair>& pairs, const qkv::data::Vocab& src_vocab,
-                                  const qkv::data::Vocab& tgt_vocab) {
+std::vector<Example> encode_pairs(const std::vector<Pair>& pairs, const Task& task) {
   std::vector<Example> examples;
   examples.reserve(pairs.size());
-  for (const DatePair& p : pairs)
-    examples.push_back({encode_source(src_vocab, p.source), encode_target(tgt_vocab, p.target)});
+  for (const Pair& p : pairs) {
+    const std::vector<int64_t> source = task.encode_source(p.source);
+    for (const std::string& target : p.targets) examples.push_back({source, task.encode_target(target)});
+  }
   return examples;
 }
 
@@ -127,11 +154,10 @@ std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t ba
 
 qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Translator& model, const Batch& batch,
                                      const std::vector<Example>& examples, int64_t k) {
-  const qkv::data::Vocab tgt_vocab = target_vocab();
   return step(batch.source.size(0), k, [&](const qkv::examples::Rows& rows) {
     std::vector<size_t> mine;
     for (int64_t r : rows.rows) mine.push_back(batch.examples[static_cast<size_t>(r)]);
-    const Batch b = rows.whole ? batch : collate(examples, mine, tgt_vocab.pad_id(), tgt_vocab.id(kBos));
+    const Batch b = rows.whole ? batch : collate(examples, mine, kPadId, kBosId);
     const Tensor logits = model.forward(b.source, b.source_valid_lens, b.dec_input);
     // The mean over real target tokens; d2l's MaskedSoftmaxCELoss averages per sequence over the
     // padded length instead (nn/functional/loss.h has the difference).
@@ -142,52 +168,41 @@ qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Translator&
   });
 }
 
-DecodeOptions decode_options(int64_t beam, double length_penalty, int64_t n_best) {
-  const qkv::data::Vocab t = target_vocab();
-  return {.bos = t.id(kBos), .eos = t.id(kEos), .pad = t.pad_id(), .max_len = kMaxOutputLen, .beam = beam,
+DecodeOptions decode_options(const Task& task, int64_t source_len, int64_t beam, double length_penalty,
+                             int64_t n_best) {
+  return {.bos = kBosId, .eos = kEosId, .pad = kPadId, .max_len = task.max_output_len(source_len), .beam = beam,
           .n_best = n_best, .length_penalty = length_penalty};
 }
 
-Evaluation evaluate(Translator& model, const std::vector<DatePair>& pairs, int64_t beam, double length_penalty,
-                    int64_t batch_size) {
-  const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
+Evaluation evaluate(Translator& model, const Task& task, const std::vector<Pair>& pairs, int64_t beam,
+                    double length_penalty, int64_t batch_size) {
   std::vector<std::vector<int64_t>> sources;
   std::vector<int64_t> lengths;
-  for (const DatePair& p : pairs) {
-    sources.push_back(encode_source(src_vocab, p.source));
+  for (const Pair& p : pairs) {
+    sources.push_back(task.encode_source(p.source));
     lengths.push_back(static_cast<int64_t>(sources.back().size()));
   }
   Evaluation ev;
   ev.outputs.resize(pairs.size());
-  ev.predictions.resize(pairs.size());
   for (const auto& rows : length_batches(lengths, batch_size, nullptr)) {
     std::vector<std::vector<int64_t>> batch;
-    for (const size_t i : rows) batch.push_back(sources[i]);
-    auto out = translate(model, batch, decode_options(beam, length_penalty));
+    int64_t longest = 0;
+    for (const size_t i : rows) batch.push_back(sources[i]), longest = std::max(longest, lengths[i]);
+    auto out = translate(model, batch, decode_options(task, longest, beam, length_penalty));
     for (size_t j = 0; j < rows.size(); ++j) ev.outputs[rows[j]] = std::move(out[j][0].ids);
   }
-  ev.score.count = static_cast<int64_t>(pairs.size());
-  int64_t exact = 0;
-  double bleu_sum = 0;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    ev.predictions[i] = decode_ids(tgt_vocab, ev.outputs[i]);
-    exact += ev.predictions[i] == pairs[i].target;
-    bleu_sum += bleu_chars(ev.predictions[i], pairs[i].target, 2);
-  }
-  if (!pairs.empty()) {
-    ev.score.exact_match = static_cast<double>(exact) / static_cast<double>(pairs.size());
-    ev.score.bleu = bleu_sum / static_cast<double>(pairs.size());
-  }
+  for (const std::vector<int64_t>& ids : ev.outputs) ev.predictions.push_back(task.decode_target(ids));
+  ev.score = task.score(ev.predictions, pairs);
   return ev;
 }
 
-// Attention heatmaps of one translation: a row per output character (decoder step), a column per
-// source character, as d2l's show_heatmaps of dec_attention_weight_seq; one panel per map.
-void write_heatmap(Translator& model, const std::string& source, const std::vector<int64_t>& output,
+// Attention heatmaps of one translation: a row per output symbol (decoder step), a column per
+// source symbol, as d2l's show_heatmaps of dec_attention_weight_seq; one panel per map.
+void write_heatmap(Translator& model, const Task& task, const std::string& source, const std::vector<int64_t>& output,
                    const std::string& path) {
-  const qkv::data::Vocab src_vocab = source_vocab(), tgt_vocab = target_vocab();
-  const std::vector<int64_t> src_ids = encode_source(src_vocab, source);
-  const std::vector<AttentionMap> maps = attention_of(model, src_ids, output, tgt_vocab.id(kBos));
+  const qkv::data::Vocab src_vocab = task.source_vocab(), tgt_vocab = task.target_vocab();
+  const std::vector<int64_t> src_ids = task.encode_source(source);
+  const std::vector<AttentionMap> maps = attention_of(model, src_ids, output, kBosId);
   auto label = [](const std::string& token) { return token == " " ? std::string("_") : token; };
   std::vector<qkv::plot::Image> panels;
   for (const AttentionMap& map : maps) {
@@ -198,8 +213,8 @@ void write_heatmap(Translator& model, const std::string& source, const std::vect
     spec.values.assign(w.data(), w.data() + w.numel());
     for (const int64_t id : src_ids) spec.col_labels.push_back(label(src_vocab.token(id)));
     for (const int64_t id : output) spec.row_labels.push_back(tgt_vocab.token(id));
-    spec.title = maps.size() == 1 ? "\"" + source + "\" -> " + decode_ids(tgt_vocab, output) : map.name;
-    spec.x_label = "source characters (keys)";
+    spec.title = maps.size() == 1 ? "\"" + source + "\" -> " + task.decode_target(output) : map.name;
+    spec.x_label = "source (keys)";
     spec.y_label = "decoder steps (queries)";
     spec.value_min = 0.0f;
     spec.value_max = 1.0f;
@@ -214,17 +229,17 @@ void write_heatmap(Translator& model, const std::string& source, const std::vect
 namespace {
 
 // The test scores, and the first translations beside what they should be.
-void print_test(const Evaluation& test, const std::vector<DatePair>& pairs, int64_t step, double training_seconds,
-                qkv::examples::Clock::time_point start) {
-  std::printf(
-      "test: exact match %.4f  BLEU %.4f  (%lld pairs)  after %lld steps, %.1f s of training, %.1f s in "
-      "all\n",
-      test.score.exact_match, test.score.bleu, static_cast<long long>(test.score.count),
-      static_cast<long long>(step), training_seconds, qkv::examples::seconds_since(start));
-  for (size_t i = 0; i < std::min<size_t>(8, pairs.size()); ++i)
-    std::printf("  %-52s => %-10s %s  bleu %.3f\n", pairs[i].source.c_str(), test.predictions[i].c_str(),
-                test.predictions[i] == pairs[i].target ? "ok" : ("(want " + pairs[i].target + ")").c_str(),
-                bleu_chars(test.predictions[i], pairs[i].target, 2));
+void print_test(const Task& task, const Evaluation& test, const std::vector<Pair>& pairs, int64_t step,
+                double training_seconds, qkv::examples::Clock::time_point start) {
+  std::printf("test: %s  (%lld pairs)  after %lld steps, %.1f s of training, %.1f s in all\n",
+              task.describe(test.predictions, pairs).c_str(), static_cast<long long>(test.score.count),
+              static_cast<long long>(step), training_seconds, qkv::examples::seconds_since(start));
+  for (size_t i = 0; i < std::min<size_t>(8, pairs.size()); ++i) {
+    const auto& targets = pairs[i].targets;
+    const bool right = std::find(targets.begin(), targets.end(), test.predictions[i]) != targets.end();
+    std::printf("  %-52s => %-10s %s\n", pairs[i].source.c_str(), test.predictions[i].c_str(),
+                right ? "ok" : ("(want " + targets[0] + (targets.size() > 1 ? ", or another" : "") + ")").c_str());
+  }
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -273,10 +288,8 @@ void check_config_fits_tensors(const ModelConfig& c, const qkv::nn::StateDict& s
 // (rank 0's); returns the mean loss, and counts the steps in k.
 double train_epoch(Translator& model, qkv::examples::TrainStep& step, const std::vector<Example>& examples, int64_t epoch,
                    const Config& c, int64_t& k, bool shown) {
-  const qkv::data::Vocab tgt_vocab = target_vocab();
   model.train();
-  const std::vector<Batch> batches = make_batches(examples, c.batch, static_cast<uint64_t>(c.seed + epoch),
-                                                  tgt_vocab.pad_id(), tgt_vocab.id(kBos));
+  const std::vector<Batch> batches = make_batches(examples, c.batch, static_cast<uint64_t>(c.seed + epoch), kPadId, kBosId);
   auto progress = qkv::examples::Progress::shown_if(shown, "epoch " + std::to_string(epoch), static_cast<int64_t>(batches.size()));
   double loss_sum = 0;
   for (size_t i = 0; i < batches.size(); ++i) {
@@ -294,24 +307,40 @@ double train_epoch(Translator& model, qkv::examples::TrainStep& step, const std:
 
 using State = qkv::examples::TrainingState<Config, EpochRow>;
 
+// The task of a run, its pairs, and the training pairs as ids.
+struct Data {
+  std::unique_ptr<Task> task;
+  TaskData pairs;
+  std::vector<Example> examples;
+};
+
+Data load_data(const Config& c, const TrainOptions& o) {
+  Data d{make_task(c.task), {}, {}};
+  d.pairs = d.task->load(static_cast<uint64_t>(c.seed), c.train_size, c.dev_size, c.test_size, o.cache);
+  d.examples = encode_pairs(d.pairs.train, *d.task);
+  if (o.verbose)
+    std::printf("seq2seq: %s, %zu train (%zu examples) / %zu dev / %zu test pairs\n", d.pairs.about.c_str(),
+                d.pairs.train.size(), d.examples.size(), d.pairs.dev.size(), d.pairs.test.size());
+  return d;
+}
+
 // After an epoch: rank 0 scores the dev pairs, writes the row and the checkpoints, prints the line,
 // and decides whether to stop (the dev exact match reached the target, or the time ran out), which
 // every rank follows.
 bool evaluate_and_save(State& state, qkv::examples::RunDirectory& run, Translator& model,
-                       const qkv::optim::Optimizer& optimizer, const std::vector<DatePair>& dev, EpochRow row,
-                       const TrainOptions& o) {
+                       const qkv::optim::Optimizer& optimizer, const Data& data, EpochRow row, const TrainOptions& o) {
   // Greedy on the dev pairs, to choose the model; the test pairs get the config's beam.
-  const Score score = run.writer() ? evaluate(model, dev).score : Score{};
-  row.dev_exact = score.exact_match, row.dev_bleu = score.bleu;
+  const Metrics score = run.writer() ? evaluate(model, *data.task, data.pairs.dev).score : Metrics{};
+  row.dev_exact = score.exact, row.dev_error_rate = score.error_rate, row.dev_bleu = score.bleu;
   state.record(run, model, optimizer, row.step, row, row.dev_exact, row.dev_exact >= state.best);
   const bool reached = row.dev_exact >= o.target;
   const bool out_of_time = !reached && row.seconds >= o.time_limit && row.epoch < state.config.epochs;
   int64_t stop[1] = {reached || out_of_time ? 1 : 0};
   if (o.ranks.many()) o.ranks.group->broadcast(std::span<int64_t>(stop), 0);
   if (!run.writer()) return stop[0] != 0;
-  std::printf("epoch %3lld  step %6lld  loss %.4f  dev exact %.4f  bleu %.4f  train time %s\n",
-              static_cast<long long>(row.epoch), static_cast<long long>(row.step), row.loss, row.dev_exact, row.dev_bleu,
-              qkv::examples::format_duration(row.seconds).c_str());
+  std::printf("epoch %3lld  step %6lld  loss %.4f  dev exact %.4f  error rate %.4f  bleu %.4f  train time %s\n",
+              static_cast<long long>(row.epoch), static_cast<long long>(row.step), row.loss, row.dev_exact,
+              row.dev_error_rate, row.dev_bleu, qkv::examples::format_duration(row.seconds).c_str());
   if (reached) std::printf("stopped: the dev exact match reached --target %g\n", o.target);
   if (out_of_time)
     std::printf("stopped: %s of training reached --time-limit %g s\n", qkv::examples::format_duration(row.seconds).c_str(),
@@ -321,17 +350,18 @@ bool evaluate_and_save(State& state, qkv::examples::RunDirectory& run, Translato
 }
 
 // The end of a training: the test scores of the model as it ends, and the heatmaps (rank 0).
-Evaluation finish(const qkv::examples::RunDirectory& run, Translator& model, const DateData& data, const Config& c,
+Evaluation finish(const qkv::examples::RunDirectory& run, Translator& model, const Data& data, const Config& c,
                   int64_t step, double seconds, qkv::examples::Clock::time_point start, const TrainOptions& o) {
   if (!run.writer()) return {};
-  const Evaluation test = evaluate(model, data.test, c.beam, c.length_penalty);
-  print_test(test, data.test, step, seconds, start);
+  const std::vector<Pair>& test_pairs = data.pairs.test;
+  const Evaluation test = evaluate(model, *data.task, test_pairs, c.beam, c.length_penalty);
+  print_test(*data.task, test, test_pairs, step, seconds, start);
   std::printf("checkpoint: %s\n", (run.dir() / "last.safetensors").c_str());
-  const int64_t heatmaps = o.figures ? std::min<int64_t>(o.heatmaps, static_cast<int64_t>(data.test.size())) : 0;
+  const int64_t heatmaps = o.figures ? std::min<int64_t>(o.heatmaps, static_cast<int64_t>(test_pairs.size())) : 0;
   if (heatmaps > 0) std::filesystem::create_directories(run.dir() / "figures");
   for (int64_t i = 0; i < heatmaps; ++i) {
     const std::string path = (run.dir() / "figures" / ("attention_" + std::to_string(i) + ".png")).string();
-    write_heatmap(model, data.test[i].source, test.outputs[i], path);
+    write_heatmap(model, *data.task, test_pairs[i].source, test.outputs[i], path);
     std::printf("heatmap: %s\n", path.c_str());
   }
   return test;
@@ -344,41 +374,39 @@ Evaluation train(Config config, const TrainOptions& o) {
   State state = qkv::examples::start_or_resume<Config, EpochRow>(run, config, -1.0);
   const auto start = qkv::examples::Clock::now();
   qkv::manual_seed(static_cast<uint64_t>(state.config.seed));
-  const DateData data = qkv::data::generate_data(static_cast<uint64_t>(state.config.seed),
-                                      {state.config.train_size, state.config.dev_size, state.config.test_size});
-  const std::vector<Example> examples = encode_pairs(data.train, source_vocab(), target_vocab());
+  const Data data = load_data(state.config, o);
   const std::unique_ptr<Translator> owned = make_translator(state.config.model);
   Translator& model = *owned;
   qkv::optim::Adam optimizer(model.parameters(), {.lr = state.config.lr});
   run.open();
-  if (o.verbose)
-    std::printf("seq2seq: %zu train / %zu dev / %zu test pairs, %lld parameters\n%s", data.train.size(), data.dev.size(),
-                data.test.size(), static_cast<long long>(model.num_parameters()), model.summary().c_str());
+  if (o.verbose) std::printf("%lld parameters\n%s", static_cast<long long>(model.num_parameters()), model.summary().c_str());
   qkv::examples::TrainStep step(model, optimizer, {o.ranks, static_cast<uint64_t>(state.config.seed), state.config.clip});
   int64_t k = state.load(model, optimizer, o.ranks);
   double seconds = state.seconds();
   for (int64_t epoch = static_cast<int64_t>(state.history.rows.size()) + 1, ran = 0;
        epoch <= state.config.epochs && ran != o.stop_after; ++epoch, ++ran) {
     const auto t0 = qkv::examples::Clock::now();
-    const double loss = train_epoch(model, step, examples, epoch, state.config, k, o.progress);
+    const double loss = train_epoch(model, step, data.examples, epoch, state.config, k, o.progress);
     seconds += qkv::examples::seconds_since(t0);
-    if (evaluate_and_save(state, run, model, optimizer, data.dev, {epoch, k, loss, 0, 0, seconds}, o)) break;
+    if (evaluate_and_save(state, run, model, optimizer, data, {epoch, k, loss, 0, 0, 0, seconds}, o)) break;
   }
   return finish(run, model, data, state.config, k, seconds, start, o);
 }
 
-std::unique_ptr<Translator> load_model(const std::filesystem::path& path) {
+LoadedModel load_model(const std::filesystem::path& path) {
   const qkv::io::Checkpoint ckpt = qkv::io::read_checkpoint(path);
   const std::string where = "seq2seq checkpoint '" + path.string() + "'";
   if (ckpt.config.starts_with("model=seq2seq-bahdanau\n"))
     throw qkv::ValueError(where + " was written by an earlier qkv, whose checkpoints kept their config as key=value "
                           "lines: train the model again (seq2seq train)");
   const qkv::examples::RunState state = qkv::examples::RunState::parse(ckpt.config, path, kRunLayout);
-  const Config config = qkv::examples::from_json<Config>(state.config, where, "a seq2seq");
+  // Checkpoints saved before --task and --model: dates, the GRU, greedy decoding.
+  const Config config =
+      qkv::examples::from_json<Config>(state.config, where, "a seq2seq", qkv::examples::MissingKeys::keep_defaults);
   check_config_fits_tensors(config.model, ckpt.model, where);
-  auto model = make_translator(config.model);
-  model->load_state_dict(ckpt.model);
-  return model;
+  LoadedModel loaded{make_translator(config.model), config};
+  loaded.model->load_state_dict(ckpt.model);
+  return loaded;
 }
 
 }  // namespace seq2seq

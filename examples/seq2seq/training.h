@@ -1,6 +1,6 @@
-// Training and evaluating the date translator: its config, batches with teacher forcing, the
-// training (a run directory of its own, examples/common/run_directory.h, with a checkpoint after
-// each epoch), greedy translation of whole splits and the scores.
+// Training and evaluating a translator on a task (examples/seq2seq/task.h): its config, batches
+// with teacher forcing, the training (a run directory of its own, examples/common/run_directory.h,
+// with a checkpoint after each epoch), the translation of whole splits and the scores.
 #pragma once
 
 #include <cstdint>
@@ -13,14 +13,16 @@
 #include "examples/common/run_directory.h"
 #include "examples/seq2seq/dates.h"
 #include "examples/seq2seq/model.h"
+#include "examples/seq2seq/task.h"
 #include "optim/optimizer.h"
 
 namespace seq2seq {
 
-// What a run needs to be repeated: the data, the model's shape, the budget. Saved as JSON in the
-// run directory and in every checkpoint, with the two alphabets, so that a checkpoint of a program
-// with other vocabularies is refused.
+// What a run needs to be repeated: the task and its data, the model's shape, the budget. Saved as
+// JSON in the run directory and in every checkpoint, with the two alphabets, so that a checkpoint
+// whose vocabularies are not its task's is refused.
 struct Config {
+  std::string task = "dates";
   int64_t seed = 0;
   int64_t train_size = 8000, dev_size = 500, test_size = 1000;
   ModelConfig model;  // model.source_vocab and model.target_vocab are this program's
@@ -30,13 +32,19 @@ struct Config {
   double length_penalty = 0;  // their α (nn/decoding.h)
   std::string source_alphabet = kSourceAlphabet, target_alphabet = kTargetAlphabet;
 
-  Config();  // the vocabularies' sizes of this program
+  Config();  // the dates task's vocabularies
+  // The shipped defaults of a task and a model: the dates' GRU as d2l trains it, and the sizes
+  // and budget measured best for the others (docs/seq2seq.md).
+  static Config preset(const std::string& task, const std::string& model);
+  // The vocabularies' sizes and alphabets of `task`'s symbols.
+  void adopt_task();
   template <class F>
   void fields(F&& f) {
+    f({"task", "the task: dates (generated) or cmudict (grapheme to phoneme)"}, task);
     f({"seed", "seed of the data, the initialization and the batch order"}, seed);
-    f({"train_size", "training pairs"}, train_size);
-    f({"dev_size", "development pairs, scored after every epoch"}, dev_size);
-    f({"test_size", "test pairs, scored at the end"}, test_size);
+    f({"train_size", "training pairs (dates)"}, train_size);
+    f({"dev_size", "development pairs, scored after every epoch (dates)"}, dev_size);
+    f({"test_size", "test pairs, scored at the end (dates)"}, test_size);
     f({"model", "the encoder-decoder: gru (d2l 10.4) or transformer (d2l 11.7)"}, model.kind);
     f({"source_vocab"}, model.source_vocab);
     f({"target_vocab"}, model.target_vocab);
@@ -55,7 +63,7 @@ struct Config {
     f({"source_alphabet"}, source_alphabet);
     f({"target_alphabet"}, target_alphabet);
   }
-  // ValueError naming the first value out of its range, or alphabets other than this program's.
+  // ValueError naming the first value out of its range, or alphabets other than its task's.
   void validate() const;
 };
 
@@ -70,8 +78,8 @@ struct Example {
   std::vector<int64_t> source, target;
 };
 
-std::vector<Example> encode_pairs(const std::vector<DatePair>& pairs, const qkv::data::Vocab& src_vocab,
-                                  const qkv::data::Vocab& tgt_vocab);
+// Every (source, target) of the pairs: a source with several targets is an example of each.
+std::vector<Example> encode_pairs(const std::vector<Pair>& pairs, const Task& task);
 
 // One training batch, d2l's (X, X_valid_len, Y, Y_valid_len) plus the decoder's input:
 struct Batch {
@@ -96,45 +104,38 @@ std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t ba
 qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Translator& model, const Batch& batch,
                                      const std::vector<Example>& examples, int64_t k);
 
-struct Score {
-  int64_t count = 0;
-  double exact_match = 0;  // fraction of predictions equal to the target
-  double bleu = 0;         // mean of bleu_chars(prediction, target, 2)
-};
-
 struct Evaluation {
-  Score score;
+  Metrics score;                              // the task's headline scores
   std::vector<std::string> predictions;      // in the order of the pairs
   std::vector<std::vector<int64_t>> outputs;  // their ids, <eos> included if it was produced
 };
 
 // The translation of every pair (in batches of similar lengths) by greedy or beam search, and the
 // scores.
-Evaluation evaluate(Translator& model, const std::vector<DatePair>& pairs, int64_t beam = 1, double length_penalty = 0,
-                    int64_t batch_size = 256);
+Evaluation evaluate(Translator& model, const Task& task, const std::vector<Pair>& pairs, int64_t beam = 1,
+                    double length_penalty = 0, int64_t batch_size = 256);
 
-// The options of translate() for this program's vocabularies.
-DecodeOptions decode_options(int64_t beam = 1, double length_penalty = 0, int64_t n_best = 1);
+// The options of translate() for the task's vocabularies, for sources of up to `source_len` ids.
+DecodeOptions decode_options(const Task& task, int64_t source_len, int64_t beam = 1, double length_penalty = 0,
+                             int64_t n_best = 1);
 
-// The longest translation decoding produces: 10 characters of "yyyy-mm-dd" and <eos>, with room.
-inline constexpr int64_t kMaxOutputLen = 16;
-
-// Attention heatmaps of one translation, `output` its ids: a row per output character (decoder
-// step), a column per source character, as d2l's show_heatmaps of dec_attention_weight_seq, one
+// Attention heatmaps of one translation, `output` its ids: a row per output symbol (decoder
+// step), a column per source symbol, as d2l's show_heatmaps of dec_attention_weight_seq, one
 // panel per map of the model (the Transformer's heads side by side, a row per layer); a PNG at `path`.
-void write_heatmap(Translator& model, const std::string& source, const std::vector<int64_t>& output,
+void write_heatmap(Translator& model, const Task& task, const std::string& source, const std::vector<int64_t>& output,
                    const std::string& path);
 
 // One epoch of a training: a row of metrics.csv, and of each checkpoint's history.
 struct EpochRow {
   int64_t epoch = 0, step = 0;
-  double loss = 0, dev_exact = 0, dev_bleu = 0, seconds = 0;
+  double loss = 0, dev_exact = 0, dev_error_rate = 0, dev_bleu = 0, seconds = 0;
   template <class F>
   void fields(F&& f) {
     f("epoch", epoch);
     f("step", step);
     f("loss", loss);
     f("dev_exact_match", dev_exact);
+    f("dev_error_rate", dev_error_rate);
     f("dev_bleu", dev_bleu);
     f("seconds", seconds, qkv::examples::kTiming);
   }
@@ -147,6 +148,7 @@ struct TrainOptions : qkv::examples::RunOptions {
   double time_limit = 300;  // seconds of training, checked after each epoch
   double target = 1.0;      // the dev exact match that ends training
   int64_t heatmaps = 4;
+  std::string cache = "cache/cmudict";  // where the cmudict task's dictionary is fetched to
 };
 
 // Epochs until the dev exact match reaches the target, the epochs run out or the time limit has
@@ -159,6 +161,10 @@ Evaluation train(Config config, const TrainOptions& options);
 // and its sizes checked against the tensors' (the layers their names count, the widths their shapes
 // show) before a model is built. A checkpoint of an earlier qkv, whose config was key=value lines,
 // is refused by name.
-std::unique_ptr<Translator> load_model(const std::filesystem::path& path);
+struct LoadedModel {
+  std::unique_ptr<Translator> model;
+  Config config;
+};
+LoadedModel load_model(const std::filesystem::path& path);
 
 }  // namespace seq2seq

@@ -13,6 +13,7 @@
 
 #include "examples/common/npm_package.h"
 #include "examples/seq2seq/cmudict.h"
+#include "examples/seq2seq/task.h"
 #include "tensor/error.h"
 
 using namespace seq2seq::cmudict;
@@ -222,40 +223,34 @@ TEST_CASE("cmudict edit_distance counts insertions and deletions and substitutio
   CHECK(edit_distance({"s", "i", "t", "t", "i", "n", "g"}, {"k", "i", "t", "t", "e", "n"}) == 3);
 }
 
-TEST_CASE("cmudict score takes the nearest pronunciation for WER and PER with and without stress") {
-  const std::vector<Word> words = {
-      {"either", {{"IY1", "DH", "ER0"}, {"AY1", "DH", "ER0"}}},
-      {"a", {{"AH0"}, {"EY1"}}},
-      {"family", {{"F", "AE1", "M", "AH0", "L", "IY0"}, {"F", "AE1", "M", "L", "IY0"}}},
-      {"cat", {{"K", "AE1", "T"}}},
+TEST_CASE("cmudict scoring takes the nearest pronunciation for WER and PER with and without stress") {
+  const std::vector<seq2seq::Pair> pairs = {
+      {"either", {"IY1 DH ER0", "AY1 DH ER0"}},
+      {"a", {"AH0", "EY1"}},
+      {"family", {"F AE1 M AH0 L IY0", "F AE1 M L IY0"}},
+      {"cat", {"K AE1 T"}},
   };
-  const std::vector<Phonemes> predictions = {
-      {"AY1", "DH", "ER0"},                // the second pronunciation: right
-      {"EY2"},                             // 1 from both; right without stress (EY)
-      {"F", "AE1", "M", "L", "IY0", "Z"},  // 1 from the second (of 5), 2 from the first (of 6)
-      {"K", "AH0", "T", "S"},              // 2 from the only one
+  const std::vector<std::string> outputs = {
+      "AY1 DH ER0",         // the second pronunciation: right
+      "EY2",                // 1 from both; right without stress (EY)
+      "F AE1 M L IY0 Z",    // 1 from the second (of 5), 2 from the first (of 6)
+      "K AH0 T S",          // 2 from the only one
   };
+  const std::unique_ptr<seq2seq::Task> task = seq2seq::make_task("cmudict");
+  // Without stress (the headline): a is right; distances 0 + 0 + 1 + 2 over 3 + 1 + 5 + 3.
+  const seq2seq::Metrics plain = task->score(outputs, pairs);
+  CHECK(plain.count == 4);
+  CHECK(plain.exact == doctest::Approx(2.0 / 4.0));
+  CHECK(plain.error_rate == doctest::Approx(3.0 / 12.0));
   // With stress: wrong a, family, cat; distances 0 + 1 + 1 + 2 over lengths 3 + 1 (AH0, the first
   // of a tie) + 5 + 3.
-  const Score stressed = score(predictions, words, true);
-  CHECK(stressed.words == 4);
-  CHECK(stressed.wer == doctest::Approx(3.0 / 4.0));
-  CHECK(stressed.per == doctest::Approx(4.0 / 12.0));
-  // Without: a is right; distances 0 + 0 + 1 + 2 over 3 + 1 + 5 + 3.
-  const Score plain = score(predictions, words, false);
-  CHECK(plain.words == 4);
-  CHECK(plain.wer == doctest::Approx(2.0 / 4.0));
-  CHECK(plain.per == doctest::Approx(3.0 / 12.0));
-  // Perfect predictions score 0.
-  const Score perfect = score({{"IY1", "DH", "ER0"}, {"EY1"}, {"F", "AE1", "M", "L", "IY0"}, {"K", "AE1", "T"}},
-                              words, true);
-  CHECK(perfect.wer == 0.0);
-  CHECK(perfect.per == 0.0);
-
-  CHECK_THROWS_WITH_AS(score({{"AH0"}}, words, true),
-                       "cmudict score: 1 predictions for 4 words; expected one prediction per word", qkv::ValueError);
-  CHECK_THROWS_AS(score({}, {}, true), qkv::ValueError);
-  CHECK_THROWS_AS(score({{"AH0"}}, {{"x", {}}}, true), qkv::ValueError);
+  CHECK(task->describe(outputs, pairs) ==
+        "WER 50.00 %  PER 25.00 %  (stress stripped; with stress: WER 75.00 %, PER 33.33 %)");
+  // Perfect outputs score 0.
+  const seq2seq::Metrics perfect = task->score({"IY1 DH ER0", "EY1", "F AE1 M L IY0", "K AE1 T"}, pairs);
+  CHECK(perfect.exact == 1.0);
+  CHECK(perfect.error_rate == 0.0);
+  CHECK_THROWS_WITH_AS(task->score({"AH0"}, pairs), "cmudict: 1 outputs for 4 pairs", qkv::ValueError);
 }
 
 TEST_CASE("cmudict phoneme_symbols lists the 69 symbols with stress and the 39 phonemes without") {

@@ -33,6 +33,19 @@ using qkv::data::weekday;
 
 namespace {
 
+const std::unique_ptr<Task> kDatesTask = make_task("dates");
+
+std::vector<Pair> as_pairs(const std::vector<DatePair>& dates) {
+  std::vector<Pair> out;
+  for (const DatePair& d : dates) out.push_back({d.source, {d.target}});
+  return out;
+}
+
+std::vector<Example> encode_dates(const std::vector<DatePair>& dates) { return encode_pairs(as_pairs(dates), *kDatesTask); }
+
+// The longest output the dates' decoding allows.
+const int64_t kMaxOutputLen = kDatesTask->max_output_len(0);
+
 ModelConfig small_config() {
   return {.source_vocab = source_vocab().size(),
           .target_vocab = target_vocab().size(),
@@ -191,7 +204,7 @@ TEST_CASE("seq2seq bleu equals values computed by hand") {
 
 TEST_CASE("seq2seq batches pair teacher-forced inputs with padded targets") {
   const auto pairs = generate_pairs(100, 3);
-  const auto examples = encode_pairs(pairs, source_vocab(), target_vocab());
+  const auto examples = encode_dates(pairs);
   const qkv::data::Vocab t = target_vocab();
   const auto batches = make_batches(examples, 16, 1, t.pad_id(), t.id(kBos));
   CHECK(batches.size() == 7);  // 6 of 16 and one of 4
@@ -261,7 +274,7 @@ TEST_CASE("seq2seq decoding stops at eos and at the maximum length, greedy and w
       dense.bias.zero_();
       dense.bias.data()[t.id(token)] = 10.0f;
     };
-    DecodeOptions o = decode_options();
+    DecodeOptions o = decode_options(*kDatesTask, 0);
     o.max_len = 12;
     force(kEos);
     for (const auto& n_best : translate(*model, sources, o)) CHECK(n_best[0].ids == std::vector<int64_t>{t.id(kEos)});
@@ -277,7 +290,7 @@ TEST_CASE("seq2seq decoding stops at eos and at the maximum length, greedy and w
     CHECK(model->is_training());  // decoding ran in eval mode and restored the mode
     o.max_len = 0;
     CHECK_THROWS_AS(translate(*model, sources, o), qkv::ValueError);
-    CHECK_THROWS_AS(translate(*model, {}, decode_options()), qkv::ValueError);
+    CHECK_THROWS_AS(translate(*model, {}, decode_options(*kDatesTask, 0)), qkv::ValueError);
   }
 }
 
@@ -292,11 +305,11 @@ TEST_CASE("seq2seq beam search of width 1 gives greedy search's outputs, and a w
     std::vector<std::vector<int64_t>> sources;
     for (const DatePair& p : generate_pairs(12, 5)) sources.push_back(encode_source(s, p.source));
     model->eval();  // as translate runs it
-    const auto greedy = translate(*model, sources, decode_options(1));
+    const auto greedy = translate(*model, sources, decode_options(*kDatesTask, 0, 1));
     const auto beam1 = qkv::nn::beam_search(model->start_decoding(pad_batch(sources, 0), kMaxOutputLen), 12,
-                                            {.bos = decode_options().bos, .eos = decode_options().eos,
+                                            {.bos = decode_options(*kDatesTask, 0).bos, .eos = decode_options(*kDatesTask, 0).eos,
                                              .max_len = kMaxOutputLen, .beam_size = 1});
-    const auto beam4 = translate(*model, sources, decode_options(4));
+    const auto beam4 = translate(*model, sources, decode_options(*kDatesTask, 0, 4));
     for (size_t i = 0; i < sources.size(); ++i) {
       CHECK(beam1[i][0].ids == greedy[i][0].ids);
       CHECK(beam4[i][0].score >= greedy[i][0].score - 1e-9);
@@ -314,7 +327,7 @@ TEST_CASE("seq2seq a short training run brings the loss below 1.0") {
   Seq2Seq model(small_config());
   qkv::optim::Adam optimizer(model.parameters(), {.lr = 5e-3});
   qkv::examples::TrainStep step(model, optimizer, {.clip = 1.0});
-  const auto examples = encode_pairs(generate_pairs(1000, 7), source_vocab(), target_vocab());
+  const auto examples = encode_dates(generate_pairs(1000, 7));
   const qkv::data::Vocab t = target_vocab();
   double first = 0, last_epoch = 0;
   int64_t k = 0;
@@ -355,17 +368,17 @@ TEST_CASE("seq2seq a checkpoint gives back the same translations") {
   qkv::optim::Adam optimizer(model.parameters(), {.lr = 5e-3});
   qkv::examples::TrainStep step(model, optimizer, {.clip = 1.0});
   const qkv::data::Vocab t = target_vocab();
-  const auto examples = encode_pairs(generate_pairs(64, 9), source_vocab(), t);
+  const auto examples = encode_dates(generate_pairs(64, 9));
   for (const Batch& b : make_batches(examples, 32, 0, t.pad_id(), t.id(kBos))) train_step(step, model, b, examples, 0);
   const auto pairs = generate_pairs(20, 11);
-  const Evaluation before = evaluate(model, pairs);
+  const Evaluation before = evaluate(model, *kDatesTask, as_pairs(pairs));
 
   const std::filesystem::path path = temp_path("seq2seq.safetensors");
   qkv::io::save_checkpoint(path, model, optimizer, 2, checkpoint_text(model.config));
-  const std::unique_ptr<Translator> loaded = load_model(path);
+  const std::unique_ptr<Translator> loaded = load_model(path).model;
   CHECK(loaded->config.num_hiddens == 32);
   CHECK(loaded->config.embed_size == 16);
-  const Evaluation after = evaluate(*loaded, pairs);
+  const Evaluation after = evaluate(*loaded, *kDatesTask, as_pairs(pairs));
   CHECK(after.predictions == before.predictions);
   CHECK(after.outputs == before.outputs);
 
@@ -390,16 +403,16 @@ TEST_CASE("seq2seq a Transformer's checkpoint gives back the same translations, 
   qkv::optim::Adam optimizer(model->parameters(), {.lr = 1e-3});
   qkv::examples::TrainStep step(*model, optimizer, {.clip = 1.0});
   const qkv::data::Vocab t = target_vocab();
-  const auto examples = encode_pairs(generate_pairs(64, 9), source_vocab(), t);
+  const auto examples = encode_dates(generate_pairs(64, 9));
   for (const Batch& b : make_batches(examples, 32, 0, t.pad_id(), t.id(kBos))) train_step(step, *model, b, examples, 0);
   const auto pairs = generate_pairs(20, 11);
-  const Evaluation before = evaluate(*model, pairs, 3, 0.6);
+  const Evaluation before = evaluate(*model, *kDatesTask, as_pairs(pairs), 3, 0.6);
   const std::filesystem::path path = temp_path("seq2seq_transformer.safetensors");
   qkv::io::save_checkpoint(path, *model, optimizer, 2, checkpoint_text(model->config));
-  const std::unique_ptr<Translator> loaded = load_model(path);
+  const std::unique_ptr<Translator> loaded = load_model(path).model;
   CHECK(loaded->config.kind == "transformer");
   CHECK(loaded->config.ffn_num_hiddens == 48);
-  CHECK(evaluate(*loaded, pairs, 3, 0.6).outputs == before.outputs);
+  CHECK(evaluate(*loaded, *kDatesTask, as_pairs(pairs), 3, 0.6).outputs == before.outputs);
   std::filesystem::remove(path);
 }
 
