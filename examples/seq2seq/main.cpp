@@ -2,13 +2,16 @@
 // tasks: dates written in words into ISO 8601, and words into their pronunciations from the CMU
 // Pronouncing Dictionary (examples/seq2seq/task.h, model.h). Its commands are the table in main()
 // (`seq2seq --help`).
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "examples/common/program.h"
 #include "examples/common/timing.h"
 #include "examples/seq2seq/dates.h"
+#include "examples/seq2seq/figures.h"
 #include "examples/seq2seq/model.h"
 #include "examples/seq2seq/training.h"
 #include "qkv.h"
@@ -117,38 +120,74 @@ int cmd_data(const Args& args) {
   return 0;
 }
 
-// The `gru` config of the PyTorch anchor (bench/torch_anchor.py, bench_gru): vocabulary 200,
-// embedding 32, hidden 32, 2 layers, batch 64, 10 source and target steps, source valid lengths in
-// [3, 10], Adam lr 5e-3, clipping at norm 1, dropout 0.1; the loss is the plain cross-entropy over
-// all B·T targets, the decoder reading the targets themselves, as in the anchor. The median of 30
-// steps after 5 warm-up steps, in the anchor's output format.
+// The test pairs of a run decoded at each --beams width, timed, then the error by source length at
+// the run's own beam and the two figures (examples/seq2seq/figures.h), in RUN/figures.
+int cmd_figures(const Args& args) {
+  qkv::examples::start_command(args, "seq2seq");
+  const std::filesystem::path run = qkv::examples::directory_option(args, "run");
+  if (!std::filesystem::exists(run / "last.safetensors"))
+    throw qkv::ValueError(run.string() + " (--run) holds no seq2seq run (no last.safetensors)");
+  std::vector<int64_t> beams;
+  for (const std::string& b : qkv::examples::split_list("beams", args.str("beams"))) {
+    const int64_t width = std::atoll(b.c_str());
+    if (width < 1 || width > 64 || std::to_string(width) != b)
+      throw qkv::ValueError("option --beams: '" + b + "' is not a beam width; expected integers 1 .. 64");
+    beams.push_back(width);
+  }
+  const LoadedModel loaded = load_model(run / "last.safetensors");
+  const Config& c = loaded.config;
+  const std::unique_ptr<Task> task = make_task(c.task);
+  const std::vector<Pair> test =
+      task->load(static_cast<uint64_t>(c.seed), c.train_size, c.dev_size, c.test_size, args.str("cache")).test;
+  if (std::find(beams.begin(), beams.end(), c.beam) == beams.end()) beams.push_back(c.beam);
+  std::sort(beams.begin(), beams.end());
+  const std::vector<BeamPoint> sweep = beam_sweep(*loaded.model, *task, test, beams, c.length_penalty);
+  for (const BeamPoint& p : sweep)
+    std::printf("beam %2lld: %s  (%.1f s)\n", static_cast<long long>(p.beam),
+                task->describe(p.predictions, test).c_str(), p.seconds);
+  const auto own = std::find_if(sweep.begin(), sweep.end(), [&](const BeamPoint& p) { return p.beam == c.beam; });
+  std::filesystem::create_directories(run / "figures");
+  for (const auto& path : write_figures(error_by_length(*task, own->predictions, test), sweep, c.task, run / "figures"))
+    std::printf("figure: %s\n", path.c_str());
+  return 0;
+}
+
+// Two configs. `gru`, that of the PyTorch anchor (bench/torch_anchor.py, bench_gru): vocabulary
+// 200, embedding 32, hidden 32, 2 layers, batch 64, 10 source and target steps, source valid
+// lengths in [3, 10], Adam lr 5e-3, clipping at norm 1, dropout 0.1; the loss is the plain
+// cross-entropy over all B·T targets, the decoder reading the targets themselves, as in the anchor.
+// `g2p`: the Transformer of the cmudict preset (`train --task cmudict --model transformer`) on its
+// vocabularies, batch 128 of 10 source and target steps, source valid lengths in [3, 10]. The
+// median of --steps steps after --warmup warm-up steps, in the anchor's output format.
 int cmd_bench(const Args& args) {
   qkv::examples::start_command(args, "seq2seq");
   const bool reference = qkv::reference_mode();
   const int64_t warmup = args.integer_in("warmup", 0, kMaxBenchWarmup);
   const int64_t steps = args.integer_in("steps", 1, kMaxBenchSteps);
-  constexpr int64_t V = 200, B = 64, T = 10;
+  const std::string config = args.str("config");
+  qkv::examples::check_name("config", config, {"gru", "g2p"});
+  const bool g2p = config == "g2p";
+  const int64_t B = g2p ? 128 : 64, T = 10;
   qkv::manual_seed(0);
-  Seq2Seq model({.source_vocab = V,
-                 .target_vocab = V,
-                 .embed_size = 32,
-                 .num_hiddens = 32,
-                 .num_layers = 2,
-                 .dropout = 0.1f});
-  qkv::optim::Adam optimizer(model.parameters(), {.lr = 5e-3});
-  const IndexTensor src = qkv::randint(0, V, {B, T}), tgt = qkv::randint(0, V, {B, T});
+  ModelConfig m{.source_vocab = 200, .target_vocab = 200, .embed_size = 32, .num_hiddens = 32, .num_layers = 2,
+                .dropout = 0.1f};
+  if (g2p) m = Config::preset("cmudict", "transformer").model;
+  const std::unique_ptr<Translator> model = make_translator(m);
+  const int64_t V_src = m.source_vocab, V = m.target_vocab;
+  qkv::optim::Adam optimizer(model->parameters(), {.lr = g2p ? 1e-3 : 5e-3});
+  const IndexTensor src = qkv::randint(0, V_src, {B, T}), tgt = qkv::randint(0, V, {B, T});
   const IndexTensor valid_lens = qkv::randint(3, T + 1, {B});
-  qkv::examples::TrainStep train_step(model, optimizer, {.clip = 1.0});
+  qkv::examples::TrainStep train_step(*model, optimizer, {.clip = 1.0});
   const auto step = [&] {
     train_step(B, 0, [&](const qkv::examples::Rows&) {
-      const Tensor logits = model.forward(src, valid_lens, tgt);
+      const Tensor logits = model->forward(src, valid_lens, tgt);
       return qkv::examples::Share{qkv::nn::functional::cross_entropy(logits.reshape({B * T, V}), tgt.reshape({B * T})),
                                   B * T};
     });
   };
   const qkv::examples::StepTimes t = qkv::examples::time_steps(step, warmup, steps);
-  std::printf("config=gru threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f mode=%s\n",
-              qkv::get_num_threads(), t.wall * 1e3, static_cast<double>(B * T) / t.wall, t.peak_rss_mib,
+  std::printf("config=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f mode=%s\n",
+              config.c_str(), qkv::get_num_threads(), t.wall * 1e3, static_cast<double>(B * T) / t.wall, t.peak_rss_mib,
               reference ? "reference" : "fast");
   if (args.flag("profile")) qkv::examples::time_steps(step, 0, 0, steps);
   return 0;
@@ -192,8 +231,16 @@ int main(int argc, char** argv) {
           {"count", "20", "pairs to print"},
           {"cache", "cache/cmudict", "where the cmudict task's dictionary is fetched to"}},
          cmd_data},
-        {"bench", "time a training step on bench/torch_anchor.py's `gru` config",
-         {{"steps", "30", "timed steps"},
+        {"figures", "decode a run's test pairs at several beam widths, timed; draw error by length and by beam",
+         {qkv::examples::run_option("runs/seq2seq"),
+          {"beams", "1,2,4,8", "the beam widths, and the run's own"},
+          {"cache", "cache/cmudict", "where the cmudict task's dictionary is fetched to"},
+          qkv::examples::kThreadsOption,
+          qkv::examples::kReferenceOption},
+         cmd_figures},
+        {"bench", "time a training step: bench/torch_anchor.py's `gru` config, or `g2p`, the cmudict Transformer",
+         {{"config", "gru", "gru or g2p"},
+          {"steps", "30", "timed steps"},
           {"warmup", "5", "untimed steps first"},
           {"profile", "false", "then print the op profile of --steps more steps (autograd/debug/profiler.h)"},
           qkv::examples::kThreadsOption,

@@ -1,6 +1,7 @@
 #include "examples/seq2seq/training.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 
@@ -8,9 +9,11 @@
 #include "examples/common/progress.h"
 #include "examples/common/timing.h"
 #include "examples/seq2seq/bleu.h"
+#include "io/file.h"
 #include "model_io/checkpoint.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"
+#include "optim/scheduler.h"
 #include "plot/plot.h"
 #include "tensor/error.h"
 #include "tensor/random.h"
@@ -42,9 +45,10 @@ Config Config::preset(const std::string& task, const std::string& kind) {
     c.model.num_hiddens = 64, c.model.num_heads = 4, c.model.ffn_num_hiddens = 128, c.lr = 0.001;
   }
   if (task == "cmudict") {
-    c.batch = 128, c.epochs = 30, c.beam = 4, c.length_penalty = 0.6;
+    c.batch = 128, c.epochs = 10, c.beam = 4, c.length_penalty = 0.6;
+    c.schedule = "cosine", c.warmup = 1000, c.label_smoothing = 0.1, c.lr = 0.0015;
     if (kind == "transformer") c.model.num_hiddens = 128, c.model.ffn_num_hiddens = 512, c.model.num_layers = 3;
-    if (kind == "gru") c.model.num_hiddens = 256, c.model.embed_size = 64;
+    if (kind == "gru") c.model.num_hiddens = 256, c.model.embed_size = 64, c.lr = 0.002;
   }
   c.adopt_task();
   return c;
@@ -69,6 +73,9 @@ void Config::validate() const {
   if (model.kind == "transformer" && model.num_hiddens % model.num_heads != 0)
     throw qkv::ValueError("hidden (--hidden) is " + std::to_string(model.num_hiddens) +
                           "; the Transformer needs a multiple of heads (--heads), " + std::to_string(model.num_heads));
+  check_name("schedule", schedule, {"constant", "cosine"});
+  check_int("warmup", warmup, 0, 10'000'000);
+  check_number("label_smoothing", label_smoothing, 0, 0.5);
   check_int("beam", beam, 1, 64);
   check_number("length_penalty", length_penalty, 0, 10);
   check_name("task", task, kTasks);
@@ -153,7 +160,7 @@ std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t ba
 }
 
 qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Translator& model, const Batch& batch,
-                                     const std::vector<Example>& examples, int64_t k) {
+                                     const std::vector<Example>& examples, int64_t k, float label_smoothing) {
   return step(batch.source.size(0), k, [&](const qkv::examples::Rows& rows) {
     std::vector<size_t> mine;
     for (int64_t r : rows.rows) mine.push_back(batch.examples[static_cast<size_t>(r)]);
@@ -163,8 +170,8 @@ qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Translator&
     // padded length instead (nn/functional/loss.h has the difference).
     int64_t tokens = 0;
     for (int64_t i = 0; i < b.target_valid_lens.numel(); ++i) tokens += b.target_valid_lens[i];
-    return qkv::examples::Share{qkv::nn::functional::sequence_cross_entropy(logits, b.target, b.target_valid_lens),
-                                tokens};
+    return qkv::examples::Share{
+        qkv::nn::functional::sequence_cross_entropy(logits, b.target, b.target_valid_lens, label_smoothing), tokens};
   });
 }
 
@@ -286,14 +293,16 @@ void check_config_fits_tensors(const ModelConfig& c, const qkv::nn::StateDict& s
 
 // One pass over the training examples in batches drawn with seed + epoch, with a progress line
 // (rank 0's); returns the mean loss, and counts the steps in k.
-double train_epoch(Translator& model, qkv::examples::TrainStep& step, const std::vector<Example>& examples, int64_t epoch,
-                   const Config& c, int64_t& k, bool shown) {
+double train_epoch(Translator& model, qkv::examples::TrainStep& step, qkv::optim::LRScheduler& schedule,
+                   const std::vector<Example>& examples, int64_t epoch, const Config& c, int64_t& k, bool shown) {
   model.train();
   const std::vector<Batch> batches = make_batches(examples, c.batch, static_cast<uint64_t>(c.seed + epoch), kPadId, kBosId);
   auto progress = qkv::examples::Progress::shown_if(shown, "epoch " + std::to_string(epoch), static_cast<int64_t>(batches.size()));
   double loss_sum = 0;
   for (size_t i = 0; i < batches.size(); ++i) {
-    const qkv::examples::StepResult r = train_step(step, model, batches[i], examples, k++);
+    const qkv::examples::StepResult r =
+        train_step(step, model, batches[i], examples, k++, static_cast<float>(c.label_smoothing));
+    schedule.step();
     if (!r.finite())
       throw qkv::Error("seq2seq train: epoch " + std::to_string(epoch) + ", step " + std::to_string(i + 1) +
                        ": the loss or gradient is not finite; lower --lr. The run keeps its checkpoints of the last epoch");
@@ -306,6 +315,19 @@ double train_epoch(Translator& model, qkv::examples::TrainStep& step, const std:
 }
 
 using State = qkv::examples::TrainingState<Config, EpochRow>;
+
+// Linear warm-up over c.warmup steps, then the base rate, or a cosine to 0 at the last epoch's end.
+qkv::optim::LambdaLR make_schedule(qkv::optim::Optimizer& optimizer, const Config& c, int64_t examples) {
+  const int64_t total = c.epochs * static_cast<int64_t>(length_batches(std::vector<int64_t>(examples, 0), c.batch, nullptr).size());
+  const int64_t warmup = c.warmup;
+  const bool cosine = c.schedule == "cosine";
+  return qkv::optim::LambdaLR(optimizer, [=](int64_t step) {
+    if (step < warmup) return static_cast<double>(step + 1) / static_cast<double>(warmup);
+    if (!cosine) return 1.0;
+    const double q = std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(std::max<int64_t>(1, total - warmup)));
+    return 0.5 * (1.0 + std::cos(3.141592653589793 * q));
+  });
+}
 
 // The task of a run, its pairs, and the training pairs as ids.
 struct Data {
@@ -369,7 +391,24 @@ Evaluation finish(const qkv::examples::RunDirectory& run, Translator& model, con
 
 }  // namespace
 
+namespace {
+
+// A run saved before --task and --model has a history of five columns, which the six of today's
+// rows would misread (an older checkpoint's rows with their timing have six too): refused by name.
+void refuse_resuming_older_run(const TrainOptions& o) {
+  const std::filesystem::path config = std::filesystem::path(o.run_dir) / "config.json";
+  if (!o.resume || !std::filesystem::exists(config)) return;
+  const qkv::io::Json json = qkv::examples::parse_json_of(qkv::io::read_text_file(config, "seq2seq"), config.string());
+  if (json.is_object() && !json.find("task"))
+    throw qkv::ValueError(o.run_dir + " (--run) holds a seq2seq run of an earlier qkv, saved before --task and "
+                          "--model: its history has no dev error rate to continue; train again in another --run "
+                          "(nothing was changed)");
+}
+
+}  // namespace
+
 Evaluation train(Config config, const TrainOptions& o) {
+  refuse_resuming_older_run(o);
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
   State state = qkv::examples::start_or_resume<Config, EpochRow>(run, config, -1.0);
   const auto start = qkv::examples::Clock::now();
@@ -380,13 +419,15 @@ Evaluation train(Config config, const TrainOptions& o) {
   qkv::optim::Adam optimizer(model.parameters(), {.lr = state.config.lr});
   run.open();
   if (o.verbose) std::printf("%lld parameters\n%s", static_cast<long long>(model.num_parameters()), model.summary().c_str());
+  qkv::optim::LambdaLR schedule = make_schedule(optimizer, state.config, static_cast<int64_t>(data.examples.size()));
   qkv::examples::TrainStep step(model, optimizer, {o.ranks, static_cast<uint64_t>(state.config.seed), state.config.clip});
   int64_t k = state.load(model, optimizer, o.ranks);
+  schedule.set_last_step(k);
   double seconds = state.seconds();
   for (int64_t epoch = static_cast<int64_t>(state.history.rows.size()) + 1, ran = 0;
        epoch <= state.config.epochs && ran != o.stop_after; ++epoch, ++ran) {
     const auto t0 = qkv::examples::Clock::now();
-    const double loss = train_epoch(model, step, data.examples, epoch, state.config, k, o.progress);
+    const double loss = train_epoch(model, step, schedule, data.examples, epoch, state.config, k, o.progress);
     seconds += qkv::examples::seconds_since(t0);
     if (evaluate_and_save(state, run, model, optimizer, data, {epoch, k, loss, 0, 0, 0, seconds}, o)) break;
   }

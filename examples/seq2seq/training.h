@@ -28,6 +28,9 @@ struct Config {
   ModelConfig model;  // model.source_vocab and model.target_vocab are this program's
   int64_t batch = 64, epochs = 40;
   double lr = 0.005, clip = 1;
+  std::string schedule = "constant";  // the learning rate after warm-up: constant, or cosine to 0 at the last epoch
+  int64_t warmup = 0;                  // steps of linear warm-up from 0
+  double label_smoothing = 0;          // ε of the loss (nn/functional/loss.h)
   int64_t beam = 1;           // the dev and test translations' beam (1: greedy search)
   double length_penalty = 0;  // their α (nn/decoding.h)
   std::string source_alphabet = kSourceAlphabet, target_alphabet = kTargetAlphabet;
@@ -58,6 +61,9 @@ struct Config {
     f({"lr", "Adam learning rate"}, lr);
     f({"clip", "gradient clipping: max joint norm"}, clip);
     f({"epochs", "epochs at most"}, epochs);
+    f({"schedule", "the learning rate after the warm-up: constant, or cosine (to 0 at the last epoch)"}, schedule);
+    f({"warmup", "steps of linear learning-rate warm-up from 0"}, warmup);
+    f({"label_smoothing", "label smoothing of the loss"}, label_smoothing);
     f({"beam", "beam size of the dev and test translations (1: greedy search)"}, beam);
     f({"length_penalty", "the beam's length penalty alpha: log p / ((5 + |y|) / 6)^alpha"}, length_penalty);
     f({"source_alphabet"}, source_alphabet);
@@ -102,7 +108,7 @@ std::vector<Batch> make_batches(const std::vector<Example>& examples, int64_t ba
 // logits against the target (the mean over real target tokens, <eos> included), backward, gradient
 // clipping, the optimizer's step. On several ranks each reads its stride of the batch's rows.
 qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, Translator& model, const Batch& batch,
-                                     const std::vector<Example>& examples, int64_t k);
+                                     const std::vector<Example>& examples, int64_t k, float label_smoothing = 0);
 
 struct Evaluation {
   Metrics score;                              // the task's headline scores

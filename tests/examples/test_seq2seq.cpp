@@ -488,6 +488,25 @@ TEST_CASE("seq2seq train refuses sizes out of range before it does any work") {
   CHECK_FALSE(std::filesystem::exists(temp_path("never")));
 }
 
+TEST_CASE("seq2seq refuses an unknown task or model, a bad beam list and more n-best than beam, naming the option") {
+  const auto refused = [](const std::vector<std::string>& args, const std::string& error) {
+    CAPTURE(error);
+    const qkv::testing::ChildResult r = qkv::testing::run_program(qkv::testing::kSeq2SeqProgram, args);
+    CHECK(r.exit_code == 1);
+    CHECK(r.errors == error);
+    CHECK(r.output.empty());
+  };
+  const std::string never = temp_path("never").string();
+  refused({"train", "--task", "french", "--run", never}, "seq2seq: task (--task) is 'french'; expected one of dates, cmudict\n");
+  refused({"train", "--model", "lstm", "--run", never}, "seq2seq: model (--model) is 'lstm'; expected one of gru, transformer\n");
+  refused({"train", "--model", "transformer", "--hidden", "30", "--heads", "4", "--run", never},
+          "seq2seq: hidden (--hidden) is 30; the Transformer needs a multiple of heads (--heads), 4\n");
+  refused({"train", "--schedule", "linear", "--run", never},
+          "seq2seq: schedule (--schedule) is 'linear'; expected one of constant, cosine\n");
+  CHECK_FALSE(std::filesystem::exists(never));
+  refused({"figures", "--run", never}, "seq2seq: " + never + " (--run) holds no seq2seq run (no last.safetensors)\n");
+}
+
 TEST_CASE("the seq2seq checkpoint config is strict: each key once, none unknown, each of its kind") {
   const std::string good = checkpoint_text(small_config());
   const std::filesystem::path path = temp_path("strict.safetensors");

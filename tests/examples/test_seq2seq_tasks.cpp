@@ -4,9 +4,12 @@
 // stressed figures beside.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "examples/seq2seq/figures.h"
 #include "examples/seq2seq/task.h"
 #include "examples/seq2seq/training.h"
 #include "tensor/error.h"
@@ -78,4 +81,30 @@ TEST_CASE("seq2seq presets give each task and model its shipped sizes, and every
   Config mixed = Config::preset("dates", "gru");
   mixed.task = "cmudict";  // the dates' alphabets under the cmudict task
   CHECK_THROWS_WITH_AS(mixed.validate(), doctest::Contains("must be those of the task cmudict"), qkv::ValueError);
+}
+
+TEST_CASE("seq2seq train --resume refuses a run saved before --task and --model, whose history it would misread") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "qkv-test-seq2seq-older-run";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.json") << "{\"seed\": 0, \"epochs\": 40}\n";
+  TrainOptions o;
+  o.run_dir = dir.string();
+  o.resume = true;
+  CHECK_THROWS_WITH_AS(train(Config{}, o), doctest::Contains("holds a seq2seq run of an earlier qkv, saved before --task"),
+                       qkv::ValueError);
+  CHECK(std::filesystem::exists(dir / "config.json"));  // nothing was changed
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("seq2seq error_by_length groups the pairs by source length and keeps lengths with enough of them") {
+  const std::unique_ptr<Task> task = make_task("cmudict");
+  const std::vector<Pair> pairs = {{"cat", {"K AE1 T"}}, {"dog", {"D AO1 G"}}, {"ox", {"AA1 K S"}},
+                                   {"bee", {"B IY1"}}, {"aardvark", {"AA1 R D V AA2 R K"}}};
+  const std::vector<std::string> outputs = {"K AE1 T", "D AA1 G", "AA1 K S", "B IY1", "AA1 R D V AA2 R K"};
+  const std::vector<LengthPoint> points = error_by_length(*task, outputs, pairs, 2);
+  REQUIRE(points.size() == 1);  // only length 3 has two pairs or more
+  CHECK(points[0].length == 3);
+  CHECK(points[0].count == 3);
+  CHECK(points[0].error == doctest::Approx(1.0 / 3));  // dog's vowel is wrong
 }
