@@ -34,7 +34,6 @@ int cmd_train(const Args& a) {
     o.run_dir = qkv::examples::directory_option(a, "out");
   }
   o.heatmaps = a.integer_in("heatmaps", 0, 1000);
-  o.time_limit = a.number_in("time-limit", 0, 1e9);
   o.target = a.number_in("target", 0, 1);
   o.cache = a.str("cache");
   const Config config = qkv::examples::train_config<Config>(a, o, "epochs", {"heatmaps", "out", "time-limit", "target", "cache"}, [&] {
@@ -44,6 +43,7 @@ int cmd_train(const Args& a) {
     c.validate();
     return c;
   });
+  if (a.given("time-limit")) o.time_limit = a.number_in("time-limit", 0, 1e9);  // else the run's task's
   qkv::examples::announce_training("seq2seq", o);
   train(config, o);
   return 0;
@@ -196,7 +196,7 @@ int cmd_bench(const Args& args) {
 std::vector<Args::Option> train_options() {
   std::vector<Args::Option> o = qkv::examples::options_of(Config{});
   for (const Args::Option& more : qkv::examples::run_options("runs/seq2seq")) o.push_back(more);
-  o.insert(o.end(), {{"time-limit", "300", "seconds of training at most (checked after every epoch)"},
+  o.insert(o.end(), {{"time-limit", "", "seconds of training at most, checked after every epoch (default: 300 for dates, 900 for cmudict)"},
                      {"target", "1", "stop once the dev exact match reaches this"},
                      {"cache", "cache/cmudict", "where the cmudict task's dictionary is fetched to, or copied by hand"},
                      {"out", "", "the older name of --run"},

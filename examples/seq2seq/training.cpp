@@ -356,7 +356,8 @@ bool evaluate_and_save(State& state, qkv::examples::RunDirectory& run, Translato
   row.dev_exact = score.exact, row.dev_error_rate = score.error_rate, row.dev_bleu = score.bleu;
   state.record(run, model, optimizer, row.step, row, row.dev_exact, row.dev_exact >= state.best);
   const bool reached = row.dev_exact >= o.target;
-  const bool out_of_time = !reached && row.seconds >= o.time_limit && row.epoch < state.config.epochs;
+  const double limit = time_limit_of(o, state.config);
+  const bool out_of_time = !reached && row.seconds >= limit && row.epoch < state.config.epochs;
   int64_t stop[1] = {reached || out_of_time ? 1 : 0};
   if (o.ranks.many()) o.ranks.group->broadcast(std::span<int64_t>(stop), 0);
   if (!run.writer()) return stop[0] != 0;
@@ -366,7 +367,7 @@ bool evaluate_and_save(State& state, qkv::examples::RunDirectory& run, Translato
   if (reached) std::printf("stopped: the dev exact match reached --target %g\n", o.target);
   if (out_of_time)
     std::printf("stopped: %s of training reached --time-limit %g s\n", qkv::examples::format_duration(row.seconds).c_str(),
-                o.time_limit);
+                limit);
   std::fflush(stdout);
   return stop[0] != 0;
 }
@@ -390,6 +391,10 @@ Evaluation finish(const qkv::examples::RunDirectory& run, Translator& model, con
 }
 
 }  // namespace
+
+double time_limit_of(const TrainOptions& o, const Config& c) {
+  return o.time_limit >= 0 ? o.time_limit : c.task == "cmudict" ? 900 : 300;
+}
 
 namespace {
 

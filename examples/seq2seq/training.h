@@ -151,11 +151,15 @@ struct EpochRow {
 // stops before its epochs run out (options of each call, so that --resume may go on past a stop);
 // and how many test translations get an attention heatmap in RUN/figures.
 struct TrainOptions : qkv::examples::RunOptions {
-  double time_limit = 300;  // seconds of training, checked after each epoch
+  double time_limit = -1;   // seconds of training, checked after each epoch; below 0: the task's (time_limit_of)
   double target = 1.0;      // the dev exact match that ends training
   int64_t heatmaps = 4;
   std::string cache = "cache/cmudict";  // where the cmudict task's dictionary is fetched to
 };
+
+// The time limit of a training: the options', or the task's budget, 5 minutes for the dates and 15
+// for the dictionary.
+double time_limit_of(const TrainOptions& options, const Config& config);
 
 // Epochs until the dev exact match reaches the target, the epochs run out or the time limit has
 // passed (checked after each epoch), a line and a checkpoint per epoch; then the test scores of the
