@@ -115,22 +115,16 @@ TransformerSeq2Seq::TransformerSeq2Seq(const ModelConfig& c) {
   if (c.num_heads < 1 || c.num_hiddens % c.num_heads != 0)
     throw qkv::ValueError("TransformerSeq2Seq: hidden " + std::to_string(c.num_hiddens) +
                           " must be a positive multiple of heads " + std::to_string(c.num_heads));
-  const qkv::nn::TransformerEncoderOptions encoder{.vocab_size = c.source_vocab,
-                                                   .num_hiddens = c.num_hiddens,
-                                                   .ffn_num_hiddens = c.ffn_num_hiddens,
-                                                   .num_heads = c.num_heads,
-                                                   .num_layers = c.num_layers,
-                                                   .dropout = c.dropout,
-                                                   .max_len = kMaxPositions,
-                                                   .norm = qkv::nn::NormPlacement::Pre};
-  const qkv::nn::TransformerDecoderOptions decoder{.vocab_size = c.target_vocab,
-                                                   .num_hiddens = c.num_hiddens,
-                                                   .ffn_num_hiddens = c.ffn_num_hiddens,
-                                                   .num_heads = c.num_heads,
-                                                   .num_layers = c.num_layers,
-                                                   .dropout = c.dropout,
-                                                   .max_len = kMaxPositions,
-                                                   .norm = qkv::nn::NormPlacement::Pre};
+  // The two stacks' options: the same sizes, pre-norm (it trains without a long warm-up), positions
+  // covering the longest sequence.
+  const auto sized = [&](auto o, int64_t vocab) {
+    o.vocab_size = vocab, o.num_hiddens = c.num_hiddens, o.ffn_num_hiddens = c.ffn_num_hiddens;
+    o.num_heads = c.num_heads, o.num_layers = c.num_layers, o.dropout = c.dropout;
+    o.max_len = kMaxPositions, o.norm = qkv::nn::NormPlacement::Pre;
+    return o;
+  };
+  const auto encoder = sized(qkv::nn::TransformerEncoderOptions{}, c.source_vocab);
+  const auto decoder = sized(qkv::nn::TransformerDecoderOptions{}, c.target_vocab);
   transformer = register_module("transformer", std::make_shared<qkv::nn::Transformer>(encoder, decoder));
 }
 
