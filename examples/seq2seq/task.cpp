@@ -77,16 +77,18 @@ Metrics Task::score(const std::vector<std::string>& outputs, const std::vector<P
   for (size_t i = 0; i < pairs.size(); ++i) {
     const std::vector<std::string> out = target_symbols(outputs[i]);
     // The nearest target: the fewest edits, the first of equals.
+    std::vector<std::vector<std::string>> targets;
+    for (const std::string& t : pairs[i].targets) targets.push_back(target_symbols(t));
     int64_t best = -1;
     size_t nearest = 0;
-    for (size_t j = 0; j < pairs[i].targets.size(); ++j) {
-      const int64_t d = cmudict::edit_distance(out, target_symbols(pairs[i].targets[j]));
+    for (size_t j = 0; j < targets.size(); ++j) {
+      const int64_t d = cmudict::edit_distance(out, targets[j]);
       if (best < 0 || d < best) best = d, nearest = j;
     }
     exact += best == 0;
     errors += best;
-    length += static_cast<int64_t>(target_symbols(pairs[i].targets[nearest]).size());
-    bleu_sum += bleu(out, target_symbols(pairs[i].targets[0]), 2);
+    length += static_cast<int64_t>(targets[nearest].size());
+    bleu_sum += bleu(out, targets[0], 2);
   }
   if (m.count > 0) {
     m.exact = static_cast<double>(exact) / static_cast<double>(m.count);
