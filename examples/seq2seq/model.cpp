@@ -1,9 +1,11 @@
 #include "examples/seq2seq/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "autograd/grad_mode.h"
+#include "nn/init.h"
 #include "tensor/error.h"
 
 namespace seq2seq {
@@ -126,6 +128,13 @@ TransformerSeq2Seq::TransformerSeq2Seq(const ModelConfig& c) {
   const auto encoder = sized(qkv::nn::TransformerEncoderOptions{}, c.source_vocab);
   const auto decoder = sized(qkv::nn::TransformerDecoderOptions{}, c.target_vocab);
   transformer = register_module("transformer", std::make_shared<qkv::nn::Transformer>(encoder, decoder));
+  // The embeddings start at N(0, 1/D), as the paper's (shared with the output layer) do, so that
+  // scaled by √D they are of unit size, as the positional encoding is. At N(0, 1) the scaled
+  // embedding is √D times the positions and a letter's place is learned slowly, yet in G2P the
+  // alignment of letters to phonemes is the whole task.
+  const float std = 1.0f / std::sqrt(static_cast<float>(c.num_hiddens));
+  qkv::nn::init::normal_(transformer->encoder->embedding->weight, 0.0f, std);
+  qkv::nn::init::normal_(transformer->decoder->embedding->weight, 0.0f, std);
 }
 
 Tensor TransformerSeq2Seq::forward(const IndexTensor& src, const IndexTensor& src_valid_lens,

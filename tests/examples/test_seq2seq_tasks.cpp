@@ -75,6 +75,13 @@ TEST_CASE("seq2seq presets give each task and model its shipped sizes, and every
   CHECK(c.model.kind == "transformer");
   CHECK(c.model.target_vocab == make_task("cmudict")->target_vocab().size());
   CHECK_NOTHROW(c.validate());
+  CHECK(c.model.num_hiddens == 128);
+  CHECK(c.label_smoothing == 0.1);
+  CHECK(c.epochs == 10);
+  const Config gru = Config::preset("cmudict", "gru");
+  CHECK(gru.model.num_hiddens == 256);
+  CHECK(gru.label_smoothing == 0);
+  CHECK(gru.epochs == 8);  // its longer epochs: 8 fit in the 15 minutes
   CHECK(Config::preset("dates", "gru").model.num_hiddens == Config{}.model.num_hiddens);
   CHECK_THROWS_WITH_AS(Config::preset("cmudict", "lstm"), doctest::Contains("model (--model) is 'lstm'"),
                        qkv::ValueError);
