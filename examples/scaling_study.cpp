@@ -343,11 +343,15 @@ void attention_study(const Options& o) {
   // As in a Transformer encoder's blocks: above 8 MiB of weights, backward recomputes them.
   nn::AttentionSetup base{.num_hiddens = o.d, .num_heads = H, .max_len = o.attention_len, .dropout = 0.0f,
                           .recompute_weights_above = nn::TransformerEncoderOptions{}.recompute_weights_above};
-  nn::AttentionSetup window = base, approximate = base;
+  nn::AttentionSetup window = base, approximate = base, causal = base;
   window.attend = nn::AttentionRestriction::window(o.w);
+  causal.attend = nn::AttentionRestriction::causal();
   approximate.features = 64;
+  // Dense attention keeps no (H, n, n) tensor: the tiled kernel (tensor/kernels/attention.h) holds
+  // O(n·d) per thread, so it runs to the longest n.
   const std::vector<Mechanism> mechanisms = {
-      {"dense", "O(n^2 d): slope 2", base, "dense", largest_quadratic_n(H, 3, budget)},
+      {"dense", "O(n^2 d): slope 2", base, "dense", o.attention_len},
+      {"dense causal", "O(n^2 d / 2): slope 2", causal, "dense", o.attention_len},
       {"talking heads", "O(n^2 (d + H)): slope 2", base, "talking_heads", largest_quadratic_n(H, 8, budget)},
       {"performer m=64", "O(n m d): slope 1", approximate, "performer", o.attention_len},
       {"linformer k=64", "O(n k d): slope 1", approximate, "linformer", o.attention_len},

@@ -16,6 +16,20 @@
 namespace qkv::nn {
 namespace {
 
+// A causal restriction as valid lengths per query, min(valid length, i + 1): the keys the causal
+// mask (key j ≤ query i) would hide, in the form that lets the fused kernel skip every tile above
+// the diagonal instead of reading a (Q, K) mask. valid_lens (B), (B, Q) or undefined → (B, Q).
+IndexTensor causal_lengths(const IndexTensor& valid_lens, int64_t B, int64_t Q, int64_t K) {
+  const bool per_query = valid_lens.defined() && valid_lens.dim() == 2;
+  std::vector<int64_t> lens(static_cast<size_t>(B * Q));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < Q; ++i) {
+      const int64_t given = !valid_lens.defined() ? K : valid_lens.data()[per_query ? b * Q + i : b];
+      lens[b * Q + i] = std::min({given, i + 1, K});
+    }
+  return IndexTensor(std::move(lens), {B, Q});
+}
+
 std::string dropout_repr(float p) { return "dropout=" + std::to_string(p); }
 
 }  // namespace
@@ -92,6 +106,10 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   functional::AttentionOutput out;
   if (restriction.banded()) {
     out = attend_window(queries, keys, values, valid_lens, mask, bias);
+  } else if (fused && restriction.is_causal) {
+    // Told as lengths, the causal restriction lets the kernel skip every tile above the diagonal.
+    const auto [all_mask, all_bias] = mask_and_bias(Q, K, mask, bias, /*causal_mask=*/false);
+    out = attend(project_heads(queries, keys, values), causal_lengths(valid_lens, B, Q, K), all_mask, all_bias, keep);
   } else {
     const auto [all_mask, all_bias] = mask_and_bias(Q, K, mask, bias);
     out = attend(project_heads(queries, keys, values), valid_lens, all_mask, all_bias, keep);
@@ -206,9 +224,10 @@ functional::AttentionOutput MultiHeadAttention::attend_window(const Tensor& quer
 }
 
 std::pair<Tensor, Tensor> MultiHeadAttention::mask_and_bias(int64_t Q, int64_t K, const Tensor& mask,
-                                                          const Tensor& bias) const {
+                                                          const Tensor& bias, bool causal_mask) const {
   Tensor all_bias = bias.defined() && bias.dim() == 3 ? bias.unsqueeze(1) : bias;  // (B, Q, K): every head's
   if (const Tensor p = position_bias(Q, K); p.defined()) all_bias = all_bias.defined() ? all_bias + p : p;
+  if (restriction.is_causal && !causal_mask) return {mask, all_bias};
   return {functional::mask_and(mask, restriction.dense_mask(Q, K)), all_bias};
 }
 

@@ -146,12 +146,13 @@ class MultiHeadAttention : public ProjectedAttention {
   bool fused = true;  // dense attention on the fused op (the default) or composed (see above)
   // attention_weights (Attention's): (B, H, Q, K), or the band (B, H, T, 2w+1) with a window.
   // A forward in training mode whose (B, H, Q, K) weights take more than this many bytes keeps
-  // no attention_weights (undefined after it), and the fused op keeps no weights for backward
-  // either: it recomputes them there (functional::fused_attention's need_weights), a tensor less
-  // from forward to backward for a third product per head and the softmax again. Evaluation
-  // always keeps them. 0 (or less) recomputes always, as PyTorch's TransformerEncoderLayer, which
-  // asks its attention for no weights; the default keeps them always. The Transformer encoder sets
-  // it from its recompute_weights_above option.
+  // no attention_weights (undefined after it), and the fused op does not write them out
+  // (functional::fused_attention's need_weights). Its backward makes each tile's weights again
+  // either way (tensor/kernels/attention.h), so they are kept only to be looked at; the composed
+  // path of the reference mode keeps them in its graph regardless. Evaluation always keeps them.
+  // 0 (or less) keeps none in training, as PyTorch's TransformerEncoderLayer, which asks its
+  // attention for no weights; the default keeps them always. The Transformer encoder sets it from
+  // its recompute_weights_above option.
   int64_t recompute_weights_above = std::numeric_limits<int64_t>::max();
 
  private:
@@ -169,7 +170,10 @@ class MultiHeadAttention : public ProjectedAttention {
   Tensor position_bias(int64_t Q, int64_t K, int64_t first_query = 0) const;
   // The mask and bias of Q queries against K keys: the caller's, and this layer's restriction and
   // position bias.
-  std::pair<Tensor, Tensor> mask_and_bias(int64_t Q, int64_t K, const Tensor& mask, const Tensor& bias) const;
+  // The mask (the caller's and the restriction's; a causal one left out unless causal_mask) and the
+  // bias (the caller's and the position scheme's) of Q queries against K keys.
+  std::pair<Tensor, Tensor> mask_and_bias(int64_t Q, int64_t K, const Tensor& mask, const Tensor& bias,
+                                          bool causal_mask = true) const;
 };
 
 }  // namespace qkv::nn

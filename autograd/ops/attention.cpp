@@ -6,11 +6,15 @@
 //
 // The dropout mask is the one the composed path draws: one bernoulli_scale call over the
 // (B, H, Q, K) weights, from the same generator, so a seeded run gives the same mask either way.
-// The generator is counter-based (tensor/random.h), so each block's part of that draw can be made
-// alone, from the state the op started at: the kernel asks for a block's multipliers when it
-// needs them, in forward and again in backward, and nothing of the mask is stored (as the dropout
-// op, which draws its mask again in backward too). Stored, it would take one float per weight from
+// The generator is counter-based (tensor/random.h), so any run of that draw can be made alone,
+// from the state the op started at: the kernel asks for a tile row's multipliers when it needs
+// them, in forward and again in backward, and nothing of the mask is stored (as the dropout op,
+// which draws its mask again in backward too). Stored, it would take one float per weight from
 // forward to backward, as much memory as the weights.
+//
+// Backward keeps the forward's output and each row's log-sum-exp: the kernel makes each tile's
+// weights again from Q, K and the log-sum-exp (tensor/kernels/attention.h), or, when the caller
+// asked for the weights (need_weights), reads them, the same bits for a product per tile less.
 #include "autograd/ops/attention.h"
 
 #include <cmath>
@@ -80,14 +84,16 @@ void draw_multipliers(GeneratorState start, int64_t first, int64_t n, float p, f
   for (int64_t i = 0; i < n; ++i) out[i] *= scale;
 }
 
-// The kernels' dropout multipliers, block by block, of the draw dropout(weights, p, gen) would
-// make over the (B, H, Q, K) weights, and gen advanced past that draw; empty when p == 0.
+// The kernels' dropout multipliers, run by run, of the draw dropout(weights, p, gen) would make
+// over the (B, H, Q, K) weights, and gen advanced past that draw; empty when p == 0.
 kernels::DropoutDraw dropout_draw(const kernels::AttentionSizes& n, float p, Generator& gen) {
   if (p == 0.0f) return {};
   const GeneratorState start = gen.state();
   const int64_t TT = n.Tq * n.Tk, all = n.B * n.H * TT;
   gen.set_state({start.seed, start.offset + static_cast<uint64_t>((all + 1) / 2)});
-  return [start, TT, p](int64_t block, float* out) { draw_multipliers(start, block * TT, TT, p, out); };
+  return [start, TT, Tk = n.Tk, p](int64_t block, int64_t row, int64_t key, int64_t count, float* out) {
+    draw_multipliers(start, block * TT + row * Tk + key, count, p, out);
+  };
 }
 
 // What both ops pass the kernels besides q, k and v: the valid length of every row of scores, the
@@ -132,24 +138,26 @@ void count_products(const kernels::AttentionSizes& n, const IndexTensor& lens, i
   if (autograd::observed()) autograd::add_flops(products * 2 * kernels::attention_product_madds(n, lens_or_null(lens)));
 }
 
-// The forward kernel: → output (B, Tq, H·d) and weights (B, H, Tq, Tk), or no weights unless
-// need_weights.
-std::pair<Tensor, Tensor> run_forward(const kernels::AttentionSizes& n, kernels::HeadsView q,
-                                      kernels::HeadsView k, kernels::HeadsView v, const Extras& e,
-                                      bool need_weights) {
-  Tensor weights = need_weights ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
-  Tensor out = Tensor::empty({n.B, n.Tq, n.H * n.d});
+// What the forward kernel gives: the output (B, Tq, H·d), each row's log-sum-exp (B, H, Tq), and
+// the weights (B, H, Tq, Tk) when asked for.
+struct Forward {
+  Tensor out, lse, weights;
+};
+
+Forward run_forward(const kernels::AttentionSizes& n, kernels::HeadsView q, kernels::HeadsView k,
+                    kernels::HeadsView v, const Extras& e, bool need_weights) {
+  Forward f{Tensor::empty({n.B, n.Tq, n.H * n.d}), Tensor::empty({n.B, n.H, n.Tq}),
+            need_weights ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor()};
   kernels::attention_forward(n, q, k, v, lens_or_null(e.lens), scores_view(e.mask), scores_view(e.bias),
-                             e.keep, data_or_null(weights), out.data());
+                             e.keep, f.out.data(), f.lse.data(), data_or_null(f.weights));
   count_products(n, e.lens, 2);  // S = Q·Kᵀ and O = P'·V
-  return {out, weights};
+  return f;
 }
 
-// What backward reads: the heads, then the forward's weights or, when it did not keep them, the
-// mask and bias to make them again (tensor/kernels/attention.h), in that order.
-std::vector<Tensor> saved_tensors(std::vector<Tensor> heads, const Tensor& weights, const Extras& e) {
-  const bool kept = weights.defined();
-  heads.insert(heads.end(), {weights, kept ? Tensor() : e.mask, kept ? Tensor() : e.bias});
+// What backward reads: the heads, then the output, the log-sum-exps, the weights (undefined unless
+// the forward wrote them), the mask and the bias, in that order.
+std::vector<Tensor> saved_tensors(std::vector<Tensor> heads, const Forward& f, const Extras& e) {
+  heads.insert(heads.end(), {f.out, f.lse, f.weights, e.mask, e.bias});
   return heads;
 }
 
@@ -159,7 +167,8 @@ std::vector<Tensor> saved_tensors(std::vector<Tensor> heads, const Tensor& weigh
 Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const kernels::DropoutDraw& keep,
                const Tensor& g, const BackwardContext& ctx) {
   const Tensor &q = ctx.saved[0], &k = ctx.saved[1], &v = ctx.saved[2];
-  const Tensor &weights = ctx.saved[3], &mask = ctx.saved[4], &bias = ctx.saved[5];
+  const Tensor &out = ctx.saved[3], &lse = ctx.saved[4], &weights = ctx.saved[5], &mask = ctx.saved[6],
+               &bias = ctx.saved[7];
   const Tensor gc = g.contiguous();
   const auto buffer = [&](size_t input, int64_t T) {
     return ctx.needs[input] ? Tensor::empty({n.B, T, n.H, n.d}) : Tensor();
@@ -167,10 +176,11 @@ Grads backward(const kernels::AttentionSizes& n, const IndexTensor& lens, const 
   Tensor dq = buffer(0, n.Tq), dk = buffer(1, n.Tk), dv = buffer(2, n.Tk);
   Tensor dbias = ctx.needs[3] ? Tensor::empty({n.B, n.H, n.Tq, n.Tk}) : Tensor();
   kernels::attention_backward(n, heads_view(q), heads_view(k), heads_view(v), lens_or_null(lens),
-                              scores_view(mask), scores_view(bias), data_or_null(weights), keep, gc.data(),
+                              scores_view(mask), scores_view(bias), keep, out.data(), lse.data(),
+                              data_or_null(weights), gc.data(),
                               {data_or_null(dq), data_or_null(dk), data_or_null(dv), data_or_null(dbias)});
-  // dP' = dO·Vᵀ always, then dV, dQ and dK for the inputs that need them: each a product of the
-  // size of one forward product; and Q·Kᵀ again when the weights are recomputed.
+  // Q·Kᵀ again unless the weights were kept, dP' = dO·Vᵀ always, then dV, dQ and dK for the inputs
+  // that need them: each a product of the size of one forward product.
   int64_t products = weights.defined() ? 1 : 2;
   for (size_t input = 0; input < 3; ++input) products += ctx.needs[input] ? 1 : 0;
   count_products(n, lens, products);
@@ -197,7 +207,8 @@ PackedHeads packed_heads(const Tensor& qkv, const kernels::AttentionSizes& n) {
 // (B, T, 3·H·d) buffer fewer while every earlier layer's activations are still alive.
 Grads backward_packed(const kernels::AttentionSizes& n, const IndexTensor& lens,
                       const kernels::DropoutDraw& keep, const Tensor& g, const BackwardContext& ctx) {
-  const Tensor &qkv = ctx.saved[0], &weights = ctx.saved[1], &mask = ctx.saved[2], &bias = ctx.saved[3];
+  const Tensor &qkv = ctx.saved[0], &out = ctx.saved[1], &lse = ctx.saved[2], &weights = ctx.saved[3],
+               &mask = ctx.saved[4], &bias = ctx.saved[5];
   const int64_t D = n.H * n.d;
   const Tensor gc = g.contiguous();
   const bool over_qkv = ctx.needs[0] && ctx.saved_freed_after && qkv.storage().use_count() == 1;
@@ -206,10 +217,10 @@ Grads backward_packed(const kernels::AttentionSizes& n, const IndexTensor& lens,
   float* d = data_or_null(dqkv);
   const PackedHeads h = packed_heads(qkv, n);
   kernels::attention_backward(
-      n, h.q, h.k, h.v, lens_or_null(lens), scores_view(mask), scores_view(bias), data_or_null(weights), keep,
-      gc.data(),
+      n, h.q, h.k, h.v, lens_or_null(lens), scores_view(mask), scores_view(bias), keep, out.data(), lse.data(),
+      data_or_null(weights), gc.data(),
       {d, d ? d + D : nullptr, d ? d + 2 * D : nullptr, data_or_null(dbias), 3 * D, over_qkv});
-  // dP' = dO·Vᵀ, then dV, dQ and dK; and Q·Kᵀ again when the weights are recomputed.
+  // Q·Kᵀ again unless the weights were kept, dP' = dO·Vᵀ, then dV, dQ and dK.
   count_products(n, lens, (d ? 4 : 1) + (weights.defined() ? 0 : 1));
   return {dqkv, dbias};
 }
@@ -264,13 +275,13 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
   const autograd::Op op("fused_attention");
   const Tensor qs = unit_last_stride(q), ks = unit_last_stride(k), vs = unit_last_stride(v);
   const Extras e = extras(n, std::move(lens), mask, bias, dropout_p, gen);
-  auto [out, weights] = run_forward(n, heads_view(qs), heads_view(ks), heads_view(vs), e, need_weights);
+  const Forward f = run_forward(n, heads_view(qs), heads_view(ks), heads_view(vs), e, need_weights);
   Tensor recorded =
-      op.record(out, {qs, ks, vs, e.bias}, saved_tensors({qs, ks, vs}, weights, e),
+      op.record(f.out, {qs, ks, vs, e.bias}, saved_tensors({qs, ks, vs}, f, e),
                        [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
                          return backward(n, lens, keep, g, ctx);
                        });
-  return {recorded, weights};
+  return {recorded, f.weights};
 }
 
 FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const IndexTensor& valid_lens,
@@ -286,13 +297,13 @@ FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const In
   const Tensor x = qkv.contiguous();
   const Extras e = extras(n, std::move(lens), mask, bias, dropout_p, gen);
   const PackedHeads h = packed_heads(x, n);
-  auto [out, weights] = run_forward(n, h.q, h.k, h.v, e, need_weights);
+  const Forward f = run_forward(n, h.q, h.k, h.v, e, need_weights);
   Tensor recorded =
-      op.record(out, {x, e.bias}, saved_tensors({x}, weights, e),
+      op.record(f.out, {x, e.bias}, saved_tensors({x}, f, e),
                        [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
                          return backward_packed(n, lens, keep, g, ctx);
                        });
-  return {recorded, weights};
+  return {recorded, f.weights};
 }
 
 }  // namespace qkv

@@ -98,26 +98,29 @@ AttentionOutput scaled_dot_product_attention(const Tensor& queries, const Tensor
                                              float dropout_p = 0.0f);
 
 // Multi-head scaled dot-product attention as one fused op, forward and backward: the computation
-// of scaled_dot_product_attention on 4-d heads, followed by merging the heads, without the per-head
-// copies and the separate softmax and dropout passes (tensor/kernels/attention.h explains the fusion
-// and its backward; Dao et al. 2022, "FlashAttention", for the idea). It gives the same values and
-// gradients to float32 rounding, and draws the same dropout mask from the same generator.
+// of scaled_dot_product_attention on 4-d heads, followed by merging the heads, in tiles with an
+// online softmax, without the per-head copies, the (B, H, Q, K) scores or the separate softmax and
+// dropout passes (tensor/kernels/attention.h derives it; Dao et al. 2022, "FlashAttention"). It
+// gives the same values and gradients to float32 rounding, and draws the same dropout mask from
+// the same generator.
 //   queries (B, H, Q, d), keys (B, H, K, d), values (B, H, K, d): any strides, so the heads of a
 //   (B, T, H·d) projection, x.view({B, T, H, d}).permute({0, 2, 1, 3}), are read in place
 //   valid_lens, mask, bias: as for scaled_dot_product_attention (3-d masks and biases are shared by
-//   the heads); the bias may require grad
+//   the heads); the bias may require grad. Lengths per query ((B, Q)) bound the work: a tile of
+//   queries stops at the last key any of them sees, so a causal restriction told as lengths
+//   (i + 1 for query i) skips every tile above the diagonal, where a causal mask is read whole.
 //   → output (B, Q, H·d), the heads side by side (d2l's transpose_output done); weights
 //     (B, H, Q, K) before dropout, detached: the op's backward does not go through them
 // gen: the generator of the dropout mask, default_generator() when null.
 // In the reference mode (tensor/reference_mode.h) it runs its composed reference instead:
 // composed_attention on the heads, then the heads merged (qkv::fused_attention_reference).
 // need_weights: false returns no weights (as PyTorch's multi_head_attention_forward with
-// need_weights=False). Then nothing of the weights is kept for backward either: it recomputes them
-// from the queries and keys, as FlashAttention does (a third product per head, the forward's
-// Q·Kᵀ, for a (B, H, Q, K) tensor less in memory); the output and gradients are the same to the bit.
-// The graph then keeps the mask and bias instead (views of the caller's, so nothing new unless a
-// bias was made for this call), and changing them in place before backward is an error, as for
-// any tensor a backward reads.
+// need_weights=False), and the (B, H, Q, K) tensor is never made. Backward keeps the output and a
+// log-sum-exp per query and makes each tile's weights again from the queries and keys, as
+// FlashAttention does, whether or not the forward returned them: the output and gradients are the
+// same to the bit either way. The graph keeps the mask and bias too (views of the caller's, so
+// nothing new unless a bias was made for this call), and changing them in place before backward is
+// an error, as for any tensor a backward reads.
 AttentionOutput fused_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                 const IndexTensor& valid_lens = IndexTensor(), const Tensor& mask = Tensor(),
                                 const Tensor& bias = Tensor(), float dropout_p = 0.0f,

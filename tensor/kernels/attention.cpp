@@ -1,241 +1,318 @@
-// The fused attention kernels: attention.h has the equations and how the work is split.
+// The tiled attention kernels: attention.h has the equations, the online softmax and how the work
+// is split.
 #include "tensor/kernels/attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "tensor/kernels/gemm.h"
 #include "tensor/kernels/parallel.h"
-#include "tensor/kernels/softmax.h"
+#include "tensor/kernels/vecmath.h"
 #include "tensor/storage.h"
 
 namespace qkv::kernels {
 namespace {
 
-// Calls block(i, scratch) for every block i in [0, blocks), the blocks handed out to the threads of
-// parallel.h's pool (a free thread takes the next block not started). Each thread gets its own
-// `per_thread` floats of scratch, allocated once per call, uninitialized (every buffer in it is
-// written before it is read), from the tensors' caching allocator (Scratch, tensor/storage.h): at long
-// sequences a call needs several (Tq, Tk) buffers per thread, tens of MiB, and a fresh zeroed vector
-// of that size cost a page fault per 4 KiB page and a memset at every call, which grew faster than
-// the n² work itself (docs/efficient_attention.md).
-// Inside a block, gemm and the softmax kernels see that they run in a task and stay on the
-// calling thread.
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Calls task(i, scratch) for every task i in [0, tasks), handed out to the threads of parallel.h's
+// pool (a free thread takes the next task not started). Each thread gets its own `per_thread`
+// floats of scratch, allocated once per call from the tensors' caching allocator (Scratch,
+// tensor/storage.h), uninitialized: every buffer in it is written before it is read. Inside a
+// task, gemm sees that it runs in one and stays on the calling thread.
 template <class F>
-void for_each_block(int64_t blocks, int64_t work, int64_t per_thread, F&& block) {
-  const bool parallel = blocks > 1 && get_num_threads() > 1 && work >= kMinParallelWork && !in_parallel_task();
+void for_each_task(int64_t tasks, int64_t work, int64_t per_thread, F&& task) {
+  const bool parallel = tasks > 1 && get_num_threads() > 1 && work >= kMinParallelWork && !in_parallel_task();
   const int threads = parallel ? get_num_threads() : 1;
   Scratch scratch(threads * per_thread);
-  parallel_tasks(blocks, threads, work, [&](int64_t i, int worker) { block(i, scratch.data() + worker * per_thread); });
+  parallel_tasks(tasks, threads, work, [&](int64_t i, int worker) { task(i, scratch.data() + worker * per_thread); });
 }
 
 // The first element of head h of batch b.
 const float* head_of(const HeadsView& x, int64_t b, int64_t h) { return x.data + b * x.batch + h * x.head; }
 
-// The scores of block (b, h), s (Tq, Tk) holding Q_bh K_bhᵀ on entry: divided by √d, the bias
-// added, and -inf where the mask hides a key. This is the composed path's scores / √d, + bias and
-// where(mask, scores, -inf) in that order, so the values agree with it to the bit; masked_softmax
-// then treats -inf like a key past the valid length.
-// Only the first `visible` columns are touched: the softmax reads no further.
-void finish_scores(const AttentionSizes& n, int64_t b, int64_t h, int64_t visible, ScoresView mask,
-                   ScoresView bias, float* s) {
+int64_t tiles(int64_t n, int64_t tile) { return (n + tile - 1) / tile; }
+
+// Where the rows of one block and one query tile are: block b·H + h, rows [i0, i0 + rows).
+struct Tile {
+  int64_t block, b, h, i0, rows;
+};
+
+// The keys row i of a block sees: [0, visible).
+int64_t row_visible(const AttentionSizes& n, const int64_t* lens, int64_t block, int64_t i) {
+  return lens ? std::clamp<int64_t>(lens[block * n.Tq + i], 0, n.Tk) : n.Tk;
+}
+
+// The keys any row of tile t sees: past this, no key tile is visited.
+int64_t tile_visible(const AttentionSizes& n, const int64_t* lens, const Tile& t) {
+  int64_t most = 0;
+  for (int64_t r = 0; r < t.rows; ++r) most = std::max(most, row_visible(n, lens, t.block, t.i0 + r));
+  return most;
+}
+
+// Lane reductions over a row: kLanes partial results combined in a tree, a fixed order (each value
+// in lane j % kLanes) that the compiler vectorizes. A row is read `width` wide, cols rounded up to
+// a multiple of kLanes, the columns past cols -inf: a row's values sit in the same lanes whatever
+// the tile's width, and a group of -inf adds exactly 0, so a row's sums do not depend on how many
+// keys the other rows of its tile see (Determinism).
+constexpr int64_t kLanes = 16;
+static_assert(kKeyTile % kLanes == 0);
+
+int64_t lane_width(int64_t cols) { return (cols + kLanes - 1) / kLanes * kLanes; }
+
+// The scores of query tile t against keys [j0, j0 + cols), s (rows, kKeyTile): S = Q Kᵀ, divided
+// by √d, the bias added, and -inf where the mask hides a key, where a row's valid length ends, and
+// in the columns from cols to lane_width(cols). The division, addition and mask come in the
+// composed path's order (scores / √d, + bias, where(mask, scores, -inf)).
+void tile_scores(const AttentionSizes& n, const Tile& t, int64_t j0, int64_t cols, HeadsView q, HeadsView k,
+                 const int64_t* lens, ScoresView mask, ScoresView bias, float* s) {
+  gemm(false, true, t.rows, cols, n.d, 1.0f, head_of(q, t.b, t.h) + t.i0 * q.row, q.row,
+       head_of(k, t.b, t.h) + j0 * k.row, k.row, 0.0f, s, kKeyTile);
   const float root_d = std::sqrt(static_cast<float>(n.d));
-  const float* bias_bh = bias.data ? bias.data + b * bias.batch + h * bias.head : nullptr;
-  const float* mask_bh = mask.data ? mask.data + b * mask.batch + h * mask.head : nullptr;
-  // One simple loop per step, so that each vectorizes.
-  for (int64_t i = 0; i < n.Tq; ++i) {
-    float* row = s + i * n.Tk;
-    for (int64_t j = 0; j < visible; ++j) row[j] /= root_d;
-  }
-  for (int64_t i = 0; bias_bh && i < n.Tq; ++i) {
-    const float* bias_row = bias_bh + i * bias.row;
-    float* row = s + i * n.Tk;
-    for (int64_t j = 0; j < visible; ++j) row[j] += bias_row[j * bias.col];
-  }
-  for (int64_t i = 0; mask_bh && i < n.Tq; ++i) {
-    const float* mask_row = mask_bh + i * mask.row;
-    float* row = s + i * n.Tk;
-    for (int64_t j = 0; j < visible; ++j)
-      if (mask_row[j * mask.col] == 0.0f) row[j] = -std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < t.rows; ++r) {
+    float* row = s + r * kKeyTile;
+    const int64_t i = t.i0 + r;
+    for (int64_t j = 0; j < cols; ++j) row[j] /= root_d;
+    if (bias.data) {
+      const float* b = bias.data + t.b * bias.batch + t.h * bias.head + i * bias.row + j0 * bias.col;
+      for (int64_t j = 0; j < cols; ++j) row[j] += b[j * bias.col];
+    }
+    if (mask.data) {
+      const float* m = mask.data + t.b * mask.batch + t.h * mask.head + i * mask.row + j0 * mask.col;
+      for (int64_t j = 0; j < cols; ++j)
+        if (m[j * mask.col] == 0.0f) row[j] = kNegInf;
+    }
+    const int64_t seen = std::clamp<int64_t>(row_visible(n, lens, t.block, i) - j0, 0, cols);
+    std::fill(row + seen, row + lane_width(cols), kNegInf);
   }
 }
 
-// The keys block `block` can see: past the longest valid length of its rows every weight is 0, so
-// those keys take no part in any product. Padding makes this a large share of a batch of sentences
-// of mixed lengths (the tagger's bench: lengths T/2 .. T, a quarter of the keys on average).
-int64_t visible_keys(const AttentionSizes& n, const int64_t* lens, int64_t block) {
-  if (!lens || n.Tq == 0) return n.Tk;
-  const int64_t* row = lens + block * n.Tq;
-  return std::clamp<int64_t>(*std::max_element(row, row + n.Tq), 0, n.Tk);
-}
-
-// The weights P of block b·H + h, (Tq, Tk) into p: S = Q_bh K_bhᵀ over the tv visible keys into
-// the scratch s (Kᵀ is read through the GEMM's packing, not copied), finished as finish_scores
-// says, and its masked softmax. The forward and a backward that did not keep P both call this, so
-// the weights backward recomputes are the forward's to the bit.
-void block_weights(const AttentionSizes& n, int64_t block, int64_t tv, HeadsView q, HeadsView k,
-                   const int64_t* lens, ScoresView mask, ScoresView bias, float* s, float* p) {
-  const int64_t b = block / n.H, h = block % n.H;
-  gemm(false, true, n.Tq, tv, n.d, 1.0f, head_of(q, b, h), q.row, head_of(k, b, h), k.row, 0.0f, s, n.Tk);
-  finish_scores(n, b, h, tv, mask, bias, s);
-  masked_softmax_forward(n.Tq, n.Tk, s, lens ? lens + block * n.Tq : nullptr, p);
-}
-
-// Zeros rows [from, to) of a head's d columns in a gradient whose rows are `row` floats apart,
-// starting at `head`.
-void zero_rows(float* head, int64_t from, int64_t to, int64_t d, int64_t row) {
-  for (int64_t t = from; t < to; ++t) std::fill(head + t * row, head + t * row + d, 0.0f);
-}
-
-// Cuts one thread's scratch into consecutive buffers: take(n) is the next n floats, or null when
-// n is 0. On a null base it hands out nulls and only counts: used() is then the scratch's size.
-class Cutter {
- public:
-  explicit Cutter(float* base) : base_(base) {}
-  float* take(int64_t n) {
-    float* p = base_ && n > 0 ? base_ + used_ : nullptr;
-    used_ += n;
-    return p;
+// The maximum of a row `width` wide.
+float row_max(const float* x, int64_t width) {
+  float lanes[kLanes];
+  for (int64_t i = 0; i < kLanes; ++i) lanes[i] = kNegInf;
+  for (int64_t k = 0; k < width; k += kLanes) {
+#pragma omp simd
+    for (int64_t i = 0; i < kLanes; ++i) lanes[i] = x[k + i] > lanes[i] ? x[k + i] : lanes[i];
   }
-  int64_t used() const { return used_; }
-
- private:
-  float* base_;
-  int64_t used_ = 0;
-};
-
-// A forward block's buffers in its thread's scratch at `base`, (Tq, Tk) floats each, or null when
-// the call needs none; `floats` is their total (forward_scratch(nullptr, ...) only counts).
-struct ForwardScratch {
-  float* scores;   // S, then the dropped-out weights P' = P ∘ keep
-  float* keep;     // the block's dropout multipliers; without dropout, none
-  float* weights;  // P, when the caller keeps no weights to write it to
-  int64_t floats;
-};
-
-ForwardScratch forward_scratch(float* base, const AttentionSizes& n, bool dropout, bool caller_weights) {
-  const int64_t TT = n.Tq * n.Tk;
-  Cutter cut(base);
-  ForwardScratch s{};
-  s.scores = cut.take(TT);
-  s.keep = cut.take(dropout ? TT : 0);
-  s.weights = cut.take(caller_weights ? 0 : TT);
-  s.floats = cut.used();
-  return s;
+  for (int64_t w = kLanes / 2; w >= 1; w /= 2)
+    for (int64_t i = 0; i < w; ++i) lanes[i] = lanes[i + w] > lanes[i] ? lanes[i + w] : lanes[i];
+  return lanes[0];
 }
 
-// A backward block's buffers, (Tq, Tk) floats each unless said, or null when the call needs none.
+// x ← e^(x − m) in place over a row `width` wide, -inf to exactly 0 (vexp alone never returns 0); returns the sum. With
+// m = -inf (nothing visible so far) every visible x is NaN or +inf, and so is the result: NaN in,
+// NaN out, as the composed masked softmax gives.
+float exp_row(float* x, float m, int64_t width) {
+  float lanes[kLanes] = {};
+  for (int64_t k = 0; k < width; k += kLanes) {
+#pragma omp simd
+    for (int64_t i = 0; i < kLanes; ++i) {
+      const float e = x[k + i] == kNegInf ? 0.0f : vexp(x[k + i] - m);
+      x[k + i] = e;
+      lanes[i] += e;
+    }
+  }
+  for (int64_t w = kLanes / 2; w >= 1; w /= 2)
+    for (int64_t i = 0; i < w; ++i) lanes[i] += lanes[i + w];
+  return lanes[0];
+}
+
+// p ← p ∘ keep for the tile's rows and first cols keys, the multipliers drawn for them.
+void apply_dropout(const DropoutDraw& keep, const Tile& t, int64_t j0, int64_t cols, float* p, float* buffer) {
+  for (int64_t r = 0; r < t.rows; ++r) {
+    keep(t.block, t.i0 + r, j0, cols, buffer);
+    float* row = p + r * kKeyTile;
+    for (int64_t j = 0; j < cols; ++j) row[j] *= buffer[j];
+  }
+}
+
+// A row's weights from its finished scores, in place: P = e^(S − L) over `count` keys, 0 where S
+// is -inf or the row sees nothing (L = -inf), NaN throughout when L is NaN. The forward's weights
+// and backward's recomputed ones both come from here, so they are the same bits.
+void weights_row(float* row, int64_t count, float L) {
+  for (int64_t j = 0; j < count; ++j)
+    row[j] = L == kNegInf || row[j] == kNegInf ? (std::isnan(L) ? L : 0.0f) : vexp_nonpositive(row[j] - L);
+}
+
+// One query tile's forward: the online softmax of attention.h over the key tiles it sees; writes
+// its rows of out and lse, and of weights when given.
+void forward_tile(const AttentionSizes& n, const Tile& t, HeadsView q, HeadsView k, HeadsView v,
+                  const int64_t* lens, ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* out,
+                  float* lse, float* weights, float* scratch) {
+  float* s = scratch;                        // (rows, kKeyTile) scores, then e^(s − m')
+  float* o = s + kQueryTile * kKeyTile;      // (rows, d) the unnormalized output
+  float* m = o + kQueryTile * n.d;           // (rows) running maximum
+  float* l = m + kQueryTile;                 // (rows) running sum
+  float* buffer = l + kQueryTile;            // (kKeyTile) dropout multipliers of a row
+  std::fill(o, o + t.rows * n.d, 0.0f);
+  std::fill(m, m + t.rows, kNegInf);
+  std::fill(l, l + t.rows, 0.0f);
+  const int64_t visible = tile_visible(n, lens, t), D = n.H * n.d;
+  const float* v_bh = head_of(v, t.b, t.h);
+  float* w = weights ? weights + (t.block * n.Tq + t.i0) * n.Tk : nullptr;
+  for (int64_t j0 = 0; j0 < visible; j0 += kKeyTile) {
+    const int64_t cols = std::min(kKeyTile, visible - j0), width = lane_width(cols);
+    tile_scores(n, t, j0, cols, q, k, lens, mask, bias, s);
+    for (int64_t r = 0; w && r < t.rows; ++r)  // the finished scores, made weights at the end
+      std::copy(s + r * kKeyTile, s + r * kKeyTile + cols, w + r * n.Tk + j0);
+    for (int64_t r = 0; r < t.rows; ++r) {
+      const float m_new = std::max(m[r], row_max(s + r * kKeyTile, width));
+      // α = e^(m − m'): 1 while nothing changes (also while both are -inf), 0 from an empty start.
+      const float alpha = m_new == m[r] ? 1.0f : vexp_nonpositive(m[r] - m_new);
+      l[r] = alpha * l[r] + exp_row(s + r * kKeyTile, m_new, width);
+      m[r] = m_new;
+      if (alpha != 1.0f)
+        for (int64_t c = 0; c < n.d; ++c) o[r * n.d + c] *= alpha;
+    }
+    if (keep) apply_dropout(keep, t, j0, cols, s, buffer);
+    gemm(false, false, t.rows, n.d, cols, 1.0f, s, kKeyTile, v_bh + j0 * v.row, v.row, 1.0f, o, n.d);
+  }
+  for (int64_t r = 0; r < t.rows; ++r) {
+    const int64_t i = t.i0 + r;
+    // l = 0: the row saw nothing, its output is 0 (masked_softmax's empty row); l NaN stays NaN.
+    const float inv = l[r] == 0.0f ? 0.0f : 1.0f / l[r];
+    float* out_row = out + (t.b * n.Tq + i) * D + t.h * n.d;
+    for (int64_t c = 0; c < n.d; ++c) out_row[c] = o[r * n.d + c] * inv;
+    lse[t.block * n.Tq + i] = l[r] == 0.0f ? kNegInf : m[r] + std::log(l[r]);
+  }
+  for (int64_t r = 0; w && r < t.rows; ++r) {  // 0 past the keys the tile visited
+    weights_row(w + r * n.Tk, visible, lse[t.block * n.Tq + t.i0 + r]);
+    std::fill(w + r * n.Tk + visible, w + (r + 1) * n.Tk, 0.0f);
+  }
+}
+
+// A backward block's buffers in its thread's scratch.
 struct BackwardScratch {
-  float* dp;       // dP' = dO·Vᵀ, then dP = dP' ∘ keep
-  float* dropped;  // P' = P ∘ keep; first S, while P is recomputed
-  float* ds;       // dS, unless it goes to the caller's gradient of the scores
-  float* keep;     // the block's dropout multipliers
-  float* weights;  // P, recomputed, when the forward kept none
-  float* dq;       // (Tq, d): dQ while Q is still read (gradients written over the inputs)
+  float *p, *dp, *buffer;  // (kQueryTile, kKeyTile) P then P ∘ keep; dP then dS; a row's multipliers
+  float *dk, *dv;          // (kKeyTile, d) one key tile's accumulated gradients
+  float *dq, *D;           // (Tq, d) the block's dQ; (Tq) rowsum(dO ∘ O)
   int64_t floats;
 };
 
-BackwardScratch backward_scratch(float* base, const AttentionSizes& n, bool dropout, bool weights_given,
-                                 const AttentionGrads& grads) {
-  const int64_t TT = n.Tq * n.Tk;
-  Cutter cut(base);
+BackwardScratch backward_scratch(float* base, const AttentionSizes& n) {
   BackwardScratch s{};
-  s.dp = cut.take(TT);
-  s.dropped = cut.take(TT);
-  s.ds = cut.take(TT);  // taken even when dscores is given, so that the others keep their places
-  s.keep = cut.take(dropout ? TT : 0);
-  s.weights = cut.take(weights_given ? 0 : TT);
-  s.dq = cut.take(grads.over_inputs ? n.Tq * n.d : 0);
-  s.floats = cut.used();
+  float* at = base;
+  const auto take = [&](int64_t count) {
+    float* p = base ? at : nullptr;
+    at += count;
+    return p;
+  };
+  s.p = take(kQueryTile * kKeyTile), s.dp = take(kQueryTile * kKeyTile), s.buffer = take(kKeyTile);
+  s.dk = take(kKeyTile * n.d), s.dv = take(kKeyTile * n.d);
+  s.dq = take(n.Tq * n.d), s.D = take(n.Tq);
+  s.floats = at - base;
   return s;
+}
+
+// Copies a tile's rows [0, rows) of d floats from src (rows d apart) into dst (rows `row` apart).
+void store_rows(const float* src, int64_t rows, int64_t d, float* dst, int64_t row) {
+  for (int64_t r = 0; r < rows; ++r) std::copy(src + r * d, src + (r + 1) * d, dst + r * row);
+}
+
+// One block's backward (attention.h): for each key tile, the query tiles that see it.
+void backward_block(const AttentionSizes& n, int64_t block, HeadsView q, HeadsView k, HeadsView v,
+                    const int64_t* lens, ScoresView mask, ScoresView bias, const DropoutDraw& keep,
+                    const float* out, const float* lse, const float* weights, const float* dout,
+                    const AttentionGrads& grads, const BackwardScratch& s) {
+  const int64_t b = block / n.H, h = block % n.H, D = n.H * n.d, G = grads.row ? grads.row : D;
+  const float inv_root_d = 1.0f / std::sqrt(static_cast<float>(n.d));
+  const float* dout_bh = dout + b * n.Tq * D + h * n.d;
+  const float* L = lse + block * n.Tq;
+  int64_t visible = 0;  // the keys any row sees
+  for (int64_t i = 0; i < n.Tq; ++i) {
+    const float *o = out + (b * n.Tq + i) * D + h * n.d, *g = dout_bh + i * D;
+    float sum = 0.0f;
+    for (int64_t c = 0; c < n.d; ++c) sum += g[c] * o[c];
+    s.D[i] = sum;
+    visible = std::max(visible, row_visible(n, lens, block, i));
+  }
+  std::fill(s.dq, s.dq + n.Tq * n.d, 0.0f);
+  if (grads.dscores) std::fill(grads.dscores + block * n.Tq * n.Tk, grads.dscores + (block + 1) * n.Tq * n.Tk, 0.0f);
+  const float *q_bh = head_of(q, b, h), *k_bh = head_of(k, b, h), *v_bh = head_of(v, b, h);
+  for (int64_t j0 = 0; j0 < n.Tk; j0 += kKeyTile) {
+    const int64_t cols = std::min(kKeyTile, n.Tk - j0);
+    std::fill(s.dk, s.dk + cols * n.d, 0.0f);
+    std::fill(s.dv, s.dv + cols * n.d, 0.0f);
+    for (int64_t i0 = 0; j0 < visible && i0 < n.Tq; i0 += kQueryTile) {
+      const Tile t{block, b, h, i0, std::min(kQueryTile, n.Tq - i0)};
+      const int64_t seen = std::min(cols, tile_visible(n, lens, t) - j0);  // keys of the tile this one sees
+      if (seen <= 0) continue;
+      if (weights) {  // the forward's P, made by the same formula from the same scores: the same bits
+        for (int64_t r = 0; r < t.rows; ++r) {
+          const float* w = weights + (block * n.Tq + i0 + r) * n.Tk + j0;
+          std::copy(w, w + seen, s.p + r * kKeyTile);
+        }
+      } else {
+        tile_scores(n, t, j0, seen, q, k, lens, mask, bias, s.p);
+        for (int64_t r = 0; r < t.rows; ++r) weights_row(s.p + r * kKeyTile, seen, L[i0 + r]);
+      }
+      const float* dout_i = dout_bh + i0 * D;
+      // dP' = dO Vᵀ: (rows, d)·(d, seen)
+      gemm(false, true, t.rows, seen, n.d, 1.0f, dout_i, D, v_bh + j0 * v.row, v.row, 0.0f, s.dp, kKeyTile);
+      // dS = P ∘ (dP' ∘ keep − D); then P ← P ∘ keep for dV. (The multipliers are drawn once per row.)
+      for (int64_t r = 0; r < t.rows; ++r) {
+        float *p = s.p + r * kKeyTile, *dp = s.dp + r * kKeyTile;
+        const float Di = s.D[i0 + r];
+        if (keep) {
+          keep(block, i0 + r, j0, seen, s.buffer);
+          for (int64_t j = 0; j < seen; ++j) dp[j] = p[j] * (dp[j] * s.buffer[j] - Di), p[j] *= s.buffer[j];
+        } else {
+          for (int64_t j = 0; j < seen; ++j) dp[j] = p[j] * (dp[j] - Di);
+        }
+        if (grads.dscores) std::copy(dp, dp + seen, grads.dscores + (block * n.Tq + i0 + r) * n.Tk + j0);
+      }
+      // dV_j += (P ∘ keep)ᵀ dO: (seen, rows)·(rows, d)
+      if (grads.dv) gemm(true, false, seen, n.d, t.rows, 1.0f, s.p, kKeyTile, dout_i, D, 1.0f, s.dv, n.d);
+      // dQ_i += dS K_j / √d: (rows, seen)·(seen, d);   dK_j += dSᵀ Q_i / √d: (seen, rows)·(rows, d)
+      if (grads.dq)
+        gemm(false, false, t.rows, n.d, seen, inv_root_d, s.dp, kKeyTile, k_bh + j0 * k.row, k.row, 1.0f,
+             s.dq + i0 * n.d, n.d);
+      if (grads.dk)
+        gemm(true, false, seen, n.d, t.rows, inv_root_d, s.dp, kKeyTile, q_bh + i0 * q.row, q.row, 1.0f, s.dk, n.d);
+    }
+    // No product reads K_j or V_j again: their gradients may be written (over them, too).
+    if (grads.dk) store_rows(s.dk, cols, n.d, grads.dk + b * n.Tk * G + h * n.d + j0 * G, G);
+    if (grads.dv) store_rows(s.dv, cols, n.d, grads.dv + b * n.Tk * G + h * n.d + j0 * G, G);
+  }
+  if (grads.dq) store_rows(s.dq, n.Tq, n.d, grads.dq + b * n.Tq * G + h * n.d, G);
 }
 
 }  // namespace
 
 void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                       ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* weights,
-                       float* out) {
-  const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
-  const auto scratch = [&](float* base) { return forward_scratch(base, n, bool(keep), weights != nullptr); };
-  for_each_block(blocks, blocks * TT * (2 * n.d + 8), scratch(nullptr).floats, [&](int64_t block, float* base) {
-    const ForwardScratch s = scratch(base);
-    const int64_t b = block / n.H, h = block % n.H;
-    float* p = weights ? weights + block * TT : s.weights;
-    const int64_t tv = visible_keys(n, lens, block);
-    block_weights(n, block, tv, q, k, lens, mask, bias, s.scores, p);
-    const float* dropped = p;
-    if (keep) {  // P' = P ∘ keep, the product the composed dropout forms
-      keep(block, s.keep);
-      for (int64_t i = 0; i < TT; ++i) s.scores[i] = p[i] * s.keep[i];
-      dropped = s.scores;
-    }
-    // O_bh = P' V_bh: (Tq, tv)·(tv, d), written into head h's columns of the merged (B, Tq, H·d).
-    gemm(false, false, n.Tq, n.d, tv, 1.0f, dropped, n.Tk, head_of(v, b, h), v.row, 0.0f,
-         out + b * n.Tq * D + h * n.d, D);
+                       ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* out, float* lse,
+                       float* weights) {
+  const int64_t query_tiles = tiles(n.Tq, kQueryTile), tasks = n.B * n.H * query_tiles;
+  const int64_t per_thread = kQueryTile * (kKeyTile + n.d + 2) + kKeyTile;
+  const int64_t work = attention_product_madds(n, lens) * 2 + n.B * n.H * n.Tq * n.Tk * 8;
+  for_each_task(tasks, work, per_thread, [&](int64_t task, float* scratch) {
+    const int64_t block = task / query_tiles, i0 = task % query_tiles * kQueryTile;
+    const Tile t{block, block / n.H, block % n.H, i0, std::min(kQueryTile, n.Tq - i0)};
+    forward_tile(n, t, q, k, v, lens, mask, bias, keep, out, lse, weights, scratch);
   });
 }
 
 void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                        ScoresView mask, ScoresView bias, const float* weights, const DropoutDraw& keep,
-                        const float* dout, const AttentionGrads& grads) {
-  const int64_t D = n.H * n.d, TT = n.Tq * n.Tk, blocks = n.B * n.H;
-  const int64_t G = grads.row ? grads.row : D;  // from one row of dq, dk, dv to the next
-  const float inv_root_d = 1.0f / std::sqrt(static_cast<float>(n.d));
-  const auto scratch = [&](float* base) {
-    return backward_scratch(base, n, bool(keep), weights != nullptr, grads);
-  };
-  for_each_block(
-      blocks, blocks * TT * ((weights ? 4 : 5) * n.d + 8), scratch(nullptr).floats, [&](int64_t block, float* base) {
-        const BackwardScratch s = scratch(base);
-        const int64_t b = block / n.H, h = block % n.H;
-        float *dp = s.dp, *dropped = s.dropped;
-        float* ds = grads.dscores ? grads.dscores + block * TT : s.ds;
-        const float* dout_bh = dout + b * n.Tq * D + h * n.d;
-        // Keys past tv have weight 0 (visible_keys): their rows of dK and dV are 0, and so is dP there.
-        const int64_t tv = visible_keys(n, lens, block);
-        const float* p = weights ? weights + block * TT : s.weights;
-        // P again, as the forward made it, before anything is written over Q, K or V.
-        if (!weights) block_weights(n, block, tv, q, k, lens, mask, bias, dropped, s.weights);
-        // in the forward pass this was: O = P' V, so dP' = dO Vᵀ: (Tq, d)·(d, tv)
-        gemm(false, true, n.Tq, tv, n.d, 1.0f, dout_bh, D, head_of(v, b, h), v.row, 0.0f, dp, n.Tk);
-        for (int64_t i = 0; i < n.Tq; ++i) std::fill(dp + i * n.Tk + tv, dp + (i + 1) * n.Tk, 0.0f);
-        const float* p_dropped = p;
-        if (keep) {  // P' = P ∘ keep, so dP = dP' ∘ keep
-          keep(block, s.keep);
-          for (int64_t i = 0; i < TT; ++i) dropped[i] = p[i] * s.keep[i], dp[i] *= s.keep[i];
-          p_dropped = dropped;
-        }
-        // dV = P'ᵀ dO: (tv, Tq)·(Tq, d)
-        if (grads.dv) {
-          float* dv_bh = grads.dv + b * n.Tk * G + h * n.d;
-          gemm(true, false, tv, n.d, n.Tq, 1.0f, p_dropped, n.Tk, dout_bh, D, 0.0f, dv_bh, G);
-          zero_rows(dv_bh, tv, n.Tk, n.d, G);
-        }
-        // P = softmax(S): dS = P ∘ (dP − rowsum(dP ∘ P)), zero at every hidden key
-        softmax_backward(n.Tq, n.Tk, 1, p, dp, ds, false);
-        // S = Q Kᵀ / √d: dQ = dS K / √d, (Tq, tv)·(tv, d); dK = dSᵀ Q / √d, (tv, Tq)·(Tq, d)
-        float* dq_bh = grads.dq ? grads.dq + b * n.Tq * G + h * n.d : nullptr;
-        float* dq_out = grads.over_inputs ? s.dq : dq_bh;  // Q is read by dK below
-        const int64_t dq_row = grads.over_inputs ? n.d : G;
-        if (dq_bh)
-          gemm(false, false, n.Tq, n.d, tv, inv_root_d, ds, n.Tk, head_of(k, b, h), k.row, 0.0f, dq_out,
-               dq_row);
-        if (grads.dk) {
-          float* dk_bh = grads.dk + b * n.Tk * G + h * n.d;
-          gemm(true, false, tv, n.d, n.Tq, inv_root_d, ds, n.Tk, head_of(q, b, h), q.row, 0.0f, dk_bh, G);
-          zero_rows(dk_bh, tv, n.Tk, n.d, G);
-        }
-        for (int64_t t = 0; dq_bh && dq_out != dq_bh && t < n.Tq; ++t)
-          std::copy(dq_out + t * n.d, dq_out + (t + 1) * n.d, dq_bh + t * G);
-      });
+                        ScoresView mask, ScoresView bias, const DropoutDraw& keep, const float* out,
+                        const float* lse, const float* weights, const float* dout, const AttentionGrads& grads) {
+  const int64_t blocks = n.B * n.H;
+  const int64_t work = attention_product_madds(n, lens) * (weights ? 4 : 5) + blocks * n.Tq * n.Tk * 10;
+  for_each_task(blocks, work, backward_scratch(nullptr, n).floats, [&](int64_t block, float* scratch) {
+    backward_block(n, block, q, k, v, lens, mask, bias, keep, out, lse, weights, dout, grads,
+                   backward_scratch(scratch, n));
+  });
 }
 
 int64_t attention_product_madds(const AttentionSizes& n, const int64_t* lens) {
-  int64_t keys = 0;
-  for (int64_t block = 0; block < n.B * n.H; ++block) keys += visible_keys(n, lens, block);
-  return keys * n.Tq * n.d;
+  int64_t keys = 0;  // the (query, key) pairs of the visited key tiles, as wide as the keys seen
+  for (int64_t block = 0; block < n.B * n.H; ++block)
+    for (int64_t i0 = 0; i0 < n.Tq; i0 += kQueryTile) {
+      const Tile t{block, block / n.H, block % n.H, i0, std::min(kQueryTile, n.Tq - i0)};
+      keys += t.rows * tile_visible(n, lens, t);
+    }
+  return keys * n.d;
 }
 
 }  // namespace qkv::kernels

@@ -1,50 +1,56 @@
-// Multi-head scaled dot-product attention in one kernel forward and one backward (Vaswani et al.
-// 2017, eq. 1 and section 3.2.2). Nothing here knows about Tensor or autograd.
+// Multi-head scaled dot-product attention in one kernel forward and one backward, tiled as
+// FlashAttention computes it (Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient Exact
+// Attention with IO-Awareness"; Dao 2023, "FlashAttention-2"). Nothing here knows about Tensor or
+// autograd.
 //
-// For every batch b and head h (one "block"), with d the head width:
+// What is computed. For every batch b and head h (one "block"), with d the head width:
 //   S = Q_bh K_bhᵀ / √d + bias_bh            (Tq, Tk) scores
 //   P = masked softmax(S)                     keys j >= lens[row] and keys whose mask is 0 hidden;
 //                                             a row with nothing visible is all zeros
-//   P' = P ∘ keep                             keep: the dropout multipliers (0 or 1/(1-p)), or none
-//   O_bh = P' V_bh                            (Tq, d), written into columns [h·d, (h+1)·d) of O
+//   O_bh = (P ∘ keep) V_bh                    keep: the dropout multipliers (0 or 1/(1-p)), or none;
+//                                             written into columns [h·d, (h+1)·d) of O
+// The reference, which readers should start from, is this computation composed of tensor ops:
+// qkv::composed_attention on the heads (autograd/ops/attention.h; the reference mode runs it).
 //
-// Keys past the longest of a block's valid lengths have weight 0 in every row: the products leave
-// them out (S and dP are computed for the visible keys only, their rows of dK and dV are zeros).
+// Tiles and the online softmax. The (Tq, Tk) scores are never formed whole: at Tq = Tk = 4096
+// they would be 64 MiB a head, out of every cache. The queries are cut into tiles of kQueryTile
+// rows, the keys into tiles of kKeyTile, and a query tile walks the key tiles left to right,
+// keeping per row only a running maximum m, a running sum l and an unnormalized output o (d
+// floats). For a new key tile with scores s_j:
+//   m' = max(m, max_j s_j),   α = e^(m − m')
+//   l' = α·l + Σ_j e^(s_j − m')
+//   o' = α·o + Σ_j e^(s_j − m')·keep_j·v_j
+// Each step keeps o = Σ e^(s_j − m)·keep_j·v_j and l = Σ e^(s_j − m) over the keys seen, so after the
+// last tile O = o / l is the softmax-weighted sum, and L = m + log l (the log-sum-exp of the row)
+// is all the forward keeps for backward: one float per row, where the whole-block kernel kept or
+// recomputed a (Tq, Tk) block. Memory is O(T·d) per thread, whatever T.
 //
-// What is fused, and why. Composed of tensor ops, the same computation copies each head out of the
-// (B, T, H·d) projections into (B, H, T, d), runs batched products, a masked softmax pass, a
-// dropout pass, and copies the heads back together; backward runs each of those again in reverse.
-// At the tagger's sizes (T up to 128, d = 16 or 32) the products are small, and the copies and
-// passes around them are a large share of the work (permute's backward alone weighed as much as
-// some of the products). Here each block reads its head of Q, K and V in place through strides (a head of a (B, T,
-// H·d) projection is rows of stride H·d starting at column h·d), keeps S and P' in a small
-// per-thread scratch, and writes its output straight into the merged (B, Tq, H·d) layout. This is
-// the idea of FlashAttention (Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient Exact
-// Attention with IO-Awareness"): no per-head copies, softmax fused with the two products. The
-// weights P are written out when the caller asks for them (to plot, or to save backward the work
-// of making them again), and backward takes them if it gets them. Otherwise backward recomputes
-// each block's P from Q and K, as FlashAttention does: a third product per block, Q·Kᵀ, and the
-// softmax again (the same code, so the same bits), for a (B, H, Tq, Tk) tensor less between
-// forward and backward. Unlike FlashAttention the whole (Tq, Tk) block is made at once, not in
-// tiles with a running maximum: at the tagger's sizes it fits the per-thread scratch.
+// Backward, for one block, with dO given and D = rowsum(dO ∘ O) per row: each key tile walks the
+// query tiles that see it and makes P again from Q, K and L, P = e^(S − L) (or reads it, when the
+// caller kept the weights the forward wrote out), then
+//   dV_j += (P ∘ keep)ᵀ dO_i            from O = (P ∘ keep) V
+//   dP    = (dO_i V_jᵀ) ∘ keep
+//   dS    = P ∘ (dP − D)               the softmax backward: rowsum(dP ∘ P) = rowsum(dO ∘ O)
+//   dQ_i += dS K_j / √d,   dK_j += dSᵀ Q_i / √d
+//   dScores = dS                        the gradient of the bias, before any broadcast sum
+// (D replaces the row sums of dP ∘ P, which would need the whole row: Σ_j dP_j P_j =
+// Σ_j (dO·v_j) keep_j P_j = dO · O.)
 //
-// Backward, for the same block, given dO (the gradient of O):
-//   dP' = dO_bh V_bhᵀ                         from O = P' V
-//   dV_bh = P'ᵀ dO_bh
-//   dP = dP' ∘ keep                           from P' = P ∘ keep
-//   dS = P ∘ (dP − rowsum(dP ∘ P))            the softmax backward; 0 wherever P is 0
-//   dQ_bh = dS K_bh / √d,   dK_bh = dSᵀ Q_bh / √d
-//   dScores = dS                              the gradient of the bias, before any broadcast sum
+// What is skipped. A query tile stops at the last key any of its rows sees (its longest valid
+// length): under a causal restriction (lens[i] = i + 1) every tile above the diagonal is never
+// computed, half the products; padding past a sequence's length likewise. Hidden keys inside a
+// visited tile are -inf in S and weigh exactly 0.
 //
-// Determinism: the B·H blocks are handed out dynamically to the threads of one parallel region (a
-// thread that the machine stalls does not hold up blocks the others can take), but each block is
-// computed by one thread alone, with the single-threaded GEMM, in a fixed order, and writes only its
-// own outputs: the columns of its head in O, dQ, dK, dV, and its (b, h) slice of the scores'
-// gradient. So the results are bitwise identical for any number of threads.
+// Determinism. The forward hands out (block, query tile) tasks, the backward whole blocks (all of
+// dK and dV of a head come from one thread, so no two threads add into one row); each task runs
+// the single-threaded GEMM in a fixed order and writes only its own outputs. The results are
+// bitwise identical for any number of threads. The tile sizes are constants, so a row's result does
+// not depend on how many queries come with it: a decoder's cached step (one query against the
+// keys so far) gives the bits of the full causal forward's row.
 //
-// The reference these kernels are tested against is the composed computation itself,
-// qkv::composed_attention on the heads (autograd/ops/attention.h; the reference mode runs it),
-// which readers should start from.
+// Heads are read in place through strides (a head of a (B, T, H·d) projection is rows of stride
+// H·d starting at column h·d), and O is written straight into the merged (B, Tq, H·d) layout: no
+// per-head copies.
 #pragma once
 
 #include <cstdint>
@@ -72,27 +78,39 @@ struct ScoresView {
   int64_t batch = 0, head = 0, row = 0, col = 0;
 };
 
-// The dropout multipliers of the (B, H, Tq, Tk) weights (0 or 1/(1-p)), drawn block by block when
+// The dropout multipliers of the (B, H, Tq, Tk) weights (0 or 1/(1-p)), drawn tile by tile when
 // the kernels need them instead of stored from forward to backward (a float per weight, as much
-// memory as the weights themselves): draw(block, out) writes the Tq·Tk multipliers of block
-// b·H + h to out, the same ones every time. Empty without dropout.
-using DropoutDraw = std::function<void(int64_t block, float* out)>;
+// memory as the weights themselves): draw(block, row, key, count, out) writes the multipliers of
+// weights (block, row, key .. key + count) of block b·H + h to out, the same ones every time.
+// Empty without dropout.
+using DropoutDraw = std::function<void(int64_t block, int64_t row, int64_t key, int64_t count, float* out)>;
+
+// The tile sizes: a query tile of kQueryTile rows against a key tile of kKeyTile keys. The tiles of
+// K and V, the scores and their exponentials (forward; in backward also dP and dS) and the
+// accumulators take (2·kKeyTile + kQueryTile)·d + 4·kQueryTile·kKeyTile floats, 192 KiB at d = 128:
+// well inside the 1 MiB L2 of a core of the machines qkv is measured on, and small enough that
+// the diagonal tile of a causal block wastes little. Constants, not derived from the sequence
+// (see Determinism above).
+constexpr int64_t kQueryTile = 64, kKeyTile = 64;
 
 // The forward.
 //   q (B, H, Tq, d), k and v (B, H, Tk, d) as HeadsView
 //   lens: (B, H, Tq) keys visible to each row, or nullptr for all
 //   mask: nonzero where the query may see the key; bias: added to the scores (either may be absent)
 //   keep: the dropout multipliers, or empty without dropout
-//   → weights P (B, H, Tq, Tk) contiguous, before dropout, unless weights is null; out (B, Tq, H·d)
-//     contiguous
+//   → out (B, Tq, H·d) contiguous; lse (B, H, Tq), each row's log-sum-exp L of its visible scores
+//     (-inf for a row that sees nothing); weights P (B, H, Tq, Tk) contiguous, before dropout,
+//     unless weights is null (they are made from S and L after the row's last tile: to plot)
 void attention_forward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                       ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* weights, float* out);
+                       ScoresView mask, ScoresView bias, const DropoutDraw& keep, float* out, float* lse,
+                       float* weights);
 
 // Where backward writes: dq (B, Tq, H·d), dk and dv (B, Tk, H·d), rows `row` floats apart (H·d
 // when 0, contiguous; 3·H·d for the column blocks of one (B, T, 3·H·d) gradient), and dscores
 // (B, H, Tq, Tk) contiguous; a null pointer skips that gradient.
 // over_inputs: dq, dk and dv are where q, k and v are read (a projection nothing reads after
-// backward takes its own gradient): each block then reads its heads before writing over them.
+// backward takes its own gradient): a key tile's dK and dV are written once no product reads its K
+// and V again, and dQ once the block's last tile is done.
 struct AttentionGrads {
   float* dq = nullptr;
   float* dk = nullptr;
@@ -103,14 +121,16 @@ struct AttentionGrads {
 };
 
 // The backward, given the forward's inputs (lens, mask, bias and keep as given to the forward), its
-// weights P or null to recompute them from q and k, and dout (B, Tq, H·d) contiguous.
+// output out (B, Tq, H·d) and log-sum-exps lse (B, H, Tq), its weights P when it wrote them (then
+// read instead of made again: the same bits, a product per tile less), or null, and dout
+// (B, Tq, H·d) contiguous.
 void attention_backward(const AttentionSizes& n, HeadsView q, HeadsView k, HeadsView v, const int64_t* lens,
-                        ScoresView mask, ScoresView bias, const float* weights, const DropoutDraw& keep,
-                        const float* dout, const AttentionGrads& grads);
+                        ScoresView mask, ScoresView bias, const DropoutDraw& keep, const float* out,
+                        const float* lse, const float* weights, const float* dout, const AttentionGrads& grads);
 
-// The multiply-adds of one of the block products (Q·Kᵀ, P'·V, or one of the four in backward)
-// over all B·H blocks, as the kernels compute them: keys past a block's longest valid length are
-// left out (their weights are 0). For counting FLOPs.
+// The multiply-adds of one of the tile products (Q·Kᵀ, P'·V, or one of the four in backward) over
+// all B·H blocks, as the kernels compute them: the key tiles up to each query tile's longest
+// valid length. For counting FLOPs.
 int64_t attention_product_madds(const AttentionSizes& n, const int64_t* lens);
 
 }  // namespace qkv::kernels

@@ -4,6 +4,7 @@
 // MultiHeadAttention with its `fused` switch on and off.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -129,15 +130,60 @@ TEST_CASE(
   CHECK((other_seed[0] - composed[0]).abs().max().item() > 1e-2f);
 }
 
-TEST_CASE("fused_attention keeps no dropout mask for backward: it draws each block's part again") {
+TEST_CASE("fused_attention keeps no dropout mask for backward: it draws each tile's part again") {
   Generator g(6);
   const Tensor q = randn({2, 2, 5, 4}, true, &g), k = randn({2, 2, 5, 4}, true, &g);
   const auto saved_bytes = [&](float p) {
     return F::fused_attention(q, k, k, IndexTensor(), Tensor(), Tensor(), p).output.grad_fn()->saved_bytes();
   };
-  // q, k, v and the weights (2·2·5·5 floats), whatever the dropout.
-  CHECK(saved_bytes(0.0f) == 4 * (3 * 2 * 2 * 5 * 4 + 2 * 2 * 5 * 5));
+  // q, k, v, the output (2·5·8 floats), each row's log-sum-exp (2·2·5) and the weights it returned
+  // (2·2·5·5), whatever the dropout.
+  CHECK(saved_bytes(0.0f) == 4 * (3 * 2 * 2 * 5 * 4 + 2 * 5 * 8 + 2 * 2 * 5 + 2 * 2 * 5 * 5));
   CHECK(saved_bytes(0.5f) == saved_bytes(0.0f));
+}
+
+TEST_CASE("fused_attention across many tiles gives the composed attention's output, weights and gradients") {
+  // Long enough for several query and key tiles (kQueryTile = kKeyTile = 64), with lengths that
+  // end inside a tile, one sequence that sees nothing, a causal mask (the tiles above the diagonal
+  // skipped), a bias and dropout: the online softmax and the tiled backward agree with the whole
+  // (Q, K) computation to float32 rounding.
+  Generator g(17);
+  Problem p{randn({3, 150, 32}, false, &g), randn({3, 200, 64}, false, &g), randn({1, 4, 150, 200}, false, &g),
+            F::causal_mask(150, 200), IndexTensor{200, 0, 97}, 4};
+  SUBCASE("a causal mask and lengths per sequence") {}
+  SUBCASE("lengths per query, no mask") {
+    std::vector<int64_t> lens;
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t i = 0; i < 150; ++i) lens.push_back(b == 1 ? 0 : std::min<int64_t>(200, 1 + (i * 7 + b * 31) % 201));
+    p.valid_lens = IndexTensor(lens, {3, 150});
+    p.mask = Tensor();
+  }
+  for (const float dropout_p : {0.0f, 0.2f}) {
+    CAPTURE(dropout_p);
+    const std::vector<Tensor> composed = run(p, false, dropout_p, 42), fused = run(p, true, dropout_p, 42);
+    for (size_t i = 0; i < fused.size(); ++i) {
+      CAPTURE(i);
+      check_close(fused[i], composed[i], 2e-5f);
+    }
+  }
+}
+
+TEST_CASE("fused_attention gives a row the same bits whatever queries come with it") {
+  // A decoder's cached step attends one query to the keys so far; the full causal forward attends
+  // every query at once, each to its prefix. Row by row they are the same computation in the same
+  // order (the tiles are constants), so the outputs agree to the bit, across tile boundaries.
+  Generator g(23);
+  const int64_t T = 140, H = 2, d = 16;
+  const Tensor q = randn({1, H, T, d}, false, &g), k = randn({1, H, T, d}, false, &g),
+               v = randn({1, H, T, d}, false, &g);
+  const Tensor full = F::fused_attention(q, k, v, IndexTensor(), F::causal_mask(T, T), Tensor(), 0.0f).output;
+  for (const int64_t i : {0, 1, 63, 64, 65, 127, 128, 139}) {
+    CAPTURE(i);
+    const Tensor step = F::fused_attention(q.narrow(2, i, 1), k.narrow(2, 0, i + 1), v.narrow(2, 0, i + 1),
+                                           IndexTensor(), Tensor(), Tensor(), 0.0f)
+                            .output;
+    CHECK(step.contiguous().to_vector() == full.narrow(1, i, 1).contiguous().to_vector());
+  }
 }
 
 TEST_CASE("fused_attention gives the same bits with 1 and 2 threads") {
@@ -168,11 +214,11 @@ TEST_CASE("fused_attention gives the same bits with 1 and 2 threads") {
   });
 }
 
-TEST_CASE("fused_attention without weights recomputes them in backward: the same bits, less kept") {
-  // need_weights = false: no (B, H, Q, K) weights returned or saved; backward makes each block's
-  // weights again from Q, K, the mask and the bias. Lengths per sequence and per query (one row
-  // with nothing visible), a causal or window mask, a learned bias (whose gradient needs the
-  // recomputed weights), with and without dropout, 1 and 2 threads: output and every gradient are
+TEST_CASE("fused_attention without weights makes them again in backward: the same bits, less kept") {
+  // need_weights = false: no (B, H, Q, K) weights made or kept; backward makes each tile's weights
+  // again from Q, K, the mask, the bias and each row's log-sum-exp, by the formula the forward wrote
+  // them with. Lengths per sequence and per query (one row with nothing visible), a causal or window
+  // mask, a learned bias, with and without dropout, 1 and 2 threads: output and every gradient are
   // those of the op that kept its weights, to the bit.
   Generator g(21);
   Problem p = mixed_problem();
@@ -191,10 +237,10 @@ TEST_CASE("fused_attention without weights recomputes them in backward: the same
       CHECK(recomputed[i].contiguous().to_vector() == kept[i].contiguous().to_vector());
     }
   }
-  // Large enough for the blocks to be shared by two threads.
-  const Problem wide{randn({4, 24, 32}, false, &g),    randn({4, 20, 64}, false, &g),
-                     randn({1, 4, 24, 20}, false, &g), F::window_mask(24, 20, 6),
-                     IndexTensor{20, 7, 0, 13},        4};
+  // Large enough for the tiles to be shared by two threads.
+  const Problem wide{randn({4, 150, 32}, false, &g),    randn({4, 130, 64}, false, &g),
+                     randn({1, 4, 150, 130}, false, &g), F::window_mask(150, 130, 40),
+                     IndexTensor{130, 7, 0, 100},        4};
   check_bitwise_identical_with_1_and_2_threads([&] {
     std::vector<float> all;
     for (const Tensor& t : run(wide, true, 0.2f, 9, false)) {
@@ -204,28 +250,27 @@ TEST_CASE("fused_attention without weights recomputes them in backward: the same
     }
     return all;
   });
-  // The graph keeps the heads, and the mask and bias it needs to make the weights again: no weights.
+  // The graph keeps the heads, the output, a log-sum-exp per row and the bias it needs to make the
+  // weights again, and the (B, H, Q, K) weights only when it returned them.
   const Tensor q = randn({2, 2, 5, 4}, true, &g), k = randn({2, 2, 5, 4}, true, &g);
   const Tensor bias = randn({2, 2, 5, 5}, true, &g);
-  const auto saved_bytes = [&](bool need_weights) {
-    return F::fused_attention(q, k, k, IndexTensor(), Tensor(), bias, 0.5f, nullptr, need_weights)
+  const auto saved_bytes = [&](const Tensor& b, bool need_weights) {
+    return F::fused_attention(q, k, k, IndexTensor{5, 3}, Tensor(), b, 0.5f, nullptr, need_weights)
         .output.grad_fn()
         ->saved_bytes();
   };
-  CHECK(saved_bytes(true) == 4 * (3 * 2 * 2 * 5 * 4 + 2 * 2 * 5 * 5));
-  CHECK(saved_bytes(false) == 4 * (3 * 2 * 2 * 5 * 4 + 2 * 2 * 5 * 5));  // the bias instead of the weights
-  const auto saved_without_bias = [&](bool need_weights) {
-    return F::fused_attention(q, k, k, IndexTensor{5, 3}, Tensor(), Tensor(), 0.0f, nullptr, need_weights)
-        .output.grad_fn()
-        ->saved_bytes();
-  };
-  CHECK(saved_without_bias(false) == 4 * 3 * 2 * 2 * 5 * 4);
-  CHECK(saved_without_bias(true) - saved_without_bias(false) == 4 * 2 * 2 * 5 * 5);
+  const int64_t heads_out_lse = 4 * (3 * 2 * 2 * 5 * 4 + 2 * 5 * 8 + 2 * 2 * 5);
+  const int64_t weights = 4 * 2 * 2 * 5 * 5;
+  CHECK(saved_bytes(Tensor(), false) == heads_out_lse);
+  CHECK(saved_bytes(Tensor(), true) == heads_out_lse + weights);
+  CHECK(saved_bytes(bias, false) == heads_out_lse + weights);  // the bias (2, 2, 5, 5) instead
+  CHECK(saved_bytes(bias, true) == heads_out_lse + 2 * weights);
 }
 
 TEST_CASE("fused_attention_packed without weights gives the same bits, written over the projection too") {
-  // The packed op's backward reads the heads to recompute the weights before it writes the
-  // gradient over the projection (when nothing else keeps it): the same bits either way.
+  // The packed op's backward reads each key tile's heads before it writes their gradient over the
+  // projection (when nothing else keeps it), and the queries' once the last tile is done: the same
+  // bits either way.
   Generator g(5);
   const Tensor x0 = randn({4, 24, 32}, false, &g), w0 = randn({32, 96}, false, &g);
   const Tensor bias0 = randn({1, 4, 24, 24}, false, &g);

@@ -26,10 +26,10 @@ std::vector<float> values(const Tensor& t) {
 }
 
 std::shared_ptr<nn::TransformerEncoder> causal_encoder(const std::string& positions, nn::NormPlacement norm,
-                                                       const std::string& ffn = "swiglu") {
+                                                       const std::string& ffn = "swiglu", int64_t max_len = 64) {
   manual_seed(7);
   auto encoder = std::make_shared<nn::TransformerEncoder>(nn::TransformerEncoderOptions{.vocab_size = 0, .num_hiddens = 32, .ffn_num_hiddens = 48, .num_heads = 4,
-                                  .num_layers = 2, .dropout = 0.1f, .max_len = 64,
+                                  .num_layers = 2, .dropout = 0.1f, .max_len = max_len,
                                   .positions = nn::position_scheme(positions),
                                   .attend = nn::AttentionRestriction::causal(), .ffn = nn::feed_forward(ffn),
                                   .norm = norm});
@@ -74,6 +74,18 @@ TEST_CASE("a cached step gives the bits of the whole prefix's last row, for ever
       REQUIRE(d.cached.size() == size_t{2 * 21 * 32});
       CHECK(same_bits(d.cached, d.recomputed));
     }
+  }
+}
+
+TEST_CASE("a cached step gives the whole prefix's bits past the attention kernel's first tiles") {
+  // 150 steps: the full forward's rows walk three key tiles of 64, and its query tiles hold 64
+  // rows where the cached step holds one (tensor/kernels/attention.h, Determinism).
+  for (const std::string positions : {"sinusoidal", "alibi"}) {
+    CAPTURE(positions);
+    const auto owner = causal_encoder(positions, nn::NormPlacement::Pre, "gelu", 160);
+    const Tensor X = randn({1, 150, 32});
+    const Decoded d = decode_both_ways(*owner, X);
+    CHECK(same_bits(d.cached, d.recomputed));
   }
 }
 

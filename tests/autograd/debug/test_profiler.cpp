@@ -73,16 +73,17 @@ TEST_CASE("the profiler counts fused_attention's products, and backward only tho
   REQUIRE(fwd != nullptr);
   REQUIRE(bwd != nullptr);
   CHECK(fwd->flops == 2 * product);
-  CHECK(bwd->flops == 3 * product);  // dP, dQ, dK: v needs no gradient, so no dV
+  // Backward reads the weights the forward returned, then dP, dQ and dK: v needs no gradient, so no dV.
+  CHECK(bwd->flops == 3 * product);
   // Without weights, backward computes Q·Kᵀ again, and that is counted too.
-  Profiler recomputing;
+  Profiler without_weights;
   fused_attention(q, k, v, IndexTensor(), Tensor(), Tensor(), 0.0f, default_generator(), /*need_weights=*/false)
       .output.backward(ones({2, 4, 15}));
-  recomputing.stop();
-  const std::vector<OpProfile> recomputed = recomputing.ops();
-  REQUIRE(row(recomputed, "fused_attention", Pass::Backward) != nullptr);
-  CHECK(row(recomputed, "fused_attention", Pass::Forward)->flops == 2 * product);
-  CHECK(row(recomputed, "fused_attention", Pass::Backward)->flops == 4 * product);
+  without_weights.stop();
+  const std::vector<OpProfile> rows2 = without_weights.ops();
+  REQUIRE(row(rows2, "fused_attention", Pass::Backward) != nullptr);
+  CHECK(row(rows2, "fused_attention", Pass::Forward)->flops == 2 * product);
+  CHECK(row(rows2, "fused_attention", Pass::Backward)->flops == 4 * product);
 }
 
 TEST_CASE("the profiler counts only the keys fused_attention computes with: none past a valid length") {
@@ -97,7 +98,7 @@ TEST_CASE("the profiler counts only the keys fused_attention computes with: none
   const std::vector<OpProfile> rows = profiler.ops();
   REQUIRE(row(rows, "fused_attention", Pass::Forward) != nullptr);
   CHECK(row(rows, "fused_attention", Pass::Forward)->flops == 2 * product);
-  CHECK(row(rows, "fused_attention", Pass::Backward)->flops == 4 * product);
+  CHECK(row(rows, "fused_attention", Pass::Backward)->flops == 4 * product);  // dP, dV, dQ, dK
 }
 
 TEST_CASE("the profiler times an op that calls other ops as one call") {
