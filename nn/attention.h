@@ -147,9 +147,9 @@ class MultiHeadAttention : public ProjectedAttention {
   // attention_weights (Attention's): (B, H, Q, K), or the band (B, H, T, 2w+1) with a window.
   // A forward in training mode whose (B, H, Q, K) weights take more than this many bytes keeps
   // no attention_weights (undefined after it), and the fused op does not write them out
-  // (functional::fused_attention's need_weights). Its backward makes each tile's weights again
-  // either way (tensor/kernels/attention.h), so they are kept only to be looked at; the composed
-  // path of the reference mode keeps them in its graph regardless. Evaluation always keeps them.
+  // (functional::fused_attention's need_weights): its backward then makes each tile's weights again
+  // (tensor/kernels/attention.h), where with them it reads them, keeping a (B, H, Q, K) tensor from
+  // forward to backward for a product per tile less. Evaluation always keeps them.
   // 0 (or less) keeps none in training, as PyTorch's TransformerEncoderLayer, which asks its
   // attention for no weights; the default keeps them always. The Transformer encoder sets it from
   // its recompute_weights_above option.

@@ -78,9 +78,9 @@ struct TransformerBlockOptions {
   int64_t max_len = 1000;          // the longest sequence (Linformer's projections cover it)
   AttentionRestriction attend = AttentionRestriction::full();
   std::shared_ptr<PositionScheme> positions = nullptr;  // acts inside attention; shared, not a child
-  // Above this many bytes of (B, H, T, T) weights per block, a training forward keeps none for
-  // attention_weights (MultiHeadAttention::recompute_weights_above); backward makes them again
-  // either way. 0: never, as PyTorch's encoder layer.
+  // Above this many bytes of (B, H, T, T) weights per block, a training forward keeps none
+  // (MultiHeadAttention::recompute_weights_above) and backward makes them again tile by tile;
+  // below it, backward reads them. 0: never keep them, as PyTorch's encoder layer.
   int64_t recompute_weights_above = int64_t{8} << 20;
 };
 

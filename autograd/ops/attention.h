@@ -30,7 +30,9 @@ FusedAttention composed_attention(const Tensor& q, const Tensor& k, const Tensor
 //   broadcast to (B, H, Q, K); each may be undefined. Dropout with probability dropout_p from gen,
 //   drawn as dropout() would draw it on the (B, H, Q, K) weights.
 //   → output (B, Q, H·d), the heads side by side; weights (B, H, Q, K) before dropout, detached,
-//     or undefined unless need_weights (backward makes them again either way).
+//     or undefined unless need_weights (then kept for backward, which reads them; without them it
+//     makes them again). The op keeps its output for backward: changing it in place before
+//     backward is an error.
 FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v, const IndexTensor& valid_lens,
                                const Tensor& mask, const Tensor& bias, float dropout_p, Generator& gen,
                                bool need_weights = true);

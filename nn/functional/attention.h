@@ -117,8 +117,10 @@ AttentionOutput scaled_dot_product_attention(const Tensor& queries, const Tensor
 // need_weights: false returns no weights (as PyTorch's multi_head_attention_forward with
 // need_weights=False), and the (B, H, Q, K) tensor is never made. Backward keeps the output and a
 // log-sum-exp per query and makes each tile's weights again from the queries and keys, as
-// FlashAttention does, whether or not the forward returned them: the output and gradients are the
-// same to the bit either way. The graph keeps the mask and bias too (views of the caller's, so
+// FlashAttention does; with need_weights it keeps the weights returned and reads them instead (a
+// product per tile less, a (B, H, Q, K) tensor more). The output and gradients are the same to the
+// bit either way. The op keeps its output for backward: changing it in place before backward is an
+// error. The graph keeps the mask and bias too (views of the caller's, so
 // nothing new unless a bias was made for this call), and changing them in place before backward is
 // an error, as for any tensor a backward reads.
 AttentionOutput fused_attention(const Tensor& queries, const Tensor& keys, const Tensor& values,

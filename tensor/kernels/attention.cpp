@@ -39,9 +39,9 @@ struct Tile {
   int64_t block, b, h, i0, rows;
 };
 
-// The keys row i of a block sees: [0, visible).
+// The keys row i of a block sees: [0, visible). (With no keys there are no lengths to read.)
 int64_t row_visible(const AttentionSizes& n, const int64_t* lens, int64_t block, int64_t i) {
-  return lens ? std::clamp<int64_t>(lens[block * n.Tq + i], 0, n.Tk) : n.Tk;
+  return lens && n.Tk > 0 ? std::clamp<int64_t>(lens[block * n.Tq + i], 0, n.Tk) : n.Tk;
 }
 
 // The keys any row of tile t sees: past this, no key tile is visited.
@@ -177,9 +177,10 @@ void forward_tile(const AttentionSizes& n, const Tile& t, HeadsView q, HeadsView
     for (int64_t c = 0; c < n.d; ++c) out_row[c] = o[r * n.d + c] * inv;
     lse[t.block * n.Tq + i] = l[r] == 0.0f ? kNegInf : m[r] + std::log(l[r]);
   }
-  for (int64_t r = 0; w && r < t.rows; ++r) {  // 0 past the keys the tile visited
-    weights_row(w + r * n.Tk, visible, lse[t.block * n.Tq + t.i0 + r]);
-    std::fill(w + r * n.Tk + visible, w + (r + 1) * n.Tk, 0.0f);
+  for (int64_t r = 0; w && r < t.rows; ++r) {  // 0 past the keys the tile visited (a NaN row: NaN)
+    const float L = lse[t.block * n.Tq + t.i0 + r];
+    weights_row(w + r * n.Tk, visible, L);
+    std::fill(w + r * n.Tk + visible, w + (r + 1) * n.Tk, std::isnan(L) ? L : 0.0f);
   }
 }
 

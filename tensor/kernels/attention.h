@@ -46,7 +46,9 @@
 // the single-threaded GEMM in a fixed order and writes only its own outputs. The results are
 // bitwise identical for any number of threads. The tile sizes are constants, so a row's result does
 // not depend on how many queries come with it: a decoder's cached step (one query against the
-// keys so far) gives the bits of the full causal forward's row.
+// keys so far) gives the bits of the full causal forward's row. (With float32 products and finite
+// values: bfloat16 products, MatmulPrecision::medium, are chosen per product by its size, and an
+// inf in V hidden from a row but inside a visited tile makes that row NaN through 0·inf.)
 //
 // Heads are read in place through strides (a head of a (B, T, H·d) projection is rows of stride
 // H·d starting at column h·d), and O is written straight into the merged (B, Tq, H·d) layout: no
