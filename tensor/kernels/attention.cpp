@@ -8,6 +8,7 @@
 
 #include "tensor/kernels/gemm.h"
 #include "tensor/kernels/parallel.h"
+#include "tensor/kernels/row_ops.h"
 #include "tensor/kernels/vecmath.h"
 #include "tensor/storage.h"
 
@@ -51,12 +52,11 @@ int64_t tile_visible(const AttentionSizes& n, const int64_t* lens, const Tile& t
   return most;
 }
 
-// Lane reductions over a row: kLanes partial results combined in a tree, a fixed order (each value
-// in lane j % kLanes) that the compiler vectorizes. A row is read `width` wide, cols rounded up to
-// a multiple of kLanes, the columns past cols -inf: a row's values sit in the same lanes whatever
-// the tile's width, and a group of -inf adds exactly 0, so a row's sums do not depend on how many
-// keys the other rows of its tile see (Determinism).
-constexpr int64_t kLanes = 16;
+// A row is reduced in lanes (row_ops.h): each value in lane j % kLanes, the lanes combined in a
+// tree. It is read `width` wide, cols rounded up to a multiple of kLanes, the columns past cols
+// -inf: a row's values sit in the same lanes whatever the tile's width, and a group of -inf adds
+// exactly 0, so a row's sums do not depend on how many keys the other rows of its tile see
+// (Determinism).
 static_assert(kKeyTile % kLanes == 0);
 
 int64_t lane_width(int64_t cols) { return (cols + kLanes - 1) / kLanes * kLanes; }
@@ -96,9 +96,7 @@ float row_max(const float* x, int64_t width) {
 #pragma omp simd
     for (int64_t i = 0; i < kLanes; ++i) lanes[i] = x[k + i] > lanes[i] ? x[k + i] : lanes[i];
   }
-  for (int64_t w = kLanes / 2; w >= 1; w /= 2)
-    for (int64_t i = 0; i < w; ++i) lanes[i] = lanes[i + w] > lanes[i] ? lanes[i + w] : lanes[i];
-  return lanes[0];
+  return max_of_lanes(lanes);
 }
 
 // x ← e^(x − m) in place over a row `width` wide, -inf to exactly 0 (vexp alone never returns 0); returns the sum. With
@@ -114,9 +112,7 @@ float exp_row(float* x, float m, int64_t width) {
       lanes[i] += e;
     }
   }
-  for (int64_t w = kLanes / 2; w >= 1; w /= 2)
-    for (int64_t i = 0; i < w; ++i) lanes[i] += lanes[i + w];
-  return lanes[0];
+  return sum_of_lanes(lanes);
 }
 
 // p ← p ∘ keep for the tile's rows and first cols keys, the multipliers drawn for them.

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "tensor/kernels/parallel.h"
+#include "tensor/kernels/row_ops.h"
 #include "tensor/kernels/vecmath.h"
 #include "tensor/reference_mode.h"
 
@@ -73,26 +74,6 @@ void softmax_backward(int64_t outer, int64_t n, int64_t inner, const float* y, c
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// Reductions over a row in lanes: the row is read in groups of kLanes values, each group combined
-// with the lanes element by element (a fixed-width loop the compiler makes one vector operation),
-// and the lanes combined in a tree at the end. The rows of attention are short (the tagger's have
-// 16 to 128 visible keys), and a `#pragma omp simd reduction` over the whole row spent most of its
-// time outside its vector loop: a scalar loop for the last len % 16 values (vexp one at a time)
-// and a serial sum of the 16 partial sums; in lanes, every value goes through the vector loop.
-constexpr int64_t kLanes = 16;
-
-float max_of_lanes(float* lanes) {
-  for (int64_t w = kLanes / 2; w >= 1; w /= 2)
-    for (int64_t i = 0; i < w; ++i) lanes[i] = lanes[i + w] > lanes[i] ? lanes[i + w] : lanes[i];
-  return lanes[0];
-}
-
-float sum_of_lanes(float* lanes) {
-  for (int64_t w = kLanes / 2; w >= 1; w /= 2)
-    for (int64_t i = 0; i < w; ++i) lanes[i] += lanes[i + w];
-  return lanes[0];
-}
 
 // One row of masked_softmax_forward: positions [0, len) take part unless -inf. The last, partial
 // group of kLanes is read from a copy padded with -inf, which takes no part. (A function of its
