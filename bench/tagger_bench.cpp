@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "autograd/observer.h"
+#include "examples/common/timing.h"
 #include "examples/tagger/dataset.h"
 #include "nn/functional/loss.h"
 #include "optim/adam.h"
@@ -128,19 +128,8 @@ struct BenchStep {
   }
 };
 
-// Adds up the FLOPs the ops announce while it is registered.
-class FlopCounter : public qkv::autograd::Observer {
- public:
-  FlopCounter() { qkv::autograd::add_observer(this); }
-  ~FlopCounter() override { qkv::autograd::remove_observer(this); }
-  FlopCounter(const FlopCounter&) = delete;
-  FlopCounter& operator=(const FlopCounter&) = delete;
-  void flops_counted(int64_t flops) override { total.fetch_add(flops, std::memory_order_relaxed); }
-  std::atomic<int64_t> total{0};
-};
-
 int64_t counted_step(BenchStep& s) {
-  const FlopCounter counter;
+  const qkv::examples::FlopCounter counter;
   s.step();
   return counter.total.load();
 }

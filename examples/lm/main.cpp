@@ -161,9 +161,9 @@ void bench_steps(const Config& config, int64_t warmup, int64_t steps, bool profi
   const qkv::examples::StepTimes t =
       qkv::examples::time_steps([&] { train_step(step, model, 0, inputs, targets); }, warmup, steps, profile ? 3 : 0);
   std::printf("config=lm threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f cpu_ms_per_step=%.2f "
-              "parameters=%lld\n",
+              "%s parameters=%lld\n",
               qkv::get_num_threads(), 1e3 * t.wall, static_cast<double>(B * T) / t.wall, t.peak_rss_mib, 1e3 * t.cpu,
-              static_cast<long long>(model.num_parameters()));
+              qkv::examples::flop_figures(t).c_str(), static_cast<long long>(model.num_parameters()));
 }
 
 int cmd_bench(const Args& a) {

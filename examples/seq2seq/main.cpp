@@ -186,9 +186,9 @@ int cmd_bench(const Args& args) {
     });
   };
   const qkv::examples::StepTimes t = qkv::examples::time_steps(step, warmup, steps);
-  std::printf("config=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f mode=%s\n",
+  std::printf("config=%s threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f %s mode=%s\n",
               config.c_str(), qkv::get_num_threads(), t.wall * 1e3, static_cast<double>(B * T) / t.wall, t.peak_rss_mib,
-              reference ? "reference" : "fast");
+              qkv::examples::flop_figures(t).c_str(), reference ? "reference" : "fast");
   if (args.flag("profile")) qkv::examples::time_steps(step, 0, 0, steps);
   return 0;
 }

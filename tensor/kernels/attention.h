@@ -43,12 +43,16 @@
 //
 // Determinism. The forward hands out (block, query tile) tasks, the backward whole blocks (all of
 // dK and dV of a head come from one thread, so no two threads add into one row); each task runs
-// the single-threaded GEMM in a fixed order and writes only its own outputs. The results are
-// bitwise identical for any number of threads. The tile sizes are constants, so a row's result does
+// its tile products on its own thread in a fixed order and writes only its own outputs. The
+// results are bitwise identical for any number of threads. The tile sizes are constants and every
+// element of a tile product is one chain of fused multiply-adds in k order, so a row's result does
 // not depend on how many queries come with it: a decoder's cached step (one query against the
-// keys so far) gives the bits of the full causal forward's row. (With float32 products and finite
-// values: bfloat16 products, MatmulPrecision::medium, are chosen per product by its size, and an
-// inf in V hidden from a row but inside a visited tile makes that row NaN through 0·inf.)
+// keys so far) gives the bits of the full causal forward's row. (With finite values: an inf in V
+// hidden from a row but inside a visited tile makes that row NaN through 0·inf.)
+//
+// Products. The tile products call the GEMM's micro-kernel directly (gemm_microkernel.h), in
+// float32 whatever the matmul precision: a tile is too small for the GEMM's dispatch and packing
+// to pay (attention.cpp, "The tile products"), and the scale 1/√d is the scores product's alpha.
 //
 // Heads are read in place through strides (a head of a (B, T, H·d) projection is rows of stride
 // H·d starting at column h·d), and O is written straight into the merged (B, Tq, H·d) layout: no
@@ -87,10 +91,10 @@ struct ScoresView {
 // Empty without dropout.
 using DropoutDraw = std::function<void(int64_t block, int64_t row, int64_t key, int64_t count, float* out)>;
 
-// The tile sizes: a query tile of kQueryTile rows against a key tile of kKeyTile keys. The tiles of
-// K and V, the scores and their exponentials (forward; in backward also dP and dS) and the
-// accumulators take (2·kKeyTile + kQueryTile)·d + 4·kQueryTile·kKeyTile floats, 192 KiB at d = 128:
-// well inside the 1 MiB L2 of a core of the machines qkv is measured on, and small enough that
+// The tile sizes: a query tile of kQueryTile rows against a key tile of kKeyTile keys. What a
+// backward task works on at once (the key tile packed three ways, the query tile's Q and dO packed,
+// dK and dV of the key tile, P and dS) is about 7·64·d + 2·64·64 floats, 256 KiB at d = 128, beside
+// the block's dQ (Tq·d), and the forward's less: well inside the 1 MiB L2 of a core of the machines qkv is measured on, and small enough that
 // the diagonal tile of a causal block wastes little. Constants, not derived from the sequence
 // (see Determinism above).
 constexpr int64_t kQueryTile = 64, kKeyTile = 64;

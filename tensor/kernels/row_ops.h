@@ -27,18 +27,44 @@ inline void axpy(float alpha, const float* x, float* y, int64_t n) {
 // time outside its vector loop: a scalar loop for the last len % 16 values (vexp one at a time)
 // and a serial sum of the 16 partial sums; in lanes, every value goes through the vector loop.
 // The masked softmax and the tiled attention kernel reduce their rows this way.
+//
+// The tree halves the lanes: lane i with lane i + 8, then i + 4, i + 2, i + 1. Written as array
+// loops, GCC leaves it scalar, through the stack, and in attention's 64-key tiles the two trees of
+// every row and tile cost as much as the rest of the softmax; with GCC or Clang it is the same
+// tree in registers, four shuffles (each lane meets the same partner in the same order, so the sum
+// has the same bits). The lanes
+// of a maximum never hold NaN (the loops that fill them skip it), where vmaxps and the ternary
+// could differ.
 constexpr int64_t kLanes = 16;
 
-inline float max_of_lanes(float* lanes) {
+// On GCC and Clang the tree runs on a vector of the 16 lanes (their vector extensions), each step
+// a shuffle that brings lane i + w to lane i. (The vector never leaves this function: one passed
+// between functions would change the ABI of a portable build.)
+template <bool kMax>
+inline float lanes_tree(float* lanes) {
+#if defined(__GNUC__)
+  using LaneVector = float __attribute__((vector_size(kLanes * sizeof(float))));
+  LaneVector a, p;
+  __builtin_memcpy(&a, lanes, sizeof a);
+  const auto combine = [&] {
+    if constexpr (kMax) a = p > a ? p : a;
+    else a = a + p;
+  };
+  p = __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7), combine();
+  p = __builtin_shufflevector(a, a, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11), combine();
+  p = __builtin_shufflevector(a, a, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13), combine();
+  p = __builtin_shufflevector(a, a, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14), combine();
+  return a[0];
+#else
   for (int64_t w = kLanes / 2; w >= 1; w /= 2)
-    for (int64_t i = 0; i < w; ++i) lanes[i] = lanes[i + w] > lanes[i] ? lanes[i + w] : lanes[i];
+    for (int64_t i = 0; i < w; ++i)
+      if constexpr (kMax) lanes[i] = lanes[i + w] > lanes[i] ? lanes[i + w] : lanes[i];
+      else lanes[i] += lanes[i + w];
   return lanes[0];
+#endif
 }
 
-inline float sum_of_lanes(float* lanes) {
-  for (int64_t w = kLanes / 2; w >= 1; w /= 2)
-    for (int64_t i = 0; i < w; ++i) lanes[i] += lanes[i + w];
-  return lanes[0];
-}
+inline float max_of_lanes(float* lanes) { return lanes_tree<true>(lanes); }
+inline float sum_of_lanes(float* lanes) { return lanes_tree<false>(lanes); }
 
 }  // namespace qkv::kernels
