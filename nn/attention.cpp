@@ -109,10 +109,10 @@ Tensor MultiHeadAttention::forward(const Tensor& queries, const Tensor& keys, co
   } else if (fused && restriction.is_causal) {
     // Told as lengths, the causal restriction lets the kernel skip every tile above the diagonal.
     const auto [all_mask, all_bias] = mask_and_bias(Q, K, mask, bias, /*causal_mask=*/false);
-    out = attend(project_heads(queries, keys, values), causal_lengths(valid_lens, B, Q, K), all_mask, all_bias, keep);
+    out = attend_inputs(queries, keys, values, causal_lengths(valid_lens, B, Q, K), all_mask, all_bias, keep);
   } else {
     const auto [all_mask, all_bias] = mask_and_bias(Q, K, mask, bias);
-    out = attend(project_heads(queries, keys, values), valid_lens, all_mask, all_bias, keep);
+    out = attend_inputs(queries, keys, values, valid_lens, all_mask, all_bias, keep);
   }
   attention_weights = keep ? out.weights.detach() : Tensor();
   return W_o->forward(out.output);
@@ -199,6 +199,25 @@ functional::AttentionOutput MultiHeadAttention::attend(const Heads& h, const Ind
   const functional::AttentionOutput out =
       functional::scaled_dot_product_attention(h.q, h.k, h.v, valid_lens, mask, bias, p);
   return {functional::merge_heads(out.output), out.weights};
+}
+
+// Self-attention whose heads are the projection's column blocks as they are (no position scheme
+// transforms q and k) runs the fused op on the one (B, T, 3·H·d) product (fused_attention_packed):
+// its backward writes one gradient for the product, where the heads' three gradients would each be
+// scattered into a zero (B, T, 3·H·d) tensor and summed; the same values and gradients to the bit.
+// Everything else projects the heads apart (ProjectedAttention::project_heads).
+functional::AttentionOutput MultiHeadAttention::attend_inputs(const Tensor& queries, const Tensor& keys,
+                                                              const Tensor& values, const IndexTensor& valid_lens,
+                                                              const Tensor& mask, const Tensor& bias,
+                                                              bool need_weights) {
+  if (fused && !(positions && positions->transforms_qk())) {
+    const Tensor qkv = functional::packed_in_projection(queries, keys, values, W_q->weight, W_q->bias, W_k->weight,
+                                                        W_k->bias, W_v->weight, W_v->bias);
+    if (qkv.defined())
+      return functional::fused_attention_packed(qkv, num_heads, valid_lens, mask, bias,
+                                                is_training() ? dropout : 0.0f, nullptr, need_weights);
+  }
+  return attend(project_heads(queries, keys, values), valid_lens, mask, bias, need_weights);
 }
 
 // A window: each query sees the keys within ±w of it, computed on the band only (self-attention).

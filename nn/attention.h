@@ -105,7 +105,9 @@ class AdditiveAttention : public Module {
 //
 // The projections, their checks and the split into heads are ProjectedAttention's, the base of the
 // other mechanisms too. Dense attention then runs the fused attention op on the heads
-// (functional::fused_attention: one kernel forward and one backward, reading the heads in place),
+// (functional::fused_attention: one kernel forward and one backward, reading the heads in place;
+// for self-attention whose q and k no scheme rotates, functional::fused_attention_packed on the one
+// (B, T, 3D) product of the three projections, which gets one gradient instead of three summed),
 // one route per mode, as nanoGPT's attention has its `flash` switch: in the reference mode
 // (tensor/reference_mode.h) the op runs its composed reference instead, composed_attention, the
 // computation above op by op, d2l's code in C++, which gives the same values to float32 rounding
@@ -162,6 +164,11 @@ class MultiHeadAttention : public ProjectedAttention {
   // undefined unless need_weights (on the fused op).
   functional::AttentionOutput attend(const Heads& heads, const IndexTensor& valid_lens, const Tensor& mask,
                                      const Tensor& bias, bool need_weights);
+  // Dense attention on the inputs: their projections, then attend (or, for self-attention, the
+  // fused op on the packed projection; see attention.cpp).
+  functional::AttentionOutput attend_inputs(const Tensor& queries, const Tensor& keys, const Tensor& values,
+                                            const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias,
+                                            bool need_weights);
   // A window's own path: self-attention on the band.
   functional::AttentionOutput attend_window(const Tensor& queries, const Tensor& keys, const Tensor& values,
                                             const IndexTensor& valid_lens, const Tensor& mask, const Tensor& bias);

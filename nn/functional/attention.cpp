@@ -147,14 +147,21 @@ AttentionOutput fused_attention_packed(const Tensor& qkv, int64_t heads, const I
 Projections in_projections(const Tensor& queries, const Tensor& keys, const Tensor& values, const Tensor& weight_q,
                            const Tensor& bias_q, const Tensor& weight_k, const Tensor& bias_k, const Tensor& weight_v,
                            const Tensor& bias_v) {
-  const bool self = queries.impl() == keys.impl() && keys.impl() == values.impl();
-  const bool biases = bias_q.defined() == bias_k.defined() && bias_k.defined() == bias_v.defined();
-  if (reference_mode() || !self || !biases)
+  const Tensor qkv = packed_in_projection(queries, keys, values, weight_q, bias_q, weight_k, bias_k, weight_v, bias_v);
+  if (!qkv.defined())
     return {linear(queries, weight_q, bias_q), linear(keys, weight_k, bias_k), linear(values, weight_v, bias_v)};
-  const Tensor qkv = linear(queries, cat({weight_q, weight_k, weight_v}, 0),
-                            bias_q.defined() ? cat({bias_q, bias_k, bias_v}, 0) : Tensor());  // (B, T, 3D)
   const int64_t D = weight_q.size(0);
   return {qkv.narrow(2, 0, D), qkv.narrow(2, D, D), qkv.narrow(2, 2 * D, D)};
+}
+
+Tensor packed_in_projection(const Tensor& queries, const Tensor& keys, const Tensor& values, const Tensor& weight_q,
+                            const Tensor& bias_q, const Tensor& weight_k, const Tensor& bias_k, const Tensor& weight_v,
+                            const Tensor& bias_v) {
+  const bool self = queries.impl() == keys.impl() && keys.impl() == values.impl();
+  const bool biases = bias_q.defined() == bias_k.defined() && bias_k.defined() == bias_v.defined();
+  if (reference_mode() || !self || !biases) return Tensor();
+  return linear(queries, cat({weight_q, weight_k, weight_v}, 0),
+                bias_q.defined() ? cat({bias_q, bias_k, bias_v}, 0) : Tensor());  // (B, T, 3D)
 }
 
 Tensor split_heads(const Tensor& x, int64_t heads) {

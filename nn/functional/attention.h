@@ -152,6 +152,12 @@ struct Projections {
 Projections in_projections(const Tensor& queries, const Tensor& keys, const Tensor& values, const Tensor& weight_q,
                            const Tensor& bias_q, const Tensor& weight_k, const Tensor& bias_k, const Tensor& weight_v,
                            const Tensor& bias_v);
+// The fast path's one product, x·[W_q; W_k; W_v]ᵀ (+ the stacked biases), (B, T, 3D) with q, k
+// and v its column blocks; undefined where in_projections takes three (the reference mode, inputs
+// that differ, biases on some projections only).
+Tensor packed_in_projection(const Tensor& queries, const Tensor& keys, const Tensor& values, const Tensor& weight_q,
+                            const Tensor& bias_q, const Tensor& weight_k, const Tensor& bias_k, const Tensor& weight_v,
+                            const Tensor& bias_v);
 
 // The heads of a projection, (B, T, D) → (B, H, T, D/H): a view (d2l's transpose_qkv without its
 // final reshape, which would fold the heads into the batch).

@@ -386,11 +386,13 @@ TEST_CASE("fused_attention_packed writes the projection's gradient over the proj
   check_bitwise_identical_with_1_and_2_threads([&] { return run(false).first; });
 }
 
-TEST_CASE("MultiHeadAttention takes one route per mode: the fused op by default and composed_attention in the reference mode") {
+TEST_CASE("MultiHeadAttention takes the fused op by default and composed_attention in the reference mode") {
   // Self-attention forward(x, x, x) and forward(x, x', x'') with copies of x, a rotary position
-  // scheme or none: the three projections, then the fused op on the heads, or in the reference mode
-  // its composed reference (products, masked_softmax, dropout). The values agree to float32 rounding
-  // between the modes, and to the bit between self-attention and the copies.
+  // scheme or none. By default self-attention without a scheme that transforms q and k runs the
+  // fused op on the packed projection (fused_attention_packed), anything else the three projections
+  // and the fused op on the heads; the reference mode, the composed reference (products,
+  // masked_softmax, dropout). The values agree to float32 rounding between the modes, and to the
+  // bit between self-attention and the copies.
   const auto step = [](bool same_tensor, bool rotary, bool reference) {
     const ReferenceModeGuard mode(reference);
     manual_seed(4);
@@ -402,7 +404,8 @@ TEST_CASE("MultiHeadAttention takes one route per mode: the fused op by default 
     const Tensor out = attention.forward(x, k, v, IndexTensor{5, 3});
     // out = W_o(attention output): the op under W_o says which route ran.
     const std::string& op = out.grad_fn()->inputs[0].node->op;
-    CHECK((op == "fused_attention") == !reference);
+    const std::string fast = same_tensor && !rotary ? "fused_attention_packed" : "fused_attention";
+    CHECK((op == fast) == !reference);
     (out * out).sum().backward();
     std::vector<Tensor> all{out, attention.attention_weights, x.grad()};
     for (const auto& [name, p] : attention.named_parameters()) all.push_back(p.grad());
