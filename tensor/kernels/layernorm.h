@@ -14,8 +14,9 @@
 // (x̂ depends on x directly, through mean and through rstd; the two subtracted terms are the last
 // two paths: ∂mean/∂x = 1/D and ∂rstd/∂x = -rstd³ (x - mean) / D.)
 //
-// Rows are split across threads for y and dx; dweight and dbias are split by columns, each column
-// summed by one thread over the rows in order, so results do not depend on the thread count.
+// Rows are split across threads for y and dx. Backward makes dx and dweight, dbias in one pass
+// over the rows: fixed chunks of rows sum their part of dweight and dbias, and the chunks' sums
+// are added in chunk order, so results do not depend on the thread count.
 // The reference these kernels are tested against is the same formula composed of tensor ops
 // (tests/autograd/test_layer_norm.cpp).
 #pragma once
