@@ -40,7 +40,7 @@ namespace {
 
 using namespace gemm_detail;
 
-thread_local PackBuffer<float> t_a_buffer, t_b_buffer;
+thread_local PackBuffer<float> t_a_buffer, t_b_buffer, t_b_part;
 
 // Packs `lines` lines of a k-long panel into slivers of W lines for the micro-kernel: sliver j
 // holds out[j·W·k + p·W + i] = s[(j·W + i)·rs + p·cs] for p < k, i < W, with zeros for the lines
@@ -174,11 +174,68 @@ bool reads_a_in_place(Strided a, int64_t rows, int64_t k, int64_t cols) {
   return a.cs == 1 ? cols <= kInPlaceMaxCols : rows * k <= kInPlaceMaxTransposed;
 }
 
+// Rows [i0, i1) of A over k steps from pc, for a task of `cols` columns: read in place, or packed
+// into this thread's buffer.
+ABlock a_block(Strided a, int64_t i0, int64_t i1, int64_t pc, int64_t k, int64_t cols) {
+  const Strided block{a.at(i0, pc), a.rs, a.cs};
+  if (reads_a_in_place(a, i1 - i0, k, cols)) return {block, nullptr};
+  float* a_packed = t_a_buffer.get(ceil_div(i1 - i0, MR) * MR * k);
+  pack_a(block, i1 - i0, k, a_packed);
+  return {Strided{nullptr, 0, 0}, a_packed};
+}
+
+// A product of few rows and columns and many k steps, such as a weight's gradient (Xᵀ·dY summed
+// over every row of a batch), computes little per pc step, and the loops below hand out work twice
+// a step (the packing of B, then the tiles), each hand-out a wait for the other thread: two threads
+// bought 1.4× on 64 × 128 × 6400. When one row block holds all of M, each thread here takes a part
+// of C for all of k instead, with one hand-out for the whole product: a chunk of the columns, for
+// which it packs its columns of B and all the rows of A, or, when M is the longer side, a block of
+// the rows, for which it packs its rows of A and all of B (the operand packed twice is the smaller
+// one). Each element of C is the same chain of the same micro-kernel as in the loops below, so the
+// result is the same to the bit.
+enum class Owned { none, columns, rows };
+
+Owned owned_split(int threads, int64_t M, int64_t n, int64_t K) {
+  if (threads <= 1 || M > MC || K <= KC) return Owned::none;
+  if (n >= M && n >= threads * NR) return Owned::columns;
+  if (M >= threads * MR) return Owned::rows;
+  return Owned::none;
+}
+
+void owned_loops(Owned split, int threads, int64_t M, int64_t n, int64_t K, float alpha, Strided a, Strided b,
+                 float beta, float* C, int64_t ldc, bool c_trans, const float* bias) {
+  parallel_tasks(threads, threads, M * n * K, [&](int64_t t, int) {
+    const bool by_columns = split == Owned::columns;
+    const int64_t i0 = by_columns ? 0 : split_point(M, threads, MR, t);
+    const int64_t i1 = by_columns ? M : split_point(M, threads, MR, t + 1);
+    const int64_t j0 = by_columns ? split_point(n, threads, NR, t) : 0;
+    const int64_t j1 = by_columns ? split_point(n, threads, NR, t + 1) : n;
+    if (i0 == i1 || j0 == j1) return;
+    // This thread's packed B, in a buffer of its own (the caller's t_b_buffer holds the blocked
+    // loops' shared block).
+    float* b_packed = t_b_part.get(std::min(KC, K) * (j1 - j0 + NR));
+    for (int64_t pc = 0; pc < K; pc += KC) {
+      const int64_t k = std::min(KC, K - pc);
+      pack_b(Strided{b.at(pc, j0), b.rs, b.cs}, k, 0, j1 - j0, b_packed);
+      const ABlock source = a_block(a, i0, i1, pc, k, j1 - j0);
+      float* c = c_trans ? C + j0 * ldc + i0 : C + i0 * ldc + j0;
+      const float* tile_bias = !bias || pc + k < K ? nullptr : c_trans ? bias + i0 : bias + j0;
+      macro_kernel(i1 - i0, j1 - j0, k, source, b_packed, alpha, pc == 0 ? beta : 1.0f, c, ldc, c_trans,
+                   tile_bias);
+    }
+  });
+}
+
 // The blocked loops, their packing and products shared among `threads` threads (parallel.h).
 void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, Strided a, Strided b,
                    float beta, float* C, int64_t ldc, bool c_trans, const float* bias, float* b_packed) {
   for (int64_t jc = 0; jc < N; jc += NC) {
     const int64_t n = std::min(NC, N - jc);
+    if (const Owned split = owned_split(threads, M, n, K); split != Owned::none) {
+      owned_loops(split, threads, M, n, K, alpha, a, Strided{b.at(0, jc), b.rs, b.cs}, beta,
+                  c_trans ? C + jc * ldc : C + jc, ldc, c_trans, bias ? (c_trans ? bias : bias + jc) : nullptr);
+      continue;
+    }
     const TaskGrid grid = task_grid(M, n, threads);
     for (int64_t pc = 0; pc < K; pc += KC) {
       const int64_t k = std::min(KC, K - pc);
@@ -189,13 +246,7 @@ void blocked_loops(int threads, int64_t M, int64_t N, int64_t K, float alpha, St
       parallel_tasks(grid.row_blocks * grid.col_chunks, threads, M * n * k, [&](int64_t task, int) {
         const auto [i0, i1, j0, j1] = task_bounds(grid, M, n, task);
         if (i0 == i1 || j0 == j1) return;
-        const Strided a_block{a.at(i0, pc), a.rs, a.cs};
-        ABlock source{a_block, nullptr};
-        if (!reads_a_in_place(a, i1 - i0, k, j1 - j0)) {
-          float* a_packed = t_a_buffer.get(ceil_div(i1 - i0, MR) * MR * k);
-          pack_a(a_block, i1 - i0, k, a_packed);
-          source = {Strided{nullptr, 0, 0}, a_packed};
-        }
+        const ABlock source = a_block(a, i0, i1, pc, k, j1 - j0);
         float* c = c_trans ? C + (jc + j0) * ldc + i0 : C + i0 * ldc + jc + j0;
         const float* tile_bias = !bias || pc + k < K ? nullptr : c_trans ? bias + i0 : bias + jc + j0;
         macro_kernel(i1 - i0, j1 - j0, k, source, b_packed + j0 * k, alpha, pc == 0 ? beta : 1.0f, c, ldc,

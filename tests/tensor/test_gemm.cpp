@@ -298,6 +298,37 @@ TEST_CASE("gemm results are bitwise identical for 1 and 2 threads") {
   qkv::set_num_threads(saved);
 }
 
+TEST_CASE("gemm over many k steps with few rows and columns, each thread a part of C for all of k, gives one thread's bits") {
+  // One row block and several KC blocks: at 2 threads each thread takes a chunk of the columns
+  // (n >= M), a block of the rows (M > n), or, for a product narrower than a tile, a part of its
+  // transpose; with beta, a padded C, and a bias added after the last k block.
+  const int saved = qkv::get_num_threads();
+  const GemmConfig cfg = gemm_config();
+  for (auto [ta, tb] : kTrans)
+    for (Problem p : {Problem{ta, tb, 64, 128, 2 * cfg.kc + 7, 3}, Problem{ta, tb, cfg.mc, 40, cfg.kc + 1, 1},
+                      Problem{ta, tb, 2 * cfg.mr + 1, 2 * cfg.nr + 5, 3 * cfg.kc, 2},
+                      Problem{ta, tb, 150, 5, 2 * cfg.kc + 1, 0}}) {
+      CAPTURE(ta);
+      CAPTURE(tb);
+      CAPTURE(p.M);
+      CAPTURE(p.N);
+      p.beta = 0.5f;
+      qkv::set_num_threads(2);
+      check_against_reference(p);
+      const std::vector<float> two = p.run(gemm), A = p.a(), B = p.b(), bias = random_floats(p.N, 4);
+      std::vector<float> two_bias = p.c(), one_bias = p.c();
+      gemm_bias(p.ta, p.tb, p.M, p.N, p.K, A.data(), p.lda(), B.data(), p.ldb(), bias.data(), two_bias.data(),
+                p.ldc());
+      qkv::set_num_threads(1);
+      const std::vector<float> one = p.run(gemm);
+      gemm_bias(p.ta, p.tb, p.M, p.N, p.K, A.data(), p.lda(), B.data(), p.ldb(), bias.data(), one_bias.data(),
+                p.ldc());
+      CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+      CHECK(std::memcmp(one_bias.data(), two_bias.data(), one_bias.size() * sizeof(float)) == 0);
+    }
+  qkv::set_num_threads(saved);
+}
+
 TEST_CASE("gemm_batched equals one gemm per matrix and broadcasts a matrix with stride 0") {
   const int saved = qkv::get_num_threads();
   qkv::set_num_threads(2);
