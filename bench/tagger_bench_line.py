@@ -20,11 +20,15 @@ def positive_int(text):
 
 def bench_fields(command, env=None):
     """The fields name=value of the last `config=` line the command prints; exits with the command's
-    own error message if it fails."""
+    own error message if it fails, and passes its warnings on to stderr."""
     try:
-        out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+        done = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     except subprocess.CalledProcessError as e:
         sys.exit(f"{' '.join(command)} failed:\n{e.stderr.strip()}")
+    out = done.stdout
+    for line in done.stderr.splitlines():  # e.g. torch_anchor.py's warning of a reference BLAS
+        if "warning" in line:
+            print(line, file=sys.stderr)
     lines = [line for line in out.splitlines() if line.startswith("config=")]
     if not lines:
         sys.exit(f"no result line from {' '.join(command)}:\n{out}")

@@ -10,7 +10,7 @@ and the ratios the project tracks:
 
 vs_torch_1thread is PyTorch 1/1 over qkv at 1 thread; vs_torch_best is PyTorch's best setting over
 qkv at 2 threads; of_peak_N is the share of the FMA peak qkv's step reached at N threads (the median
-of `tagger bench`'s own of_peak; `lm bench` counts no FLOPs, so the lm line ends at rss_torch).
+of the of_peak its bench prints: `tagger bench`, `lm bench`, `vit bench`).
 
 Usage: python3 bench/versus_torch.py [--tagger build/examples/tagger] [--configs tiny,small,base,brown]
                                      [--rounds 3] [--matmul highest|medium]
@@ -102,7 +102,7 @@ def main():
         ms = {name: med(name) for name in runs}
         torch_best = min(ms["torch_1_1"], ms["torch_2_1"], ms["torch_2_2"])
         rss_torch = min(med(n, "peak_rss_mib") for n in ["torch_1_1", "torch_2_1", "torch_2_2"])
-        peak = "" if config in ("lm", "vit") else f" of_peak_1={med('qkv_1', 'of_peak'):.0f}% of_peak_2={med('qkv_2', 'of_peak'):.0f}%"
+        peak = f" of_peak_1={med('qkv_1', 'of_peak'):.0f}% of_peak_2={med('qkv_2', 'of_peak'):.0f}%"
         print(f"config={config} " + " ".join(f"{k}={v:.2f}" for k, v in ms.items()) +
               f" vs_torch_1thread={ms['torch_1_1'] / ms['qkv_1']:.2f} vs_torch_best={torch_best / ms['qkv_2']:.2f}"
               f" rss_qkv={med('qkv_2', 'peak_rss_mib'):.0f} rss_torch={rss_torch:.0f}" + peak, flush=True)

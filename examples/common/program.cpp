@@ -7,6 +7,7 @@
 #include "dist/agree.h"
 #include "examples/common/ranks.h"
 #include "tensor/error.h"
+#include "tensor/precision.h"
 #include "tensor/reference_mode.h"
 
 namespace qkv::examples {
@@ -96,6 +97,21 @@ void start_command(const Args& args, const std::string& program, bool announce, 
   if (args.has("threads")) use_threads(args);
   if (args.has("reference") && use_reference_mode(args) && announce)
     std::cerr << program << ": " << kReferenceModeNote << "\n";
+}
+
+void use_matmul_precision(const std::string& precision, bool saved_run) {
+  if (precision != "highest" && precision != "medium")
+    throw ValueError("option --matmul is '" + precision + "'; expected one of highest, medium");
+  if (reference_mode() && precision == "medium")
+    throw ValueError(std::string(saved_run ? "the run was trained with --matmul medium (its config.json), and "
+                                           : "--matmul medium: ") +
+                     "the reference mode (--reference or QKV_REFERENCE=1) computes every product in float32; drop "
+                     "one of the two");
+  try {
+    set_matmul_precision(precision == "medium" ? MatmulPrecision::medium : MatmulPrecision::highest);
+  } catch (const ValueError& e) {
+    throw ValueError(std::string("--matmul medium: ") + e.what());
+  }
 }
 
 std::string directory_option(const Args& args, const std::string& name) {

@@ -67,6 +67,17 @@ Args::Option run_option(const std::string& fallback,
 void start_command(const Args& args, const std::string& program, bool announce = false,
                    bool positional = false);
 
+// --matmul: how float32 products are computed (tensor/precision.h).
+inline constexpr const char* kMatmulHelp =
+    "highest: float32 products; medium: operands rounded to bfloat16, sums in float32 (needs AVX512_BF16; "
+    "not in the reference mode)";
+
+// Products from now on as `precision` says: "highest" or "medium", the value of --matmul (bench) or
+// of a run's config (train; a resumed or loaded run's own: saved_run). Refused, naming the option,
+// for any other value, for medium where this build has no bfloat16 kernel, and for medium in the
+// reference mode (--reference or QKV_REFERENCE=1, set by start_command), whose products are float32.
+void use_matmul_precision(const std::string& precision, bool saved_run = false);
+
 // The directory --name gives: refused, naming the option, when it is empty.
 std::string directory_option(const Args& args, const std::string& name);
 

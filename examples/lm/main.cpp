@@ -45,6 +45,7 @@ int cmd_train(const Args& a) {
   qkv::examples::start_command(a, "lm");
   const TrainOptions o = qkv::examples::run_options_from(a);
   const Config config = qkv::examples::train_config<Config>(a, o, "steps", {}, [&] { return config_from(a); });
+  if (!o.resume) qkv::examples::use_matmul_precision(config.matmul);  // refused before anything is written
   qkv::examples::announce_training("lm", o);
   train(config, o);
   if (o.figures) draw_training_figures(o.run_dir);
@@ -74,6 +75,7 @@ int cmd_sample(const Args& a) {
   if (checkpoint != "best" && checkpoint != "last")
     throw qkv::ValueError("--checkpoint is '" + checkpoint + "'; expected best or last");
   const Run run = load_run(a.str("run"), checkpoint);
+  qkv::examples::use_matmul_precision(run.config.matmul, /*saved_run=*/true);
   SampleOptions o;
   o.tokens = a.integer_in("tokens", 1, 10'000'000);
   o.temperature = a.number_in("temperature", 0.0, 100.0);
@@ -99,6 +101,7 @@ int cmd_sample(const Args& a) {
 int cmd_eval(const Args& a) {
   qkv::examples::start_command(a, "lm");
   const Run run = load_run(a.str("run"), "best");
+  qkv::examples::use_matmul_precision(run.config.matmul, /*saved_run=*/true);
   const Data data = load_data(run.config, run.text());
   std::cout << std::fixed << std::setprecision(3) << "bits per character of the best checkpoint ("
             << (run.config.text.empty() ? "Moby-Dick" : run.config.text) << "):\n"
@@ -161,14 +164,16 @@ void bench_steps(const Config& config, int64_t warmup, int64_t steps, bool profi
   const qkv::examples::StepTimes t =
       qkv::examples::time_steps([&] { train_step(step, model, 0, inputs, targets); }, warmup, steps, profile ? 3 : 0);
   std::printf("config=lm threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f cpu_ms_per_step=%.2f "
-              "%s parameters=%lld\n",
+              "%s parameters=%lld matmul=%s\n",
               qkv::get_num_threads(), 1e3 * t.wall, static_cast<double>(B * T) / t.wall, t.peak_rss_mib, 1e3 * t.cpu,
-              qkv::examples::flop_figures(t).c_str(), static_cast<long long>(model.num_parameters()));
+              qkv::examples::flop_figures(t).c_str(), static_cast<long long>(model.num_parameters()),
+              config.matmul.c_str());
 }
 
 int cmd_bench(const Args& a) {
   qkv::examples::start_command(a, "lm");
   Config config = config_from(a);
+  qkv::examples::use_matmul_precision(config.matmul);
   const std::string what = a.str("what");
   if (what != "step" && what != "sample" && what != "both")
     throw qkv::ValueError("--what is '" + what + "'; expected step, sample or both");

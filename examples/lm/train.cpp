@@ -62,6 +62,7 @@ void Config::validate() const {
   check_number("lr", lr, 0.0, 10.0, /*open_lo=*/true);
   check_number("weight_decay", weight_decay, 0.0, 10.0);
   check_number("clip", clip, 0.0, 1e6);
+  check_name("matmul", matmul, {"highest", "medium"});
 }
 
 double training_bytes_estimate(const Config& c, int64_t V) {
@@ -436,6 +437,7 @@ qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, CharGPT& mo
 TrainResult train(Config config, const TrainOptions& o) {
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
   State state = qkv::examples::start_or_resume<Config, Evaluation>(run, config, std::numeric_limits<double>::infinity());
+  qkv::examples::use_matmul_precision(state.config.matmul, /*saved_run=*/state.last.has_value());
   const Data data = load_data(state.config, run_text(state));
   state.config = with_vocabulary(state.config, data, !state.last);
   check_memory(state.config);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/program.h"
 #include "examples/common/run_directory.h"
 #include "examples/lm/baselines.h"
 #include "examples/lm/model.h"
@@ -33,6 +34,7 @@ struct Config {
   int64_t steps = 13000, batch = 4, warmup = 200, eval_every = 1000, seed = 1;
   double lr = 2e-3, weight_decay = 0.1, clip = 1.0;
   std::string chars;     // the vocabulary's characters in order, UTF-8 (without the unknown symbol)
+  std::string matmul = "highest";  // float32 products, or bfloat16 operands (tensor/precision.h)
 
   // Every field under its config.json key and option (examples/common/config.h).
   template <class F>
@@ -48,6 +50,7 @@ struct Config {
     f({"eval_every", "steps between evaluations (and checkpoints)"}, eval_every);
     f({"seed", "seed of the initialization and the batches"}, seed);
     qkv::examples::adamw_fields(f, warmup, lr, weight_decay, clip);
+    f({"matmul", qkv::examples::kMatmulHelp}, matmul);
     f({"chars"}, chars);
   }
   // Ranges of every field; ValueError naming the field (and its option) otherwise.

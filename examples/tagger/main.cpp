@@ -35,36 +35,13 @@ using namespace tagger;
 // Bounds of bench's step counts: far above a useful measurement, low enough to end.
 constexpr int64_t kMaxBenchSteps = 100'000, kMaxBenchWarmup = 10'000;
 
-// How the computation runs from now on: on the composed references with --reference or
-// QKV_REFERENCE=1 (tensor/reference_mode.h), and with float32 products computed as `precision`
-// says (tensor/precision.h): "highest" or "medium", the value of --matmul (bench) or of the run's
-// config (train, ablate, resume; Config::validate has checked it there). Refused, naming the
-// option, for any other value, for medium where this build has no bfloat16 kernel, and for medium
-// in the reference mode, whose products are float32.
-void use_modes(const Args& a, const std::string& precision, bool saved_run = false) {
-  if (precision != "highest" && precision != "medium")
-    throw qkv::ValueError("option --matmul is '" + precision + "'; expected one of highest, medium");
-  if (qkv::examples::use_reference_mode(a) && precision == "medium")
-    throw qkv::ValueError(
-        std::string(saved_run ? "the run was trained with --matmul medium (its config.json), and "
-                              : "--matmul medium: ") +
-        "the reference mode (--reference or QKV_REFERENCE=1) computes every product in float32; drop one "
-        "of the two");
-  try {
-    qkv::set_matmul_precision(precision == "medium" ? qkv::MatmulPrecision::medium
-                                                    : qkv::MatmulPrecision::highest);
-  } catch (const qkv::ValueError& e) {
-    throw qkv::ValueError(std::string("--matmul medium: ") + e.what());
-  }
-}
-
 int cmd_train(const Args& a) {
   if (a.flag("resume")) qkv::examples::check_resume_options(a, {"epochs", "profile", "example"});
   qkv::examples::start_command(a, "tagger");
   const Config config = config_from(a);
   TrainOptions options = train_options_from(a);
   if (!a.flag("resume")) {
-    use_modes(a, config.matmul);
+    qkv::examples::use_matmul_precision(config.matmul);
     const Data data = load_data(config);
     qkv::examples::announce_training("tagger", options);
     train(config, data, options);
@@ -76,7 +53,7 @@ int cmd_train(const Args& a) {
   load_saved_run(options.run_dir, "best.safetensors");
   if (!a.given("example") && reads_real_text(saved.config)) options.example = kRealTextExample;
   if (a.given("epochs")) saved.config.epochs = config.epochs;  // train refuses fewer than the run's
-  use_modes(a, saved.config.matmul, /*saved_run=*/true);
+  qkv::examples::use_matmul_precision(saved.config.matmul, /*saved_run=*/true);
   const Data data = load_data(saved.config);
   qkv::examples::announce_training("tagger", options);
   resume(saved, data, options);
@@ -296,7 +273,7 @@ std::vector<Variant> ablation_variants(const Config& base, const Args& a) {
 int cmd_ablate(const Args& a) {
   qkv::examples::start_command(a, "tagger", /*announce=*/true);
   const Config base = config_from(a);
-  use_modes(a, base.matmul);
+  qkv::examples::use_matmul_precision(base.matmul);
   const std::vector<Variant> variants = ablation_variants(base, a);  // all validated before training
   const Data data = load_data(base);
   const TagLexicon lexicon(data.train);
@@ -374,7 +351,7 @@ int cmd_data(const Args& a) {
 
 int cmd_bench(const Args& a) {
   qkv::examples::start_command(a, "tagger");
-  use_modes(a, a.str("matmul"));
+  qkv::examples::use_matmul_precision(a.str("matmul"));
   const BenchConfig config = bench_config(a.str("config"));
   const BenchResult r =
       run_bench(config, a.integer_in("steps", 1, kMaxBenchSteps), a.integer_in("warmup", 0, kMaxBenchWarmup));
@@ -422,7 +399,7 @@ int main(int argc, char** argv) {
           {"steps", std::to_string(kBenchSteps), "timed steps"},
           {"warmup", std::to_string(kBenchWarmup), "untimed steps first"},
           qkv::examples::kThreadsOption,
-          {"matmul", "highest", kMatmulHelp},
+          {"matmul", "highest", qkv::examples::kMatmulHelp},
           qkv::examples::kReferenceOption},
          cmd_bench},
         {"data", "write the built-in corpus (or --corpus brown) as CoNLL-U files (--out DIR)",

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "examples/common/config.h"
+#include "examples/common/program.h"
 #include "io/json.h"
 #include "nn/attention_interface.h"
 #include "nn/char_encoder.h"
@@ -43,11 +44,6 @@ constexpr int64_t kMaxSentenceLength = 1024;
 // Character ids: 0 pads, byte b is b + 1, and two markers begin and end every word (so that a
 // convolution sees where prefixes and suffixes sit).
 constexpr int64_t kCharBegin = 257, kCharEnd = 258, kNumCharIds = 259;
-
-// --matmul, of train, ablate and bench: how float32 products are computed (tensor/precision.h).
-inline constexpr const char* kMatmulHelp =
-    "highest: float32 products; medium: operands rounded to bfloat16, sums in float32 (needs AVX512_BF16; "
-    "not in the reference mode)";
 
 // What a run needs to be repeated: model shape, training budget, data. Saved as JSON in the run
 // directory and in every checkpoint, so `eval`, `predict` and `--resume` rebuild the same model.
@@ -126,7 +122,7 @@ struct Config {
     f({"warmup_steps", "linear warmup steps, then cosine decay", "warmup"}, warmup_steps);
     f({"min_freq", "words seen fewer times become <unk>"}, min_freq);
     f({"seed", "seed of the corpus, the initialization and the batch order"}, seed);
-    f({"matmul", kMatmulHelp}, matmul);
+    f({"matmul", qkv::examples::kMatmulHelp}, matmul);
     f({"train_sentences", "built-in corpus: training sentences", "sentences"}, train_sentences);
     f({"dev_sentences"}, dev_sentences);
     f({"test_sentences"}, test_sentences);

@@ -66,6 +66,7 @@ int cmd_train(const Args& a) {
   static_cast<qkv::examples::RunOptions&>(o) = qkv::examples::run_options_from(a);
   o.baselines = !a.flag("no-baselines");
   const Config config = qkv::examples::train_config<Config>(a, o, "epochs", {"no-baselines"}, [&] { return config_from(a); });
+  if (!o.resume) qkv::examples::use_matmul_precision(config.matmul);  // refused before anything is written
   qkv::examples::announce_training("vit", o);
   train(config, o);
   if (o.figures) draw_run_figures(o.run_dir);
@@ -75,6 +76,7 @@ int cmd_train(const Args& a) {
 int cmd_eval(const Args& a) {
   qkv::examples::start_command(a, "vit");
   Run run = load_run(a.str("run"), "best");
+  qkv::examples::use_matmul_precision(run.config.matmul, /*saved_run=*/true);
   const ImageData data = load_data(run.config);
   const Evaluation test = evaluate(*run.model, data.test, run.config);
   std::cout << "test accuracy of the best checkpoint (" << data.source << ", " << data.test.size() << " images): "
@@ -94,6 +96,7 @@ int cmd_predict(const Args& a) {
   qkv::examples::start_command(a, "vit");
   if (!a.given("images")) throw qkv::ValueError("vit predict: --images FILE is required (an IDX file of N×rows×cols bytes)");
   Run run = load_run(a.str("run"), "best");
+  qkv::examples::use_matmul_precision(run.config.matmul, /*saved_run=*/true);
   qkv::data::IdxBytes idx = qkv::data::read_idx(a.str("images"));
   if (idx.shape.size() != 3 || idx.shape[1] != run.config.model.rows || idx.shape[2] != run.config.model.cols)
     throw qkv::ValueError("vit predict: " + a.str("images") + " holds images of shape " +
@@ -122,6 +125,7 @@ int cmd_bench(const Args& a) {
   Config config = config_from(a);
   config.model.rows = config.model.cols = 28;
   config.validate();
+  qkv::examples::use_matmul_precision(config.matmul);
   qkv::manual_seed(1);
   ViT model(config.model);
   auto optimizer = make_optimizer(model, config);
@@ -142,9 +146,10 @@ int cmd_bench(const Args& a) {
   const qkv::examples::StepTimes t = qkv::examples::time_steps(step, a.integer_in("warmup-steps", 0, 10000),
                                                                a.integer_in("bench-steps", 1, 100'000), a.flag("profile") ? 3 : 0);
   std::printf("config=vit threads=%d ms_per_step=%.2f images_per_s=%.0f peak_rss_mib=%.0f cpu_ms_per_step=%.2f %s "
-              "parameters=%lld\n",
+              "parameters=%lld matmul=%s\n",
               qkv::get_num_threads(), 1e3 * t.wall, static_cast<double>(B) / t.wall, t.peak_rss_mib, 1e3 * t.cpu,
-              qkv::examples::flop_figures(t).c_str(), static_cast<long long>(model.num_parameters()));
+              qkv::examples::flop_figures(t).c_str(), static_cast<long long>(model.num_parameters()),
+              config.matmul.c_str());
   return 0;
 }
 

@@ -90,6 +90,7 @@ void Config::validate() const {
   check_number("weight_decay", weight_decay, 0.0, 10.0);
   check_number("clip", clip, 0.0, 1e6);
   check_number("label_smoothing", label_smoothing, 0.0, 0.99);
+  check_name("matmul", matmul, {"highest", "medium"});
   check_number("pixel_mean", pixel_mean, 0.0, 1.0);
   check_number("pixel_std", pixel_std, 0.0, 1.0, /*open_lo=*/true);
   check_position_width(model.positions, model.d_model);
@@ -293,6 +294,7 @@ TrainResult finish(TrainResult result, const qkv::examples::RunDirectory& run, c
 TrainResult train(Config config, const TrainOptions& o) {
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume);  // refusals: nothing written
   State state = qkv::examples::start_or_resume<Config, EpochRecord>(run, config, -1.0);
+  qkv::examples::use_matmul_precision(state.config.matmul, /*saved_run=*/state.last.has_value());
   check_not_complete(state);
   const ImageData data = data_for(state.config, !state.last);
   const int64_t steps_per_epoch = (data.train.size() + state.config.batch - 1) / state.config.batch;

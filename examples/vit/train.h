@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/program.h"
 #include "examples/common/run_directory.h"
 #include "examples/vit/images.h"
 #include "examples/vit/model.h"
@@ -32,6 +33,7 @@ struct Config {
   double lr = 1e-3, weight_decay = 0.05, clip = 1.0, label_smoothing = 0.1;
   bool flip = true;               // mirror each training image left-right with probability 1/2 (option --no-flip)
   double pixel_mean = 0, pixel_std = 1;  // of the training images, filled in by the training
+  std::string matmul = "highest";  // float32 products, or bfloat16 operands (tensor/precision.h)
 
   // Every field under its config.json key and option (examples/common/config.h).
   template <class F>
@@ -52,6 +54,7 @@ struct Config {
     f({"seed", "seed of the initialization, the order and the flips"}, seed);
     qkv::examples::adamw_fields(f, warmup, lr, weight_decay, clip);
     f({"label_smoothing", "label smoothing of the cross-entropy"}, label_smoothing);
+    f({"matmul", qkv::examples::kMatmulHelp}, matmul);
     f({"flip"}, flip);
     f({"pixel_mean"}, pixel_mean);
     f({"pixel_std"}, pixel_std);

@@ -12,6 +12,7 @@
 #include "io/file.h"
 #include "io/json.h"
 #include "io/scratch_dir.h"
+#include "tensor/precision.h"
 
 using qkv::testing::kLmProgram;
 using qkv::testing::run_program;
@@ -321,4 +322,37 @@ TEST_CASE("lm train refuses a step that cannot fit in memory at once, writing no
   CHECK(r.errors.find("lm train: training this model would take about ") != std::string::npos);
   CHECK(r.errors.find("lower --batch, --context, --d-model, --layers or --ffn-hidden") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "run"));
+}
+
+TEST_CASE("lm --matmul medium is part of the run: kept in config.json, resumed in it, and refused by name where it cannot run") {
+  qkv::testing::ScratchDir dir;
+  write(dir / "text.txt", small_text());
+  const std::string text = (dir / "text.txt").string(), run = (dir / "run").string();
+  CHECK(train(run, text, "3", {"--matmul", "low"}).errors == "lm: matmul (--matmul) is 'low'; expected one of highest, medium\n");
+  CHECK_FALSE(fs::exists(dir / "run"));
+  if (!qkv::bf16_matmul_available()) {  // refused by its option, and nothing written
+    CHECK(train(run, text, "3", {"--matmul", "medium"}).errors.starts_with("lm: --matmul medium: "));
+    CHECK_FALSE(fs::exists(dir / "run"));
+    return;
+  }
+  CHECK(train(run, text, "3", {"--matmul", "medium", "--reference"}).errors ==
+        "lm: --matmul medium: the reference mode (--reference or QKV_REFERENCE=1) computes every product in float32; "
+        "drop one of the two\n");
+  CHECK_FALSE(fs::exists(dir / "run"));
+  REQUIRE(train(run, text, "3", {"--matmul", "medium"}).exit_code == 0);
+  CHECK(read(dir / "run" / "config.json").find("\"matmul\":\"medium\"") != std::string::npos);
+  const std::string refused =
+      "lm: the run was trained with --matmul medium (its config.json), and the reference mode (--reference or "
+      "QKV_REFERENCE=1) computes every product in float32; drop one of the two\n";
+  const std::string metrics = read(dir / "run" / "metrics.csv");
+  CHECK(run_program(kLmProgram, {"train", "--run", run, "--resume", "--steps", "6", "--reference"}).errors == refused);
+  CHECK(read(dir / "run" / "metrics.csv") == metrics);
+  CHECK(run_program(kLmProgram, {"eval", "--run", run, "--reference"}).errors == refused);
+  CHECK(run_program(kLmProgram, {"train", "--run", run, "--resume", "--steps", "6"}).exit_code == 0);
+  const auto bench = run_program(kLmProgram, {"bench", "--matmul", "medium", "--what", "step", "--bench-steps", "1",
+                                              "--warmup-steps", "0", "--context", "16", "--d-model", "16", "--heads",
+                                              "2", "--layers", "1", "--ffn-hidden", "32"});
+  REQUIRE_MESSAGE(bench.exit_code == 0, bench.errors);
+  CHECK(bench.output.find(" of_peak=") != std::string::npos);
+  CHECK(bench.output.find(" matmul=medium\n") != std::string::npos);
 }

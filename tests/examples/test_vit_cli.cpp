@@ -11,6 +11,8 @@
 #include "child_process.h"
 #include "data/idx.h"
 #include "io/scratch_dir.h"
+#include "io/file.h"
+#include "tensor/precision.h"
 
 using qkv::testing::kVitProgram;
 using qkv::testing::run_program;
@@ -182,4 +184,37 @@ TEST_CASE("vit refuses what a command would not read, empty paths, too few image
   CHECK(last_line(resumed.errors).find((fs::path(run) / "best.safetensors").string()) != std::string::npos);
   CHECK(resumed.output.find("epoch 3") == std::string::npos);
   CHECK(qkv::testing::read_file(fs::path(run) / "metrics.csv") == metrics);
+}
+
+TEST_CASE("vit --matmul medium is part of the run: kept in config.json and refused by name where it cannot run") {
+  qkv::testing::ScratchDir dir;
+  const std::string run = (dir / "run").string();
+  const auto low = run_program(kVitProgram, with({"train", "--run", run, "--no-figures", "--no-baselines"}, tiny_with({"--matmul", "low"})));
+  CHECK(last_line(low.errors) == "vit: matmul (--matmul) is 'low'; expected one of highest, medium");
+  CHECK_FALSE(std::filesystem::exists(dir / "run"));
+  const auto medium = [&](std::vector<std::string> more) {
+    return run_program(kVitProgram, with(with({"train", "--run", run, "--no-figures", "--no-baselines"},
+                                              tiny_with({"--matmul", "medium", "--epochs", "1"})),
+                                         more));
+  };
+  if (!qkv::bf16_matmul_available()) {
+    CHECK(last_line(medium({}).errors).starts_with("vit: --matmul medium: "));
+    CHECK_FALSE(std::filesystem::exists(dir / "run"));
+    return;
+  }
+  CHECK(last_line(medium({"--reference"}).errors) ==
+        "vit: --matmul medium: the reference mode (--reference or QKV_REFERENCE=1) computes every product in float32; "
+        "drop one of the two");
+  CHECK_FALSE(std::filesystem::exists(dir / "run"));
+  const auto r = medium({});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.errors);
+  CHECK(qkv::io::read_text_file(dir / "run" / "config.json", "test").find("\"matmul\":\"medium\"") != std::string::npos);
+  CHECK(last_line(run_program(kVitProgram, {"eval", "--run", run, "--reference"}).errors) ==
+        "vit: the run was trained with --matmul medium (its config.json), and the reference mode (--reference or "
+        "QKV_REFERENCE=1) computes every product in float32; drop one of the two");
+  const auto bench = run_program(kVitProgram, {"bench", "--matmul", "medium", "--bench-steps", "1", "--warmup-steps", "0",
+                                               "--d-model", "16", "--heads", "2", "--layers", "1", "--ffn-hidden", "32",
+                                               "--batch", "8"});
+  REQUIRE_MESSAGE(bench.exit_code == 0, bench.errors);
+  CHECK(bench.output.find(" matmul=medium\n") != std::string::npos);
 }
