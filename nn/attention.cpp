@@ -205,7 +205,9 @@ functional::AttentionOutput MultiHeadAttention::attend(const Heads& h, const Ind
 // transforms q and k) runs the fused op on the one (B, T, 3·H·d) product (fused_attention_packed):
 // its backward writes one gradient for the product, where the heads' three gradients would each be
 // scattered into a zero (B, T, 3·H·d) tensor and summed; the same values and gradients to the bit.
-// Everything else projects the heads apart (ProjectedAttention::project_heads).
+// A scheme that does not say it transforms the heads (PositionScheme::transforms_qk) is still asked,
+// and heads it replaced are attended as they are. Everything else projects the heads apart
+// (ProjectedAttention::project_heads).
 functional::AttentionOutput MultiHeadAttention::attend_inputs(const Tensor& queries, const Tensor& keys,
                                                               const Tensor& values, const IndexTensor& valid_lens,
                                                               const Tensor& mask, const Tensor& bias,
@@ -213,9 +215,19 @@ functional::AttentionOutput MultiHeadAttention::attend_inputs(const Tensor& quer
   if (fused && !(positions && positions->transforms_qk())) {
     const Tensor qkv = functional::packed_in_projection(queries, keys, values, W_q->weight, W_q->bias, W_k->weight,
                                                         W_k->bias, W_v->weight, W_v->bias);
-    if (qkv.defined())
+    if (qkv.defined()) {
+      if (positions) {
+        const int64_t D = W_q->out_features;
+        const Heads h{functional::split_heads(qkv.narrow(2, 0, D), num_heads),
+                      functional::split_heads(qkv.narrow(2, D, D), num_heads),
+                      functional::split_heads(qkv.narrow(2, 2 * D, D), num_heads)};
+        const auto [q, k] = positions->transform_qk(h.q, h.k);
+        if (q.impl() != h.q.impl() || k.impl() != h.k.impl())
+          return attend(Heads{q, k, h.v}, valid_lens, mask, bias, need_weights);
+      }
       return functional::fused_attention_packed(qkv, num_heads, valid_lens, mask, bias,
                                                 is_training() ? dropout : 0.0f, nullptr, need_weights);
+    }
   }
   return attend(project_heads(queries, keys, values), valid_lens, mask, bias, need_weights);
 }

@@ -34,11 +34,14 @@
 namespace qkv::examples {
 
 struct Field {
-  Field(std::string k, std::string h = "", std::string o = "")
-      : key(std::move(k)), help(std::move(h)), option(std::move(o)) {}
+  Field(std::string k, std::string h = "", std::string o = "", bool later = false)
+      : key(std::move(k)), help(std::move(h)), option(std::move(o)), added_later(later) {}
   std::string key;     // its key in config.json: "d_model"
   std::string help;    // the option's help; empty: a field of config.json alone, with no option
   std::string option;  // the option's name, when it is not the key with '-' for '_'
+  // A key added after runs were saved: a config.json without it keeps the field's default, even
+  // where from_json refuses missing keys.
+  bool added_later = false;
   std::string option_name() const;
 };
 
@@ -117,8 +120,12 @@ C from_json(const io::Json& json, const std::string& source, const std::string& 
     if (!known) fail("unknown key '" + key + "' (is this " + what + " run?)");
   }
   int64_t count = 0;
-  c.fields([&](const Field&, auto&) { ++count; });
-  if (missing == MissingKeys::refuse && static_cast<int64_t>(seen.size()) != count)
+  bool lacks = false;
+  c.fields([&](const Field& field, auto&) {
+    ++count;
+    lacks = lacks || (!field.added_later && std::find(seen.begin(), seen.end(), field.key) == seen.end());
+  });
+  if (missing == MissingKeys::refuse && lacks)
     fail("it lacks keys; expected all " + std::to_string(count) + " of " + what + " config");
   try {
     c.validate();

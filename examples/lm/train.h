@@ -50,7 +50,7 @@ struct Config {
     f({"eval_every", "steps between evaluations (and checkpoints)"}, eval_every);
     f({"seed", "seed of the initialization and the batches"}, seed);
     qkv::examples::adamw_fields(f, warmup, lr, weight_decay, clip);
-    f({"matmul", qkv::examples::kMatmulHelp}, matmul);
+    f({"matmul", qkv::examples::kMatmulHelp, "", /*later=*/true}, matmul);  // runs before it: highest
     f({"chars"}, chars);
   }
   // Ranges of every field; ValueError naming the field (and its option) otherwise.

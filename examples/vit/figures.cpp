@@ -171,8 +171,9 @@ void print_per_class(std::ostream& out, const ImageSet& set, const std::vector<i
 
 std::vector<std::string> draw_run_figures(const std::string& run_dir) {
   const fs::path dir = fs::path(run_dir) / "figures";
-  fs::create_directories(dir);
   Run run = load_run(run_dir, "best");
+  qkv::examples::use_matmul_precision(run.config.matmul, /*saved_run=*/true);  // the run's products
+  fs::create_directories(dir);
   Config config = run.config;
   const ImageData data = load_data(config);
   const Evaluation test = evaluate(*run.model, data.test, run.config);

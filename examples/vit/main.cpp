@@ -159,6 +159,7 @@ int cmd_ablate(const Args& a) {
   AblationOptions o;
   o.out = a.str("out");
   o.schemes = split_names(a.str("schemes"));
+  qkv::examples::use_matmul_precision(config.matmul);  // refused before anything is written
   qkv::examples::make_output_directory("out", o.out);
   run_ablation(config, o);
   return 0;

@@ -54,7 +54,7 @@ struct Config {
     f({"seed", "seed of the initialization, the order and the flips"}, seed);
     qkv::examples::adamw_fields(f, warmup, lr, weight_decay, clip);
     f({"label_smoothing", "label smoothing of the cross-entropy"}, label_smoothing);
-    f({"matmul", qkv::examples::kMatmulHelp}, matmul);
+    f({"matmul", qkv::examples::kMatmulHelp, "", /*later=*/true}, matmul);  // runs before it: highest
     f({"flip"}, flip);
     f({"pixel_mean"}, pixel_mean);
     f({"pixel_std"}, pixel_std);

@@ -295,6 +295,15 @@ TEST_CASE("MultiHeadAttention applies its position scheme to the per-head querie
   CHECK(out.shape() == Shape{2, 3, 6});
   check_values(attention.attention_weights.select(0, 0).select(0, 1).select(0, 2), {0.25f, 0.25f, 0.25f, 0.25f, 0}, 1e-6f);
   check_values(attention.attention_weights.select(0, 1).select(0, 2).select(0, 0), {0.2f, 0.2f, 0.2f, 0.2f, 0.2f}, 1e-6f);
+  // Self-attention, whose projections are packed into one product, asks the scheme too (it does
+  // not say it transforms the heads, PositionScheme::transforms_qk, but it does).
+  nn::MultiHeadAttention self(6, 6, 6, 6, 3, 0.0f);
+  self.positions = scheme;
+  const Tensor x = randn({2, 4, 6});
+  self.forward(x, x, x, IndexTensor{4, 2});
+  CHECK(scheme->seen_q == Shape{2, 3, 4, 2});
+  check_values(self.attention_weights.select(0, 0).select(0, 1).select(0, 3), {0.25f, 0.25f, 0.25f, 0.25f}, 1e-6f);
+  check_values(self.attention_weights.select(0, 1).select(0, 2).select(0, 0), {0.5f, 0.5f, 0, 0}, 1e-6f);
 }
 
 TEST_CASE("MultiHeadAttention adds a per-head bias to each head's scores") {
