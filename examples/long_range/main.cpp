@@ -46,6 +46,7 @@ std::vector<Args::Option> common_options() {
           {"test", std::to_string(d.test_sequences), "sequences of the fixed test set"},
           {"lr", option_text(d.lr), "peak learning rate (AdamW, warm-up then cosine decay)"},
           {"seed", "0", "seed of the initialization and the training batches (the test set is fixed)"},
+          {"matmul", "highest", qkv::examples::kMatmulHelp},
           qkv::examples::kThreadsOption,
           qkv::examples::kReferenceOption};
 }
@@ -64,6 +65,7 @@ TrainOptions train_options(const Args& a) {
   o.test_sequences = a.integer_in("test", 1, 100000);
   o.lr = a.number_in("lr", 1e-6, 1.0);
   o.seed = static_cast<uint64_t>(a.integer_in("seed", 0, (int64_t{1} << 62) - 1));
+  o.matmul = a.str("matmul");
   return o;
 }
 
@@ -88,6 +90,7 @@ int cmd_train(const Args& a) {
   check_options(o);
   check_applies(a, {o.model.attention}, "--attention " + o.model.attention);
   qkv::examples::start_command(a, "long_range", /*announce=*/true);
+  if (!o.resume) qkv::examples::use_matmul_precision(o.matmul);  // a resumed run's own, in train()
   if (o.resume && !a.given("steps")) o.steps = 0;  // the run's own
   const TrainResult r = train(o);
   const TaskStats& s = r.stats;
@@ -126,6 +129,7 @@ int cmd_compare(const Args& a) {
   if (!a.given("out")) throw qkv::ValueError("compare needs --out DIR, the directory for compare.md and compare.json");
   const std::string out = a.str("out");
   qkv::examples::start_command(a, "long_range", /*announce=*/true);
+  qkv::examples::use_matmul_precision(c.base.matmul);  // refused before anything is written
   qkv::examples::prepare_out(a, "out", kFiles);
   c.base.run_dir = out + "/runs";
   const std::vector<CompareRow> rows = compare(c);
@@ -140,16 +144,17 @@ int cmd_compare(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const Config defaults;
+  const std::string steps = std::to_string(defaults.steps);
   std::vector<Args::Option> train = common_options(), compare = common_options();
   train.insert(train.begin(), {{"attention", "dense", "the attention: " + mechanism_list()},
                                {"length", "512", "the longest sequence (each has 3/4 of it to all of it)"},
-                               {"steps", std::to_string(TrainOptions{}.steps), "training steps"},
+                               {"steps", steps, "training steps"},
                                qkv::examples::run_option("runs/long_range", "run directory (config, checkpoints, metrics)"),
                                {"resume", "false", "continue the run in --run from its last checkpoint (--steps may extend it)"}});
   compare.insert(compare.begin(), {{"lengths", "512,2048", "the lengths, comma-separated"},
                                    {"mechanisms", "dense,window,performer,linformer", "the mechanisms, comma-separated"},
-                                   {"steps", std::to_string(TrainOptions{}.steps),
-                                    "training steps of every run: one count, or one per length"},
+                                   {"steps", steps, "training steps of every run: one count, or one per length"},
                                    {"out", "", "the directory for compare.md, compare.json and runs/ (must not hold them)"}});
   return qkv::examples::run_program(
       argc, argv,

@@ -16,6 +16,7 @@
 #include "optim/clip.h"
 #include "optim/scheduler.h"
 #include "examples/common/memory.h"
+#include "examples/common/program.h"
 #include "examples/common/timing.h"
 #include "tensor/error.h"
 #include "tensor/reference_mode.h"
@@ -74,6 +75,7 @@ void check_options(const Config& o) {
   if (!(o.lr > 0 && o.lr <= 1)) throw qkv::ValueError("--lr " + std::to_string(o.lr) + " is outside (0, 1]");
   if (o.test_sequences < 1 || o.test_sequences > 100000)
     throw qkv::ValueError("--test " + std::to_string(o.test_sequences) + " is outside 1 .. 100000");
+  qkv::examples::check_name("matmul", o.matmul, {"highest", "medium"});
 }
 
 double training_bytes_estimate(const Config& c) {
@@ -211,6 +213,7 @@ TrainResult train(const TrainOptions& o) {
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
   State state = qkv::examples::start_or_resume<Config, LogRow>(run, static_cast<const Config&>(o), std::numeric_limits<double>::infinity());
   check_training(state.config);
+  qkv::examples::use_matmul_precision(state.config.matmul, /*saved_run=*/state.last.has_value());
   qkv::manual_seed(state.config.seed);  // the initialization and Performer's features
   TaggerModel model(state.config.model, state.config.task);
   qkv::optim::AdamW optimizer(model.parameters(), {.lr = state.config.lr, .weight_decay = state.config.weight_decay});

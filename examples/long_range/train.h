@@ -29,6 +29,7 @@ struct Config {
   double lr = 3e-3, weight_decay = 0.01;
   uint64_t seed = 0;            // the initialization, the training batches, Performer's features
   int64_t test_sequences = 64;  // the fixed test set
+  std::string matmul = "highest";  // float32 products, or bfloat16 operands (tensor/precision.h)
   template <class F>
   void fields(F&& f) {
     f({"length"}, task.length);
@@ -46,6 +47,7 @@ struct Config {
     f({"weight_decay"}, weight_decay);
     f({"seed"}, seed);
     f({"test"}, test_sequences);
+    f({"matmul", "", "", /*later=*/true}, matmul);  // runs saved before it: highest
   }
   void validate() const;  // check_options
 };

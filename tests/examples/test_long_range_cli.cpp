@@ -92,6 +92,7 @@ TEST_CASE("long_range refuses bad input in one line naming the option and writes
       {{"compare", "--out", out, "--lengths", "512,2048", "--steps", "1,2,3"},
        "--steps gives 3 counts for 2 lengths; expected one count, or one per length"},
       {{"compare", "--mechanisms", "dense"}, "compare needs --out DIR, the directory for compare.md and compare.json"},
+      {{"train", "--matmul", "low"}, "matmul (--matmul) is 'low'; expected one of highest, medium"},
   };
   for (const auto& [argv, message] : cases) {
     CAPTURE(argv);
@@ -100,6 +101,11 @@ TEST_CASE("long_range refuses bad input in one line naming the option and writes
     CHECK(r.errors == "long_range: " + message + "\n");
     CHECK(r.output.empty());
   }
+  // After the reference mode's note: bfloat16 products are refused there, before --out is made.
+  const auto medium = run_program(kProgram, {"compare", "--out", out, "--matmul", "medium", "--reference"}, kOneThread);
+  CHECK(medium.exit_code == 1);
+  CHECK(medium.errors.ends_with("long_range: --matmul medium: the reference mode (--reference or QKV_REFERENCE=1) "
+                                "computes every product in float32; drop one of the two\n"));
   const auto unknown = run_program(kProgram, {"train", "--lenght", "64"}, kOneThread);
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.errors.starts_with("long_range: unknown option --lenght\ndid you mean --length?"));
