@@ -5,9 +5,11 @@
 // d = 16 at n = 4,096, as scaling_study's dense row). GFLOP counts the products the kernel
 // computes (attention_product_madds: the key tiles each query tile visits), so a causal block
 // counts about half of a full one.
-// Usage: bench_attention [--threads LIST] [SHAPE...] (threads default 1,2; a SHAPE is a word of the
-// shapes' names, lm, tagger, vit or long, all by default). Each figure is the median of 9 rounds
-// of the best of 5 calls.
+// Usage: bench_attention [--threads LIST] [--weights] [SHAPE...] (threads default 1,2; a SHAPE is a
+// word of the shapes' names, lm, tagger, vit or long, all by default). --weights has forward write
+// the (B, H, Q, K) weights and backward read them instead of making them again (need_weights); its
+// GFLOP still count the recomputed product, so the two runs' figures compare as times. Each figure
+// is the median of 9 rounds of the best of 5 calls.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -59,7 +61,12 @@ struct Shape {
 int main(int argc, char** argv) {
   std::vector<int> thread_counts = {1, 2};
   std::vector<std::string> wanted;
+  bool keep_weights = false;
   for (int a = 1; a < argc; ++a) {
+    if (std::string(argv[a]) == "--weights") {
+      keep_weights = true;
+      continue;
+    }
     if (std::string(argv[a]) != "--threads" || a + 1 == argc) {
       wanted.emplace_back(argv[a]);
       continue;
@@ -90,6 +97,8 @@ int main(int argc, char** argv) {
                              v = random_values(n.B * n.Tk * D, 3), dout = random_values(n.B * n.Tq * D, 4);
     std::vector<float> out(q.size()), lse(static_cast<size_t>(n.B * n.H * n.Tq)), dq(q.size()), dk(k.size()),
         dv(v.size());
+    std::vector<float> weights(keep_weights ? static_cast<size_t>(n.B * n.H * n.Tq * n.Tk) : 0);
+    float* w = keep_weights ? weights.data() : nullptr;
     std::vector<int64_t> lens;
     if (s.causal)
       for (int64_t block = 0; block < n.B * n.H; ++block)
@@ -97,11 +106,12 @@ int main(int argc, char** argv) {
     const int64_t* l = s.causal ? lens.data() : nullptr;
     const HeadsView qv{q.data(), n.Tq * D, n.d, D}, kv{k.data(), n.Tk * D, n.d, D}, vv{v.data(), n.Tk * D, n.d, D};
     const double madds = static_cast<double>(attention_product_madds(n, l));
-    const auto forward = [&] { attention_forward(n, qv, kv, vv, l, {}, {}, {}, out.data(), lse.data(), nullptr); };
+    const auto forward = [&] { attention_forward(n, qv, kv, vv, l, {}, {}, {}, out.data(), lse.data(), w); };
     const auto backward = [&] {
-      attention_backward(n, qv, kv, vv, l, {}, {}, {}, out.data(), lse.data(), nullptr, dout.data(),
+      attention_backward(n, qv, kv, vv, l, {}, {}, {}, out.data(), lse.data(), w, dout.data(),
                          AttentionGrads{dq.data(), dk.data(), dv.data()});
     };
+    if (keep_weights) forward();  // backward reads the weights forward wrote
     for (int pass = 0; pass < 2; ++pass) {
       std::string line = std::string(s.name) + (pass == 0 ? " forward:" : " backward:");
       const double flops = madds * 2 * (pass == 0 ? 2 : 5);  // backward: P again, dP, dV, dQ, dK

@@ -148,16 +148,16 @@ Tensor Tensor::gelu(bool tanh_approximation) const {
   // GELU(x) = x·Φ(x);  d/dx = Φ(x) + x·φ(x)   (Hendrycks & Gimpel 2016). Its composed reference,
   // gelu_reference, calls libm's erfc and exp per element, which cannot vectorize, and took two
   // fifths of a training step of the character-level GPT (docs/PERFORMANCE.md); the fast form
-  // computes Φ and φ with vecmath.h's vnormal_cdf and vexp in one op, within 3e-7 of it. The
-  // reference mode runs gelu_reference. φ(x) is 0 past |x| = 13.2 (vexp_nonpositive), as libm's exp
+  // computes Φ with vecmath.h's vnormal_cdf, and in backward Φ and φ from one exponential (vgauss),
+  // within 3e-7 of it. The reference mode runs gelu_reference. φ(x) is 0 past |x| = 13.2 (vexp_nonpositive), as libm's exp
   // gives: vexp's clamp at 1e-38 made x·φ(x) grow with x, a gradient of 2.46 at 3e38 instead of 1.
   if (!tanh_approximation && reference_mode()) return gelu_reference(*this);
   if (!tanh_approximation)
     return pointwise("gelu", *this, [](float v) { return v * kernels::vnormal_cdf(v); },
                      [](float v) {
-                       return kernels::vnormal_cdf(v) +
-                              v * kernels::vexp_nonpositive(-0.5f * v * v) *
-                                  (std::numbers::inv_sqrtpi_v<float> / std::numbers::sqrt2_v<float>);
+                       const float gauss = kernels::vgauss(v);  // one exponential for Φ and φ
+                       return kernels::vnormal_cdf_from(v, gauss) +
+                              v * gauss * (std::numbers::inv_sqrtpi_v<float> / std::numbers::sqrt2_v<float>);
                      });
   // 0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³);  d/dx = 0.5(1+t) + 0.5·x·(1-t²)·u'
   constexpr float k = 0.7978845608028654f, c = 0.044715f;

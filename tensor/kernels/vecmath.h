@@ -76,7 +76,10 @@ inline float vexp_nonpositive(float t) {
 // negative tail, where Φ is below that, is not resolved relative to itself; x·Φ(x) is near 0 there).
 // Past |x| = 13.2 (z² > 87.3) e^(−z²) is 0, not vexp's clamped 1e-38: Φ is exactly 0 or 1 there, so
 // that x·Φ(x) is exactly 0 or x however large x is.
-inline float vnormal_cdf(float x) {
+//
+// vnormal_cdf_from takes e^(−z²) = e^(−x²/2) from its caller: GELU's derivative Φ(x) + x·φ(x) needs
+// the same exponential for φ(x) = e^(−x²/2)/√(2π), and one vexp per element serves both.
+inline float vnormal_cdf_from(float x, float gauss) {
   const float z = std::fabs(x) * 0.70710678118654752f;
   const float t = 1.0f / (1.0f + 0.3275911f * z);
   float p = 1.061405429f;
@@ -84,8 +87,10 @@ inline float vnormal_cdf(float x) {
   p = p * t + 1.421413741f;
   p = p * t - 0.284496736f;
   p = p * t + 0.254829592f;
-  const float half_erfc = 0.5f * p * t * vexp_nonpositive(-z * z);
+  const float half_erfc = 0.5f * p * t * gauss;
   return x < 0.0f ? half_erfc : 1.0f - half_erfc;
 }
+inline float vgauss(float x) { return vexp_nonpositive(-0.5f * x * x); }  // e^(−x²/2)
+inline float vnormal_cdf(float x) { return vnormal_cdf_from(x, vgauss(x)); }
 
 }  // namespace qkv::kernels
