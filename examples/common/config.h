@@ -34,14 +34,16 @@
 namespace qkv::examples {
 
 struct Field {
-  Field(std::string k, std::string h = "", std::string o = "", bool later = false)
-      : key(std::move(k)), help(std::move(h)), option(std::move(o)), added_later(later) {}
+  Field(std::string k, std::string h = "", std::string o = "", bool later = false, io::Json before = io::Json())
+      : key(std::move(k)), help(std::move(h)), option(std::move(o)), added_later(later), before(std::move(before)) {}
   std::string key;     // its key in config.json: "d_model"
   std::string help;    // the option's help; empty: a field of config.json alone, with no option
   std::string option;  // the option's name, when it is not the key with '-' for '_'
   // A key added after runs were saved: a config.json without it keeps the field's default, even
-  // where from_json refuses missing keys.
+  // where from_json refuses missing keys; or `before`, when set: what the runs saved before the key
+  // did (when the default has since changed).
   bool added_later = false;
+  io::Json before;
   std::string option_name() const;
 };
 
@@ -121,9 +123,11 @@ C from_json(const io::Json& json, const std::string& source, const std::string& 
   }
   int64_t count = 0;
   bool lacks = false;
-  c.fields([&](const Field& field, auto&) {
+  c.fields([&](const Field& field, auto& member) {
     ++count;
-    lacks = lacks || (!field.added_later && std::find(seen.begin(), seen.end(), field.key) == seen.end());
+    const bool missing_key = std::find(seen.begin(), seen.end(), field.key) == seen.end();
+    lacks = lacks || (!field.added_later && missing_key);
+    if (missing_key && field.added_later && !field.before.is_null()) detail::assign(member, field.before, field.key, fail);
   });
   if (missing == MissingKeys::refuse && lacks)
     fail("it lacks keys; expected all " + std::to_string(count) + " of " + what + " config");

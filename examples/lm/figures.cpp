@@ -52,7 +52,7 @@ void draw_loss(const fs::path& run, const fs::path& path) {
 
 void draw_by_position(const Run& run, const Data& data, const fs::path& path) {
   std::vector<double> bits;
-  evaluate_bits(*run.model, data.test, data.start_id, &bits);
+  evaluate_bits(*run.model, data.test, data.start_id, Scoring::NonOverlapping, &bits);
   qkv::plot::Series s{"test", {}, bits};
   for (size_t i = 0; i < bits.size(); ++i) s.x.push_back(static_cast<double>(i + 1));
   qkv::plot::LinePlotSpec spec;

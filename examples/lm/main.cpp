@@ -104,9 +104,12 @@ int cmd_eval(const Args& a) {
   qkv::examples::use_matmul_precision(run.config.matmul, /*saved_run=*/true);
   const Data data = load_data(run.config, run.text());
   std::cout << std::fixed << std::setprecision(3) << "bits per character of the best checkpoint ("
-            << (run.config.text.empty() ? "Moby-Dick" : run.config.text) << "):\n"
-            << "  validation                        " << evaluate_bits(*run.model, data.validation, data.start_id) << "\n"
-            << "  test                              " << evaluate_bits(*run.model, data.test, data.start_id) << "\n";
+            << (run.config.text.empty() ? "Moby-Dick" : run.config.text) << "):\n";
+  for (const auto& [part, pieces] : {std::pair{"validation", &data.validation}, std::pair{"test", &data.test}})
+    for (const auto& [scoring, how] : {std::pair{Scoring::NonOverlapping, "non-overlapping windows"},
+                                       std::pair{Scoring::Sliding, "sliding window"}})
+      std::cout << "  " << std::left << std::setw(kLabelWidth) << std::string(part) + ", " + how << std::right
+                << evaluate_bits(*run.model, *pieces, data.start_id, scoring) << "\n";
   const std::filesystem::path file = std::filesystem::path(a.str("run")) / "baselines.json";
   std::cout << "baselines on test (" << file.string() << "):\n";
   print_baselines(std::cout, BaselineBits::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(file, "lm eval"),

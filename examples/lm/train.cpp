@@ -165,8 +165,11 @@ int64_t windows_at_once(int64_t T) { return std::clamp<int64_t>(16 * 256 * 256 /
 
 }  // namespace
 
-double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, std::vector<double>* by_position) {
+double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, Scoring scoring,
+                     std::vector<double>* by_position) {
   const int64_t T = model.config.context;
+  if (by_position && scoring != Scoring::NonOverlapping)
+    throw qkv::ValueError("evaluate_bits: bits by position are those of non-overlapping windows");
   const bool was_training = model.is_training();
   model.eval();
   qkv::NoGradGuard no_grad;
@@ -174,7 +177,8 @@ double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, std::v
   int64_t count = 0;
   const bool positions = by_position != nullptr;
   std::vector<double> sum(static_cast<size_t>(T)), n(static_cast<size_t>(T));
-  const std::vector<Window> all = windows(pieces, T, positions ? T : T / 2);
+  const std::vector<Window> all =
+      windows(pieces, T, scoring == Scoring::Sliding ? std::max<int64_t>(T / 8, 1) : T);
   // Windows of one length run together, up to windows_at_once(T) at a time.
   for (size_t first = 0, last = 0; first < all.size(); first = last) {
     while (last < all.size() && static_cast<int64_t>(last - first) < windows_at_once(T) &&
@@ -223,7 +227,7 @@ std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& 
 
 void print_baselines(std::ostream& out, const BaselineBits& b) {
   const auto row = [&](const std::string& name, const CompressorBits& c) {
-    out << "  " << std::left << std::setw(34) << name << std::right;
+    out << "  " << std::left << std::setw(kLabelWidth) << name << std::right;
     if (c.bits) out << std::fixed << std::setprecision(3) << *c.bits << "\n";
     else out << c.none << "\n";
   };
@@ -412,10 +416,14 @@ TrainResult finish(TrainResult result, const qkv::examples::RunDirectory& run, c
   if (o.verbose) std::cout << "training steps: " << std::fixed << std::setprecision(0) << result.tokens_per_second << " characters/s\n";
   if (!run.writer()) return result;
   result.best_validation_bits = best;
-  result.test_bits = evaluate_bits(*load_run(run.dir(), "best").model, data.test, data.start_id);
+  const std::shared_ptr<CharGPT> best_model = load_run(run.dir(), "best").model;
+  result.test_bits = evaluate_bits(*best_model, data.test, data.start_id);
+  result.test_bits_sliding = evaluate_bits(*best_model, data.test, data.start_id, Scoring::Sliding);
   if (o.verbose) {
-    std::cout << "test bits per character:\n  " << std::left << std::setw(34) << "this model" << std::right << std::fixed
-              << std::setprecision(3) << result.test_bits << "\n";
+    std::cout << "test bits per character:\n  " << std::left << std::setw(kLabelWidth)
+              << "this model, non-overlapping windows" << std::right << std::fixed << std::setprecision(3)
+              << result.test_bits << "\n  " << std::left << std::setw(kLabelWidth) << "this model, sliding window"
+              << std::right << result.test_bits_sliding << "\n";
     print_baselines(std::cout, result.baselines);
   }
   return result;

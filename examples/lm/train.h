@@ -86,11 +86,20 @@ struct RunText {
 // the run was trained on it (its vocabulary and baselines are the old text's).
 Data load_data(const Config& config, const RunText& run = {});
 
-// Bits per character of `pieces` under the model: every character, each piece read after start_id,
-// in windows of the context advancing by half of it (the second half of each window scored, with
-// the context before it; all of the first). by_position, when given, receives the mean bits at each
-// position of windows that do not overlap, (context) values: how much a longer context helps.
-double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, std::vector<double>* by_position = nullptr);
+// How evaluate_bits reads a text. Each character is scored once, each piece read after start_id,
+// in windows of the model's context T:
+//   NonOverlapping  windows side by side: a character is read after the 0 … T − 1 characters before
+//                   it in its window, (T − 1)/2 on average. The headline figure, and validation's.
+//   Sliding         windows advancing by T/8, each scoring its last T/8 characters: every character
+//                   is read after at least 7T/8 of those before it (all of them near a piece's start),
+//                   as a model reading a long text would; eight times the work.
+enum class Scoring { NonOverlapping, Sliding };
+
+// Bits per character of `pieces` under the model, read as `scoring` says. by_position, when given,
+// receives the mean bits at each position of non-overlapping windows, (context) values: how much a
+// longer context helps.
+double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, Scoring scoring = Scoring::NonOverlapping,
+                     std::vector<double>* by_position = nullptr);
 
 // The AdamW of nanoGPT: decoupled weight decay on the matrices (and the tied embedding), none on
 // the biases and the norms' gains; betas (0.9, 0.99).
@@ -123,9 +132,11 @@ struct BaselineBits {
 BaselineBits compute_baselines(const Data& data);
 // One line per baseline, as train and eval print them.
 void print_baselines(std::ostream& out, const BaselineBits& baselines);
+// The width of the names in the columns of bits per character that train, eval and print_baselines print.
+inline constexpr int kLabelWidth = 38;
 
 struct TrainResult {
-  double best_validation_bits = 0, test_bits = 0;
+  double best_validation_bits = 0, test_bits = 0, test_bits_sliding = 0;  // test: Scoring's two ways
   BaselineBits baselines;
   double tokens_per_second = 0;
 };

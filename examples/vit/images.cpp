@@ -240,7 +240,7 @@ ImageData generated_images(int64_t train, int64_t validation, int64_t test, int6
 }
 
 qkv::Tensor patches(const ImageSet& set, const std::vector<int64_t>& indices, int64_t p, float mean, float std,
-                    const std::vector<std::uint8_t>& mirror) {
+                    const std::vector<Augmentation>& augment) {
   if (p < 1 || set.rows % p != 0 || set.cols % p != 0)
     throw ValueError("vit: patches of " + std::to_string(p) + "×" + std::to_string(p) + " do not tile images of " +
                      std::to_string(set.rows) + "×" + std::to_string(set.cols));
@@ -250,13 +250,15 @@ qkv::Tensor patches(const ImageSet& set, const std::vector<int64_t>& indices, in
   const float scale = 1.0f / (255.0f * std), shift = mean / std;
   for (int64_t b = 0; b < B; ++b) {
     const std::uint8_t* img = set.image(indices[b]);
-    const bool flip = !mirror.empty() && mirror[b];
+    const Augmentation a = augment.empty() ? Augmentation{} : augment[b];
     for (int64_t py = 0; py < gh; ++py)
       for (int64_t px = 0; px < gw; ++px)
         for (int64_t i = 0; i < p; ++i)
           for (int64_t j = 0; j < p; ++j) {
-            const int64_t x = px * p + j;
-            *o++ = img[(py * p + i) * set.cols + (flip ? set.cols - 1 - x : x)] * scale - shift;
+            const int64_t y = py * p + i + a.dy, x = px * p + j + a.dx;  // in the mirrored image
+            const bool inside = y >= 0 && y < set.rows && x >= 0 && x < set.cols;
+            const std::uint8_t v = inside ? img[y * set.cols + (a.mirror ? set.cols - 1 - x : x)] : 0;
+            *o++ = v * scale - shift;
           }
   }
   return out;

@@ -66,12 +66,21 @@ ImageData load_idx_directory(const std::filesystem::path& dir, int64_t validatio
 // patch holds and where it is: a model without positions cannot tell the halves apart.
 ImageData generated_images(int64_t train, int64_t validation, int64_t test, int64_t side, uint64_t seed);
 
+// How one training image is changed before it is cut into patches (data augmentation): mirrored
+// left-right, then moved: pixel (y, x) of the result is pixel (y + dy, x + dx) of the mirrored
+// image, black (0) where that is outside it. A move by dy, dx in [−c, c] is a random crop of the
+// image padded with c black pixels on every side (torchvision's RandomCrop(size, padding=c)).
+struct Augmentation {
+  bool mirror = false;
+  int dy = 0, dx = 0;
+};
+
 // The images at `indices` as patches, the input of the ViT: (B, N, p·p) with N = (rows/p)·(cols/p)
 // in raster order (patch row by patch row), each patch's pixels in raster order, scaled to
-// (pixel/255 − mean) / std. rows and cols must be multiples of p. Image b is mirrored left-right
-// first where mirror[b] is nonzero (mirror empty: none is).
+// (pixel/255 − mean) / std. rows and cols must be multiples of p. Image b is changed as augment[b]
+// says first (augment empty: none is).
 qkv::Tensor patches(const ImageSet& set, const std::vector<int64_t>& indices, int64_t p, float mean, float std,
-                    const std::vector<std::uint8_t>& mirror = {});
+                    const std::vector<Augmentation>& augment = {});
 
 // The mean and standard deviation of the pixels of `set` on [0, 1].
 std::pair<float, float> pixel_statistics(const ImageSet& set);

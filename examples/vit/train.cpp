@@ -36,8 +36,8 @@ namespace {
 
 constexpr int64_t kMaxPatches = 1024;
 
-// The generator streams of an epoch's order and its mirrorings (examples/common/ranks.h).
-constexpr uint64_t kOrderStream = 0, kFlipStream = 1;
+// The generator streams of an epoch's order, its mirrorings and its crops (examples/common/ranks.h).
+constexpr uint64_t kOrderStream = 0, kFlipStream = 1, kCropStream = 2;
 
 // Batches for evaluation: large, since no graph is kept.
 constexpr int64_t kEvalBatch = 500;
@@ -82,6 +82,8 @@ void Config::validate() const {
   check_name("positions", model.positions, position_names());
   check_name("pool", model.pool, {"cls", "mean"});
   check_number("dropout", model.dropout, 0.0, 0.9);
+  // A crop of half the image or more could leave nothing of it.
+  check_int("crop", crop, 0, model.rows ? (std::min(model.rows, model.cols) - 1) / 2 : 64);
   check_int("epochs", epochs, 1, 10000);
   check_int("batch", batch, 1, 65536);
   check_int("warmup", warmup, 0, 100'000'000);
@@ -154,27 +156,31 @@ std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch) {
 
 namespace {
 
-// One epoch of training steps; returns the mean loss. Each step: a batch of patches (mirrored at
-// random with config.flip), the cross-entropy, backward, clipping, AdamW, the schedule.
+// One epoch of training steps; returns the mean loss. Each step: a batch of patches (mirrored and
+// cropped at random as config.flip and config.crop say), the cross-entropy, backward, clipping,
+// AdamW, the schedule.
 double train_epoch(ViT& model, qkv::examples::TrainStep& step, qkv::optim::LRScheduler& schedule, const ImageSet& train,
                    const Config& c, int64_t epoch, qkv::examples::Progress& progress) {
   const std::vector<int64_t> order = epoch_order(train.size(), c.seed, epoch);
-  qkv::Generator flips;
+  qkv::Generator flips, crops;
   flips.set_state(qkv::examples::keyed_stream(static_cast<uint64_t>(c.seed), kFlipStream, epoch));
+  crops.set_state(qkv::examples::keyed_stream(static_cast<uint64_t>(c.seed), kCropStream, epoch));
+  const auto shift = [&] { return static_cast<int>(crops.next_below(static_cast<uint64_t>(2 * c.crop + 1))) - static_cast<int>(c.crop); };
   double loss_sum = 0;
   int64_t steps = 0;
   for (int64_t start = 0; start < train.size(); start += c.batch) {
     const std::vector<int64_t> idx(order.begin() + start, order.begin() + std::min(train.size(), start + c.batch));
-    std::vector<std::uint8_t> mirror(idx.size(), 0);
+    std::vector<Augmentation> augment(idx.size());
     std::vector<int64_t> targets;
     for (size_t i = 0; i < idx.size(); ++i) {
-      if (c.flip) mirror[i] = flips.next_chance(0.5);
+      if (c.flip) augment[i].mirror = flips.next_chance(0.5);
+      if (c.crop > 0) augment[i].dy = shift(), augment[i].dx = shift();
       targets.push_back(train.labels[idx[i]]);
     }
     const int64_t k = epoch * ((train.size() + c.batch - 1) / c.batch) + steps;  // the step of the whole run
     const auto r = step(static_cast<int64_t>(idx.size()), k, [&](const qkv::examples::Rows&) {
       const Tensor x = patches(train, idx, c.model.patch, static_cast<float>(c.pixel_mean),
-                               static_cast<float>(c.pixel_std), mirror);
+                               static_cast<float>(c.pixel_std), augment);
       return qkv::examples::Share{qkv::nn::functional::cross_entropy(model.forward(x), qkv::IndexTensor(targets),
                                                                      {.label_smoothing = static_cast<float>(c.label_smoothing)}),
                                   static_cast<int64_t>(idx.size())};

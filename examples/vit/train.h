@@ -32,6 +32,7 @@ struct Config {
   int64_t epochs = 16, batch = 128, warmup = 300, seed = 1;
   double lr = 1e-3, weight_decay = 0.05, clip = 1.0, label_smoothing = 0.1;
   bool flip = true;               // mirror each training image left-right with probability 1/2 (option --no-flip)
+  int64_t crop = 0;               // move each training image by up to ±crop pixels each way (Augmentation)
   double pixel_mean = 0, pixel_std = 1;  // of the training images, filled in by the training
   std::string matmul = "highest";  // float32 products, or bfloat16 operands (tensor/precision.h)
 
@@ -51,11 +52,15 @@ struct Config {
     qkv::examples::encoder_fields(f, model);
     f({"epochs", "epochs"}, epochs);
     f({"batch", "images per step"}, batch);
-    f({"seed", "seed of the initialization, the order and the flips"}, seed);
+    f({"seed", "seed of the initialization, the order, the flips and the crops"}, seed);
     qkv::examples::adamw_fields(f, warmup, lr, weight_decay, clip);
     f({"label_smoothing", "label smoothing of the cross-entropy"}, label_smoothing);
     f({"matmul", qkv::examples::kMatmulHelp, "", /*later=*/true}, matmul);  // runs before it: highest
     f({"flip"}, flip);
+    // Runs saved before the key cropped nothing.
+    f({"crop", "random crop: pad each training image with this many black pixels and cut it back to its size at a "
+               "random place (0: none)", "", /*later=*/true, qkv::io::Json(int64_t{0})},
+      crop);
     f({"pixel_mean"}, pixel_mean);
     f({"pixel_std"}, pixel_std);
   }

@@ -174,13 +174,45 @@ TEST_CASE("evaluate_bits scores each character of a piece once, read after the s
       model->forward(qkv::IndexTensor({2, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 10})).view({10, 23});
   const qkv::Tensor nats = qkv::nn::functional::cross_entropy(logits, qkv::IndexTensor({4, 5, 6, 7, 8, 9, 10, 11, 12, 13}));
   CHECK(evaluate_bits(*model, {piece}, 2) == doctest::Approx(nats.item() / std::log(2.0)).epsilon(1e-6));
-  // A piece of 40 characters is read in windows of 16 advancing by 8: every character scored once,
-  // so by_position, over windows that do not overlap, averages 2 windows at each position.
+  // A piece of 40 characters is read in windows of 16 side by side (the last one moved back to end
+  // with the piece): every character scored once, so by_position averages 2 windows at each
+  // position.
   std::vector<int32_t> longer;
   for (int i = 0; i < 40; ++i) longer.push_back(1 + (i * 7) % 22);
   std::vector<double> by_position;
-  const double bits = evaluate_bits(*model, {longer, piece}, 2, &by_position);
+  const double bits = evaluate_bits(*model, {longer, piece}, 2, Scoring::NonOverlapping, &by_position);
   CHECK(by_position.size() == 16);
   CHECK(std::isfinite(bits));
   CHECK(bits > 0);
+  CHECK_THROWS_AS(evaluate_bits(*model, {longer}, 2, Scoring::Sliding, &by_position), qkv::ValueError);
+}
+
+// The bits of each target of x = [start] + piece (x[t + 1] read after x[a .. t]) when a window
+// starting at x[a] scores it, computed one window per target: what the two protocols must add up.
+double bits_read_from(lm::CharGPT& model, const std::vector<int32_t>& piece, int32_t start, int64_t t, int64_t a) {
+  std::vector<int64_t> inputs;
+  for (int64_t x = a; x <= t; ++x) inputs.push_back(x == 0 ? start : piece[static_cast<size_t>(x - 1)]);
+  const int64_t n = static_cast<int64_t>(inputs.size());
+  const qkv::Tensor logits = model.forward(qkv::IndexTensor(inputs, {1, n})).view({n, -1}).narrow(0, n - 1, 1);
+  return qkv::nn::functional::cross_entropy(logits, qkv::IndexTensor({piece[static_cast<size_t>(t)]})).item() /
+         std::log(2.0);
+}
+
+TEST_CASE("evaluate_bits reads side by side windows, or a window sliding by an eighth of the context") {
+  const auto model = tiny_gpt("learned", 16);
+  model->eval();
+  std::vector<int32_t> piece;
+  for (int i = 0; i < 40; ++i) piece.push_back(1 + (i * 5) % 22);
+  // Non-overlapping: windows at 0 and 16, and the last moved back to 24 (x[24 .. 39]), scoring the
+  // targets 32 .. 39 only. Sliding: a window of 16 advancing by 2; target t is read after all of
+  // x[0 .. t] up to t = 15, then in the window that scores it, after 15 or 16 characters.
+  double side_by_side = 0, sliding = 0;
+  for (int64_t t = 0; t < 40; ++t) {
+    side_by_side += bits_read_from(*model, piece, 2, t, t < 32 ? t / 16 * 16 : 24);
+    const int64_t end = t < 16 ? 16 : (t - 16) / 2 * 2 + 18;  // the first window that holds target t
+    sliding += bits_read_from(*model, piece, 2, t, end - 16);
+  }
+  CHECK(evaluate_bits(*model, {piece}, 2) == doctest::Approx(side_by_side / 40).epsilon(1e-5));
+  CHECK(evaluate_bits(*model, {piece}, 2, Scoring::Sliding) == doctest::Approx(sliding / 40).epsilon(1e-5));
+  CHECK(evaluate_bits(*model, {piece}, 2, Scoring::Sliding) != evaluate_bits(*model, {piece}, 2));
 }

@@ -60,16 +60,22 @@ TEST_CASE("lm trains on a text of its own, beats the unigram, evaluates, samples
     return at == std::string::npos ? -1.0 : std::stod(r.output.substr(at + label.size()));
   };
   CHECK(r.output.find("Kneser-Ney") != std::string::npos);
-  const double model = bits_after("this model"), unigram = bits_after("unigram");
+  const double model = bits_after("this model, non-overlapping windows"),
+               sliding = bits_after("this model, sliding window"), unigram = bits_after("unigram");
   CHECK(model > 0);
   CHECK(model < unigram);
+  CHECK(sliding > 0);
+  CHECK(sliding < unigram);
+  CHECK(sliding != model);
   for (const char* f : {"config.json", "baselines.json", "metrics.csv", "last.safetensors", "best.safetensors"})
     CHECK_MESSAGE(fs::exists(dir / "run" / f), f);
   CHECK(read(dir / "run" / "metrics.csv").starts_with("step,train_bits_per_char,validation_bits_per_char,lr,seconds\n10,"));
 
   const auto e = run_program(kLmProgram, {"eval", "--run", run});
   REQUIRE_MESSAGE(e.exit_code == 0, e.errors);
-  CHECK(e.output.find("test        ") != std::string::npos);
+  for (const char* line : {"validation, non-overlapping windows ", "validation, sliding window ",
+                           "test, non-overlapping windows ", "test, sliding window "})
+    CHECK_MESSAGE(e.output.find(line) != std::string::npos, line);
 
   // Greedy sampling repeats itself exactly, with the cache and without it.
   const std::vector<std::string> greedy = {"sample", "--run", run, "--prompt", "the cat", "--tokens", "40",

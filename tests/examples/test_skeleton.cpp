@@ -52,6 +52,16 @@ struct Later : Settings {
   }
 };
 
+// A key added later whose default has changed since: runs saved before it did what `before` says.
+struct Changed : Settings {
+  int64_t crop = 2;
+  template <class F>
+  void fields(F&& f) {
+    Settings::fields(f);
+    f({"crop", "added later, then made 2", "", /*later=*/true, qkv::io::Json(int64_t{0})}, crop);
+  }
+};
+
 Args parse(const std::vector<Args::Option>& spec, std::vector<std::string> argv) {
   std::vector<char*> ptrs;
   for (auto& a : argv) ptrs.push_back(a.data());
@@ -128,6 +138,11 @@ TEST_CASE("a config's fields give its JSON and its options and read both back st
   CHECK(qkv::examples::from_json<Later>(qkv::io::parse_json(older), "c.json", "a toy").extra == "old");
   CHECK_THROWS_WITH_AS(qkv::examples::from_json<Later>(qkv::io::parse_json(R"({"width":8,"extra":"new"})"), "c.json", "a toy"),
                        "c.json: it lacks keys; expected all 7 of a toy config", qkv::ValueError);
+  // Where the default changed after the key came: an older config.json means the value before it.
+  CHECK(qkv::examples::from_json<Changed>(qkv::io::parse_json(older), "c.json", "a toy").crop == 0);
+  CHECK(Changed{}.crop == 2);
+  const std::string newer = older.substr(0, older.size() - 1) + R"(,"crop":3})";
+  CHECK(qkv::examples::from_json<Changed>(qkv::io::parse_json(newer), "c.json", "a toy").crop == 3);
 
   Settings other = s;
   other.seed = 7;

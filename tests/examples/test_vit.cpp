@@ -83,10 +83,28 @@ TEST_CASE("patches cut images into p×p squares in raster order, scaled, and mir
   REQUIRE(p.shape() == qkv::Shape{1, 4, 4});
   const std::vector<float> want = {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15};
   for (int i = 0; i < 16; ++i) CHECK(p.data()[i] == doctest::Approx(want[i]));
-  const Tensor m = vit::patches(set, {0}, 2, 0.0f, 1.0f / 255.0f, {1});
+  const Tensor m = vit::patches(set, {0}, 2, 0.0f, 1.0f / 255.0f, {{.mirror = true}});
   const std::vector<float> mirrored = {3, 2, 7, 6, 1, 0, 5, 4, 11, 10, 15, 14, 9, 8, 13, 12};
   for (int i = 0; i < 16; ++i) CHECK(m.data()[i] == doctest::Approx(mirrored[i]));
   CHECK_THROWS_AS(vit::patches(set, {0}, 3, 0.0f, 1.0f), qkv::ValueError);
+}
+
+TEST_CASE("patches moves an image (a random crop of it padded) with black shifted in, after mirroring it") {
+  vit::ImageSet set;  // pixels 1 .. 16, so that black (0) is none of them
+  set.rows = 4, set.cols = 4;
+  for (int i = 0; i < 16; ++i) set.pixels.push_back(static_cast<std::uint8_t>(i + 1));
+  set.labels = {0};
+  const auto cut = [&](vit::Augmentation a) {
+    const Tensor p = vit::patches(set, {0}, 2, 0.0f, 1.0f / 255.0f, {a});
+    return std::vector<float>(p.data(), p.data() + 16);
+  };
+  // Pixel (y, x) is (y + 1, x − 1) of the image: rows 1 .. 3 moved up, columns 0 .. 2 moved right.
+  //   0 5 6 7 / 0 9 10 11 / 0 13 14 15 / 0 0 0 0, in 2×2 patches:
+  CHECK(cut({.dy = 1, .dx = -1}) == std::vector<float>{0, 5, 0, 9, 6, 7, 10, 11, 0, 13, 0, 0, 14, 15, 0, 0});
+  // Mirrored (4 3 2 1 / 8 7 6 5 / ...), then pixel (y, x) is (y, x + 1) of that: 3 2 1 0 / 7 6 5 0 / ...
+  CHECK(cut({.mirror = true, .dx = 1}) == std::vector<float>{3, 2, 7, 6, 1, 0, 5, 0, 11, 10, 15, 14, 9, 0, 13, 0});
+  CHECK(cut({}) == cut({.dy = 0, .dx = 0}));
+  CHECK(cut({.dy = 4}) == std::vector<float>(16, 0.0f));  // moved out entirely
 }
 
 TEST_CASE("the position schemes: sin2d is the 2-D table, learned2d concatenates column and row vectors") {
