@@ -39,7 +39,9 @@
 // What is skipped. A query tile stops at the last key any of its rows sees (its longest valid
 // length): under a causal restriction (lens[i] = i + 1) every tile above the diagonal is never
 // computed, half the products; padding past a sequence's length likewise. Hidden keys inside a
-// visited tile are -inf in S and weigh exactly 0.
+// visited tile are -inf in S and weigh exactly 0. A window (each query sees the keys within ±w)
+// does not come here: its layer computes it on the band (nn/functional/banded_attention.h), with
+// its position scheme's bias per offset and its dropout drawn over the band.
 //
 // Determinism. The forward hands out (block, query tile) tasks, the backward whole blocks (all of
 // dK and dV of a head come from one thread, so no two threads add into one row); each task runs
