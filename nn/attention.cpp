@@ -202,20 +202,25 @@ functional::AttentionOutput MultiHeadAttention::attend(const Heads& h, const Ind
 }
 
 // Self-attention whose heads are the projection's column blocks as they are (no position scheme
-// transforms q and k) runs the fused op on the one (B, T, 3·H·d) product (fused_attention_packed):
-// its backward writes one gradient for the product, where the heads' three gradients would each be
-// scattered into a zero (B, T, 3·H·d) tensor and summed; the same values and gradients to the bit.
-// A scheme that does not say it transforms the heads (PositionScheme::transforms_qk) is still asked,
-// and heads it replaced are attended as they are. Everything else projects the heads apart
+// transforms q and k), or turned in place by one that can (rotary: PositionScheme::transforms_packed),
+// runs the fused op on the one (B, T, 3·H·d) product (fused_attention_packed): its backward writes
+// one gradient for the product, where the heads' three gradients would each be scattered into a
+// zero (B, T, 3·H·d) tensor and summed; the same values and gradients to the bit. A scheme that
+// does not say it transforms the heads (PositionScheme::transforms_qk) is still asked, and heads it
+// replaced are attended as they are. Everything else projects the heads apart
 // (ProjectedAttention::project_heads).
 functional::AttentionOutput MultiHeadAttention::attend_inputs(const Tensor& queries, const Tensor& keys,
                                                               const Tensor& values, const IndexTensor& valid_lens,
                                                               const Tensor& mask, const Tensor& bias,
                                                               bool need_weights) {
-  if (fused && !(positions && positions->transforms_qk())) {
+  const bool turns = positions && positions->transforms_qk();
+  if (fused && (!turns || positions->transforms_packed())) {
     const Tensor qkv = functional::packed_in_projection(queries, keys, values, W_q->weight, W_q->bias, W_k->weight,
                                                         W_k->bias, W_v->weight, W_v->bias);
     if (qkv.defined()) {
+      if (turns)
+        return functional::fused_attention_packed(positions->transform_packed(qkv, num_heads), num_heads, valid_lens,
+                                                  mask, bias, is_training() ? dropout : 0.0f, nullptr, need_weights);
       if (positions) {
         const int64_t D = W_q->out_features;
         const Heads h{functional::split_heads(qkv.narrow(2, 0, D), num_heads),

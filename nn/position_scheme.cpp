@@ -33,6 +33,11 @@ std::pair<Tensor, Tensor> PositionScheme::transform_qk_at(const Tensor& q, const
   return {last_rows(tq, q.size(q.dim() - 2)), last_rows(tk, k.size(k.dim() - 2))};
 }
 
+Tensor PositionScheme::transform_packed(const Tensor& qkv, int64_t) {
+  throw StateError(type_name() + " does not turn a packed projection (transforms_packed is false); got one of shape " +
+                   shape_str(qkv.shape()));
+}
+
 SinusoidalPositions::SinusoidalPositions(const PositionSizes& s) {
   encoding = register_module("encoding", std::make_shared<PositionalEncoding>(s.num_hiddens, 0.0f, s.max_len));
 }
@@ -59,6 +64,8 @@ RotaryPositions::RotaryPositions(const PositionSizes& s) {
 std::pair<Tensor, Tensor> RotaryPositions::transform_qk(const Tensor& q, const Tensor& k) {
   return {rotary->forward(q), rotary->forward(k)};
 }
+
+Tensor RotaryPositions::transform_packed(const Tensor& qkv, int64_t heads) { return rotary->forward_packed(qkv, heads); }
 
 std::pair<Tensor, Tensor> RotaryPositions::transform_qk_at(const Tensor& q, const Tensor& k, int64_t offset) {
   return {rotary->forward(q, offset), rotary->forward(k, offset)};

@@ -51,6 +51,12 @@ class PositionScheme : public Module {
   // and keys as tensors of their own instead of packing the three projections into one (which it
   // still checks: heads that transform_qk replaced are never passed over).
   virtual bool transforms_qk() const { return false; }
+  // A scheme whose transform_qk can act on self-attention's packed (B, T, 3·H·d) projection
+  // (fused_attention_packed's input: Q, K and V its column blocks) says so here, and turns that
+  // projection's Q and K in transform_packed, which the layer then attends on the packed route.
+  // The default cannot: such a layer projects the heads apart.
+  virtual bool transforms_packed() const { return false; }
+  virtual Tensor transform_packed(const Tensor& qkv, int64_t heads);
   virtual Tensor offset_bias(const IndexTensor& offsets) {
     (void)offsets;
     return Tensor();
@@ -110,6 +116,8 @@ class RotaryPositions : public PositionScheme {
   std::pair<Tensor, Tensor> transform_qk_at(const Tensor& q, const Tensor& k, int64_t offset) override;
   Tensor encode_input_at(const Tensor& X, int64_t) override { return X; }
   bool transforms_qk() const override { return true; }
+  bool transforms_packed() const override { return true; }
+  Tensor transform_packed(const Tensor& qkv, int64_t heads) override;
 
   std::shared_ptr<RotaryEmbedding> rotary;
 };

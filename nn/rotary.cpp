@@ -2,21 +2,11 @@
 
 #include <sstream>
 
+#include "autograd/ops/rotary.h"
 #include "nn/positional_encoding.h"
 #include "tensor/error.h"
 
 namespace qkv::nn {
-namespace {
-
-// x (..., T, d), c and s (T, d/2) → (..., T, d): each pair (x_{2i}, x_{2i+1}) turned by the angle
-// whose cosine and sine are c[t, i] and s[t, i].
-Tensor rotate_pairs(const Tensor& x, const Tensor& c, const Tensor& s) {
-  const int64_t d = x.size(-1);
-  const Tensor even = x.slice(-1, 0, d, 2), odd = x.slice(-1, 1, d, 2);    // (..., T, d/2)
-  return stack({even * c - odd * s, even * s + odd * c}, -1).flatten(-2);  // pairs interleaved again
-}
-
-}  // namespace
 
 RotaryEmbedding::RotaryEmbedding(int64_t d, int64_t len, float base_)
     : head_dim(d), max_len(len), base(base_) {
@@ -39,7 +29,7 @@ Tensor RotaryEmbedding::forward(const Tensor& x, int64_t offset) const {
     throw ShapeError("RotaryEmbedding: a sequence of length " + std::to_string(T) + " at offset " +
                      std::to_string(offset) + " needs positions up to " + std::to_string(offset + T - 1) +
                      ", past max_len " + std::to_string(max_len));
-  return rotate_pairs(x, cos.narrow(0, offset, T), sin.narrow(0, offset, T));
+  return qkv::rotary(x, cos.narrow(0, offset, T), sin.narrow(0, offset, T));
 }
 
 Tensor RotaryEmbedding::forward(const Tensor& x, const IndexTensor& positions) const {
@@ -51,7 +41,19 @@ Tensor RotaryEmbedding::forward(const Tensor& x, const IndexTensor& positions) c
     if (positions[t] < 0 || positions[t] >= max_len)
       throw IndexError("RotaryEmbedding: position " + std::to_string(positions[t]) +
                        " is outside [0, max_len) with max_len " + std::to_string(max_len));
-  return rotate_pairs(x, cos.index_select(0, positions), sin.index_select(0, positions));
+  return qkv::rotary(x, cos.index_select(0, positions), sin.index_select(0, positions));
+}
+
+Tensor RotaryEmbedding::forward_packed(const Tensor& qkv, int64_t heads) const {
+  if (qkv.dim() != 3 || heads <= 0 || qkv.size(2) != 3 * heads * head_dim)
+    throw ShapeError("RotaryEmbedding: a packed projection of shape " + shape_str(qkv.shape()) + " with " +
+                     std::to_string(heads) + " heads must be (B, T, " + std::to_string(3 * heads * head_dim) +
+                     "): Q, K and V of " + std::to_string(heads) + " heads of " + std::to_string(head_dim));
+  const int64_t T = qkv.size(1);
+  if (T > max_len)
+    throw ShapeError("RotaryEmbedding: a sequence of length " + std::to_string(T) + " needs positions up to " +
+                     std::to_string(T - 1) + ", past max_len " + std::to_string(max_len));
+  return qkv::rotary_packed(qkv, heads, cos.narrow(0, 0, T), sin.narrow(0, 0, T));
 }
 
 std::string RotaryEmbedding::extra_repr() const {

@@ -25,10 +25,14 @@
 // Apply it to the per-head queries and keys, (B, H, T, d) or d2l's (B·H, T, d), before their dot
 // products; never to the values. The offset serves decoding with a key cache: the new query and key
 // of step s sit at position s, and a key is cached already rotated.
+//   forward_packed(qkv, heads): self-attention's packed projection (B, T, 3·H·d), Q, K and V its
+//                            column blocks, with Q and K turned for positions 0 .. T − 1 and V as it
+//                            was (qkv::rotary_packed): the layer then stays on its packed route.
 // The tables cos and sin, (max_len, d/2), are non-persistent buffers: recomputed, not trained.
-// Composed of slices, products and a stack, so its gradient needs no code of its own. A fused op
-// would be faster, but not by enough to matter: RoPE does T·d work per head against the scores'
-// T²·d, and measured a small fraction of them.
+// The rotation is one op, qkv::rotary (autograd/ops/rotary.h): one kernel pass forward and one
+// backward. Its composed reference, slices, products and a stack (whose gradient needs no code of
+// its own), is what the reference mode runs; composed, with the separate projections it needed, it
+// took a seventh of a character GPT's training step.
 #pragma once
 
 #include "nn/module.h"
@@ -40,6 +44,7 @@ class RotaryEmbedding : public Module {
   explicit RotaryEmbedding(int64_t head_dim, int64_t max_len = 2048, float base = 10000.0f);
   Tensor forward(const Tensor& x, int64_t offset = 0) const;
   Tensor forward(const Tensor& x, const IndexTensor& positions) const;
+  Tensor forward_packed(const Tensor& qkv, int64_t heads) const;
   std::string extra_repr() const override;
 
   int64_t head_dim, max_len;

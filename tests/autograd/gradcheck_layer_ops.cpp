@@ -4,6 +4,7 @@
 #include "autograd/ops/dropout.h"
 #include "autograd/ops/gru.h"
 #include "autograd/ops/layer_norm.h"
+#include "autograd/ops/rotary.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/softmax.h"
 #include "autograd/ops/unfold.h"
@@ -51,3 +52,13 @@ QKV_GRADCHECK("unfold1d dilated with a kernel wider than the sequence", {In::nor
               [](X x) { return unfold1d(x[0], 3, 2, 2); });
 QKV_GRADCHECK("masked_max", {In::normal({3, 4, 5})},
               [](X x) { return masked_max(x[0], IndexTensor{4, 1, 2}); });
+// Rotary positions: the heads of a (B, T, H·d) projection read through their strides, and the
+// packed (B, T, 3·H·d) projection, its V passed through; the tables are constants.
+QKV_GRADCHECK("rotary on strided heads", {In::normal({2, 3, 8})}, [](X x) {
+  const Tensor angles = tensor({0.3f, 1.1f, -0.7f, 2.0f, 0.9f, -1.4f}).view({3, 2});
+  return rotary(x[0].view({2, 3, 2, 4}).permute({0, 2, 1, 3}), angles.cos(), angles.sin());
+});
+QKV_GRADCHECK("rotary_packed", {In::normal({2, 3, 12})}, [](X x) {
+  const Tensor angles = tensor({0.3f, 1.1f, -0.7f, 2.0f, 0.9f, -1.4f}).view({3, 2});
+  return rotary_packed(x[0], 1, angles.cos(), angles.sin());
+});

@@ -34,15 +34,18 @@
 #include "autograd/ops/layer_norm.h"
 #include "autograd/ops/linear.h"
 #include "autograd/ops/reduce.h"
+#include "autograd/ops/rotary.h"
 #include "autograd/ops/softmax.h"
 #include "autograd/ops/unary.h"
 #include "autograd/ops/unfold.h"
 #include "child_process.h"
+#include "graph_testing.h"
 #include "tensor/factories.h"
 #include "tensor/reference_mode.h"
 #include "tensor/storage.h"
 
 using namespace qkv;
+using qkv::testing::graph_has;
 
 namespace {
 
@@ -78,22 +81,6 @@ Inputs fresh(const Inputs& xs) {
     out.push_back(c);
   }
   return out;
-}
-
-// Whether the graph behind `t` holds a node named `op`.
-bool graph_has(const Tensor& t, const std::string& op) {
-  std::vector<const autograd::Node*> stack;
-  std::set<const autograd::Node*> seen;
-  if (t.grad_fn()) stack.push_back(t.grad_fn().get());
-  while (!stack.empty()) {
-    const autograd::Node* n = stack.back();
-    stack.pop_back();
-    if (!seen.insert(n).second) continue;
-    if (n->op == op) return true;
-    for (const auto& e : n->inputs)
-      if (e.node) stack.push_back(e.node.get());
-  }
-  return false;
 }
 
 struct Run {
@@ -234,6 +221,25 @@ std::vector<FusedOpCase> fused_ops() {
                                                                      0.5f, g);
                      return std::vector<Tensor>{a.output, a.weights, position_of(g)};
                    }, 1e-4f});
+  // Rotary positions: the heads of a (B, T, H·d) projection read through their strides, d2l's
+  // (B·H, T, d), and the packed (B, T, 3·H·d) projection; tables of 5 positions, of pairs of angles.
+  const auto table = [](int64_t T, int64_t pairs, bool sine) {
+    Tensor t = normal({T, pairs}, 43, false);
+    return sine ? t.sin() : t.cos();
+  };
+  cases.push_back({"rotary", "rotary_reference", [] { return Inputs{normal({2, 5, 12}, 44)}; },
+                   [table](const Inputs& x) {
+                     const Tensor heads = x[0].view({2, 5, 3, 4}).permute({0, 2, 1, 3});
+                     return std::vector<Tensor>{rotary(heads, table(5, 2, false), table(5, 2, true))};
+                   }});
+  cases.push_back({"rotary", "rotary_reference", [] { return Inputs{normal({6, 5, 8}, 45)}; },
+                   [table](const Inputs& x) {
+                     return std::vector<Tensor>{rotary(x[0], table(5, 4, false), table(5, 4, true))};
+                   }});
+  cases.push_back({"rotary_packed", "rotary_packed_reference", [] { return Inputs{normal({2, 5, 24}, 46)}; },
+                   [table](const Inputs& x) {
+                     return std::vector<Tensor>{rotary_packed(x[0], 2, table(5, 2, false), table(5, 2, true))};
+                   }});
   // Two heads on a graph with self-loops and a node (4) without incoming edges.
   cases.push_back({"graph_attention", "graph_attention_reference",
                    [] { return Inputs{normal({5, 2, 3}, 40), normal({5, 2, 3}, 41), normal({5, 2, 3}, 42)}; },

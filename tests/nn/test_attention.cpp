@@ -7,8 +7,10 @@
 #include <limits>
 
 #include "nn/attention.h"
+#include "graph_testing.h"
 #include "nn/attention_testing.h"
 #include "nn/container.h"
+#include "nn/position_scheme.h"
 #include "nn/positional_encoding.h"
 #include "nn/transformer.h"
 #include "tensor/error.h"
@@ -304,6 +306,40 @@ TEST_CASE("MultiHeadAttention applies its position scheme to the per-head querie
   CHECK(scheme->seen_q == Shape{2, 3, 4, 2});
   check_values(self.attention_weights.select(0, 0).select(0, 1).select(0, 3), {0.25f, 0.25f, 0.25f, 0.25f}, 1e-6f);
   check_values(self.attention_weights.select(0, 1).select(0, 2).select(0, 0), {0.5f, 0.5f, 0, 0}, 1e-6f);
+}
+
+namespace {
+
+// Rotary positions that do not offer to turn a packed projection: the layer projects the heads apart.
+struct RotaryOnHeads : nn::RotaryPositions {
+  using nn::RotaryPositions::RotaryPositions;
+  bool transforms_packed() const override { return false; }
+};
+
+// Self-attention with dropout, causal lengths and rotary positions (packed or on heads): the output,
+// the gradients of the input and of W_q and W_v, and whether the graph holds the packed op.
+std::vector<Tensor> rotary_self_attention(bool packed, bool& packed_op) {
+  manual_seed(5);  // the same weights and dropout masks both ways
+  nn::MultiHeadAttention attention(8, 8, 8, 8, 2, 0.25f);
+  nn::PositionSizes sizes{.num_hiddens = 8, .num_heads = 2, .max_len = 16};
+  attention.positions = packed ? std::make_shared<nn::RotaryPositions>(sizes) : std::make_shared<RotaryOnHeads>(sizes);
+  Generator g(3);
+  const Tensor x = randn({2, 6, 8}, true, &g);
+  const Tensor out = attention.forward(x, x, x, IndexTensor({1, 2, 3, 4, 5, 6, 1, 2, 2, 3, 3, 5}, {2, 6}));
+  packed_op = graph_has(out, "fused_attention_packed");
+  (out * out.detach().cos()).sum().backward();
+  return {out.detach(), x.grad(), attention.W_q->weight.grad(), attention.W_v->weight.grad()};
+}
+
+}  // namespace
+
+TEST_CASE("rotary positions keep self-attention on its packed projection, to the bit of the heads route") {
+  bool on_packed = false, on_heads = true;
+  const std::vector<Tensor> packed = rotary_self_attention(true, on_packed);
+  const std::vector<Tensor> heads = rotary_self_attention(false, on_heads);
+  CHECK(on_packed);
+  CHECK_FALSE(on_heads);
+  for (size_t i = 0; i < packed.size(); ++i) CHECK_MESSAGE(packed[i].to_vector() == heads[i].to_vector(), i);
 }
 
 TEST_CASE("MultiHeadAttention adds a per-head bias to each head's scores") {

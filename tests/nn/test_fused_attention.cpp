@@ -388,8 +388,8 @@ TEST_CASE("fused_attention_packed writes the projection's gradient over the proj
 
 TEST_CASE("MultiHeadAttention takes the fused op by default and composed_attention in the reference mode") {
   // Self-attention forward(x, x, x) and forward(x, x', x'') with copies of x, a rotary position
-  // scheme or none. By default self-attention without a scheme that transforms q and k runs the
-  // fused op on the packed projection (fused_attention_packed), anything else the three projections
+  // scheme or none. By default self-attention runs the fused op on the packed projection
+  // (fused_attention_packed; rotary turns its Q and K there), anything else the three projections
   // and the fused op on the heads; the reference mode, the composed reference (products,
   // masked_softmax, dropout). The values agree to float32 rounding between the modes, and to the
   // bit between self-attention and the copies.
@@ -404,7 +404,7 @@ TEST_CASE("MultiHeadAttention takes the fused op by default and composed_attenti
     const Tensor out = attention.forward(x, k, v, IndexTensor{5, 3});
     // out = W_o(attention output): the op under W_o says which route ran.
     const std::string& op = out.grad_fn()->inputs[0].node->op;
-    const std::string fast = same_tensor && !rotary ? "fused_attention_packed" : "fused_attention";
+    const std::string fast = same_tensor ? "fused_attention_packed" : "fused_attention";
     CHECK((op == fast) == !reference);
     (out * out).sum().backward();
     std::vector<Tensor> all{out, attention.attention_weights, x.grad()};

@@ -1,0 +1,29 @@
+// What a test asks of the graph behind a tensor.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "autograd/node.h"
+#include "tensor/tensor.h"
+
+namespace qkv::testing {
+
+// Whether the graph behind `t` holds a node named `op`.
+inline bool graph_has(const Tensor& t, const std::string& op) {
+  std::vector<const autograd::Node*> stack;
+  std::set<const autograd::Node*> seen;
+  if (t.grad_fn()) stack.push_back(t.grad_fn().get());
+  while (!stack.empty()) {
+    const autograd::Node* n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n).second) continue;
+    if (n->op == op) return true;
+    for (const auto& e : n->inputs)
+      if (e.node) stack.push_back(e.node.get());
+  }
+  return false;
+}
+
+}  // namespace qkv::testing
