@@ -16,9 +16,9 @@ Usage: python3 bench/versus_torch.py [--tagger build/examples/tagger] [--configs
                                      [--rounds 3] [--matmul highest|medium]
        python3 bench/versus_torch.py --configs lm [--lm build/examples/lm] [--rounds 3] [--lm-steps 20]
                                      [--lm-options="--context 128 --positions rotary"]
---matmul medium runs qkv's products with bfloat16 operands (`tagger bench --matmul medium`); PyTorch
-stays in float32, so those ratios compare qkv's fastest step with PyTorch's float32 one; the tagger
-configs only. The lm config times the character-level GPT of examples/lm on both sides, each run 3
+--matmul medium runs qkv's products with bfloat16 operands (`--matmul medium` of each bench); PyTorch
+stays in float32, so those ratios compare qkv's fastest step with PyTorch's float32 one. qkv's
+benches are always given --matmul (highest by default), whatever their own default. The lm config times the character-level GPT of examples/lm on both sides, each run 3
 untimed warm-up steps and then --lm-steps timed ones; --lm-options (model options both `lm bench`
 and torch_anchor.py's lm accept: --context, --d-model, --heads, --layers, --ffn-hidden, --batch,
 --positions learned|rotary, --ffn gelu|relu|swiglu) go to both, so they time the same model.
@@ -54,8 +54,6 @@ def parse_args():
     args.configs = args.configs.split(",")
     args.lm_options = shlex.split(args.lm_options)
     if "lm" in args.configs:
-        if args.matmul != "highest":
-            parser.error("--matmul is an option of tagger bench; lm bench has none")
         if not os.path.exists(args.lm):
             sys.exit(f"{args.lm} not found: build it with ./qkv build lm (or give --lm PATH)")
     elif args.lm_options:
@@ -68,10 +66,12 @@ def lm_steps(args):
 
 
 def qkv(args, config, threads):
+    # qkv's products as --matmul says, always given: lm's default is auto (bfloat16 where it can).
+    precision = ["--matmul", args.matmul]
     if config == "vit":
-        return bench_fields([args.vit, "bench", "--threads", str(threads), *lm_steps(args)[:4]])
+        return bench_fields([args.vit, "bench", "--threads", str(threads), *lm_steps(args)[:4], *precision])
     if config == "lm":
-        return bench_fields([args.lm, "bench", "--what", "step", "--threads", str(threads), *lm_steps(args)])
+        return bench_fields([args.lm, "bench", "--what", "step", "--threads", str(threads), *lm_steps(args), *precision])
     return tagger_bench(args.tagger, config, threads, extra=["--matmul", args.matmul])
 
 

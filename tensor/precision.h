@@ -27,4 +27,18 @@ bool bf16_matmul_available();
 void set_matmul_precision(MatmulPrecision precision);
 MatmulPrecision get_matmul_precision();
 
+// Sets the precision for its scope and puts back the one before it.
+class MatmulPrecisionGuard {
+ public:
+  explicit MatmulPrecisionGuard(MatmulPrecision precision) : before_(get_matmul_precision()) {
+    set_matmul_precision(precision);
+  }
+  ~MatmulPrecisionGuard() { set_matmul_precision(before_); }
+  MatmulPrecisionGuard(const MatmulPrecisionGuard&) = delete;
+  MatmulPrecisionGuard& operator=(const MatmulPrecisionGuard&) = delete;
+
+ private:
+  MatmulPrecision before_;
+};
+
 }  // namespace qkv

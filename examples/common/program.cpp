@@ -99,6 +99,11 @@ void start_command(const Args& args, const std::string& program, bool announce, 
     std::cerr << program << ": " << kReferenceModeNote << "\n";
 }
 
+std::string resolved_matmul(const std::string& setting) {
+  if (setting != "auto") return setting;
+  return bf16_matmul_available() && !reference_mode() ? "medium" : "highest";
+}
+
 void use_matmul_precision(const std::string& precision, bool saved_run) {
   if (precision != "highest" && precision != "medium")
     throw ValueError("option --matmul is '" + precision + "'; expected one of highest, medium");

@@ -71,6 +71,17 @@ void start_command(const Args& args, const std::string& program, bool announce =
 inline constexpr const char* kMatmulHelp =
     "highest: float32 products; medium: operands rounded to bfloat16, sums in float32 (needs AVX512_BF16; "
     "not in the reference mode)";
+// The same for a program whose default is auto (resolved_matmul).
+inline constexpr const char* kMatmulAutoHelp =
+    "auto: medium where this CPU has AVX512_BF16 and the reference mode is off, else highest (the run keeps "
+    "which); highest: float32 products; medium: operands rounded to bfloat16, sums in float32 (needs "
+    "AVX512_BF16; not in the reference mode)";
+
+// --matmul auto as this machine and mode resolve it: "medium" where bf16_matmul_available() and the
+// reference mode is off, else "highest"; any other value as it is. A fresh run resolves its option
+// before anything else reads it, so its config.json holds what its products were, and resuming it
+// elsewhere refuses a medium it cannot compute instead of changing precision silently.
+std::string resolved_matmul(const std::string& setting);
 
 // Products from now on as `precision` says: "highest" or "medium", the value of --matmul (bench) or
 // of a run's config (train; a resumed or loaded run's own: saved_run). Refused, naming the option,

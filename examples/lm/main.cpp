@@ -37,6 +37,7 @@ Config config_from(const Args& a) {
   Config c;
   qkv::examples::read_options(a, c);
   check_text_options(a);
+  c.matmul = qkv::examples::resolved_matmul(c.matmul);
   c.validate();
   return c;
 }

@@ -8,6 +8,7 @@
 #include "nn/functional/basic.h"
 #include "nn/init.h"
 #include "tensor/error.h"
+#include "tensor/precision.h"
 
 namespace lm {
 
@@ -114,6 +115,9 @@ std::vector<int32_t> generate(CharGPT& model, const std::vector<int32_t>& prompt
   const bool was_training = model.is_training();
   model.eval();
   qkv::NoGradGuard no_grad;
+  // Float32 products, whatever the training used: with bfloat16 ones a cached step (one row, too
+  // small a product to round) and a whole window (rounded) would part in the last bits.
+  const qkv::MatmulPrecisionGuard float32(qkv::MatmulPrecision::highest);
   qkv::Generator gen(o.seed);
   Window window(model, o.cache);
   std::vector<float> next;

@@ -63,7 +63,8 @@ struct SampleOptions {
 // character would make it longer, it is cut to its last context / 2 characters (the cached mode
 // reads those into an empty cache), so that both modes see the same window at every step.
 // Generates options.tokens characters after `prompt` (at least one id), calling on_token with each
-// as it comes; `logits`, when given, receives each step's logits (V floats) before sampling.
+// as it comes; `logits`, when given, receives each step's logits (V floats) before sampling. Its
+// products are float32 whatever the matmul precision, so that both modes give the same bits.
 std::vector<int32_t> generate(CharGPT& model, const std::vector<int32_t>& prompt, const SampleOptions& options,
                               const std::function<void(int32_t)>& on_token = {},
                               std::vector<std::vector<float>>* logits = nullptr);

@@ -62,7 +62,7 @@ void Config::validate() const {
   check_number("lr", lr, 0.0, 10.0, /*open_lo=*/true);
   check_number("weight_decay", weight_decay, 0.0, 10.0);
   check_number("clip", clip, 0.0, 1e6);
-  check_name("matmul", matmul, {"highest", "medium"});
+  check_name("matmul", matmul, {"auto", "highest", "medium"});  // auto: resolved before a run begins
 }
 
 double training_bytes_estimate(const Config& c, int64_t V) {
@@ -443,6 +443,7 @@ qkv::examples::StepResult train_step(qkv::examples::TrainStep& step, CharGPT& mo
 }
 
 TrainResult train(Config config, const TrainOptions& o) {
+  config.matmul = qkv::examples::resolved_matmul(config.matmul);  // the run keeps what its products are
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume, o.ranks.group);  // refusals: nothing written
   State state = qkv::examples::start_or_resume<Config, Evaluation>(run, config, std::numeric_limits<double>::infinity());
   qkv::examples::use_matmul_precision(state.config.matmul, /*saved_run=*/state.last.has_value());

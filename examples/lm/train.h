@@ -34,7 +34,7 @@ struct Config {
   int64_t steps = 13000, batch = 4, warmup = 200, eval_every = 1000, seed = 1;
   double lr = 2e-3, weight_decay = 0.1, clip = 1.0;
   std::string chars;     // the vocabulary's characters in order, UTF-8 (without the unknown symbol)
-  std::string matmul = "highest";  // float32 products, or bfloat16 operands (tensor/precision.h)
+  std::string matmul = "auto";  // float32 products, or bfloat16 operands (tensor/precision.h; resolved_matmul)
 
   // Every field under its config.json key and option (examples/common/config.h).
   template <class F>
@@ -50,7 +50,7 @@ struct Config {
     f({"eval_every", "steps between evaluations (and checkpoints)"}, eval_every);
     f({"seed", "seed of the initialization and the batches"}, seed);
     qkv::examples::adamw_fields(f, warmup, lr, weight_decay, clip);
-    f({"matmul", qkv::examples::kMatmulHelp, "", /*later=*/true}, matmul);  // runs before it: highest
+    f({"matmul", qkv::examples::kMatmulAutoHelp, "", /*later=*/true, qkv::io::Json("highest")}, matmul);  // runs before it: highest
     f({"chars"}, chars);
   }
   // Ranges of every field; ValueError naming the field (and its option) otherwise.

@@ -334,8 +334,23 @@ TEST_CASE("lm --matmul medium is part of the run: kept in config.json, resumed i
   qkv::testing::ScratchDir dir;
   write(dir / "text.txt", small_text());
   const std::string text = (dir / "text.txt").string(), run = (dir / "run").string();
-  CHECK(train(run, text, "3", {"--matmul", "low"}).errors == "lm: matmul (--matmul) is 'low'; expected one of highest, medium\n");
+  CHECK(train(run, text, "3", {"--matmul", "low"}).errors ==
+        "lm: matmul (--matmul) is 'low'; expected one of auto, highest, medium\n");
   CHECK_FALSE(fs::exists(dir / "run"));
+  // The default, auto, is resolved before the run begins: config.json says what the products were.
+  const std::string by_default = (dir / "auto").string(), plain = (dir / "auto-reference").string();
+  REQUIRE(train(by_default, text, "3").exit_code == 0);
+  REQUIRE(train(plain, text, "3", {"--reference"}).exit_code == 0);
+  const std::string resolved = qkv::bf16_matmul_available() ? "medium" : "highest";
+  CHECK(read(dir / "auto" / "config.json").find("\"matmul\":\"" + resolved + "\"") != std::string::npos);
+  CHECK(read(dir / "auto-reference" / "config.json").find("\"matmul\":\"highest\"") != std::string::npos);
+  // A run saved before the key existed computed in float32, and resumes so, in the reference mode too.
+  std::string config = read(dir / "auto-reference" / "config.json");
+  const size_t key = config.find(",\"matmul\":\"highest\"");
+  REQUIRE(key != std::string::npos);
+  write(dir / "auto-reference" / "config.json", config.erase(key, std::string(",\"matmul\":\"highest\"").size()));
+  const auto older = run_program(kLmProgram, {"train", "--run", plain, "--resume", "--steps", "4", "--reference"});
+  CHECK_MESSAGE(older.exit_code == 0, older.errors);
   if (!qkv::bf16_matmul_available()) {  // refused by its option, and nothing written
     CHECK(train(run, text, "3", {"--matmul", "medium"}).errors.starts_with("lm: --matmul medium: "));
     CHECK_FALSE(fs::exists(dir / "run"));
