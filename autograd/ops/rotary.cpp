@@ -69,8 +69,9 @@ Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   kernels::rotary(in.B, in.H, T, d, in.x.data(), in.at, c.data(), s.data(), false, y.data(),
                   contiguous_rows(in.H, T, d));
   return op.record(y, {x}, {c, s}, [B = in.B, H = in.H, T, d](const Tensor& g, const BackwardContext& ctx) -> Grads {
-    const Tensor gc = g.contiguous();
-    Tensor dx = Tensor::empty(g.shape());
+    const bool in_place = ctx.grad_is_scratch && g.is_contiguous();  // as rotary_packed's, below
+    const Tensor gc = in_place ? g : g.contiguous();
+    Tensor dx = in_place ? g : Tensor::empty(g.shape());
     kernels::rotary(B, H, T, d, gc.data(), contiguous_rows(H, T, d), ctx.saved[0].data(), ctx.saved[1].data(),
                     true, dx.data(), contiguous_rows(H, T, d));
     return {dx};
@@ -99,19 +100,23 @@ Tensor rotary_packed(const Tensor& qkv, int64_t heads, const Tensor& cos, const 
   const Tensor c = cos.detach().contiguous(), s = sin.detach().contiguous();
   // Rows of the projection's heads: (b, h, t) at b·T·3D + t·3D + h·d, from a block's first column.
   const kernels::RotaryRows rows{T * 3 * D, d, 3 * D};
-  // Q and K turned (forward) or turned back (backward), V copied: from `from` into `to`.
+  // Q and K turned (forward) or turned back (backward), V copied: from `from` into `to`, which may
+  // be `from` itself (then V stays where it is).
   const auto apply = [B, T, D, d, heads, rows](const float* from, const float* cs, const float* sn, bool inverse,
                                                float* to) {
     for (int64_t block = 0; block < 2; ++block)
       kernels::rotary(B, heads, T, d, from + block * D, rows, cs, sn, inverse, to + block * D, rows);
-    for (int64_t r = 0; r < B * T; ++r)
-      std::copy(from + r * 3 * D + 2 * D, from + (r + 1) * 3 * D, to + r * 3 * D + 2 * D);
+    if (to != from)
+      for (int64_t r = 0; r < B * T; ++r)
+        std::copy(from + r * 3 * D + 2 * D, from + (r + 1) * 3 * D, to + r * 3 * D + 2 * D);
   };
   Tensor y = Tensor::empty(x.shape());
   apply(x.data(), c.data(), s.data(), false, y.data());
   return op.record(y, {qkv}, {c, s}, [apply, shape = x.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
-    const Tensor gc = g.contiguous();
-    Tensor dx = Tensor::empty(shape);
+    // A gradient no one else holds is turned back where it is: no (B, T, 3·H·d) buffer more.
+    const bool in_place = ctx.grad_is_scratch && g.is_contiguous();
+    const Tensor gc = in_place ? g : g.contiguous();
+    Tensor dx = in_place ? g : Tensor::empty(shape);
     apply(gc.data(), ctx.saved[0].data(), ctx.saved[1].data(), true, dx.data());
     return {dx};
   });
