@@ -42,8 +42,9 @@ The models follow d2l.ai's PyTorch code:
                       as qkv's decoder does; d2l's dropout on the attention weights is left out.
   lm                  the character-level GPT of `lm bench --what step` (examples/lm/model.cpp,
                       train.cpp), nanoGPT's architecture: vocabulary 84, context T 256, d 128,
-                      4 heads, 4 layers, FFN 512, batch 4, no dropout. x = E[ids] + P[:T] (no √d;
-                      E and P N(0, 0.02²)); pre-LN blocks x + W_o·attn(LN1(x)), x + FFN(LN2(x)),
+                      4 heads, 6 layers, FFN 512, batch 4, no dropout, rotary positions (below).
+                      x = E[ids] (+ P[:T] with learned positions; no √d; E and P N(0, 0.02²));
+                      pre-LN blocks x + W_o·attn(LN1(x)), x + FFN(LN2(x)),
                       causal attention with bias-free W_q, W_k, W_v, W_o; FFN Linear(d, F), exact
                       (erf) GELU, Linear(F, d), with biases; a final LayerNorm; logits h·Eᵀ (tied, no
                       bias). Mean cross-entropy over the B·T next ids of one fixed random batch;
@@ -97,7 +98,7 @@ FORM_LENGTH_PERMILLE = [26, 71, 106, 174, 144, 125, 114, 85, 61, 42, 24, 14, 7, 
 CHAR_BEGIN, CHAR_END, NUM_CHAR_IDS = 257, 258, 259  # examples/tagger/model.h
 # The lm config: the defaults of `lm bench` (examples/lm/train.h, model.h), which times its model on
 # 84 random character ids.
-LM = dict(V=84, context=256, d_model=128, heads=4, layers=4, ffn_hidden=512, batch=4, positions="learned",
+LM = dict(V=84, context=256, d_model=128, heads=4, layers=6, ffn_hidden=512, batch=4, positions="rotary",
           ffn="gelu", lr=2e-3, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1, clip=1.0)
 CONFIGS = [*TAGGER_CONFIGS, "brown", "gru", "lm"]
 DROPOUT = 0.1

@@ -31,8 +31,8 @@ namespace lm {
 struct ModelConfig {
   int64_t vocab_size = 0;
   int64_t context = 256;  // the longest window the model reads (max_len of its positions)
-  int64_t d_model = 128, heads = 4, layers = 4, ffn_hidden = 512;
-  std::string positions = "learned";  // any of nn::position_scheme_names()
+  int64_t d_model = 128, heads = 4, layers = 6, ffn_hidden = 512;
+  std::string positions = "rotary";  // any of nn::position_scheme_names()
   std::string ffn = "gelu";           // any of nn::feed_forward_names()
   float dropout = 0.0f;
 };
