@@ -202,7 +202,7 @@ functional::AttentionOutput MultiHeadAttention::attend(const Heads& h, const Ind
 }
 
 // Self-attention whose heads are the projection's column blocks as they are (no position scheme
-// transforms q and k), or turned in place by one that can (rotary: PositionScheme::transforms_packed),
+// transforms q and k), or with its Q and K turned by a scheme that can (rotary: transforms_packed),
 // runs the fused op on the one (B, T, 3·H·d) product (fused_attention_packed): its backward writes
 // one gradient for the product, where the heads' three gradients would each be scattered into a
 // zero (B, T, 3·H·d) tensor and summed; the same values and gradients to the bit. A scheme that
