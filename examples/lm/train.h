@@ -31,7 +31,7 @@ struct Config {
   ModelConfig model;     // model.vocab_size comes from the data
   std::string text;      // a user's UTF-8 file; empty: Moby-Dick
   std::string cache = kDefaultCache;
-  int64_t steps = 12000, batch = 4, warmup = 200, eval_every = 1000, seed = 1;
+  int64_t steps = 11000, batch = 4, warmup = 200, eval_every = 1000, seed = 1;
   double lr = 2e-3, weight_decay = 0.1, clip = 1.0;
   std::string chars;     // the vocabulary's characters in order, UTF-8 (without the unknown symbol)
   std::string matmul = "auto";  // float32 products, or bfloat16 operands (tensor/precision.h; resolved_matmul)
