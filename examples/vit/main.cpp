@@ -41,6 +41,7 @@ Config config_from(const Args& a) {
   Config c;
   qkv::examples::read_options(a, c);
   if (a.has("no-flip")) c.flip = !a.flag("no-flip");
+  c.matmul = qkv::examples::resolved_matmul(c.matmul);
   c.model.rows = c.model.cols = 0;  // from the data
   if (!a.has("data")) return c.validate(), c;  // bench: a model on random images
   if (c.data.empty()) throw qkv::ValueError("--data is empty; expected fashion-mnist, generated or a directory");

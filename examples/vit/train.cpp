@@ -92,7 +92,7 @@ void Config::validate() const {
   check_number("weight_decay", weight_decay, 0.0, 10.0);
   check_number("clip", clip, 0.0, 1e6);
   check_number("label_smoothing", label_smoothing, 0.0, 0.99);
-  check_name("matmul", matmul, {"highest", "medium"});
+  check_name("matmul", matmul, {"auto", "highest", "medium"});  // auto: resolved before a run begins
   check_number("pixel_mean", pixel_mean, 0.0, 1.0);
   check_number("pixel_std", pixel_std, 0.0, 1.0, /*open_lo=*/true);
   check_position_width(model.positions, model.d_model);
@@ -298,6 +298,7 @@ TrainResult finish(TrainResult result, const qkv::examples::RunDirectory& run, c
 }  // namespace
 
 TrainResult train(Config config, const TrainOptions& o) {
+  config.matmul = qkv::examples::resolved_matmul(config.matmul);  // the run keeps what its products are
   qkv::examples::RunDirectory run(o.run_dir, kRunLayout, o.resume);  // refusals: nothing written
   State state = qkv::examples::start_or_resume<Config, EpochRecord>(run, config, -1.0);
   qkv::examples::use_matmul_precision(state.config.matmul, /*saved_run=*/state.last.has_value());

@@ -34,7 +34,7 @@ struct Config {
   bool flip = true;               // mirror each training image left-right with probability 1/2 (option --no-flip)
   int64_t crop = 0;               // move each training image by up to ±crop pixels each way (Augmentation)
   double pixel_mean = 0, pixel_std = 1;  // of the training images, filled in by the training
-  std::string matmul = "highest";  // float32 products, or bfloat16 operands (tensor/precision.h)
+  std::string matmul = "auto";  // float32 products, or bfloat16 operands (tensor/precision.h; resolved_matmul)
 
   // Every field under its config.json key and option (examples/common/config.h).
   template <class F>
@@ -55,7 +55,7 @@ struct Config {
     f({"seed", "seed of the initialization, the order, the flips and the crops"}, seed);
     qkv::examples::adamw_fields(f, warmup, lr, weight_decay, clip);
     f({"label_smoothing", "label smoothing of the cross-entropy"}, label_smoothing);
-    f({"matmul", qkv::examples::kMatmulHelp, "", /*later=*/true}, matmul);  // runs before it: highest
+    f({"matmul", qkv::examples::kMatmulAutoHelp, "", /*later=*/true, qkv::io::Json("highest")}, matmul);  // runs before it: highest
     f({"flip"}, flip);
     // Runs saved before the key cropped nothing.
     f({"crop", "random crop: pad each training image with this many black pixels and cut it back to its size at a "

@@ -190,8 +190,19 @@ TEST_CASE("vit --matmul medium is part of the run: kept in config.json and refus
   qkv::testing::ScratchDir dir;
   const std::string run = (dir / "run").string();
   const auto low = run_program(kVitProgram, with({"train", "--run", run, "--no-figures", "--no-baselines"}, tiny_with({"--matmul", "low"})));
-  CHECK(last_line(low.errors) == "vit: matmul (--matmul) is 'low'; expected one of highest, medium");
+  CHECK(last_line(low.errors) == "vit: matmul (--matmul) is 'low'; expected one of auto, highest, medium");
   CHECK_FALSE(std::filesystem::exists(dir / "run"));
+  // The default, auto, is resolved before the run begins: config.json says what the products were.
+  for (const bool reference : {false, true}) {
+    const std::string auto_run = (dir / (reference ? "auto-reference" : "auto")).string();
+    std::vector<std::string> argv = with({"train", "--run", auto_run, "--no-figures", "--no-baselines"}, tiny_with({"--epochs", "1"}));
+    if (reference) argv.push_back("--reference");
+    const auto r = run_program(kVitProgram, argv);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.errors);
+    const std::string resolved = qkv::bf16_matmul_available() && !reference ? "medium" : "highest";
+    CHECK(qkv::io::read_text_file(fs::path(auto_run) / "config.json", "test").find("\"matmul\":\"" + resolved + "\"") !=
+          std::string::npos);
+  }
   const auto medium = [&](std::vector<std::string> more) {
     return run_program(kVitProgram, with(with({"train", "--run", run, "--no-figures", "--no-baselines"},
                                               tiny_with({"--matmul", "medium", "--epochs", "1"})),
