@@ -124,8 +124,13 @@ Evaluation evaluate(ViT& model, const ImageSet& set, const Config& c) {
   int64_t right = 0;
   for (int64_t start = 0; start < set.size(); start += kEvalBatch) {
     const std::vector<int64_t> idx = range(start, std::min(set.size(), start + kEvalBatch));
-    const Tensor x = patches(set, idx, c.model.patch, static_cast<float>(c.pixel_mean), static_cast<float>(c.pixel_std));
-    const qkv::IndexTensor predicted = model.forward(x).argmax(1);
+    const auto cut = [&](bool mirror) {
+      return patches(set, idx, c.model.patch, static_cast<float>(c.pixel_mean), static_cast<float>(c.pixel_std),
+                     std::vector<Augmentation>(idx.size(), Augmentation{.mirror = mirror}));
+    };
+    Tensor logits = model.forward(cut(false));
+    if (c.test_flip) logits = logits + model.forward(cut(true));
+    const qkv::IndexTensor predicted = logits.argmax(1);
     for (size_t i = 0; i < idx.size(); ++i) {
       e.predicted.push_back(static_cast<int32_t>(predicted.data()[i]));
       right += e.predicted.back() == set.labels[idx[i]];

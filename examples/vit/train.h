@@ -33,6 +33,7 @@ struct Config {
   double lr = 1e-3, weight_decay = 0.05, clip = 1.0, label_smoothing = 0.1;
   bool flip = true;               // mirror each training image left-right with probability 1/2 (option --no-flip)
   int64_t crop = 0;               // move each training image by up to ±crop pixels each way (Augmentation)
+  bool test_flip = false;         // evaluate each image and its mirror image, their logits summed
   double pixel_mean = 0, pixel_std = 1;  // of the training images, filled in by the training
   std::string matmul = "auto";  // float32 products, or bfloat16 operands (tensor/precision.h; resolved_matmul)
 
@@ -61,6 +62,10 @@ struct Config {
     f({"crop", "random crop: pad each training image with this many black pixels and cut it back to its size at a "
                "random place (0: none)", "", /*later=*/true, qkv::io::Json(int64_t{0})},
       crop);
+    // Runs saved before the key evaluated each image once.
+    f({"test_flip", "evaluate each image and its mirror image and sum their logits (test-time augmentation)", "",
+       /*later=*/true, qkv::io::Json(false)},
+      test_flip);
     f({"pixel_mean"}, pixel_mean);
     f({"pixel_std"}, pixel_std);
   }

@@ -107,6 +107,43 @@ TEST_CASE("patches moves an image (a random crop of it padded) with black shifte
   CHECK(cut({.dy = 4}) == std::vector<float>(16, 0.0f));  // moved out entirely
 }
 
+TEST_CASE("with test_flip, evaluation predicts from the logits of each image and its mirror image summed") {
+  qkv::manual_seed(5);
+  vit::ViT model(tiny_model("learned2d"));
+  qkv::nn::init::normal_(model.cls_token, 0.0f, 1.0f);
+  vit::ImageSet set;
+  set.rows = set.cols = 8;
+  qkv::Generator gen(11);
+  for (int i = 0; i < 40 * 64; ++i) set.pixels.push_back(static_cast<std::uint8_t>(gen.next_below(256)));
+  for (int i = 0; i < 40; ++i) set.labels.push_back(i % 3);
+  std::vector<int64_t> all(40);
+  for (int i = 0; i < 40; ++i) all[static_cast<size_t>(i)] = i;
+  vit::Config c;
+  c.model = tiny_model("learned2d");
+  c.pixel_mean = 0.5, c.pixel_std = 0.05;  // inputs of about ±10: logits that differ from image to image
+  const std::vector<vit::Augmentation> mirrored(40, {.mirror = true});
+  qkv::IndexTensor once, both;
+  {
+    qkv::NoGradGuard no_grad;
+    model.eval();
+    const Tensor plain = model.forward(vit::patches(set, all, 4, 0.5f, 0.05f));
+    once = plain.argmax(1);
+    both = (plain + model.forward(vit::patches(set, all, 4, 0.5f, 0.05f, mirrored))).argmax(1);
+  }
+  const auto predicted = [&](bool test_flip) {
+    c.test_flip = test_flip;
+    return vit::evaluate(model, set, c).predicted;
+  };
+  const std::vector<int32_t> without = predicted(false), with = predicted(true);
+  int differ = 0;
+  for (int i = 0; i < 40; ++i) {
+    CHECK(without[static_cast<size_t>(i)] == once.data()[i]);
+    CHECK(with[static_cast<size_t>(i)] == both.data()[i]);
+    differ += once.data()[i] != both.data()[i];
+  }
+  CHECK(differ > 0);  // the mirror image changed some predictions: the test can tell the two apart
+}
+
 TEST_CASE("the position schemes: sin2d is the 2-D table, learned2d concatenates column and row vectors") {
   const auto sin2d = vit::make_patch_positions("sin2d", 3, 5, 8);
   const Tensor table = qkv::nn::sinusoidal_table_2d(3, 5, 8);
