@@ -79,9 +79,10 @@ int cmd_eval(const Args& a) {
   Run run = load_run(a.str("run"), "best");
   qkv::examples::use_matmul_precision(run.config.matmul, /*saved_run=*/true);
   const ImageData data = load_data(run.config);
+  if (a.flag("test-flip")) run.config.test_flip = true;
   const Evaluation test = evaluate(*run.model, data.test, run.config);
-  std::cout << "test accuracy of the best checkpoint (" << data.source << ", " << data.test.size() << " images): "
-            << std::fixed << std::setprecision(2) << 100 * test.accuracy << " %\n";
+  std::cout << "test accuracy of the best checkpoint (" << data.source << ", " << data.test.size() << " images"
+            << (run.config.test_flip ? ", each with its mirror image" : "") << "): " << std::fixed << std::setprecision(2) << 100 * test.accuracy << " %\n";
   print_per_class(std::cout, data.test, test.predicted, data.class_names);
   const std::filesystem::path file = std::filesystem::path(a.str("run")) / "baselines.json";
   if (std::filesystem::exists(file)) {
@@ -188,12 +189,17 @@ int main(int argc, char** argv) {
                                               qkv::examples::kReferenceOption};
   std::vector<Args::Option> predict = run_only;
   predict.insert(predict.begin() + 1, {"images", "", "an IDX file of images of the size the run was trained on"});
+  std::vector<Args::Option> eval = run_only;
+  eval.insert(eval.begin() + 1, {"test-flip", "false",
+                                 "classify each image and its mirror image, their logits summed (a run trained with "
+                                 "--test-flip always does)"});
   return qkv::examples::run_program(
       argc, argv,
       {"vit", "a tiny Vision Transformer on Fashion-MNIST, beside logistic regression and an MLP",
        {{"train", "train a ViT on Fashion-MNIST (or --data generated | DIR); baselines, checkpoints, figures",
          train_options(), cmd_train},
-        {"eval", "test accuracy of a trained run, per class, beside the baselines", run_only, cmd_eval},
+        {"eval", "test accuracy of a trained run, per class, beside the baselines",
+         eval, cmd_eval},
         {"predict", "the class of each image of an IDX file", predict, cmd_predict},
         {"figures", "draw a trained run's figures into RUN/figures", run_only, cmd_figures},
         {"ablate", "train one ViT per position scheme and compare them (table and figures)",

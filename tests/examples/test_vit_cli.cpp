@@ -69,6 +69,10 @@ TEST_CASE("vit trains on generated images with its figures in both modes, then e
   REQUIRE_MESSAGE(eval.exit_code == 0, eval.errors);
   CHECK(eval.output.find("h-bar top") != std::string::npos);
   CHECK(eval.output.find("logistic regression") != std::string::npos);
+  CHECK(eval.output.find("each with its mirror image") == std::string::npos);
+  const auto flipped = run_program(kVitProgram, {"eval", "--run", (dir / "fast").string(), "--test-flip"});
+  REQUIRE_MESSAGE(flipped.exit_code == 0, flipped.errors);
+  CHECK(flipped.output.find("images, each with its mirror image): ") != std::string::npos);
   qkv::data::write_idx(dir / "three", {3, 16, 16}, std::vector<std::uint8_t>(3 * 256, 0));
   const auto predict = run_program(kVitProgram, {"predict", "--run", (dir / "fast").string(), "--images", (dir / "three").string()});
   REQUIRE_MESSAGE(predict.exit_code == 0, predict.errors);
