@@ -28,10 +28,14 @@ namespace {
 using namespace vit;
 using qkv::examples::Args;
 
-// The options of the config (examples/common/config.h), with --no-flip for its flip.
+// The options of the config (examples/common/config.h), with --no-flip and --no-test-flip for its flip
+// and test_flip.
 std::vector<Args::Option> model_options() {
   std::vector<Args::Option> o = qkv::examples::options_of(Config{});
   o.insert(o.end(), {{"no-flip", "false", "do not mirror training images left-right at random"},
+                     {"no-test-flip", "false",
+                      "classify each validation and test image alone, not with its mirror image beside it (test-time "
+                      "augmentation: the two logits summed)"},
                      qkv::examples::kThreadsOption,
                      qkv::examples::kReferenceOption});
   return o;
@@ -41,6 +45,7 @@ Config config_from(const Args& a) {
   Config c;
   qkv::examples::read_options(a, c);
   if (a.has("no-flip")) c.flip = !a.flag("no-flip");
+  if (a.has("no-test-flip")) c.test_flip = !a.flag("no-test-flip");
   c.matmul = qkv::examples::resolved_matmul(c.matmul);
   c.model.rows = c.model.cols = 0;  // from the data
   if (!a.has("data")) return c.validate(), c;  // bench: a model on random images
@@ -79,10 +84,11 @@ int cmd_eval(const Args& a) {
   Run run = load_run(a.str("run"), "best");
   qkv::examples::use_matmul_precision(run.config.matmul, /*saved_run=*/true);
   const ImageData data = load_data(run.config);
-  if (a.flag("test-flip")) run.config.test_flip = true;
+  if (a.flag("test-flip")) run.config.test_flip = run.config.flip = true;
   const Evaluation test = evaluate(*run.model, data.test, run.config);
   std::cout << "test accuracy of the best checkpoint (" << data.source << ", " << data.test.size() << " images"
-            << (run.config.test_flip ? ", each with its mirror image" : "") << "): " << std::fixed << std::setprecision(2) << 100 * test.accuracy << " %\n";
+            << (run.config.flips_tests() ? ", each with its mirror image" : "") << "): " << std::fixed
+            << std::setprecision(2) << 100 * test.accuracy << " %\n";
   print_per_class(std::cout, data.test, test.predicted, data.class_names);
   const std::filesystem::path file = std::filesystem::path(a.str("run")) / "baselines.json";
   if (std::filesystem::exists(file)) {
@@ -191,15 +197,14 @@ int main(int argc, char** argv) {
   predict.insert(predict.begin() + 1, {"images", "", "an IDX file of images of the size the run was trained on"});
   std::vector<Args::Option> eval = run_only;
   eval.insert(eval.begin() + 1, {"test-flip", "false",
-                                 "classify each image and its mirror image, their logits summed (a run trained with "
-                                 "--test-flip always does)"});
+                                 "classify each image and its mirror image, their logits summed (a run trained on mirror "
+                                 "images without --no-test-flip always does)"});
   return qkv::examples::run_program(
       argc, argv,
       {"vit", "a tiny Vision Transformer on Fashion-MNIST, beside logistic regression and an MLP",
        {{"train", "train a ViT on Fashion-MNIST (or --data generated | DIR); baselines, checkpoints, figures",
          train_options(), cmd_train},
-        {"eval", "test accuracy of a trained run, per class, beside the baselines",
-         eval, cmd_eval},
+        {"eval", "test accuracy of a trained run, per class, beside the baselines", eval, cmd_eval},
         {"predict", "the class of each image of an IDX file", predict, cmd_predict},
         {"figures", "draw a trained run's figures into RUN/figures", run_only, cmd_figures},
         {"ablate", "train one ViT per position scheme and compare them (table and figures)",
@@ -211,7 +216,7 @@ int main(int argc, char** argv) {
         {"bench", "time training steps of the model train would train",
          // Steps on random 28×28 images of 10 classes from seed 1: no data, no epochs, no schedule.
          with_model_options({"data", "cache", "validation", "generated", "classes", "epochs", "seed", "warmup",
-                             "no-flip"},
+                             "no-flip", "no-test-flip"},
                             {{"bench-steps", "20", "timed training steps"},
                              {"warmup-steps", "3", "untimed training steps first"},
                              {"profile", "false", "also print the op profile of three training steps"}}),

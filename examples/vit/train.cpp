@@ -129,7 +129,7 @@ Evaluation evaluate(ViT& model, const ImageSet& set, const Config& c) {
                      std::vector<Augmentation>(idx.size(), Augmentation{.mirror = mirror}));
     };
     Tensor logits = model.forward(cut(false));
-    if (c.test_flip) logits = logits + model.forward(cut(true));
+    if (c.flips_tests()) logits = logits + model.forward(cut(true));
     const qkv::IndexTensor predicted = logits.argmax(1);
     for (size_t i = 0; i < idx.size(); ++i) {
       e.predicted.push_back(static_cast<int32_t>(predicted.data()[i]));
@@ -232,6 +232,7 @@ void write_results(const qkv::examples::RunDirectory& run, const TrainResult& r)
   const auto baseline = [&](double accuracy) { return r.has_baselines ? Json(accuracy) : Json(nullptr); };
   const Json json(Json::Object{{"best_validation_accuracy", Json(r.best_validation_accuracy)},
                                {"test_accuracy", Json(r.test_accuracy)},
+                               {"test_accuracy_one_view", Json(r.test_accuracy_one_view)},
                                {"logistic_test_accuracy", baseline(r.logistic_accuracy)},
                                {"mlp_test_accuracy", baseline(r.mlp_accuracy)},
                                {"images_per_second", Json(r.images_per_second)},
@@ -287,10 +288,17 @@ TrainResult finish(TrainResult result, const qkv::examples::RunDirectory& run, c
   if (static_cast<int64_t>(state.history.rows.size()) < state.config.epochs) return result;  // stopped early: no test yet
   const Run best = load_run(run.dir(), "best");
   result.test_accuracy = evaluate(*best.model, data.test, best.config).accuracy;
+  Config one_view = best.config;
+  one_view.test_flip = false;
+  result.test_accuracy_one_view =
+      best.config.flips_tests() ? evaluate(*best.model, data.test, one_view).accuracy : result.test_accuracy;
   write_results(run, result);
   if (o.verbose)
     std::cout << "test accuracy (best validation checkpoint): " << std::fixed << std::setprecision(2)
               << 100 * result.test_accuracy << " %"
+              << (best.config.flips_tests() ? " (each image with its mirror image; " +
+                                              percent(result.test_accuracy_one_view) + " from the image alone)"
+                                        : std::string())
               << (result.has_baselines ? "; logistic regression " + percent(result.logistic_accuracy) + ", MLP " +
                                              percent(result.mlp_accuracy)
                                        : std::string())

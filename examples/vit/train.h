@@ -29,11 +29,12 @@ struct Config {
   std::string cache = kDefaultCache;
   int64_t validation = 5000;      // training images held out for validation
   int64_t generated = 2000;       // with data = generated: training images (validation and test: a quarter each)
-  int64_t epochs = 16, batch = 128, warmup = 300, seed = 1;
+  int64_t epochs = 31, batch = 128, warmup = 300, seed = 1;
   double lr = 1e-3, weight_decay = 0.05, clip = 1.0, label_smoothing = 0.1;
   bool flip = true;               // mirror each training image left-right with probability 1/2 (option --no-flip)
-  int64_t crop = 0;               // move each training image by up to ±crop pixels each way (Augmentation)
-  bool test_flip = false;         // evaluate each image and its mirror image, their logits summed
+  int64_t crop = 1;               // move each training image by up to ±crop pixels each way (Augmentation)
+  bool test_flip = true;          // with flip: classify each image and its mirror image, their logits summed
+                                  // (test-time augmentation; option --no-test-flip)
   double pixel_mean = 0, pixel_std = 1;  // of the training images, filled in by the training
   std::string matmul = "auto";  // float32 products, or bfloat16 operands (tensor/precision.h; resolved_matmul)
 
@@ -62,14 +63,14 @@ struct Config {
     f({"crop", "random crop: pad each training image with this many black pixels and cut it back to its size at a "
                "random place (0: none)", "", /*later=*/true, qkv::io::Json(int64_t{0})},
       crop);
-    // Runs saved before the key evaluated each image once.
-    f({"test_flip", "evaluate each image and its mirror image and sum their logits (test-time augmentation)", "",
-       /*later=*/true, qkv::io::Json(false)},
-      test_flip);
+    // Runs saved before the key evaluated each image once. (Option --no-test-flip.)
+    f({"test_flip", "", "", /*later=*/true, qkv::io::Json(false)}, test_flip);
     f({"pixel_mean"}, pixel_mean);
     f({"pixel_std"}, pixel_std);
   }
   void validate() const;
+  // Whether evaluation sees each image's mirror image too: only a model trained on mirror images.
+  bool flips_tests() const { return flip && test_flip; }
 };
 
 // The run directory's files and rules (examples/common/run_directory.h).
@@ -106,6 +107,7 @@ struct TrainOptions : qkv::examples::RunOptions {
 
 struct TrainResult {
   double best_validation_accuracy = 0, test_accuracy = 0;
+  double test_accuracy_one_view = 0;               // with config.test_flip: each image alone (else test_accuracy)
   bool has_baselines = false;                      // false with options.baselines false
   double logistic_accuracy = 0, mlp_accuracy = 0;  // test accuracy of the baselines
   double images_per_second = 0, training_seconds = 0;

@@ -107,7 +107,7 @@ TEST_CASE("patches moves an image (a random crop of it padded) with black shifte
   CHECK(cut({.dy = 4}) == std::vector<float>(16, 0.0f));  // moved out entirely
 }
 
-TEST_CASE("with test_flip, evaluation predicts from the logits of each image and its mirror image summed") {
+TEST_CASE("with test_flip, evaluation of a model trained on mirror images sums the logits of each image and its mirror") {
   qkv::manual_seed(5);
   vit::ViT model(tiny_model("learned2d"));
   qkv::nn::init::normal_(model.cls_token, 0.0f, 1.0f);
@@ -135,9 +135,12 @@ TEST_CASE("with test_flip, evaluation predicts from the logits of each image and
     return vit::evaluate(model, set, c).predicted;
   };
   const std::vector<int32_t> without = predicted(false), with = predicted(true);
+  c.flip = false;  // a model that never saw a mirror image is not shown one
+  const std::vector<int32_t> unmirrored = predicted(true);
   int differ = 0;
   for (int i = 0; i < 40; ++i) {
     CHECK(without[static_cast<size_t>(i)] == once.data()[i]);
+    CHECK(unmirrored[static_cast<size_t>(i)] == once.data()[i]);
     CHECK(with[static_cast<size_t>(i)] == both.data()[i]);
     differ += once.data()[i] != both.data()[i];
   }

@@ -57,6 +57,9 @@ TEST_CASE("vit trains on generated images with its figures in both modes, then e
     const auto r = run_program(kVitProgram, argv);
     REQUIRE_MESSAGE(r.exit_code == 0, r.errors);
     CHECK(r.output.find("test accuracy (best validation checkpoint)") != std::string::npos);
+    CHECK(r.output.find("(each image with its mirror image; ") != std::string::npos);
+    CHECK(qkv::io::read_text_file(fs::path(run) / "results.json", "test").find("\"test_accuracy_one_view\":") !=
+          std::string::npos);
     for (const char* f : {"curves.png", "confusion.png", "mistakes.png", "rollout.png", "positions.png"})
       CHECK_MESSAGE(fs::exists(fs::path(run) / "figures" / f), f);
     CHECK(fs::exists(fs::path(run) / "results.json"));
@@ -69,8 +72,15 @@ TEST_CASE("vit trains on generated images with its figures in both modes, then e
   REQUIRE_MESSAGE(eval.exit_code == 0, eval.errors);
   CHECK(eval.output.find("h-bar top") != std::string::npos);
   CHECK(eval.output.find("logistic regression") != std::string::npos);
-  CHECK(eval.output.find("each with its mirror image") == std::string::npos);
-  const auto flipped = run_program(kVitProgram, {"eval", "--run", (dir / "fast").string(), "--test-flip"});
+  // By default each test image is classified with its mirror image; --no-test-flip trains a run that
+  // classifies it alone, and eval --test-flip shows that run both.
+  CHECK(eval.output.find("images, each with its mirror image): ") != std::string::npos);
+  const std::string alone = (dir / "alone").string();
+  const auto trained = run_program(kVitProgram, with({"train", "--run", alone, "--no-figures", "--no-baselines", "--no-test-flip"}, kTiny));
+  REQUIRE_MESSAGE(trained.exit_code == 0, trained.errors);
+  CHECK(trained.output.find("from the image alone") == std::string::npos);
+  CHECK(run_program(kVitProgram, {"eval", "--run", alone}).output.find("mirror image") == std::string::npos);
+  const auto flipped = run_program(kVitProgram, {"eval", "--run", alone, "--test-flip"});
   REQUIRE_MESSAGE(flipped.exit_code == 0, flipped.errors);
   CHECK(flipped.output.find("images, each with its mirror image): ") != std::string::npos);
   qkv::data::write_idx(dir / "three", {3, 16, 16}, std::vector<std::uint8_t>(3 * 256, 0));
