@@ -23,8 +23,10 @@ untimed warm-up steps and then --lm-steps timed ones; --lm-options (model option
 and torch_anchor.py's lm accept: --context, --d-model, --heads, --layers, --ffn-hidden, --batch,
 --positions learned|rotary, --ffn gelu|relu|swiglu) go to both, so they time the same model.
 The vit config times the tiny ViT of examples/vit (`vit bench`) against bench/vit_torch.py, the same
-model and step in PyTorch, each run 3 untimed warm-up steps and then --lm-steps timed ones:
+model and step in PyTorch, each run 3 untimed warm-up steps and then --lm-steps timed ones;
+--vit-options (--patch, --d-model, --heads, --layers, --ffn-hidden, --batch) go to both:
        python3 bench/versus_torch.py --configs vit [--vit build/examples/vit] [--rounds 5]
+                                     [--vit-options="--layers 4"]
 PyTorch runs through /usr/bin/python3 (Debian's python3-torch).
 """
 
@@ -50,14 +52,18 @@ def parse_args():
     parser.add_argument("--matmul", choices=["highest", "medium"], default="highest")
     parser.add_argument("--lm-steps", type=positive_int, default=20, help="timed steps of each lm run, both sides")
     parser.add_argument("--lm-options", default="", help='model options for both lm sides, e.g. "--context 128"')
+    parser.add_argument("--vit-options", default="", help='model options for both vit sides, e.g. "--layers 4"')
     args = parser.parse_args()
     args.configs = args.configs.split(",")
     args.lm_options = shlex.split(args.lm_options)
+    args.vit_options = shlex.split(args.vit_options)
     if "lm" in args.configs:
         if not os.path.exists(args.lm):
             sys.exit(f"{args.lm} not found: build it with ./qkv build lm (or give --lm PATH)")
     elif args.lm_options:
         parser.error("--lm-options is for config lm, which --configs does not name")
+    if args.vit_options and "vit" not in args.configs:
+        parser.error("--vit-options is for config vit, which --configs does not name")
     return args
 
 
@@ -69,7 +75,8 @@ def qkv(args, config, threads):
     # qkv's products as --matmul says, always given: lm's default is auto (bfloat16 where it can).
     precision = ["--matmul", args.matmul]
     if config == "vit":
-        return bench_fields([args.vit, "bench", "--threads", str(threads), *lm_steps(args)[:4], *precision])
+        return bench_fields([args.vit, "bench", "--threads", str(threads), *lm_steps(args)[:4], *args.vit_options,
+                             *precision])
     if config == "lm":
         return bench_fields([args.lm, "bench", "--what", "step", "--threads", str(threads), *lm_steps(args), *precision])
     return tagger_bench(args.tagger, config, threads, extra=["--matmul", args.matmul])
@@ -79,7 +86,7 @@ def torch(args, config, threads, blas):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(blas))
     if config == "vit":
         return bench_fields(["/usr/bin/python3", os.path.join(HERE, "vit_torch.py"), str(threads),
-                             "--blas-threads", str(blas), *lm_steps(args)[:4]], env)
+                             "--blas-threads", str(blas), *lm_steps(args)[:4], *args.vit_options], env)
     extra = lm_steps(args) if config == "lm" else []
     return bench_fields(["/usr/bin/python3", os.path.join(HERE, "torch_anchor.py"), config, str(threads),
                    "--blas-threads", str(blas), *extra], env)

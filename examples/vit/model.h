@@ -29,7 +29,7 @@ namespace vit {
 
 struct ModelConfig {
   int64_t rows = 28, cols = 28, patch = 4, classes = 10;
-  int64_t d_model = 64, heads = 4, layers = 3, ffn_hidden = 128;
+  int64_t d_model = 64, heads = 4, layers = 4, ffn_hidden = 128;
   std::string positions = "sin2d";  // any of position_names()
   std::string pool = "cls";         // cls or mean
   float dropout = 0.0f;

@@ -29,8 +29,8 @@ struct Config {
   std::string cache = kDefaultCache;
   int64_t validation = 5000;      // training images held out for validation
   int64_t generated = 2000;       // with data = generated: training images (validation and test: a quarter each)
-  int64_t epochs = 31, batch = 128, warmup = 300, seed = 1;
-  double lr = 1e-3, weight_decay = 0.05, clip = 1.0, label_smoothing = 0.1;
+  int64_t epochs = 24, batch = 128, warmup = 300, seed = 1;
+  double lr = 1e-3, weight_decay = 0.05, clip = 1.0, label_smoothing = 0.0;
   bool flip = true;               // mirror each training image left-right with probability 1/2 (option --no-flip)
   int64_t crop = 1;               // move each training image by up to ±crop pixels each way (Augmentation)
   bool test_flip = true;          // with flip: classify each image and its mirror image, their logits summed
