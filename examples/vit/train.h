@@ -107,7 +107,7 @@ struct TrainOptions : qkv::examples::RunOptions {
 
 struct TrainResult {
   double best_validation_accuracy = 0, test_accuracy = 0;
-  double test_accuracy_one_view = 0;               // with config.test_flip: each image alone (else test_accuracy)
+  double test_accuracy_one_view = 0;               // each image alone (with flips_tests(), not test_accuracy)
   bool has_baselines = false;                      // false with options.baselines false
   double logistic_accuracy = 0, mlp_accuracy = 0;  // test accuracy of the baselines
   double images_per_second = 0, training_seconds = 0;
