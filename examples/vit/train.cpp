@@ -121,22 +121,26 @@ Evaluation evaluate(ViT& model, const ImageSet& set, const Config& c) {
   const bool was_training = model.is_training();
   model.eval();
   Evaluation e;
-  int64_t right = 0;
+  int64_t right = 0, right_alone = 0;
   for (int64_t start = 0; start < set.size(); start += kEvalBatch) {
     const std::vector<int64_t> idx = range(start, std::min(set.size(), start + kEvalBatch));
     const auto cut = [&](bool mirror) {
       return patches(set, idx, c.model.patch, static_cast<float>(c.pixel_mean), static_cast<float>(c.pixel_std),
                      std::vector<Augmentation>(idx.size(), Augmentation{.mirror = mirror}));
     };
-    Tensor logits = model.forward(cut(false));
-    if (c.flips_tests()) logits = logits + model.forward(cut(true));
-    const qkv::IndexTensor predicted = logits.argmax(1);
+    const Tensor logits = model.forward(cut(false));
+    const qkv::IndexTensor alone = logits.argmax(1);
+    const qkv::IndexTensor predicted = c.flips_tests() ? (logits + model.forward(cut(true))).argmax(1) : alone;
     for (size_t i = 0; i < idx.size(); ++i) {
       e.predicted.push_back(static_cast<int32_t>(predicted.data()[i]));
       right += e.predicted.back() == set.labels[idx[i]];
+      right_alone += alone.data()[i] == set.labels[idx[i]];
     }
   }
-  e.accuracy = set.size() ? static_cast<double>(right) / static_cast<double>(set.size()) : 0.0;
+  const auto fraction = [&](int64_t n) {
+    return set.size() ? static_cast<double>(n) / static_cast<double>(set.size()) : 0.0;
+  };
+  e.accuracy = fraction(right), e.accuracy_one_view = fraction(right_alone);
   if (was_training) model.train();
   return e;
 }
@@ -287,11 +291,8 @@ TrainResult finish(TrainResult result, const qkv::examples::RunDirectory& run, c
   result.best_validation_accuracy = state.best;
   if (static_cast<int64_t>(state.history.rows.size()) < state.config.epochs) return result;  // stopped early: no test yet
   const Run best = load_run(run.dir(), "best");
-  result.test_accuracy = evaluate(*best.model, data.test, best.config).accuracy;
-  Config one_view = best.config;
-  one_view.test_flip = false;
-  result.test_accuracy_one_view =
-      best.config.flips_tests() ? evaluate(*best.model, data.test, one_view).accuracy : result.test_accuracy;
+  const Evaluation test = evaluate(*best.model, data.test, best.config);
+  result.test_accuracy = test.accuracy, result.test_accuracy_one_view = test.accuracy_one_view;
   write_results(run, result);
   if (o.verbose)
     std::cout << "test accuracy (best validation checkpoint): " << std::fixed << std::setprecision(2)

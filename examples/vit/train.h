@@ -82,6 +82,7 @@ ImageData load_data(Config& config);
 // Accuracy and the predicted class of every image of `set`, in batches, in eval mode, no graph.
 struct Evaluation {
   double accuracy = 0;
+  double accuracy_one_view = 0;  // each image alone: with config.flips_tests(), from the same forward
   std::vector<int32_t> predicted;
 };
 Evaluation evaluate(ViT& model, const ImageSet& set, const Config& config);
