@@ -3,6 +3,8 @@
 #pragma once
 
 #include "autograd/debug/anomaly.h"
+#include "autograd/engine.h"
+#include "autograd/functional.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
 #include "autograd/debug/graph_dump.h"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -45,33 +46,41 @@ Tensor adopt_first_gradient(const Tensor& grad) { return sole_owner(grad) ? grad
 BackwardContext reuse_allowed(const Node& node, const std::vector<bool>& needs, const Tensor& g,
                               bool observers_read_g, bool retain_graph) {
   return BackwardContext{node.saved, needs, !observers_read_g && sole_owner(g),
-                         !retain_graph && !reference_mode()};
+                         !retain_graph && !reference_mode(), &node};
 }
 
 // ---- The walk ---------------------------------------------------------------------------------
 
 // Leaves accumulate: a parameter used twice, or two backward calls without zero_grad, sums up.
-void accumulate_into_leaf(TensorImpl& leaf, Tensor grad) {
-  if (leaf.grad)
+// Under create_graph the gradient is a tensor of the new graph and is summed out of place (an
+// in-place add would be an edit of a recorded tensor).
+void accumulate_into_leaf(TensorImpl& leaf, Tensor grad, bool create_graph) {
+  if (create_graph)
+    leaf.grad = (leaf.grad ? Tensor(leaf.grad) + grad : grad).shared_impl();
+  else if (leaf.grad)
     Tensor(leaf.grad).add_(grad);
   else
     leaf.grad = adopt_first_gradient(grad).shared_impl();
 }
 
-// Nodes reachable from root, each before the nodes of its inputs: the reverse of a depth-first
-// post-order, computed with an explicit stack.
-std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>& root) {
+// Nodes reachable from the roots, each before the nodes of its inputs: the reverse of a depth-first
+// post-order, computed with an explicit stack. The inputs of a node for which `stop` says true are
+// not visited (unless another path leads to them).
+template <class Stop>
+std::vector<std::shared_ptr<Node>> topological_order(const std::vector<std::shared_ptr<Node>>& roots, Stop stop) {
   static std::atomic<uint64_t> pass{0};
   const uint64_t mark = ++pass;
   std::vector<std::shared_ptr<Node>> post_order;
   std::vector<std::pair<Node*, size_t>> stack;  // a node and the next input to visit
   std::vector<std::shared_ptr<Node>> owners;    // keeps the nodes on the stack alive
+  for (const std::shared_ptr<Node>& root : roots) {
+  if (root->visit_mark == mark) continue;
   root->visit_mark = mark;
   stack.emplace_back(root.get(), 0);
   owners.push_back(root);
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
-    if (next < node->inputs.size()) {
+    if (next < node->inputs.size() && !stop(node)) {
       const std::shared_ptr<Node>& child = node->inputs[next++].node;
       if (child && child->visit_mark != mark) {
         child->visit_mark = mark;
@@ -83,6 +92,7 @@ std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>
       owners.pop_back();
       stack.pop_back();
     }
+  }
   }
   std::reverse(post_order.begin(), post_order.end());
   return post_order;
@@ -111,7 +121,8 @@ Tensor seed_gradient(const Tensor& root, const Tensor& grad) {
   if (!root.requires_grad())
     throw StateError("backward: the tensor of shape " + shape_str(root.shape()) +
                      " does not require grad and has no grad_fn (was it computed under "
-                     "NoGradGuard, or from tensors without requires_grad?)");
+                     "NoGradGuard, or from tensors without requires_grad, or is it a gradient "
+                     "taken without create_graph?)");
   if (!grad.defined()) {
     if (root.numel() != 1)
       throw ShapeError("backward: a gradient can be implied only for a scalar output, got shape " +
@@ -132,19 +143,90 @@ void check_not_released(const Node& node) {
 }
 
 // Calls the node's backward function on g: one gradient per input, undefined where none is needed.
-std::vector<Tensor> run_backward(Node& node, const Tensor& g, bool observers_read_g, bool retain_graph) {
-  check_saved_versions(node);
-  std::vector<bool> needs(node.inputs.size());
-  for (size_t i = 0; i < needs.size(); ++i) needs[i] = node.inputs[i].needed();
-  std::vector<Tensor> grads = node.backward(g, reuse_allowed(node, needs, g, observers_read_g, retain_graph));
-  if (grads.size() != node.inputs.size())
-    throw Error("backward of '" + node.op + "' returned " + std::to_string(grads.size()) + " gradients for " +
-                std::to_string(node.inputs.size()) + " inputs");
+// Under create_graph, the rule that records (graph_backward, or backward when it is written with
+// recorded ops) runs on the saved tensors attached to their graphs, with no buffer reuse.
+std::vector<Tensor> run_backward(const std::shared_ptr<Node>& node, const Tensor& g, bool observers_read_g,
+                                 bool retain_graph, bool create_graph) {
+  check_saved_versions(*node);
+  std::vector<bool> needs(node->inputs.size());
+  for (size_t i = 0; i < needs.size(); ++i) needs[i] = node->inputs[i].needed();
+  std::vector<Tensor> grads;
+  if (create_graph) {
+    const std::vector<Tensor> attached = node->saved_attached(node);
+    const BackwardContext ctx{attached, needs, false, false, node.get()};
+    grads = node->graph_backward ? node->graph_backward(g, ctx) : node->backward(g, ctx);
+    // Every backward is linear in g: a gradient that does not require grad while g does was
+    // computed outside the graph (on buffers), and its own gradients would be silently zero.
+    if (g.requires_grad())
+      for (size_t i = 0; i < grads.size(); ++i)
+        if (grads[i].defined() && needs[i] && !grads[i].requires_grad())
+          throw StateError("create_graph: the backward of '" + node->op + "' computed the gradient of input " +
+                           std::to_string(i) + " outside the graph; it has no rule written with "
+                           "differentiable ops (autograd/function.h, graph_backward)");
+  } else {
+    grads = node->backward(g, reuse_allowed(*node, needs, g, observers_read_g, retain_graph));
+  }
+  if (grads.size() != node->inputs.size())
+    throw Error("backward of '" + node->op + "' returned " + std::to_string(grads.size()) + " gradients for " +
+                std::to_string(node->inputs.size()) + " inputs");
   return grads;
 }
 
-// Sends each input its gradient: summed into the input's node, or accumulated into the leaf.
-void send_to_inputs(Node& node, std::vector<Tensor> grads) {
+// Where the gradients of a walk go. backward(): into every leaf it reaches (.grad() accumulates).
+// grad(): to the tensors it asks about (`targets`), caught where they arrive (a leaf's edge, or the
+// node that produced a computed tensor), nothing into any .grad(), and only the nodes that lead to
+// a target are walked. backward_until: into the leaves, but the targets are stops, caught, and the
+// walk goes no further than them.
+class Targets {
+ public:
+  enum class Mode { Accumulate, Collect };
+  Targets(const std::vector<Tensor>& targets, Mode mode) : caught_(targets.size()), mode_(mode) {
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (targets[i].grad_fn())
+        at_node_[targets[i].grad_fn().get()].push_back(i);
+      else
+        at_leaf_[targets[i].impl()].push_back(i);
+    }
+  }
+  bool accumulates() const { return mode_ == Mode::Accumulate; }
+  bool leaf(const TensorImpl* t) const { return !at_leaf_.empty() && at_leaf_.count(t) != 0; }
+  bool node(const Node* n) const { return !at_node_.empty() && at_node_.count(n) != 0; }
+  void catch_at_leaf(const TensorImpl* t, const Tensor& g) { add(at_leaf_.at(t), g); }
+  void catch_at_node(const Node* n, const Tensor& g) { add(at_node_.at(n), g); }
+  std::vector<Tensor>& caught() { return caught_; }
+
+  // runs[j]: order[j]'s backward is called. Collecting, only where some target lies below (order
+  // lists inputs after their consumers, so walking it backwards meets every input first);
+  // accumulating, everywhere but at a stop.
+  std::vector<bool> runs(const std::vector<std::shared_ptr<Node>>& order) const {
+    std::vector<bool> runs(order.size());
+    if (accumulates()) {
+      for (size_t j = 0; j < order.size(); ++j) runs[j] = !node(order[j].get());
+      return runs;
+    }
+    std::unordered_map<const Node*, bool> leads;
+    for (size_t j = order.size(); j-- > 0;) {
+      bool any = order[j]->released;  // its edges are gone: run it, so that backward says why
+      for (const Edge& e : order[j]->inputs)
+        any = any || (e.leaf && leaf(e.leaf.get())) || (e.node && (node(e.node.get()) || leads[e.node.get()]));
+      leads[order[j].get()] = runs[j] = any;
+    }
+    return runs;
+  }
+
+ private:
+  void add(const std::vector<size_t>& slots, const Tensor& g) {
+    for (size_t i : slots) caught_[i] = caught_[i].defined() ? caught_[i] + g : g;
+  }
+  std::unordered_map<const TensorImpl*, std::vector<size_t>> at_leaf_;
+  std::unordered_map<const Node*, std::vector<size_t>> at_node_;
+  std::vector<Tensor> caught_;
+  Mode mode_;
+};
+
+// Sends each input its gradient: summed into the input's node, or accumulated into the leaf (or
+// caught there, for grad()).
+void send_to_inputs(Node& node, std::vector<Tensor> grads, bool create_graph, Targets& targets) {
   for (size_t i = 0; i < grads.size(); ++i) {
     Edge& edge = node.inputs[i];
     if (!edge.needed() || !grads[i].defined()) continue;
@@ -155,8 +237,10 @@ void send_to_inputs(Node& node, std::vector<Tensor> grads) {
     if (edge.node) {
       Tensor& sum = edge.node->grad_sum;
       sum = sum.defined() ? sum + grads[i] : grads[i];
-    } else {
-      accumulate_into_leaf(*edge.leaf, std::move(grads[i]));
+    } else if (targets.leaf(edge.leaf.get())) {
+      targets.catch_at_leaf(edge.leaf.get(), grads[i]);
+    } else if (targets.accumulates()) {
+      accumulate_into_leaf(*edge.leaf, std::move(grads[i]), create_graph);
     }
   }
 }
@@ -188,36 +272,107 @@ class LeafCountdown {
   std::unordered_map<const TensorImpl*, int64_t> remaining_;
 };
 
-}  // namespace
-
-void backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
-  const Tensor seed = seed_gradient(root, grad);
-  NoGradGuard no_grad;  // backward functions compute with ordinary ops, unrecorded
-  const std::shared_ptr<Node>& root_node = root.grad_fn();
-  if (!root_node) {  // backward() on a leaf: its gradient is the seed itself
-    accumulate_into_leaf(*root.impl(), seed);
-    detail::run_hooks(root.shared_impl());
-    return;
+// The walk from `roots`, each seeded with its gradient, sending gradients where `targets` says.
+void walk(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds, const BackwardOptions& options,
+          Targets& targets) {
+  const bool create_graph = options.create_graph, retain_graph = options.retains();
+  // Backward functions compute with ordinary ops, unrecorded, unless the pass records a graph.
+  const GradModeGuard grad_mode(create_graph);
+  std::vector<std::shared_ptr<Node>> root_nodes;
+  for (size_t r = 0; r < roots.size(); ++r) {
+    const std::shared_ptr<Node>& node = roots[r].grad_fn();
+    if (node) {
+      node->grad_sum = node->grad_sum.defined() ? node->grad_sum + seeds[r] : seeds[r];
+      root_nodes.push_back(node);
+    } else if (targets.leaf(roots[r].impl())) {  // grad() of a leaf with respect to itself
+      targets.catch_at_leaf(roots[r].impl(), seeds[r]);
+    } else if (targets.accumulates()) {  // backward() on a leaf: its gradient is the seed itself
+      accumulate_into_leaf(*roots[r].impl(), seeds[r], create_graph);
+      detail::run_hooks(roots[r].shared_impl());
+    }
   }
-  const std::vector<std::shared_ptr<Node>> order = topological_order(root_node);
-  LeafCountdown countdown(order);
+  if (root_nodes.empty()) return;
+  const std::vector<std::shared_ptr<Node>> order = topological_order(
+      root_nodes, [&](const Node* n) { return targets.accumulates() && targets.node(n); });  // a stop
+  const std::vector<bool> runs = targets.runs(order);
+  std::optional<LeafCountdown> countdown;
+  if (targets.accumulates()) countdown.emplace(order);
   if (observed()) detail::notify_backward_started(order);
   const bool observers_read_g = node_gradient_observed();
-  root_node->grad_sum = seed;
-  for (const std::shared_ptr<Node>& node : order) {
-    check_not_released(*node);
+  for (size_t j = 0; j < order.size(); ++j) {
+    const std::shared_ptr<Node>& node = order[j];
+    const bool caught = targets.node(node.get());
+    // What is neither walked nor caught is left alone: below a target it may be another walk's (a
+    // fused op's composed reference is differentiated in the middle of a backward).
+    if (!runs[j] && !caught) continue;
+    if (runs[j]) check_not_released(*node);
     Tensor g = std::move(node->grad_sum);
     node->grad_sum = Tensor();
     if (g.defined()) {  // else no gradient reached this node: all its consumers sent none
-      const OpScope scope(node->op.c_str(), Pass::Backward);
-      std::vector<Tensor> grads = run_backward(*node, g, observers_read_g, retain_graph);
-      if (observed()) detail::notify_node_finished(*node, g, grads);
-      g = Tensor();  // the gradients sent on may be views of g: a leaf can then take one alone
-      send_to_inputs(*node, std::move(grads));
+      if (caught) targets.catch_at_node(node.get(), g);
+      if (runs[j]) {
+        const OpScope scope(node->op.c_str(), Pass::Backward);
+        std::vector<Tensor> grads = run_backward(node, g, observers_read_g, retain_graph, create_graph);
+        if (observed()) detail::notify_node_finished(*node, g, grads);
+        g = Tensor();  // the gradients sent on may be views of g: a leaf can then take one alone
+        send_to_inputs(*node, std::move(grads), create_graph, targets);
+      }
     }
-    countdown.walked(*node);
-    if (!retain_graph) release(*node);
+    if (countdown) countdown->walked(*node);
+    if (runs[j] && !retain_graph) release(*node);
   }
 }
 
+}  // namespace
+
+void backward(const Tensor& root, const Tensor& grad, const BackwardOptions& options) {
+  Targets leaves({}, Targets::Mode::Accumulate);
+  walk({root}, {seed_gradient(root, grad)}, options, leaves);
+}
+
+std::vector<Tensor> backward_until(const Tensor& root, const Tensor& grad, const std::vector<Tensor>& stops,
+                                   const BackwardOptions& options) {
+  Targets targets(stops, Targets::Mode::Accumulate);
+  walk({root}, {seed_gradient(root, grad)}, options, targets);
+  return std::move(targets.caught());
+}
+
 }  // namespace qkv::autograd
+
+namespace qkv {
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, const BackwardOptions& options) {
+  if (outputs.empty()) throw ValueError("grad: no outputs given");
+  if (!grad_outputs.empty() && grad_outputs.size() != outputs.size())
+    throw ValueError("grad: " + std::to_string(grad_outputs.size()) + " grad_outputs for " +
+                     std::to_string(outputs.size()) + " outputs (give one per output, or none)");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) throw ValueError("grad: input " + std::to_string(i) + " is undefined");
+    if (!inputs[i].requires_grad())
+      throw StateError("grad: input " + std::to_string(i) + " of shape " + shape_str(inputs[i].shape()) +
+                       " does not require grad, so nothing was recorded for it to be differentiated with "
+                       "respect to");
+  }
+  std::vector<Tensor> seeds;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor& given = grad_outputs.empty() ? Tensor() : grad_outputs[k];
+    try {
+      seeds.push_back(autograd::seed_gradient(outputs[k], given));
+    } catch (const Error& e) {
+      throw StateError("grad: output " + std::to_string(k) + ": " + e.what());
+    }
+  }
+  autograd::Targets targets(inputs, autograd::Targets::Mode::Collect);
+  autograd::walk(outputs, seeds, options, targets);
+  std::vector<Tensor> grads = std::move(targets.caught());
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].defined() || options.allow_unused) continue;
+    throw StateError("grad: input " + std::to_string(i) + " of shape " + shape_str(inputs[i].shape()) +
+                     " was not used to compute the outputs (no path of the graph leads to it); pass "
+                     "allow_unused to get an undefined gradient for it");
+  }
+  return grads;
+}
+
+}  // namespace qkv

@@ -18,8 +18,22 @@
 // need go through `save` (not lambda captures): saving detaches them (no cycles through the output's
 // own node), lets a debugger report the bytes kept alive, and lets the engine detect a saved
 // tensor that was modified in place before backward. Observers hear of every call, recorded or not.
+//
+// Twice differentiable. A backward asked to record a graph of its own (BackwardOptions::
+// create_graph) runs the same function with grad mode on and the saved tensors attached to their
+// graphs: mul's rule above, written with recorded ops, then records the gradient's graph by itself.
+// A backward that computes on buffers (map2 with a lambda, a kernel) records nothing, so it passes
+// a second rule, `graph_backward`, that writes the same gradient with differentiable ops:
+//
+//   return op.record(out, {x}, {x}, /*backward=*/[...](g, ctx) { return {map2(g, x, dtanh)}; },
+//                    /*graph_backward=*/[](g, ctx) { return {g * (1.0f - y * y)}; });
+//
+// A fused op passes composed_backward(its composed reference): the reference is run again from the
+// saved inputs and differentiated, so what the fast path fused the graph spells out.
 #pragma once
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "autograd/node.h"
@@ -37,7 +51,7 @@ class Op {
   // `out` with a node attached when grad mode is on and some input requires grad: the node holds
   // an edge per input, the `save`d tensors and `backward`.
   Tensor record(Tensor out, const std::vector<Tensor>& inputs, const std::vector<Tensor>& save,
-                BackwardFn backward) const;
+                BackwardFn backward, BackwardFn graph_backward = nullptr) const;
 
  private:
   const char* name_;
@@ -46,5 +60,22 @@ class Op {
 
 // True when an op with these inputs would be recorded.
 bool needs_graph(const std::vector<Tensor>& inputs);
+
+// The graph_backward of a fused op: `reference` computes the op's output from its inputs with
+// composed ops (and may read the saved tensors for constants: a mask, a table). Input i is taken
+// from the saved tensors at input_at[i] (its values, attached where the input came from), or, for
+// kValueUnused, is zeros: an input the gradient does not depend on (a bias, the input of a linear
+// op such as unfold). The reference is run again and differentiated with create_graph.
+using ReferenceFn = std::function<Tensor(const std::vector<Tensor>& inputs, const std::vector<Tensor>& saved)>;
+constexpr int kValueUnused = -1;
+BackwardFn composed_backward(ReferenceFn reference, std::vector<int> input_at);
+
+// x again, as the output of a node of its own that passes its gradient through: a place where a
+// walk inside a backward (backward_until, autograd/engine.h) can stop and collect.
+Tensor identity(const Tensor& x);
+
+// The graph_backward of an op that cannot be differentiated twice: create_graph through it fails,
+// saying `why`.
+BackwardFn not_twice_differentiable(std::string why);
 
 }  // namespace qkv::autograd

@@ -11,4 +11,7 @@ void set_grad_enabled(bool enabled) { g_grad_enabled = enabled; }
 NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
 
+GradModeGuard::GradModeGuard(bool enabled) : previous_(g_grad_enabled) { g_grad_enabled = enabled; }
+GradModeGuard::~GradModeGuard() { g_grad_enabled = previous_; }
+
 }  // namespace qkv

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
@@ -18,10 +19,99 @@ double project(const Tensor& y, const std::vector<float>& r) {
   return acc;
 }
 
+// With `numeric_in_grad_mode`, fn is evaluated with grad mode on for the finite differences too (it
+// takes a gradient itself).
 GradcheckResult check(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
-                      const std::vector<int64_t>& positions, const GradcheckOptions& options);
+                      const std::vector<int64_t>& positions, const GradcheckOptions& options,
+                      bool numeric_in_grad_mode = false);
+
+// The first gradient as a function: G = ∂(Σ v ⊙ fn())/∂tensors with create_graph, flattened and
+// concatenated (zeros for a tensor fn does not use).
+std::function<Tensor()> first_gradient(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
+                                       const Tensor& v) {
+  return [fn, tensors, v] {
+    BackwardOptions options;
+    options.create_graph = true;
+    options.allow_unused = true;
+    const std::vector<Tensor> grads = grad({fn()}, tensors, {v}, options);
+    std::vector<Tensor> flat;
+    for (size_t k = 0; k < tensors.size(); ++k)
+      flat.push_back(grads[k].defined() ? grads[k].reshape({-1}) : zeros({tensors[k].numel()}));
+    return cat(flat, 0);
+  };
+}
+
+// gradgradcheck of fn with respect to `tensors`, reported at `positions`; v is reported as the
+// input after the last.
+GradcheckResult check_twice(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
+                            std::vector<int64_t> positions, int64_t v_position, const GradcheckOptions& options) {
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = fn();
+  }
+  Generator gen(options.seed + 1);
+  const Tensor v = uniform(y.shape(), -1.0f, 1.0f, false, &gen).set_name("grad_output").requires_grad_(true);
+  // The rules that record a graph are not the ones backward runs: first, both must give the same
+  // first gradient (the finite differences below check G's derivatives, not G itself).
+  const std::function<Tensor()> graph_gradient = first_gradient(fn, tensors, v);
+  const std::vector<float> recorded = graph_gradient().to_vector();
+  BackwardOptions plain;
+  plain.allow_unused = true;
+  const std::vector<Tensor> grads = grad({fn()}, tensors, {v.detach()}, plain);
+  size_t at = 0;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const std::vector<float> want =
+        grads[k].defined() ? grads[k].to_vector() : std::vector<float>(static_cast<size_t>(tensors[k].numel()), 0.0f);
+    for (size_t i = 0; i < want.size(); ++i, ++at) {
+      const double err = std::fabs(static_cast<double>(recorded[at]) - want[i]);
+      if (!(err <= options.atol + options.rtol * std::fabs(want[i]))) {
+        GradcheckResult result;
+        result.ok = false;
+        result.worst_input = positions[k];
+        result.worst_index = static_cast<int64_t>(i);
+        result.analytic = recorded[at];
+        result.numeric = want[i];
+        result.error = err;
+        std::ostringstream message;
+        message << "the gradient recorded with create_graph differs from backward's: input " << positions[k]
+                << " index " << i << ": " << recorded[at] << " vs " << want[i];
+        result.message = message.str();
+        return result;
+      }
+    }
+  }
+  std::vector<Tensor> checked = tensors;
+  checked.push_back(v);
+  positions.push_back(v_position);
+  return check(graph_gradient, checked, positions, options, true);
+}
 
 }  // namespace
+
+GradcheckResult gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                              const GradcheckOptions& options) {
+  std::vector<Tensor> xs, checked;
+  std::vector<int64_t> positions;
+  for (const Tensor& in : inputs) {
+    Tensor copy = in.detach().clone();
+    if (!in.name().empty()) copy.set_name(in.name());
+    if (in.requires_grad()) {
+      copy.requires_grad_(true);
+      checked.push_back(copy);
+      positions.push_back(static_cast<int64_t>(xs.size()));
+    }
+    xs.push_back(copy);
+  }
+  return check_twice([&] { return fn(xs); }, checked, positions, static_cast<int64_t>(xs.size()), options);
+}
+
+GradcheckResult gradgradcheck_tensors(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
+                                      const GradcheckOptions& options) {
+  std::vector<int64_t> positions(tensors.size());
+  for (size_t k = 0; k < tensors.size(); ++k) positions[k] = static_cast<int64_t>(k);
+  return check_twice(fn, tensors, positions, static_cast<int64_t>(tensors.size()), options);
+}
 
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options) {
@@ -53,7 +143,8 @@ namespace {
 
 // tensors[k] is reported as input positions[k].
 GradcheckResult check(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
-                      const std::vector<int64_t>& positions, const GradcheckOptions& options) {
+                      const std::vector<int64_t>& positions, const GradcheckOptions& options,
+                      bool numeric_in_grad_mode) {
   GradcheckResult result;
   for (const Tensor& t : tensors)
     if (!t.is_leaf() || !t.requires_grad() || !t.is_contiguous())
@@ -87,7 +178,7 @@ GradcheckResult check(const std::function<Tensor()>& fn, const std::vector<Tenso
     Tensor x = tensors[k].detach();
     double max_numeric = 0.0, max_analytic = 0.0;
     for (int64_t i = 0; i < x.numel(); ++i) {
-      NoGradGuard no_grad;
+      const GradModeGuard grad_mode(numeric_in_grad_mode);
       const float saved = x.data()[i];
       x.data()[i] = saved + options.eps;
       const double plus = project(fn(), rv);

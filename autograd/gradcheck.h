@@ -47,4 +47,14 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
 GradcheckResult gradcheck_tensors(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
                                   const GradcheckOptions& options = {});
 
+// gradgradcheck: does the gradient's own backward agree with its forward? With a fixed random v
+// (the output gradient), G(inputs, v) = ∂(Σ v ⊙ fn(inputs))/∂inputs is taken with create_graph,
+// and G is gradcheck'ed as a function of the inputs and of v: the second derivatives, and the
+// gradient with respect to the output gradient that forward mode (jvp) reads, against central
+// differences of G. Every op of fn must then have a backward rule written with recorded ops.
+GradcheckResult gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                              const GradcheckOptions& options = {});
+GradcheckResult gradgradcheck_tensors(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
+                                      const GradcheckOptions& options = {});
+
 }  // namespace qkv

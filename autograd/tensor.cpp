@@ -52,7 +52,13 @@ std::string Tensor::grad_fn_name() const {
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  autograd::backward(*this, gradient, retain_graph);
+  BackwardOptions options;
+  options.retain_graph = retain_graph;
+  autograd::backward(*this, gradient, options);
+}
+
+void Tensor::backward(const Tensor& gradient, const BackwardOptions& options) const {
+  autograd::backward(*this, gradient, options);
 }
 
 Tensor Tensor::detach() const {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -48,6 +49,22 @@ struct TensorImpl {
   std::shared_ptr<autograd::Node> grad_fn;       // null for leaves
   std::shared_ptr<autograd::LeafHooks> hooks;    // leaves only: what runs when a backward completes .grad
   std::string name;                              // set by nn::Module for parameters
+};
+
+// How a backward pass runs (Tensor::backward, qkv::grad in autograd/engine.h), as PyTorch's
+// arguments of the same names.
+struct BackwardOptions {
+  // Record the backward pass itself as a graph: every backward rule runs with differentiable ops,
+  // so the gradients it returns can be differentiated again (Hessian-vector products, a loss on
+  // forces that are gradients of an energy).
+  bool create_graph = false;
+  // Keep the graph's saved tensors after the pass, for another backward through it; by default
+  // kept exactly when create_graph (the new graph reads them).
+  std::optional<bool> retain_graph;
+  // qkv::grad only: an input that the outputs do not depend on gets an undefined gradient instead
+  // of an error.
+  bool allow_unused = false;
+  bool retains() const { return retain_graph.value_or(create_graph); }
 };
 
 class Tensor {
@@ -98,6 +115,9 @@ class Tensor {
   // Backpropagates from this tensor: a scalar needs no `gradient`; otherwise pass d(loss)/d(this).
   // The graph is freed afterwards unless retain_graph.
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // The same with create_graph (BackwardOptions): the gradients that reach .grad() are then
+  // tensors of a graph of their own, which a second backward can differentiate.
+  void backward(const Tensor& gradient, const BackwardOptions& options) const;
   // The same data, cut off from the graph.
   Tensor detach() const;
   const std::string& name() const;

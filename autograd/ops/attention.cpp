@@ -102,6 +102,7 @@ struct Extras {
   IndexTensor lens;
   Tensor mask, bias;
   kernels::DropoutDraw keep;
+  GeneratorState start;  // the generator before the draw: the composed reference draws it again
 };
 
 // Checks what both ops take besides q, k and v, before either mode runs, so that the reference
@@ -123,9 +124,10 @@ IndexTensor checked_lengths(const char* op, const kernels::AttentionSizes& n, co
 Extras extras(const kernels::AttentionSizes& n, IndexTensor lens, const Tensor& mask, const Tensor& bias,
               float dropout_p, Generator& gen) {
   const Shape scores{n.B, n.H, n.Tq, n.Tk};
+  const GeneratorState start = gen.state();
   // A broadcast bias is read through its zero strides; expand's backward sums its gradient back.
   return {std::move(lens), mask.defined() ? mask.detach().expand(scores) : Tensor(),
-          bias.defined() ? bias.expand(scores) : Tensor(), dropout_draw(n, dropout_p, gen)};
+          bias.defined() ? bias.expand(scores) : Tensor(), dropout_draw(n, dropout_p, gen), start};
 }
 
 const int64_t* lens_or_null(const IndexTensor& lens) { return lens.defined() ? lens.data() : nullptr; }
@@ -280,7 +282,17 @@ FusedAttention fused_attention(const Tensor& q, const Tensor& k, const Tensor& v
       op.record(f.out, {qs, ks, vs, e.bias}, saved_tensors({qs, ks, vs}, f, e),
                        [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
                          return backward(n, lens, keep, g, ctx);
-                       });
+                       },
+                       autograd::composed_backward(
+                           [valid_lens = valid_lens.defined() ? valid_lens.clone() : IndexTensor(), dropout_p, start = e.start](const std::vector<Tensor>& in,
+                                                                    const std::vector<Tensor>& saved) {
+                             Generator replay;  // the same dropout draw as the forward's
+                             replay.set_state(start);
+                             return fused_attention_reference(in[0], in[1], in[2], valid_lens, saved[6], in[3],
+                                                              dropout_p, replay, false)
+                                 .output;
+                           },
+                           {0, 1, 2, 7}));
   return {recorded, f.weights};
 }
 
@@ -302,7 +314,18 @@ FusedAttention fused_attention_packed(const Tensor& qkv, int64_t heads, const In
       op.record(f.out, {x, e.bias}, saved_tensors({x}, f, e),
                        [n, lens = e.lens, keep = e.keep](const Tensor& g, const BackwardContext& ctx) {
                          return backward_packed(n, lens, keep, g, ctx);
-                       });
+                       },
+                       autograd::composed_backward(
+                           [heads, valid_lens = valid_lens.defined() ? valid_lens.clone() : IndexTensor(), dropout_p,
+                            start = e.start](const std::vector<Tensor>& in,
+                                                                           const std::vector<Tensor>& saved) {
+                             Generator replay;
+                             replay.set_state(start);
+                             return fused_attention_packed_reference(in[0], heads, valid_lens, saved[4], in[1],
+                                                                     dropout_p, replay, false)
+                                 .output;
+                           },
+                           {0, 5}));
   return {recorded, f.weights};
 }
 

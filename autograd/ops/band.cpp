@@ -80,7 +80,12 @@ Tensor band_scores(const Tensor& q, const Tensor& k, int64_t window, float scale
                                                           gc.data(), dq.defined() ? dq.data() : nullptr,
                                                           dk.defined() ? dk.data() : nullptr);
                             return {dq, dk};
-                          });
+                          },
+                          autograd::composed_backward(
+                              [window, scale](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+                                return band_scores_reference(in[0], in[1], window, scale);
+                              },
+                              {0, 1}));
 }
 
 Tensor band_sum(const Tensor& p, const Tensor& v, int64_t window) {
@@ -104,7 +109,12 @@ Tensor band_sum(const Tensor& p, const Tensor& v, int64_t window) {
                                                        dp.defined() ? dp.data() : nullptr,
                                                        dv_.defined() ? dv_.data() : nullptr);
                             return {dp, dv_};
-                          });
+                          },
+                          autograd::composed_backward(
+                              [window](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+                                return band_sum_reference(in[0], in[1], window);
+                              },
+                              {0, 1}));
 }
 
 }  // namespace qkv

@@ -6,6 +6,7 @@
 #include "autograd/function.h"
 #include "autograd/observer.h"
 #include "tensor/error.h"
+#include "tensor/factories.h"
 #include "autograd/ops/map.h"
 
 namespace qkv {
@@ -59,6 +60,11 @@ Tensor Tensor::div(const Tensor& other) const {
                                  return -gv * av / (bv * bv);
                                }).sum_to(b.shape())
                              : Tensor()};
+      },
+      [](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        const Tensor &a = ctx.saved[0], &b = ctx.saved[1];
+        return {ctx.needs[0] ? (g / b).sum_to(a.shape()) : Tensor(),
+                ctx.needs[1] ? (-g * a / (b * b)).sum_to(b.shape()) : Tensor()};
       });
 }
 
@@ -79,6 +85,16 @@ Tensor Tensor::pow(const Tensor& exponent) const {
           gb = map3(g, y, a, name, [](float gv, float yv, float av) {
                  return av == 0.0f ? 0.0f : gv * yv * std::log(av);
                }).sum_to(b.shape());
+        return {ga, gb};
+      },
+      [](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        const Tensor &a = ctx.saved[0], &b = ctx.saved[1], &y = ctx.saved[2];
+        Tensor ga, gb;
+        if (ctx.needs[0]) ga = (g * b * a.pow(b - 1.0f)).masked_fill(b.eq(0.0f), 0.0f).sum_to(a.shape());
+        if (ctx.needs[1]) {
+          const Tensor zero = a.eq(0.0f);  // ln a taken as 0 there, as above: a stand-in of 1
+          gb = (g * y * a.masked_fill(zero, 1.0f).log()).masked_fill(zero, 0.0f).sum_to(b.shape());
+        }
         return {ga, gb};
       });
 }
@@ -102,6 +118,17 @@ Tensor extremum(const char* name, const Tensor& a, const Tensor& b, bool is_max)
         };
         return {ctx.needs[0] ? map3(g, x, y, name, share).sum_to(x.shape()) : Tensor(),
                 ctx.needs[1] ? map3(g, y, x, name, share).sum_to(y.shape()) : Tensor()};
+      },
+      [is_max, name](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        // The shares (1, ½ or 0) are constant where they are defined: g times a 0/1/½ mask.
+        const Tensor &x = ctx.saved[0], &y = ctx.saved[1];
+        const auto share = [is_max, name](const Tensor& mine, const Tensor& other) {
+          return map2(mine, other, name, [is_max](float m, float o) {
+            return m == o ? 0.5f : ((is_max ? m > o : m < o) ? 1.0f : 0.0f);
+          });
+        };
+        return {ctx.needs[0] ? (g * share(x, y)).sum_to(x.shape()) : Tensor(),
+                ctx.needs[1] ? (g * share(y, x)).sum_to(y.shape()) : Tensor()};
       });
 }
 
@@ -122,6 +149,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
                              : Tensor(),
                 ctx.needs[1] ? map2(c, g, name, [](float cv, float gv) { return cv != 0.0f ? 0.0f : gv; }).sum_to(sb)
                              : Tensor()};
+      },
+      [sa = a.shape(), sb = b.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        const Tensor& c = ctx.saved[0];
+        const Tensor zero = scalar_tensor(0.0f);
+        return {ctx.needs[0] ? where(c, g, zero).sum_to(sa) : Tensor(),
+                ctx.needs[1] ? where(c, zero, g).sum_to(sb) : Tensor()};
       });
 }
 
@@ -134,7 +167,8 @@ Tensor Tensor::masked_fill(const Tensor& mask, float value) const {
   return op.record(out, {*this}, {mask},
       [name = op.name()](const Tensor& g, const BackwardContext& ctx) -> Grads {
         return {map2(g, ctx.saved[0], name, [](float gv, float m) { return m != 0.0f ? 0.0f : gv; })};
-      });
+      },
+      [](const Tensor& g, const BackwardContext& ctx) -> Grads { return {g.masked_fill(ctx.saved[0], 0.0f)}; });
 }
 
 // ---- comparisons: 0/1 masks, outside the graph --------------------------------------------

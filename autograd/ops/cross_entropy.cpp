@@ -94,7 +94,12 @@ Tensor softmax_cross_entropy(const Tensor& logits, const IndexTensor& target, co
         kernels::cross_entropy_backward(N, C, ctx.saved[0].data(), ctx.saved[1].data(), gc.data(), targets,
                                         dz.data());
         return {dz};
-      });
+      },
+      autograd::composed_backward(
+          [target, ignore_index, label_smoothing](const std::vector<Tensor>& in, const std::vector<Tensor>& saved) {
+            return softmax_cross_entropy_reference(in[0], target, saved[2], ignore_index, label_smoothing);
+          },
+          {0}));
 }
 
 Tensor sigmoid_cross_entropy_reference(const Tensor& x, const Tensor& y, const Tensor& pos_weight) {
@@ -136,7 +141,12 @@ Tensor sigmoid_cross_entropy(const Tensor& x, const Tensor& y, const Tensor& pos
         if (ctx.needs[2])
           gp = (ops::map2(x, y, name, [](float xv, float yv) { return yv * softplus(-xv); }) * g).sum_to(pw.shape());
         return {gx, gy, gp};
-      });
+      },
+      autograd::composed_backward(
+          [](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+            return sigmoid_cross_entropy_reference(in[0], in[1], in[2]);
+          },
+          {0, 1, 2}));
 }
 
 }  // namespace qkv

@@ -44,6 +44,15 @@ Tensor dropout(const Tensor& x, float p, Generator& gen) {
         replay.set_state(start);
         replay.bernoulli_scale(gc.data(), gx.data(), gx.numel(), keep, scale);
         return {gx};
+      },
+      [start, keep, scale](const Tensor& g, const autograd::BackwardContext&) -> std::vector<Tensor> {
+        // The multipliers m · scale, drawn again, are a constant: dx = g ⊙ m · scale.
+        const Tensor one = ones(g.shape());
+        Tensor multipliers = Tensor::empty(g.shape());
+        Generator replay;
+        replay.set_state(start);
+        replay.bernoulli_scale(one.data(), multipliers.data(), multipliers.numel(), keep, scale);
+        return {g * multipliers};
       });
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/ops/adjoint.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 #include "tensor/kernels/parallel.h"
@@ -75,6 +76,18 @@ Tensor embedding(const IndexTensor& ids, const Tensor& weight, std::optional<int
           }
         });
         return {dw};
+      },
+      [ids = ids.clone(), pad = padding_idx.value_or(-1), V, D, N](const Tensor& g, const autograd::BackwardContext&)
+          -> std::vector<Tensor> {
+        // dweight = index_add of g's rows at the ids, the padding row's left out.
+        const IndexTensor flat = ids.reshape({N});
+        Tensor rows = g.reshape({N, D});
+        if (pad >= 0) {
+          std::vector<float> is_pad(static_cast<size_t>(N));
+          for (int64_t j = 0; j < N; ++j) is_pad[static_cast<size_t>(j)] = flat[j] == pad ? 1.0f : 0.0f;
+          rows = rows.masked_fill(tensor(is_pad, {N, 1}), 0.0f);
+        }
+        return {index_add({V, D}, 0, flat, rows)};
       });
 }
 

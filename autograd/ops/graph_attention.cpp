@@ -94,7 +94,12 @@ GraphAttention graph_attention(const Tensor& q, const Tensor& k, const Tensor& v
   const Tensor recorded = op.record(out, {q, k, v}, {qc, kc, vc, weights},
                                     [edges, scale](const Tensor& g, const BackwardContext& ctx) {
                                       return backward(edges, scale, g, ctx);
-                                    });
+                                    },
+                                    autograd::composed_backward(
+                                        [edges](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+                                          return graph_attention_reference(in[0], in[1], in[2], edges).output;
+                                        },
+                                        {0, 1, 2}));
   return {recorded, weights};
 }
 

@@ -51,15 +51,34 @@ Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h) {
   const Tensor gic = gi.detach().contiguous(), ghc = gh.detach().contiguous(), hc = h.detach().contiguous();
   Tensor out = Tensor::empty({B, H}), gates = Tensor::empty({B, 3 * H});
   kernels::gru_gates_forward(B, H, gic.data(), ghc.data(), hc.data(), out.data(), gates.data());
-  return op.record(out, {gi, gh, h}, {gates, ghc, hc},
+  return op.record(out, {gi, gh, h}, {gates, ghc, hc, gic},
       [B, H](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor gc = g.contiguous();
         Tensor dgi = Tensor::empty({B, 3 * H}), dgh = Tensor::empty({B, 3 * H}), dh = Tensor::empty({B, H});
         kernels::gru_gates_backward(B, H, ctx.saved[0].data(), ctx.saved[1].data(), ctx.saved[2].data(), gc.data(),
                                     dgi.data(), dgh.data(), dh.data());
         return {ctx.needs[0] ? dgi : Tensor(), ctx.needs[1] ? dgh : Tensor(), ctx.needs[2] ? dh : Tensor()};
-      });
+      },
+      autograd::composed_backward(
+          [](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+            return gru_cell_reference(in[0], in[1], in[2]);
+          },
+          {3, 1, 2}));
 }
+
+namespace {
+
+// gru_sequence's rule under create_graph: its reference differentiated, from the saved gi (5), h0
+// (0) and W_hh (1); b_hh's value does not enter the gradient.
+autograd::BackwardFn sequence_graph_rule(bool reverse) {
+  return autograd::composed_backward(
+      [reverse](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+        return gru_sequence_reference(in[0], in[1], in[2], in[3], reverse);
+      },
+      {5, 0, 1, autograd::kValueUnused});
+}
+
+}  // namespace
 
 Tensor gru_sequence_reference(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, const Tensor& b_hh,
                               bool reverse) {
@@ -110,7 +129,7 @@ Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, cons
   autograd::add_flops(2 * T * B * G * H);  // the products h_{t-1}·W_hhᵀ (the gates are not counted)
   if (!keep) return out;
 
-  return op.record(out, {gi, h0, w_hh, b_hh}, {hc0, w, out, gh, gates},
+  return op.record(out, {gi, h0, w_hh, b_hh}, {hc0, w, out, gh, gates, gic},
       [T, B, H, G, time_of](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &h0s = ctx.saved[0], &ws = ctx.saved[1], &hs = ctx.saved[2], &ghs = ctx.saved[3],
                      &gates_s = ctx.saved[4];
@@ -153,7 +172,8 @@ Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, cons
         }
         autograd::add_flops(2 * T * B * G * H * (ctx.needs[2] ? 2 : 1));  // dh_{t-1} and dW_hh products
         return {ctx.needs[0] ? dgi : Tensor(), ctx.needs[1] ? dh : Tensor(), dw, db};
-      });
+      },
+      sequence_graph_rule(reverse));
 }
 
 }  // namespace qkv

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/ops/adjoint.h"
 #include "autograd/observer.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
@@ -25,6 +26,24 @@ void check_range(const IndexTensor& index, int64_t size, const char* op, int64_t
     if (p[i] < 0 || p[i] >= size)
       throw IndexError(std::string(op) + ": index " + std::to_string(p[i]) + " is out of range for dim " +
                        std::to_string(dim) + " of size " + std::to_string(size));
+}
+
+// For each element of index (multi-index i, in row-major order), the offset of the element of a
+// tensor with `strides` at i with dim d replaced by index[i]: where gather reads, scatter_add adds.
+std::vector<int64_t> picked_offsets(const Shape& strides, int64_t d, const IndexTensor& index) {
+  const Shape& is = index.shape();
+  const int64_t count = index.numel(), dims = static_cast<int64_t>(is.size());
+  std::vector<int64_t> offsets(static_cast<size_t>(count));
+  for (int64_t flat = 0; flat < count; ++flat) {
+    int64_t rem = flat, off = 0;
+    for (int64_t k = dims - 1; k >= 0; --k) {
+      const int64_t i = rem % is[k];
+      rem /= is[k];
+      off += (k == d ? index.data()[flat] : i) * strides[k];
+    }
+    offsets[static_cast<size_t>(flat)] = off;
+  }
+  return offsets;
 }
 
 }  // namespace
@@ -52,19 +71,36 @@ Tensor Tensor::index_select(int64_t dim, const IndexTensor& index) const {
     }
   });
   return op.record(out, {*this}, {},
-      [index, outer, n, m, inner, in_shape = shape()](const Tensor& g, const BackwardContext&) -> Grads {
-        // Rows picked twice receive both gradients: a serial loop keeps the sum order fixed.
-        Tensor dx = zeros(in_shape);
-        const Tensor gc = g.contiguous();
-        const int64_t* ix = index.data();
-        for (int64_t o = 0; o < outer; ++o)
-          for (int64_t j = 0; j < m; ++j) {
-            float* dst = dx.data() + (o * n + ix[j]) * inner;
-            const float* src = gc.data() + (o * m + j) * inner;
-            for (int64_t i = 0; i < inner; ++i) dst[i] += src[i];
-          }
-        return {dx};
+      [index, d, in_shape = shape()](const Tensor& g, const BackwardContext&) -> Grads {
+        return {index_add(in_shape, d, index, g)};
       });
+}
+
+Tensor index_add(const Shape& shape, int64_t dim, const IndexTensor& index, const Tensor& src) {
+  const autograd::Op op("index_add");
+  const int64_t d = normalize_dim(dim, static_cast<int64_t>(shape.size()), op.name());
+  check_range(index, shape[d], op.name(), d);
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < d; ++k) outer *= shape[k];
+  for (int64_t k = d + 1; k < static_cast<int64_t>(shape.size()); ++k) inner *= shape[k];
+  const int64_t n = shape[d], m = index.numel();
+  Shape src_shape = shape;
+  src_shape[d] = m;
+  if (src.shape() != src_shape)
+    throw ShapeError("index_add: src of shape " + shape_str(src.shape()) + " does not fit: expected " +
+                     shape_str(src_shape));
+  // Rows picked twice receive both gradients: a serial loop keeps the sum order fixed.
+  Tensor out = zeros(shape);
+  const Tensor sc = src.detach().contiguous();
+  const int64_t* ix = index.data();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < m; ++j) {
+      float* dst = out.data() + (o * n + ix[j]) * inner;
+      const float* from = sc.data() + (o * m + j) * inner;
+      for (int64_t i = 0; i < inner; ++i) dst[i] += from[i];
+    }
+  return op.record(out, {src}, {},
+      [index, d](const Tensor& g, const BackwardContext&) -> Grads { return {g.index_select(d, index)}; });
 }
 
 Tensor Tensor::gather(int64_t dim, const IndexTensor& index) const {
@@ -78,30 +114,29 @@ Tensor Tensor::gather(int64_t dim, const IndexTensor& index) const {
       throw ShapeError("gather: index of shape " + shape_str(index.shape()) + " is larger than the input's shape " +
                        shape_str(shape()) + " at dim " + std::to_string(k));
   check_range(index, shape()[d], op.name(), d);
-  // For each element of index (multi-index i), the source is x at i with dim d replaced by index[i].
   const Tensor x = detach().contiguous();
-  const Shape xs = x.strides();
-  const Shape& is = index.shape();
-  const int64_t count = index.numel();
-  std::vector<int64_t> src_offset(static_cast<size_t>(count));
-  for (int64_t flat = 0; flat < count; ++flat) {
-    int64_t rem = flat, off = 0;
-    for (int64_t k = this->dim() - 1; k >= 0; --k) {
-      const int64_t i = rem % is[k];
-      rem /= is[k];
-      off += (k == d ? index.data()[flat] : i) * xs[k];
-    }
-    src_offset[flat] = off;
-  }
-  Tensor out = Tensor::empty(is);
-  for (int64_t flat = 0; flat < count; ++flat) out.data()[flat] = x.data()[src_offset[flat]];
+  const std::vector<int64_t> src_offset = picked_offsets(x.strides(), d, index);
+  Tensor out = Tensor::empty(index.shape());
+  for (size_t flat = 0; flat < src_offset.size(); ++flat) out.data()[flat] = x.data()[src_offset[flat]];
   return op.record(out, {*this}, {},
-      [src_offset, in_shape = shape()](const Tensor& g, const BackwardContext&) -> Grads {
-        Tensor dx = zeros(in_shape);
-        const Tensor gc = g.contiguous();
-        for (size_t flat = 0; flat < src_offset.size(); ++flat) dx.data()[src_offset[flat]] += gc.data()[flat];
-        return {dx};
+      [index, d, in_shape = shape()](const Tensor& g, const BackwardContext&) -> Grads {
+        return {scatter_add(in_shape, d, index, g)};
       });
+}
+
+Tensor scatter_add(const Shape& shape, int64_t dim, const IndexTensor& index, const Tensor& src) {
+  const autograd::Op op("scatter_add");
+  const int64_t d = normalize_dim(dim, static_cast<int64_t>(shape.size()), op.name());
+  if (src.shape() != index.shape())
+    throw ShapeError("scatter_add: src of shape " + shape_str(src.shape()) + " must have the index's shape " +
+                     shape_str(index.shape()));
+  check_range(index, shape[d], op.name(), d);
+  Tensor out = zeros(shape);
+  const std::vector<int64_t> at = picked_offsets(out.strides(), d, index);
+  const Tensor sc = src.detach().contiguous();
+  for (size_t flat = 0; flat < at.size(); ++flat) out.data()[at[flat]] += sc.data()[flat];
+  return op.record(out, {src}, {},
+      [index, d](const Tensor& g, const BackwardContext&) -> Grads { return {g.gather(d, index)}; });
 }
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {

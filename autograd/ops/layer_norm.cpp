@@ -68,7 +68,12 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
                                     dx.defined() ? dx.data() : nullptr, dw.defined() ? dw.data() : nullptr,
                                     db.defined() ? db.data() : nullptr);
         return {dx, dw, db};
-      });
+      },
+      autograd::composed_backward(
+          [eps](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+            return layer_norm_reference(in[0], in[1], in[2], eps);
+          },
+          {0, 1, autograd::kValueUnused}));
 }
 
 }  // namespace qkv

@@ -142,6 +142,15 @@ Tensor Tensor::norm(float p, std::vector<int64_t> dims, bool keepdim) const {
                             return p == 2.0f ? gv * x / n
                                              : gv * sign * std::pow(std::fabs(x) / n, p - 1.0f);
                           })};
+      },
+      [p, rd, keep_shape = y.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        // The same, with the norm computed again from the attached x, so that it is differentiated
+        // too; 1 stands in for a zero norm (and |x| for x = 0), whose gradient is taken as 0.
+        const Tensor& x = ctx.saved[0];
+        const Tensor n = x.norm(p, rd, true), zero = n.eq(0.0f) + x.eq(0.0f);
+        const Tensor ratio = x.masked_fill(zero, 1.0f) / n.masked_fill(n.eq(0.0f), 1.0f);
+        const Tensor d = p == 2.0f ? ratio : (x.gt(0.0f) - x.lt(0.0f)) * ratio.abs().pow(p - 1.0f);
+        return {(g.reshape(keep_shape) * d).masked_fill(zero, 0.0f)};
       });
 }
 
@@ -158,6 +167,12 @@ Tensor gradient_of_picked(const Tensor& g, const IndexTensor& index, int64_t out
     for (int64_t i = 0; i < inner; ++i)
       dx.data()[(o * n + idx[o * inner + i]) * inner + i] = gc.data()[o * inner + i];
   return dx;
+}
+
+// The same as a 0/1 mask of the input's shape, 1 at the picked elements: the gradient is then g
+// broadcast along the dim times the mask, which a backward recording a graph can differentiate.
+Tensor picked_mask(const IndexTensor& index, int64_t outer, int64_t n, int64_t inner, const Shape& in_shape) {
+  return gradient_of_picked(ones(index.shape()), index, outer, n, inner, in_shape);
 }
 
 std::pair<Tensor, IndexTensor> extremum_dim(const char* name, const Tensor& x, int64_t dim, bool keepdim,
@@ -177,6 +192,11 @@ std::pair<Tensor, IndexTensor> extremum_dim(const char* name, const Tensor& x, i
   values = op.record(values, {x}, {},
       [index, outer, n, inner, in_shape = x.shape()](const Tensor& g, const BackwardContext&) -> Grads {
         return {gradient_of_picked(g, index, outer, n, inner, in_shape)};
+      },
+      [index, outer, n, inner, in_shape = x.shape(), d](const Tensor& g, const BackwardContext&) -> Grads {
+        Shape keep = in_shape;
+        keep[d] = 1;
+        return {g.reshape(keep).expand(in_shape) * picked_mask(index, outer, n, inner, in_shape)};
       });
   return {values, index};
 }
@@ -247,6 +267,9 @@ Tensor masked_max(const Tensor& x, const IndexTensor& valid_lens) {
   return op.record(out, {x}, {},
       [index, N, L, F](const Tensor& g, const BackwardContext&) -> Grads {
         return {gradient_of_picked(g, index, N, L, F, {N, L, F})};
+      },
+      [index, N, L, F](const Tensor& g, const BackwardContext&) -> Grads {
+        return {g.unsqueeze(1).expand({N, L, F}) * picked_mask(index, N, L, F, {N, L, F})};
       });
 }
 

@@ -75,7 +75,12 @@ Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
     kernels::rotary(B, H, T, d, gc.data(), contiguous_rows(H, T, d), ctx.saved[0].data(), ctx.saved[1].data(),
                     true, dx.data(), contiguous_rows(H, T, d));
     return {dx};
-  });
+  },
+  autograd::composed_backward(  // linear in x, turned by the saved tables
+      [](const std::vector<Tensor>& in, const std::vector<Tensor>& saved) {
+        return rotary_reference(in[0], saved[0], saved[1]);
+      },
+      {autograd::kValueUnused}));
 }
 
 Tensor rotary_packed_reference(const Tensor& qkv, int64_t heads, const Tensor& cos, const Tensor& sin) {
@@ -119,7 +124,12 @@ Tensor rotary_packed(const Tensor& qkv, int64_t heads, const Tensor& cos, const 
     Tensor dx = in_place ? g : Tensor::empty(shape);
     apply(gc.data(), ctx.saved[0].data(), ctx.saved[1].data(), true, dx.data());
     return {dx};
-  });
+  },
+  autograd::composed_backward(
+      [heads](const std::vector<Tensor>& in, const std::vector<Tensor>& saved) {
+        return rotary_packed_reference(in[0], heads, saved[0], saved[1]);
+      },
+      {autograd::kValueUnused}));
 }
 
 }  // namespace qkv

@@ -48,6 +48,11 @@ Tensor softmax_op(const char* name, const Tensor& x, int64_t dim, bool log) {
         Tensor dx = Tensor::empty(g.shape());
         kernels::softmax_backward(outer, n, inner, ctx.saved[0].data(), gc.data(), dx.data(), log);
         return {dx};
+      },
+      [d, log](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        // y = softmax(x): dx = y ⊙ (g − Σ g⊙y);  y = log_softmax(x): dx = g − e^y ⊙ Σ g
+        const Tensor& y = ctx.saved[0];
+        return {log ? g - y.exp() * g.sum({d}, true) : y * (g - (g * y).sum({d}, true))};
       });
 }
 
@@ -118,6 +123,10 @@ Tensor masked_softmax(const Tensor& x, const IndexTensor& valid_lens) {
         Tensor dx = Tensor::empty(g.shape());
         kernels::softmax_backward(rows, n, 1, ctx.saved[0].data(), gc.data(), dx.data(), false);
         return {dx};
+      },
+      [](const Tensor& g, const BackwardContext& ctx) -> Grads {
+        const Tensor& y = ctx.saved[0];
+        return {y * (g - (g * y).sum({-1}, true))};
       });
 }
 

@@ -51,7 +51,12 @@ Tensor unfold1d(const Tensor& x, int64_t kernel_size, int64_t padding, int64_t d
                             Tensor dx = Tensor::empty({N, L, C});
                             kernels::unfold1d_backward(N, L, C, K, padding, dilation, gc.data(), dx.data());
                             return {dx};
-                          });
+                          },
+                          autograd::composed_backward(  // linear in x: its value does not matter
+                              [kernel_size, padding, dilation](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+                                return unfold1d_reference(in[0], kernel_size, padding, dilation);
+                              },
+                              {autograd::kValueUnused}));
 }
 
 }  // namespace qkv

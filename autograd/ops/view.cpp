@@ -6,6 +6,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/ops/adjoint.h"
 #include "autograd/observer.h"
 #include "autograd/grad_mode.h"
 #include "tensor/error.h"
@@ -182,7 +183,24 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
                             return {scatter_into_zeros(in_shape, g, [&](const Tensor& z) {
                               return z.slice(pos, start, end, step);
                             })};
+                          },
+                          [in_shape, pos, start, end, step](const Tensor& g, const BackwardContext&) -> Grads {
+                            return {unslice(g, in_shape, pos, start, end, step)};
                           });
+}
+
+Tensor unslice(const Tensor& src, const Shape& shape, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  const autograd::Op op("unslice");
+  const int64_t pos = normalize_dim(dim, static_cast<int64_t>(shape.size()), op.name());
+  Tensor out = zeros(shape);
+  {
+    const NoGradGuard no_grad;  // out is filled as a buffer; the node below is the op's record
+    out.slice(pos, start, end, step).copy_(src);
+  }
+  return op.record(out, {src}, {},
+                   [pos, start, end, step](const Tensor& g, const BackwardContext&) -> Grads {
+                     return {g.slice(pos, start, end, step)};
+                   });
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
@@ -212,6 +230,9 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
                             return {scatter_into_zeros(in_shape, g, [&](const Tensor& z) {
                               return z.select(pos, index);
                             })};
+                          },
+                          [in_shape, pos, index](const Tensor& g, const BackwardContext&) -> Grads {
+                            return {unslice(g.unsqueeze(pos), in_shape, pos, index, index + 1, 1)};
                           });
 }
 

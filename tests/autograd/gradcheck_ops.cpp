@@ -1,6 +1,8 @@
 // Gradcheck entries for the tensor ops of autograd/ops (see tests/gradcheck_registry.h).
 #include <cmath>
 
+#include "autograd/functional.h"
+#include "autograd/ops/adjoint.h"
 #include "autograd/ops/linear.h"
 #include "autograd/ops/unary.h"
 #include "gradcheck_registry.h"
@@ -126,3 +128,16 @@ QKV_GRADCHECK("sort descending dim 0",
 QKV_GRADCHECK("bmm", {In::normal({2, 3, 4}), In::normal({2, 4, 2})}, [](X x) { return bmm(x[0], x[1]); });
 QKV_GRADCHECK("cat", {In::normal({2, 3}), In::normal({2, 2})}, [](X x) { return cat({x[0], x[1], x[0]}, 1); });
 QKV_GRADCHECK("stack", {In::normal({2, 3}), In::normal({2, 3})}, [](X x) { return stack({x[0], x[1]}, 1); });
+
+// ---- the indexing ops' adjoints (what their backward applies, autograd/ops/adjoint.h) -----------
+QKV_GRADCHECK("unslice with step", {In::normal({2, 3})},
+              [](X x) { return unslice(x[0], {5, 3}, 0, 1, 5, 2).sin(); });
+QKV_GRADCHECK("index_add with repeats", {In::normal({3, 2})},
+              [](X x) { return index_add({4, 2}, 0, IndexTensor{2, 0, 2}, x[0]).sin(); });
+QKV_GRADCHECK("scatter_add", {In::normal({3, 2})},
+              [](X x) { return scatter_add({3, 4}, 1, IndexTensor({0, 3, 1, 1, 2, 0}, {3, 2}), x[0]).sin(); });
+
+// ---- recomputation (autograd/functional.h) ---------------------------------------------------
+QKV_GRADCHECK("checkpoint", {In::normal({2, 3}), In::normal({3, 4})}, [](X x) {
+  return checkpoint([](const Inputs& in) { return in[0].matmul(in[1]).tanh() * in[0].sum(); }, {x[0], x[1]});
+});
