@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "autograd/grad_mode.h"
@@ -145,11 +146,9 @@ void check_not_released(const Node& node) {
 // Calls the node's backward function on g: one gradient per input, undefined where none is needed.
 // Under create_graph, the rule that records (graph_backward, or backward when it is written with
 // recorded ops) runs on the saved tensors attached to their graphs, with no buffer reuse.
-std::vector<Tensor> run_backward(const std::shared_ptr<Node>& node, const Tensor& g, bool observers_read_g,
-                                 bool retain_graph, bool create_graph) {
+std::vector<Tensor> run_backward(const std::shared_ptr<Node>& node, const Tensor& g, const std::vector<bool>& needs,
+                                 bool observers_read_g, bool retain_graph, bool create_graph) {
   check_saved_versions(*node);
-  std::vector<bool> needs(node->inputs.size());
-  for (size_t i = 0; i < needs.size(); ++i) needs[i] = node->inputs[i].needed();
   std::vector<Tensor> grads;
   if (create_graph) {
     const std::vector<Tensor> attached = node->saved_attached(node);
@@ -198,7 +197,7 @@ class Targets {
   // runs[j]: order[j]'s backward is called. Collecting, only where some target lies below (order
   // lists inputs after their consumers, so walking it backwards meets every input first);
   // accumulating, everywhere but at a stop.
-  std::vector<bool> runs(const std::vector<std::shared_ptr<Node>>& order) const {
+  std::vector<bool> runs(const std::vector<std::shared_ptr<Node>>& order) {
     std::vector<bool> runs(order.size());
     if (accumulates()) {
       for (size_t j = 0; j < order.size(); ++j) runs[j] = !node(order[j].get());
@@ -210,8 +209,22 @@ class Targets {
       for (const Edge& e : order[j]->inputs)
         any = any || (e.leaf && leaf(e.leaf.get())) || (e.node && (node(e.node.get()) || leads[e.node.get()]));
       leads[order[j].get()] = runs[j] = any;
+      if (any) walked_.insert(order[j].get());
     }
     return runs;
+  }
+
+  // needs[i]: input i of `node` is to receive a gradient: every input that requires one when
+  // accumulating; when collecting, only those on the way to a target (a gradient sent elsewhere
+  // would wait in a node no one walks, and join the next backward through it).
+  std::vector<bool> needs(const Node& n) const {
+    std::vector<bool> needs(n.inputs.size());
+    for (size_t i = 0; i < needs.size(); ++i) {
+      const Edge& e = n.inputs[i];
+      needs[i] = accumulates() ? e.needed()
+                               : (e.leaf && leaf(e.leaf.get())) || (e.node && (node(e.node.get()) || walked_.count(e.node.get())));
+    }
+    return needs;
   }
 
  private:
@@ -220,16 +233,18 @@ class Targets {
   }
   std::unordered_map<const TensorImpl*, std::vector<size_t>> at_leaf_;
   std::unordered_map<const Node*, std::vector<size_t>> at_node_;
+  std::unordered_set<const Node*> walked_;  // collecting: the nodes that run
   std::vector<Tensor> caught_;
   Mode mode_;
 };
 
 // Sends each input its gradient: summed into the input's node, or accumulated into the leaf (or
 // caught there, for grad()).
-void send_to_inputs(Node& node, std::vector<Tensor> grads, bool create_graph, Targets& targets) {
+void send_to_inputs(Node& node, std::vector<Tensor> grads, const std::vector<bool>& needs, bool create_graph,
+                    Targets& targets) {
   for (size_t i = 0; i < grads.size(); ++i) {
     Edge& edge = node.inputs[i];
-    if (!edge.needed() || !grads[i].defined()) continue;
+    if (!edge.needed() || !grads[i].defined() || !needs[i]) continue;
     if (grads[i].shape() != edge.shape)
       throw Error("backward of '" + node.op + "' produced a gradient of shape " +
                   shape_str(grads[i].shape()) + " for input " + std::to_string(i) + " of shape " +
@@ -312,10 +327,11 @@ void walk(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds, co
       if (caught) targets.catch_at_node(node.get(), g);
       if (runs[j]) {
         const OpScope scope(node->op.c_str(), Pass::Backward);
-        std::vector<Tensor> grads = run_backward(node, g, observers_read_g, retain_graph, create_graph);
+        const std::vector<bool> needs = targets.needs(*node);
+        std::vector<Tensor> grads = run_backward(node, g, needs, observers_read_g, retain_graph, create_graph);
         if (observed()) detail::notify_node_finished(*node, g, grads);
         g = Tensor();  // the gradients sent on may be views of g: a leaf can then take one alone
-        send_to_inputs(*node, std::move(grads), create_graph, targets);
+        send_to_inputs(*node, std::move(grads), needs, create_graph, targets);
       }
     }
     if (countdown) countdown->walked(*node);

@@ -1,7 +1,10 @@
 #include "nn/transformer.h"
 
+#include "autograd/functional.h"
+
 #include <cmath>
 
+#include "autograd/functional.h"
 #include "autograd/grad_mode.h"
 #include "nn/functional/banded_attention.h"
 #include "tensor/error.h"
@@ -117,8 +120,16 @@ Tensor TransformerEncoder::forward(const Tensor& embedded, const IndexTensor& va
     throw ShapeError(where() + ": embedded input of shape " + shape_str(embedded.shape()) +
                      " must be (B, T, " + std::to_string(options.num_hiddens) + ")");
   Tensor X = dropout->forward(positions->encode_input(embedded));
-  for (size_t i = 0; i < blocks->size(); ++i)
-    X = blocks->at<TransformerEncoderBlock>(i)->forward(X, valid_lens);
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    const std::shared_ptr<TransformerEncoderBlock> block = blocks->at<TransformerEncoderBlock>(i);
+    // The last block is not recomputed: backward needs its activations first, so keeping them
+    // from forward costs no more memory at the peak than making them again would.
+    if (options.recompute && i + 1 < blocks->size())
+      X = checkpoint([block, valid_lens](const std::vector<Tensor>& in) { return block->forward(in[0], valid_lens); },
+                     {X});
+    else
+      X = block->forward(X, valid_lens);
+  }
   return norm ? norm->forward(X) : X;
 }
 

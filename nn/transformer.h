@@ -121,6 +121,10 @@ struct TransformerEncoderOptions {
   int64_t attention_features = 0;  // the size of an approximate attention's (AttentionSetup::features)
   NormPlacement norm = NormPlacement::Post;
   int64_t recompute_weights_above = int64_t{8} << 20;  // as TransformerBlockOptions'
+  // Keep no block's activations between forward and backward: each block but the last keeps only
+  // its input, and backward runs it again (qkv::checkpoint, autograd/functional.h). Less memory for
+  // more time; the gradients are the same to the bit.
+  bool recompute = false;
 };
 
 class TransformerEncoder : public Module {

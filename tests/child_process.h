@@ -37,6 +37,7 @@ inline const std::string kSeq2SeqProgram = QKV_SEQ2SEQ_PROGRAM;
 inline const std::string kLmProgram = QKV_LM_PROGRAM;
 inline const std::string kVitProgram = QKV_VIT_PROGRAM;
 inline const std::string kGraphProgram = QKV_GRAPH_PROGRAM;
+inline const std::string kPotentialProgram = QKV_POTENTIAL_PROGRAM;
 #endif
 
 // A program run with pipes on its stdin and stdout, for what only a conversation shows: that it

@@ -77,6 +77,11 @@ inline constexpr const char* kMatmulAutoHelp =
     "which); highest: float32 products; medium: operands rounded to bfloat16, sums in float32 (needs "
     "AVX512_BF16; not in the reference mode)";
 
+// --recompute: the encoder's blocks keep no activations for backward (nn::TransformerEncoderOptions::recompute).
+inline constexpr const char* kRecomputeHelp =
+    "keep only each block's input for backward and run the block again there (qkv::checkpoint): less "
+    "memory, more time, the same gradients";
+
 // --matmul auto as this machine and mode resolve it: "medium" where bf16_matmul_available() and the
 // reference mode is off, else "highest"; any other value as it is. A fresh run resolves its option
 // before anything else reads it, so its config.json holds what its products were, and resuming it

@@ -27,7 +27,7 @@ CharGPT::CharGPT(const ModelConfig& c) : config(c) {
                      .num_heads = c.heads, .num_layers = c.layers, .dropout = c.dropout, .max_len = c.context,
                      .positions = qkv::nn::position_scheme(c.positions),
                      .attend = qkv::nn::AttentionRestriction::causal(), .ffn = qkv::nn::feed_forward(c.ffn),
-                     .norm = qkv::nn::NormPlacement::Pre}));
+                     .norm = qkv::nn::NormPlacement::Pre, .recompute = c.recompute}));
 }
 
 Tensor CharGPT::forward(const IndexTensor& ids) {

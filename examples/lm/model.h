@@ -35,6 +35,7 @@ struct ModelConfig {
   std::string positions = "rotary";  // any of nn::position_scheme_names()
   std::string ffn = "gelu";           // any of nn::feed_forward_names()
   float dropout = 0.0f;
+  bool recompute = false;  // each block recomputed in backward (nn::TransformerEncoderOptions::recompute)
 };
 
 class CharGPT : public qkv::nn::Module {

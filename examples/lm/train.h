@@ -51,6 +51,7 @@ struct Config {
     f({"seed", "seed of the initialization and the batches"}, seed);
     qkv::examples::adamw_fields(f, warmup, lr, weight_decay, clip);
     f({"matmul", qkv::examples::kMatmulAutoHelp, "", /*later=*/true, qkv::io::Json("highest")}, matmul);  // runs before it: highest
+    f({"recompute", qkv::examples::kRecomputeHelp, "", /*later=*/true}, model.recompute);
     f({"chars"}, chars);
   }
   // Ranges of every field; ValueError naming the field (and its option) otherwise.

@@ -98,7 +98,8 @@ ViT::ViT(const ModelConfig& c) : config(c) {
                      .vocab_size = 0, .num_hiddens = c.d_model, .ffn_num_hiddens = c.ffn_hidden,
                      .num_heads = c.heads, .num_layers = c.layers, .dropout = c.dropout,
                      .max_len = c.num_patches() + 1, .positions = qkv::nn::position_scheme("none"),
-                     .ffn = qkv::nn::feed_forward("gelu"), .norm = qkv::nn::NormPlacement::Pre}));
+                     .ffn = qkv::nn::feed_forward("gelu"), .norm = qkv::nn::NormPlacement::Pre,
+                     .recompute = c.recompute}));
   head = register_module("head", std::make_shared<qkv::nn::Linear>(c.d_model, c.classes));
 }
 

@@ -33,6 +33,7 @@ struct ModelConfig {
   std::string positions = "sin2d";  // any of position_names()
   std::string pool = "cls";         // cls or mean
   float dropout = 0.0f;
+  bool recompute = false;  // each block recomputed in backward (nn::TransformerEncoderOptions::recompute)
   int64_t grid_rows() const { return rows / patch; }
   int64_t grid_cols() const { return cols / patch; }
   int64_t num_patches() const { return grid_rows() * grid_cols(); }

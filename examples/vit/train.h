@@ -58,6 +58,7 @@ struct Config {
     qkv::examples::adamw_fields(f, warmup, lr, weight_decay, clip);
     f({"label_smoothing", "label smoothing of the cross-entropy"}, label_smoothing);
     f({"matmul", qkv::examples::kMatmulAutoHelp, "", /*later=*/true, qkv::io::Json("highest")}, matmul);  // runs before it: highest
+    f({"recompute", qkv::examples::kRecomputeHelp, "", /*later=*/true}, model.recompute);
     f({"flip"}, flip);
     // Runs saved before the key cropped nothing.
     f({"crop", "random crop: pad each training image with this many black pixels and cut it back to its size at a "

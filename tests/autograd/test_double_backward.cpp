@@ -68,6 +68,20 @@ TEST_CASE("grad sums over several outputs with their grad_outputs and asks only 
   CHECK(grad({loss}, {s})[0].to_vector() == std::vector<float>{4.0f, 8.0f});
 }
 
+TEST_CASE("grad leaves nothing behind in the nodes it does not walk") {
+  // w reaches y through a node of its own (w.t()); grad() with respect to c alone must not leave
+  // w.t()'s gradient waiting there for the next backward through it.
+  const Tensor c = tensor({0.5f, -1.0f}, true), w = tensor({{1.0f, 2.0f}, {3.0f, 4.0f}}, true);
+  const Tensor y = c.unsqueeze(0).tanh().matmul(w.t()).sum();
+  BackwardOptions keep;
+  keep.retain_graph = true;
+  grad({y}, {c}, {}, keep);
+  y.backward();
+  // dy/dw[i][j] = tanh(c_j), for each row i
+  const float t0 = std::tanh(0.5f), t1 = std::tanh(-1.0f);
+  check_close(w.grad().to_vector(), {t0, t1, t0, t1}, 1e-6f);
+}
+
 TEST_CASE("backward with create_graph leaves differentiable gradients in .grad()") {
   // E = Σ x⁴/4, so the force F = −dE/dx = −x³, and a loss on the force, L = Σ F² = Σ x⁶, has
   // dL/dx = 6x⁵.

@@ -216,3 +216,27 @@ TEST_CASE("evaluate_bits reads side by side windows, or a window sliding by an e
   CHECK(evaluate_bits(*model, {piece}, 2, Scoring::Sliding) == doctest::Approx(sliding / 40).epsilon(1e-5));
   CHECK(evaluate_bits(*model, {piece}, 2, Scoring::Sliding) != evaluate_bits(*model, {piece}, 2));
 }
+
+TEST_CASE("--recompute: the blocks' activations recomputed in backward give the same gradients to the bit") {
+  // With dropout, so that the recomputation must draw the same masks again.
+  const auto gradients = [](bool recompute) {
+    qkv::manual_seed(11);
+    CharGPT model(ModelConfig{.vocab_size = 23, .context = 16, .d_model = 32, .heads = 4, .layers = 3,
+                              .ffn_hidden = 64, .positions = "rotary", .dropout = 0.1f, .recompute = recompute});
+    std::vector<int64_t> ids(2 * 17);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7 + 3) % 23);
+    const qkv::IndexTensor in(std::vector<int64_t>(ids.begin(), ids.begin() + 32), {2, 16});
+    const qkv::IndexTensor out(std::vector<int64_t>(ids.begin() + 2, ids.end()), {32});
+    qkv::manual_seed(5);
+    qkv::nn::functional::cross_entropy(model.forward(in).reshape({32, 23}), out).backward();
+    std::vector<std::vector<float>> grads;
+    for (const qkv::Tensor& p : model.parameters()) grads.push_back(p.grad().to_vector());
+    return grads;
+  };
+  const auto kept = gradients(false), recomputed = gradients(true);
+  REQUIRE(kept.size() == recomputed.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    CAPTURE(i);
+    CHECK(kept[i] == recomputed[i]);
+  }
+}

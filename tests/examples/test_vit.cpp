@@ -341,3 +341,25 @@ TEST_CASE("a vit run stopped before its first checkpoint leaves no run and train
   CHECK(qkv::testing::read_file(dir / "run" / "last.safetensors") ==
         qkv::testing::read_file(dir / "whole" / "last.safetensors"));
 }
+
+TEST_CASE("--recompute: the blocks' activations recomputed in backward give the same gradients to the bit") {
+  const auto gradients = [](bool recompute) {
+    vit::ModelConfig m = tiny_model("learned2d");
+    m.layers = 3, m.dropout = 0.1f, m.recompute = recompute;
+    qkv::manual_seed(3);
+    vit::ViT model(m);
+    qkv::Generator gen(4);
+    const qkv::Tensor x = qkv::randn({5, m.num_patches(), m.patch * m.patch}, false, &gen);
+    qkv::manual_seed(6);  // the same dropout draws
+    qkv::nn::functional::cross_entropy(model.forward(x), qkv::IndexTensor{0, 2, 1, 1, 0}).backward();
+    std::vector<std::vector<float>> grads;
+    for (const qkv::Tensor& p : model.parameters()) grads.push_back(p.grad().to_vector());
+    return grads;
+  };
+  const auto kept = gradients(false), recomputed = gradients(true);
+  REQUIRE(kept.size() == recomputed.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    CAPTURE(i);
+    CHECK(kept[i] == recomputed[i]);
+  }
+}
