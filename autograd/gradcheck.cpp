@@ -19,6 +19,28 @@ double project(const Tensor& y, const std::vector<float>& r) {
   return acc;
 }
 
+// Private copies of the inputs, leaves of their own, so the caller's tensors are left untouched.
+// They keep the inputs' names; `checked` are those that require grad, reported at `positions`.
+struct PrivateCopies {
+  std::vector<Tensor> all, checked;
+  std::vector<int64_t> positions;
+};
+
+PrivateCopies private_copies(const std::vector<Tensor>& inputs) {
+  PrivateCopies c;
+  for (const Tensor& in : inputs) {
+    Tensor copy = in.detach().clone();
+    if (!in.name().empty()) copy.set_name(in.name());
+    if (in.requires_grad()) {
+      copy.requires_grad_(true);
+      c.checked.push_back(copy);
+      c.positions.push_back(static_cast<int64_t>(c.all.size()));
+    }
+    c.all.push_back(copy);
+  }
+  return c;
+}
+
 // With `numeric_in_grad_mode`, fn is evaluated with grad mode on for the finite differences too (it
 // takes a gradient itself).
 GradcheckResult check(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
@@ -41,21 +63,11 @@ std::function<Tensor()> first_gradient(const std::function<Tensor()>& fn, const 
   };
 }
 
-// gradgradcheck of fn with respect to `tensors`, reported at `positions`; v is reported as the
-// input after the last.
-GradcheckResult check_twice(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
-                            std::vector<int64_t> positions, int64_t v_position, const GradcheckOptions& options) {
-  Tensor y;
-  {
-    NoGradGuard no_grad;
-    y = fn();
-  }
-  Generator gen(options.seed + 1);
-  const Tensor v = uniform(y.shape(), -1.0f, 1.0f, false, &gen).set_name("grad_output").requires_grad_(true);
-  // The rules that record a graph are not the ones backward runs: first, both must give the same
-  // first gradient (the finite differences below check G's derivatives, not G itself).
-  const std::function<Tensor()> graph_gradient = first_gradient(fn, tensors, v);
-  const std::vector<float> recorded = graph_gradient().to_vector();
+// The first gradient G recorded with create_graph (`recorded`, flat) against backward's: they must
+// agree within gradcheck's tolerance.
+GradcheckResult same_first_gradient(const std::vector<float>& recorded, const std::function<Tensor()>& fn,
+                                    const std::vector<Tensor>& tensors, const std::vector<int64_t>& positions,
+                                    const Tensor& v, const GradcheckOptions& options) {
   BackwardOptions plain;
   plain.allow_unused = true;
   const std::vector<Tensor> grads = grad({fn()}, tensors, {v.detach()}, plain);
@@ -81,6 +93,25 @@ GradcheckResult check_twice(const std::function<Tensor()>& fn, const std::vector
       }
     }
   }
+  return {};
+}
+
+// gradgradcheck of fn with respect to `tensors`, reported at `positions`; v is reported as the
+// input after the last.
+GradcheckResult check_twice(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
+                            std::vector<int64_t> positions, int64_t v_position, const GradcheckOptions& options) {
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = fn();
+  }
+  Generator gen(options.seed + 1);
+  const Tensor v = uniform(y.shape(), -1.0f, 1.0f, false, &gen).set_name("grad_output").requires_grad_(true);
+  // The rules that record a graph are not the ones backward runs: first, both must give the same
+  // first gradient (the finite differences below check G's derivatives, not G itself).
+  const std::function<Tensor()> graph_gradient = first_gradient(fn, tensors, v);
+  GradcheckResult same = same_first_gradient(graph_gradient().to_vector(), fn, tensors, positions, v, options);
+  if (!same.ok) return same;
   std::vector<Tensor> checked = tensors;
   checked.push_back(v);
   positions.push_back(v_position);
@@ -91,19 +122,8 @@ GradcheckResult check_twice(const std::function<Tensor()>& fn, const std::vector
 
 GradcheckResult gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                               const GradcheckOptions& options) {
-  std::vector<Tensor> xs, checked;
-  std::vector<int64_t> positions;
-  for (const Tensor& in : inputs) {
-    Tensor copy = in.detach().clone();
-    if (!in.name().empty()) copy.set_name(in.name());
-    if (in.requires_grad()) {
-      copy.requires_grad_(true);
-      checked.push_back(copy);
-      positions.push_back(static_cast<int64_t>(xs.size()));
-    }
-    xs.push_back(copy);
-  }
-  return check_twice([&] { return fn(xs); }, checked, positions, static_cast<int64_t>(xs.size()), options);
+  const PrivateCopies c = private_copies(inputs);
+  return check_twice([&] { return fn(c.all); }, c.checked, c.positions, static_cast<int64_t>(c.all.size()), options);
 }
 
 GradcheckResult gradgradcheck_tensors(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,
@@ -115,21 +135,8 @@ GradcheckResult gradgradcheck_tensors(const std::function<Tensor()>& fn, const s
 
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options) {
-  // Work on private copies: leaves of their own, so the caller's tensors are left untouched. They
-  // keep the inputs' names, and failures are reported at the inputs' positions.
-  std::vector<Tensor> xs, checked;
-  std::vector<int64_t> positions;
-  for (const Tensor& in : inputs) {
-    Tensor copy = in.detach().clone();
-    if (!in.name().empty()) copy.set_name(in.name());
-    if (in.requires_grad()) {
-      copy.requires_grad_(true);
-      checked.push_back(copy);
-      positions.push_back(static_cast<int64_t>(xs.size()));
-    }
-    xs.push_back(copy);
-  }
-  return check([&] { return fn(xs); }, checked, positions, options);
+  const PrivateCopies c = private_copies(inputs);
+  return check([&] { return fn(c.all); }, c.checked, c.positions, options);
 }
 
 GradcheckResult gradcheck_tensors(const std::function<Tensor()>& fn, const std::vector<Tensor>& tensors,

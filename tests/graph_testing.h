@@ -26,4 +26,14 @@ inline bool graph_has(const Tensor& t, const std::string& op) {
   return false;
 }
 
+// Every parameter's gradient as `run` leaves them, one vector of floats per parameter in order:
+// for comparing two ways of computing them bit for bit (recomputation, checkpoint).
+template <class Run>
+std::vector<std::vector<float>> gradients_after(const std::vector<Tensor>& parameters, Run run) {
+  run();
+  std::vector<std::vector<float>> grads;
+  for (const Tensor& p : parameters) grads.push_back(p.grad().to_vector());
+  return grads;
+}
+
 }  // namespace qkv::testing

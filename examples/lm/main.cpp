@@ -168,10 +168,10 @@ void bench_steps(const Config& config, int64_t warmup, int64_t steps, bool profi
   const qkv::examples::StepTimes t =
       qkv::examples::time_steps([&] { train_step(step, model, 0, inputs, targets); }, warmup, steps, profile ? 3 : 0);
   std::printf("config=lm threads=%d ms_per_step=%.2f tokens_per_s=%.0f peak_rss_mib=%.0f cpu_ms_per_step=%.2f "
-              "%s parameters=%lld matmul=%s\n",
+              "%s parameters=%lld matmul=%s recompute=%s\n",
               qkv::get_num_threads(), 1e3 * t.wall, static_cast<double>(B * T) / t.wall, t.peak_rss_mib, 1e3 * t.cpu,
               qkv::examples::flop_figures(t).c_str(), static_cast<long long>(model.num_parameters()),
-              config.matmul.c_str());
+              config.matmul.c_str(), m.recompute ? "true" : "false");
 }
 
 int cmd_bench(const Args& a) {
@@ -181,11 +181,17 @@ int cmd_bench(const Args& a) {
   const std::string what = a.str("what");
   if (what != "step" && what != "sample" && what != "both")
     throw qkv::ValueError("--what is '" + what + "'; expected step, sample or both");
-  if (what != "sample") bench_steps(config, a.integer_in("warmup-steps", 0, 10'000), a.integer_in("bench-steps", 1, 100'000), a.flag("profile"));
+  // Every option is read before any work, whether this --what uses it or not.
+  const int64_t warmup = a.integer_in("warmup-steps", 0, 10'000), steps = a.integer_in("bench-steps", 1, 100'000);
+  const int64_t tokens = a.integer_in("tokens", 1, 1'000'000);
+  const bool profile = a.flag("profile");
+  if (what == "sample" && (config.model.recompute || profile))
+    throw qkv::ValueError(std::string(config.model.recompute ? "--recompute" : "--profile") +
+                          " acts on training steps; --what sample times sampling alone");
+  if (what != "sample") bench_steps(config, warmup, steps, profile);
   if (what == "step") return 0;
   ModelConfig m = config.model;
   m.vocab_size = 84;
-  const int64_t tokens = a.integer_in("tokens", 1, 1'000'000);
   CharGPT model(m);
   std::cout << "lm bench: sampling " << tokens << " characters, context " << m.context << ", "
             << qkv::get_num_threads() << " thread(s)\n";

@@ -70,7 +70,10 @@ double training_bytes_estimate(const Config& c, int64_t V) {
   const double d = static_cast<double>(m.d_model), f = static_cast<double>(m.ffn_hidden);
   const double L = static_cast<double>(m.layers), H = static_cast<double>(m.heads), T = static_cast<double>(m.context);
   const double parameters = static_cast<double>(V) * d + T * d + L * (4 * d * d + 2 * d * f + 10 * d + f);
-  const double per_token = L * (16 * d + 3 * f + 2 * H * T) + 3.0 * static_cast<double>(V);
+  // With recomputation one block's activations are alive at a time, beside every block's input.
+  const double kept_blocks = m.recompute ? 1.0 : L;
+  const double per_token = kept_blocks * (16 * d + 3 * f + 2 * H * T) + (m.recompute ? L * d : 0.0) +
+                           3.0 * static_cast<double>(V);
   return 4.0 * (4 * parameters + static_cast<double>(c.batch) * T * per_token);
 }
 

@@ -60,7 +60,8 @@ struct Config {
 
 // About the bytes a training step of `config` takes with a vocabulary of V: the parameters, their
 // gradients and AdamW's two moments, and the activations backward keeps (per block the
-// projections, norms and FFN of every token and each head's (T, T) attention weights; the logits).
+// projections, norms and FFN of every token and each head's (T, T) attention weights, one block's
+// and every block's input with --recompute; the logits).
 // An estimate, meant to refuse what cannot fit before anything is allocated.
 double training_bytes_estimate(const Config& config, int64_t V);
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "autograd/debug/graph_dump.h"
+#include "examples/common/memory.h"
 #include "examples/common/program.h"
 #include "examples/potential/figures.h"
 #include "examples/potential/lj.h"
@@ -36,7 +37,9 @@ std::vector<Args::Option> train_options_spec() {
           {"atoms", std::to_string(c.atoms), "atoms per cluster"},
           {"train-clusters", "200", "training clusters"},
           {"test-clusters", "500", "held-out clusters (a different seed)"},
-          {"noise", option_text(c.noise), "how far each atom is shaken from a relaxed cluster (sigma)"},
+          {"noise", option_text(c.noise),
+           "how far each atom is shaken from a relaxed cluster (sigma); a noise that keeps putting two atoms closer "
+           "than 0.92 is refused (large clusters need less)"},
           {"epochs", std::to_string(d.epochs), "training epochs (each training the same)"},
           {"batch", std::to_string(d.batch), "clusters per step"},
           {"lr", option_text(d.lr), "learning rate (Adam)"},
@@ -70,8 +73,24 @@ void print_row(const char* name, const TrainResult& r) {
   std::printf("  %-22s %12.4f %14.4f %9.1f\n", name, r.test.energy, r.test.force, r.seconds);
 }
 
-qkv::io::Json errors_json(const TrainResult& r) {
-  return qkv::io::Json::Object{{"energy_rmse", r.test.energy}, {"force_rmse", r.test.force}, {"seconds", r.seconds}};
+qkv::io::Json errors_json(const Errors& e) {
+  return qkv::io::Json::Object{{"energy_rmse", e.energy}, {"force_rmse", e.force}};
+}
+
+qkv::io::Json results_json(const Args& a, const ClusterOptions& c, const TrainOptions& o, const TrainResult& energies,
+                           const TrainResult& forces, const Errors& nothing) {
+  using qkv::io::Json;
+  const auto run = [](const TrainResult& r) {
+    Json j = errors_json(r.test);
+    j.as_object().push_back({"seconds", r.seconds});
+    return j;
+  };
+  return Json::Object{{"atoms", c.atoms}, {"noise", c.noise}, {"train_clusters", a.integer("train-clusters")},
+                      {"test_clusters", a.integer("test-clusters")}, {"epochs", o.epochs}, {"batch", o.batch},
+                      {"lr", o.lr}, {"force_weight", o.force_weight}, {"radial", o.model.radial},
+                      {"hidden", o.model.hidden}, {"seed", static_cast<int64_t>(o.seed)},
+                      {"mean_and_zero_forces", errors_json(nothing)}, {"energies_alone", run(energies)},
+                      {"energies_and_forces", run(forces)}, {"force_error_ratio", forces.test.force / energies.test.force}};
 }
 
 int cmd_train(const Args& a) {
@@ -82,34 +101,26 @@ int cmd_train(const Args& a) {
   const int64_t n_train = a.integer_in("train-clusters", 1, 100'000), n_test = a.integer_in("test-clusters", 1, 100'000);
   const std::vector<std::string> files = {"results.json", "force_error.png", "scan_energy.png", "scan_force.png"};
   qkv::examples::refuse_existing("out", qkv::examples::directory_option(a, "out"), files);
-  // The data first: a --noise that keeps shaking atoms too close together is refused before
-  // anything is written.
+  qkv::examples::check_fits("potential train", training_bytes_estimate(o, c.atoms), "clusters of " + std::to_string(c.atoms) + " atoms",
+                            "--atoms, --radial or --batch");
+  // One cluster before anything is written: a --noise that keeps shaking atoms too close together
+  // is refused there. Then the output directory, before the long work.
+  generate_clusters(1, c, o.seed);
+  const std::string out = qkv::examples::prepare_out(a, "out", files);
   const std::vector<Cluster> train_set = generate_clusters(n_train, c, o.seed);
   const std::vector<Cluster> test_set = generate_clusters(n_test, c, o.seed + 1000);
-  const std::string out = qkv::examples::prepare_out(a, "out", files);
   std::printf("Lennard-Jones clusters of %lld atoms: %lld to train on, %lld held out\n",
               static_cast<long long>(c.atoms), static_cast<long long>(n_train), static_cast<long long>(n_test));
   const TrainResult energies = train(train_set, test_set, o);
   o.force_weight = force_weight;
   const TrainResult forces = train(train_set, test_set, o);
+  const Errors nothing = baseline(energies, test_set);
   std::printf("held-out errors (RMSE):\n  %-22s %12s %14s %9s\n", "trained on", "energy (ε)", "force (ε/σ)", "seconds");
-  // What knowing nothing of the positions gives: the training mean energy, and zero forces.
-  double e2 = 0, f2 = 0, f_count = 0;
-  for (const Cluster& k : test_set) {
-    e2 += (k.energy - energies.energy_mean) * (k.energy - energies.energy_mean);
-    for (float v : k.forces) f2 += static_cast<double>(v) * v, f_count += 1;
-  }
-  const double mean_energy_rmse = std::sqrt(e2 / static_cast<double>(test_set.size())), zero_force_rmse = std::sqrt(f2 / f_count);
-  std::printf("  %-22s %12.4f %14.4f\n", "(the mean; no forces)", mean_energy_rmse, zero_force_rmse);
+  std::printf("  %-22s %12.4f %14.4f\n", "(the mean; no forces)", nothing.energy, nothing.force);
   print_row("energies alone", energies);
   print_row("energies and forces", forces);
-  const double ratio = forces.test.force / energies.test.force;
-  std::printf("force error with forces / without: %.3f\n", ratio);
-  const qkv::io::Json results = qkv::io::Json::Object{
-      {"atoms", c.atoms}, {"train_clusters", n_train}, {"test_clusters", n_test}, {"epochs", o.epochs},
-      {"mean_energy_rmse", mean_energy_rmse}, {"zero_force_rmse", zero_force_rmse},
-      {"energies_alone", errors_json(energies)}, {"energies_and_forces", errors_json(forces)},
-      {"force_error_ratio", ratio}};
+  std::printf("force error with forces / without: %.3f\n", forces.test.force / energies.test.force);
+  const qkv::io::Json results = results_json(a, c, o, energies, forces, nothing);
   qkv::io::write_text_file(out + "/results.json", qkv::io::to_json(results) + "\n", "potential train");
   draw_force_error(energies, forces, out + "/force_error.png");
   draw_scan(test_set[0], energies, forces, out + "/scan_energy.png", out + "/scan_force.png");
@@ -129,7 +140,7 @@ std::map<std::string, int> op_counts(const qkv::Tensor& root) {
 // forward (the energy), what the backward recorded (the forces, −∂E/∂x, with create_graph) and the
 // loss on both. Printed as op counts of the energy's graph and of the whole step's, and written out.
 int cmd_graph(const Args& a) {
-  qkv::examples::start_command(a, "potential");
+  qkv::examples::start_command(a, "potential", /*announce=*/true);
   const std::vector<std::string> files = {"step.dot", "step.json"};
   const std::string out = qkv::examples::prepare_out(a, "out", files);
   const Cluster c = generate_clusters(1, {.atoms = 3}, 1)[0];

@@ -1,5 +1,6 @@
 #include "examples/potential/train.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -82,11 +83,34 @@ TrainResult train(const std::vector<Cluster>& train_set, const std::vector<Clust
 }
 
 Errors evaluate(const TrainResult& r, const std::vector<Cluster>& clusters) {
-  const Batch all = stack_clusters(clusters);
-  const EnergyForces p = energy_and_forces(*r.model, all.x, false);
+  double energy_sq = 0, force_sq = 0;
   const float scale = static_cast<float>(r.energy_std);
-  const Tensor energy = p.energy * scale + static_cast<float>(r.energy_mean);
-  return {std::sqrt(mean_square(energy, all.energy).item()), std::sqrt(mean_square(p.forces * scale, all.forces).item())};
+  for (size_t begin = 0; begin < clusters.size(); begin += kEvalChunk) {
+    const size_t end = std::min(clusters.size(), begin + static_cast<size_t>(kEvalChunk));
+    const Batch part = stack_clusters({clusters.begin() + static_cast<int64_t>(begin), clusters.begin() + static_cast<int64_t>(end)});
+    const EnergyForces p = energy_and_forces(*r.model, part.x, false);
+    const Tensor energy = p.energy * scale + static_cast<float>(r.energy_mean);
+    energy_sq += mean_square(energy, part.energy).item() * static_cast<double>(end - begin);
+    force_sq += mean_square(p.forces * scale, part.forces).item() * static_cast<double>(end - begin);
+  }
+  const double n = static_cast<double>(clusters.size());
+  return {std::sqrt(energy_sq / n), std::sqrt(force_sq / n)};
+}
+
+Errors baseline(const TrainResult& r, const std::vector<Cluster>& clusters) {
+  double e2 = 0, f2 = 0, components = 0;
+  for (const Cluster& k : clusters) {
+    e2 += (k.energy - r.energy_mean) * (k.energy - r.energy_mean);
+    for (float v : k.forces) f2 += static_cast<double>(v) * v, components += 1;
+  }
+  return {std::sqrt(e2 / static_cast<double>(clusters.size())), std::sqrt(f2 / components)};
+}
+
+double training_bytes_estimate(const TrainOptions& o, int64_t atoms) {
+  const double rows = static_cast<double>(std::max(o.batch, kEvalChunk)) * static_cast<double>(atoms * atoms);
+  // The (…, K) Gaussians and their offsets, kept by forward, by the recorded backward and again by
+  // the second backward's walk: about a dozen such tensors at once.
+  return 4.0 * rows * (12.0 * static_cast<double>(o.model.radial) + 40.0);
 }
 
 Cluster predict(const TrainResult& r, const std::vector<float>& positions) {

@@ -37,8 +37,18 @@ struct TrainResult {
 
 TrainResult train(const std::vector<Cluster>& train_set, const std::vector<Cluster>& test_set, const TrainOptions& o);
 
-// The model's errors on `clusters`, its energies mapped back through the training scaling.
+// The model's errors on `clusters`, its energies mapped back through the training scaling. The
+// clusters go through the model kEvalChunk at a time.
+constexpr int64_t kEvalChunk = 256;
 Errors evaluate(const TrainResult& r, const std::vector<Cluster>& clusters);
+
+// What knowing nothing of the positions gives on `clusters`: r's mean training energy, zero forces.
+Errors baseline(const TrainResult& r, const std::vector<Cluster>& clusters);
+
+// About the bytes training takes with clusters of `atoms` atoms: the (B, N, N, K) distance
+// features and what the two backward passes keep of them, for a batch or an evaluation chunk,
+// whichever is larger. An estimate, to refuse before anything is allocated.
+double training_bytes_estimate(const TrainOptions& o, int64_t atoms);
 
 // The model's energy (ε) and forces (N·3) for one cluster.
 Cluster predict(const TrainResult& r, const std::vector<float>& positions);

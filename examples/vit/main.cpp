@@ -154,10 +154,10 @@ int cmd_bench(const Args& a) {
   const qkv::examples::StepTimes t = qkv::examples::time_steps(step, a.integer_in("warmup-steps", 0, 10000),
                                                                a.integer_in("bench-steps", 1, 100'000), a.flag("profile") ? 3 : 0);
   std::printf("config=vit threads=%d ms_per_step=%.2f images_per_s=%.0f peak_rss_mib=%.0f cpu_ms_per_step=%.2f %s "
-              "parameters=%lld matmul=%s\n",
+              "parameters=%lld matmul=%s recompute=%s\n",
               qkv::get_num_threads(), 1e3 * t.wall, static_cast<double>(B) / t.wall, t.peak_rss_mib, 1e3 * t.cpu,
               qkv::examples::flop_figures(t).c_str(), static_cast<long long>(model.num_parameters()),
-              config.matmul.c_str());
+              config.matmul.c_str(), config.model.recompute ? "true" : "false");
   return 0;
 }
 

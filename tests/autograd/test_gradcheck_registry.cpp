@@ -81,29 +81,6 @@ std::vector<std::string> op_names_in(const std::string& s) {
   return names;
 }
 
-// Checks one entry: an op with respect to its inputs, a module with respect to its inputs and its
-// parameters. With `strided`, inputs reach the op through non-contiguous views.
-GradcheckResult check_entry(const GradcheckEntry& e, bool strided) {
-  auto with_layout = [strided](const std::function<Tensor(const Inputs&)>& fn) {
-    return [strided, fn](const Inputs& xs) {
-      if (!strided) return fn(xs);
-      Inputs views;
-      for (const Tensor& x : xs) views.push_back(non_contiguous(x));
-      return fn(views);
-    };
-  };
-  if (e.fn) return gradcheck(with_layout(e.fn), make_inputs(e), e.options);
-  manual_seed(seed_of(e.name));
-  const ModuleCheck mc = e.make_module();
-  const Inputs xs = make_inputs(e);
-  std::vector<Tensor> checked;
-  for (const Tensor& x : xs)
-    if (x.requires_grad()) checked.push_back(x);
-  for (const Tensor& p : mc.module->parameters()) checked.push_back(p);
-  const auto fn = with_layout(mc.fn);
-  return gradcheck_tensors([&] { return fn(xs); }, checked, e.options);
-}
-
 // Entries whose second derivatives are checked with a larger atol, and why. In float32 the first
 // gradient of a deep model carries rounding noise of about 1e-5, which the finite differences
 // (divided by 2ε = 0.02) turn into ~1e-3 in the numeric second derivative.
@@ -116,9 +93,11 @@ const std::map<std::string, std::pair<float, const char*>>& looser_twice() {
   return entries;
 }
 
-// The same entry through gradgradcheck: its second derivatives and its gradient's dependence on the
-// output gradient, against finite differences of the first gradient.
-GradcheckResult check_entry_twice(const GradcheckEntry& e, bool strided) {
+// Checks one entry: an op with respect to its inputs, a module with respect to its inputs and its
+// parameters; with `twice`, through gradgradcheck (its second derivatives, and its gradient's
+// dependence on the output gradient). With `strided`, inputs reach the op through non-contiguous
+// views.
+GradcheckResult check_entry(const GradcheckEntry& e, bool strided, bool twice = false) {
   auto with_layout = [strided](const std::function<Tensor(const Inputs&)>& fn) {
     return [strided, fn](const Inputs& xs) {
       if (!strided) return fn(xs);
@@ -128,8 +107,8 @@ GradcheckResult check_entry_twice(const GradcheckEntry& e, bool strided) {
     };
   };
   GradcheckOptions o = e.options;
-  if (const auto it = looser_twice().find(e.name); it != looser_twice().end()) o.atol = it->second.first;
-  if (e.fn) return gradgradcheck(with_layout(e.fn), make_inputs(e), o);
+  if (const auto it = looser_twice().find(e.name); twice && it != looser_twice().end()) o.atol = it->second.first;
+  if (e.fn) return twice ? gradgradcheck(with_layout(e.fn), make_inputs(e), o) : gradcheck(with_layout(e.fn), make_inputs(e), o);
   manual_seed(seed_of(e.name));
   const ModuleCheck mc = e.make_module();
   const Inputs xs = make_inputs(e);
@@ -138,7 +117,8 @@ GradcheckResult check_entry_twice(const GradcheckEntry& e, bool strided) {
     if (x.requires_grad()) checked.push_back(x);
   for (const Tensor& p : mc.module->parameters()) checked.push_back(p);
   const auto fn = with_layout(mc.fn);
-  return gradgradcheck_tensors([&] { return fn(xs); }, checked, o);
+  const auto run = [&] { return fn(xs); };
+  return twice ? gradgradcheck_tensors(run, checked, o) : gradcheck_tensors(run, checked, o);
 }
 
 Tensor run_entry(const GradcheckEntry& e) {
@@ -188,7 +168,7 @@ TEST_CASE("gradgradcheck registry: every entry is twice differentiable, in both 
       CAPTURE(reference);
       GradcheckResult r;
       try {
-        r = check_entry_twice(e, false);
+        r = check_entry(e, false, /*twice=*/true);
       } catch (const std::exception& ex) {
         r.ok = false;
         r.message = ex.what();

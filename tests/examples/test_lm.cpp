@@ -17,6 +17,7 @@
 #include "tensor/error.h"
 #include "tensor/random.h"
 #include "tensor/reference_mode.h"
+#include "graph_testing.h"
 #include "thread_testing.h"
 
 using namespace lm;
@@ -228,15 +229,9 @@ TEST_CASE("--recompute: the blocks' activations recomputed in backward give the 
     const qkv::IndexTensor in(std::vector<int64_t>(ids.begin(), ids.begin() + 32), {2, 16});
     const qkv::IndexTensor out(std::vector<int64_t>(ids.begin() + 2, ids.end()), {32});
     qkv::manual_seed(5);
-    qkv::nn::functional::cross_entropy(model.forward(in).reshape({32, 23}), out).backward();
-    std::vector<std::vector<float>> grads;
-    for (const qkv::Tensor& p : model.parameters()) grads.push_back(p.grad().to_vector());
-    return grads;
+    return qkv::testing::gradients_after(model.parameters(), [&] {
+      qkv::nn::functional::cross_entropy(model.forward(in).reshape({32, 23}), out).backward();
+    });
   };
-  const auto kept = gradients(false), recomputed = gradients(true);
-  REQUIRE(kept.size() == recomputed.size());
-  for (size_t i = 0; i < kept.size(); ++i) {
-    CAPTURE(i);
-    CHECK(kept[i] == recomputed[i]);
-  }
+  CHECK(gradients(false) == gradients(true));
 }

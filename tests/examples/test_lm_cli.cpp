@@ -375,5 +375,26 @@ TEST_CASE("lm --matmul medium is part of the run: kept in config.json, resumed i
                                               "2", "--layers", "1", "--ffn-hidden", "32"});
   REQUIRE_MESSAGE(bench.exit_code == 0, bench.errors);
   CHECK(bench.output.find(" of_peak=") != std::string::npos);
-  CHECK(bench.output.find(" matmul=medium\n") != std::string::npos);
+  CHECK(bench.output.find(" matmul=medium recompute=false\n") != std::string::npos);
+}
+
+TEST_CASE("lm bench times recomputed steps, says so, and reads every option before any work") {
+  const std::vector<std::string> tiny = {"--context", "16", "--d-model", "16", "--heads", "2", "--layers", "2",
+                                         "--ffn-hidden", "32", "--bench-steps", "1", "--warmup-steps", "0"};
+  std::vector<std::string> step = {"bench", "--what", "step", "--recompute"};
+  step.insert(step.end(), tiny.begin(), tiny.end());
+  const auto r = run_program(kLmProgram, step);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.errors);
+  CHECK(r.output.find(" recompute=true\n") != std::string::npos);
+  std::vector<std::string> sample = {"bench", "--what", "sample", "--recompute", "--tokens", "2"};
+  sample.insert(sample.end(), tiny.begin(), tiny.end());
+  const auto s = run_program(kLmProgram, sample);
+  CHECK(s.exit_code == 1);
+  CHECK(s.errors == "lm: --recompute acts on training steps; --what sample times sampling alone\n");
+  std::vector<std::string> both = {"bench", "--what", "both", "--tokens", "-1"};
+  both.insert(both.end(), tiny.begin(), tiny.end());
+  const auto b = run_program(kLmProgram, both);
+  CHECK(b.exit_code == 1);
+  CHECK(b.output.empty());  // refused before the steps were timed
+  CHECK(b.errors.find("--tokens") != std::string::npos);
 }

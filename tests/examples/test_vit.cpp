@@ -14,6 +14,7 @@
 #include "examples/vit/model.h"
 #include "examples/vit/train.h"
 #include "gradcheck_registry.h"
+#include "graph_testing.h"
 #include "io/scratch_dir.h"
 #include "nn/functional/loss.h"
 #include "nn/init.h"
@@ -351,15 +352,9 @@ TEST_CASE("--recompute: the blocks' activations recomputed in backward give the 
     qkv::Generator gen(4);
     const qkv::Tensor x = qkv::randn({5, m.num_patches(), m.patch * m.patch}, false, &gen);
     qkv::manual_seed(6);  // the same dropout draws
-    qkv::nn::functional::cross_entropy(model.forward(x), qkv::IndexTensor{0, 2, 1, 1, 0}).backward();
-    std::vector<std::vector<float>> grads;
-    for (const qkv::Tensor& p : model.parameters()) grads.push_back(p.grad().to_vector());
-    return grads;
+    return qkv::testing::gradients_after(model.parameters(), [&] {
+      qkv::nn::functional::cross_entropy(model.forward(x), qkv::IndexTensor{0, 2, 1, 1, 0}).backward();
+    });
   };
-  const auto kept = gradients(false), recomputed = gradients(true);
-  REQUIRE(kept.size() == recomputed.size());
-  for (size_t i = 0; i < kept.size(); ++i) {
-    CAPTURE(i);
-    CHECK(kept[i] == recomputed[i]);
-  }
+  CHECK(gradients(false) == gradients(true));
 }

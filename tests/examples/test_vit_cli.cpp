@@ -241,5 +241,5 @@ TEST_CASE("vit --matmul medium is part of the run: kept in config.json and refus
                                                "--d-model", "16", "--heads", "2", "--layers", "1", "--ffn-hidden", "32",
                                                "--batch", "8"});
   REQUIRE_MESSAGE(bench.exit_code == 0, bench.errors);
-  CHECK(bench.output.find(" matmul=medium\n") != std::string::npos);
+  CHECK(bench.output.find(" matmul=medium recompute=false\n") != std::string::npos);
 }
