@@ -56,8 +56,8 @@ BackwardContext reuse_allowed(const Node& node, const std::vector<bool>& needs, 
 // Under create_graph the gradient is a tensor of the new graph and is summed out of place (an
 // in-place add would be an edit of a recorded tensor).
 void accumulate_into_leaf(TensorImpl& leaf, Tensor grad, bool create_graph) {
-  if (create_graph)
-    leaf.grad = (leaf.grad ? Tensor(leaf.grad) + grad : grad).shared_impl();
+  if (create_graph)  // a gradient someone else holds is copied (recorded) before it becomes .grad()
+    leaf.grad = (leaf.grad ? Tensor(leaf.grad) + grad : sole_owner(grad) ? grad : grad.clone()).shared_impl();
   else if (leaf.grad)
     Tensor(leaf.grad).add_(grad);
   else
@@ -75,25 +75,25 @@ std::vector<std::shared_ptr<Node>> topological_order(const std::vector<std::shar
   std::vector<std::pair<Node*, size_t>> stack;  // a node and the next input to visit
   std::vector<std::shared_ptr<Node>> owners;    // keeps the nodes on the stack alive
   for (const std::shared_ptr<Node>& root : roots) {
-  if (root->visit_mark == mark) continue;
-  root->visit_mark = mark;
-  stack.emplace_back(root.get(), 0);
-  owners.push_back(root);
-  while (!stack.empty()) {
-    auto& [node, next] = stack.back();
-    if (next < node->inputs.size() && !stop(node)) {
-      const std::shared_ptr<Node>& child = node->inputs[next++].node;
-      if (child && child->visit_mark != mark) {
-        child->visit_mark = mark;
-        stack.emplace_back(child.get(), 0);
-        owners.push_back(child);
+    if (root->visit_mark == mark) continue;
+    root->visit_mark = mark;
+    stack.emplace_back(root.get(), 0);
+    owners.push_back(root);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->inputs.size() && !stop(node)) {
+        const std::shared_ptr<Node>& child = node->inputs[next++].node;
+        if (child && child->visit_mark != mark) {
+          child->visit_mark = mark;
+          stack.emplace_back(child.get(), 0);
+          owners.push_back(child);
+        }
+      } else {
+        post_order.push_back(std::move(owners.back()));
+        owners.pop_back();
+        stack.pop_back();
       }
-    } else {
-      post_order.push_back(std::move(owners.back()));
-      owners.pop_back();
-      stack.pop_back();
     }
-  }
   }
   std::reverse(post_order.begin(), post_order.end());
   return post_order;
@@ -111,7 +111,10 @@ void check_saved_versions(const Node& node) {
 void release(Node& node) {
   node.saved.clear();
   node.saved_versions.clear();
+  node.saved_from.clear();
+  node.saved_graph.clear();
   node.backward = nullptr;
+  node.graph_backward = nullptr;
   node.inputs.clear();
   node.released = true;
 }
@@ -188,6 +191,9 @@ class Targets {
     }
   }
   bool accumulates() const { return mode_ == Mode::Accumulate; }
+  // backward_until in the middle of a grad() walk (a checkpoint recomputing in it): the leaves it
+  // reaches are the enclosing walk's to catch, or to leave alone, not to accumulate into.
+  Targets* enclosing = nullptr;
   bool leaf(const TensorImpl* t) const { return !at_leaf_.empty() && at_leaf_.count(t) != 0; }
   bool node(const Node* n) const { return !at_node_.empty() && at_node_.count(n) != 0; }
   void catch_at_leaf(const TensorImpl* t, const Tensor& g) { add(at_leaf_.at(t), g); }
@@ -254,6 +260,8 @@ void send_to_inputs(Node& node, std::vector<Tensor> grads, const std::vector<boo
       sum = sum.defined() ? sum + grads[i] : grads[i];
     } else if (targets.leaf(edge.leaf.get())) {
       targets.catch_at_leaf(edge.leaf.get(), grads[i]);
+    } else if (targets.enclosing) {
+      if (targets.enclosing->leaf(edge.leaf.get())) targets.enclosing->catch_at_leaf(edge.leaf.get(), grads[i]);
     } else if (targets.accumulates()) {
       accumulate_into_leaf(*edge.leaf, std::move(grads[i]), create_graph);
     }
@@ -267,11 +275,13 @@ void send_to_inputs(Node& node, std::vector<Tensor> grads, const std::vector<boo
 // because no gradient reached them), and call the hooks at zero.
 class LeafCountdown {
  public:
-  explicit LeafCountdown(const std::vector<std::shared_ptr<Node>>& order) {
+  // Counts the edges of the nodes that run (runs[j]): a stop's are another walk's to count.
+  LeafCountdown(const std::vector<std::shared_ptr<Node>>& order, const std::vector<bool>& runs) {
     if (detail::hook_count() == 0) return;  // nothing to count
-    for (const std::shared_ptr<Node>& node : order)
-      for (const Edge& edge : node->inputs)
-        if (edge.leaf && edge.leaf->hooks && !edge.leaf->hooks->hooks.empty()) ++remaining_[edge.leaf.get()];
+    for (size_t j = 0; j < order.size(); ++j)
+      if (runs[j])
+        for (const Edge& edge : order[j]->inputs)
+          if (edge.leaf && edge.leaf->hooks && !edge.leaf->hooks->hooks.empty()) ++remaining_[edge.leaf.get()];
   }
   // The node's edges have been walked: call the hooks of the leaves this completes.
   void walked(const Node& node) {
@@ -287,6 +297,9 @@ class LeafCountdown {
   std::unordered_map<const TensorImpl*, int64_t> remaining_;
 };
 
+// The Targets of the grad() walk whose backward functions are running on this thread, if any.
+thread_local Targets* collecting = nullptr;
+
 // The walk from `roots`, each seeded with its gradient, sending gradients where `targets` says.
 void walk(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds, const BackwardOptions& options,
           Targets& targets) {
@@ -295,10 +308,8 @@ void walk(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds, co
   const GradModeGuard grad_mode(create_graph);
   std::vector<std::shared_ptr<Node>> root_nodes;
   for (size_t r = 0; r < roots.size(); ++r) {
-    const std::shared_ptr<Node>& node = roots[r].grad_fn();
-    if (node) {
-      node->grad_sum = node->grad_sum.defined() ? node->grad_sum + seeds[r] : seeds[r];
-      root_nodes.push_back(node);
+    if (roots[r].grad_fn()) {
+      root_nodes.push_back(roots[r].grad_fn());
     } else if (targets.leaf(roots[r].impl())) {  // grad() of a leaf with respect to itself
       targets.catch_at_leaf(roots[r].impl(), seeds[r]);
     } else if (targets.accumulates()) {  // backward() on a leaf: its gradient is the seed itself
@@ -310,8 +321,31 @@ void walk(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds, co
   const std::vector<std::shared_ptr<Node>> order = topological_order(
       root_nodes, [&](const Node* n) { return targets.accumulates() && targets.node(n); });  // a stop
   const std::vector<bool> runs = targets.runs(order);
-  std::optional<LeafCountdown> countdown;
-  if (targets.accumulates()) countdown.emplace(order);
+  // Seeds go only where this walk takes them again: a root that leads to no target keeps none.
+  for (size_t r = 0; r < roots.size(); ++r) {
+    Node* node = roots[r].grad_fn().get();
+    if (!node) continue;
+    const size_t j = static_cast<size_t>(std::find_if(order.begin(), order.end(), [&](const auto& n) { return n.get() == node; }) - order.begin());
+    if (runs[j] || targets.node(node)) node->grad_sum = node->grad_sum.defined() ? node->grad_sum + seeds[r] : seeds[r];
+  }
+  // If backward throws, what this walk left in its nodes' sums must not join a later walk.
+  struct Sweep {
+    const std::vector<std::shared_ptr<Node>>& order;
+    const std::vector<bool>& runs;
+    const Targets& targets;
+    ~Sweep() {
+      for (size_t j = 0; j < order.size(); ++j)
+        if (runs[j] || targets.node(order[j].get())) order[j]->grad_sum = Tensor();
+    }
+  } sweep{order, runs, targets};
+  // The walk grad() is in the middle of, if any: backward_until hands it the leaves it reaches.
+  struct Collecting {
+    Targets* previous;
+    explicit Collecting(Targets* t) : previous(collecting) { collecting = t; }
+    ~Collecting() { collecting = previous; }
+  } scope(targets.accumulates() ? collecting : &targets);
+  const bool counts = targets.accumulates() && !targets.enclosing;  // grad() runs no hooks
+  LeafCountdown countdown(order, counts ? runs : std::vector<bool>(order.size(), false));
   if (observed()) detail::notify_backward_started(order);
   const bool observers_read_g = node_gradient_observed();
   for (size_t j = 0; j < order.size(); ++j) {
@@ -334,7 +368,7 @@ void walk(const std::vector<Tensor>& roots, const std::vector<Tensor>& seeds, co
         send_to_inputs(*node, std::move(grads), needs, create_graph, targets);
       }
     }
-    if (countdown) countdown->walked(*node);
+    if (runs[j]) countdown.walked(*node);
     if (runs[j] && !retain_graph) release(*node);
   }
 }
@@ -349,6 +383,7 @@ void backward(const Tensor& root, const Tensor& grad, const BackwardOptions& opt
 std::vector<Tensor> backward_until(const Tensor& root, const Tensor& grad, const std::vector<Tensor>& stops,
                                    const BackwardOptions& options) {
   Targets targets(stops, Targets::Mode::Accumulate);
+  targets.enclosing = collecting;
   walk({root}, {seed_gradient(root, grad)}, options, targets);
   return std::move(targets.caught());
 }

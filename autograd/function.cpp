@@ -100,7 +100,9 @@ BackwardFn composed_backward(ReferenceFn reference, std::vector<int> input_at) {
       const Tensor value = unused ? zeros(ctx.node->inputs[i].shape) : ctx.saved[static_cast<size_t>(input_at[i])];
       if (!value.defined()) continue;  // an input the op was given undefined (no bias)
       inputs[i] = ctx.node->attach_input(i, value.detach());
-      if (ctx.needs[i]) {
+      // Every attached input, wanted or not, is a stop: the walk below never leaves the
+      // reference's graph (a parameter that needs no gradient here must not receive one).
+      if (inputs[i].requires_grad()) {
         inputs[i] = identity(inputs[i]);
         wanted.push_back(inputs[i]);
         wanted_at.push_back(i);
@@ -113,7 +115,8 @@ BackwardFn composed_backward(ReferenceFn reference, std::vector<int> input_at) {
     BackwardOptions options;
     options.create_graph = true;
     const std::vector<Tensor> got = backward_until(out, g, wanted, options);
-    for (size_t k = 0; k < wanted.size(); ++k) grads[wanted_at[k]] = got[k];
+    for (size_t k = 0; k < wanted.size(); ++k)
+      if (ctx.needs[wanted_at[k]]) grads[wanted_at[k]] = got[k];
     return grads;
   };
 }

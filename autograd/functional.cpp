@@ -119,7 +119,7 @@ Tensor checkpoint(const TensorsFn& fn, const std::vector<Tensor>& inputs) {
   Tensor out;
   {
     const NoGradGuard no_grad;  // nothing inside fn is recorded, so nothing inside it is kept
-    out = fn(inputs);
+    out = fn(inputs).detach();  // a tensor of its own, even when fn returns one it was given
   }
   const auto recompute = [fn, before](const Tensor& g, const autograd::BackwardContext& ctx,
                                       bool create_graph) -> std::vector<Tensor> {

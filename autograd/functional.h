@@ -42,7 +42,11 @@ FunctionalResult jvp(const TensorsFn& f, const std::vector<Tensor>& inputs, cons
 // (with grad mode on, and the default generator where it stood, so dropout draws the same mask)
 // and sends the gradients on, to the inputs and to whatever fn reads (a module's parameters).
 // The gradients are those of fn itself, to the bit. Under create_graph the recomputed graph is
-// differentiated with create_graph too.
+// differentiated with create_graph too; under qkv::grad, what fn reads besides its inputs gets its
+// gradient there if it was asked for, and nowhere else. fn must compute the same thing twice: state
+// other than the default generator (a module's own generator, a counter of forwards such as
+// Performer's redraws) and parameters changed in place between forward and backward are not
+// restored or detected.
 Tensor checkpoint(const TensorsFn& fn, const std::vector<Tensor>& inputs);
 
 }  // namespace qkv

@@ -1,5 +1,7 @@
 #include "autograd/hooks.h"
 
+#include "autograd/grad_mode.h"
+
 #include <algorithm>
 #include <atomic>
 
@@ -56,6 +58,7 @@ void run_hooks(const std::shared_ptr<TensorImpl>& leaf) {
   // A copy: a hook may register or remove hooks.
   const std::vector<std::pair<uint64_t, PostAccumulateGradHook>> hooks = leaf->hooks->hooks;
   const Tensor t(leaf);
+  const NoGradGuard no_grad;  // as hooks.h promises, even in a backward that records a graph
   for (const auto& [id, hook] : hooks) hook(t);
 }
 

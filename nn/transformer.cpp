@@ -4,7 +4,6 @@
 
 #include <cmath>
 
-#include "autograd/functional.h"
 #include "autograd/grad_mode.h"
 #include "nn/functional/banded_attention.h"
 #include "tensor/error.h"

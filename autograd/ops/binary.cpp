@@ -90,7 +90,11 @@ Tensor Tensor::pow(const Tensor& exponent) const {
       [](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &a = ctx.saved[0], &b = ctx.saved[1], &y = ctx.saved[2];
         Tensor ga, gb;
-        if (ctx.needs[0]) ga = (g * b * a.pow(b - 1.0f)).masked_fill(b.eq(0.0f), 0.0f).sum_to(a.shape());
+        // b = 0 gives 0 (as above), with a stand-in exponent so that 0^-1 = inf never enters the graph
+        if (ctx.needs[0]) {
+          const Tensor none = b.eq(0.0f);
+          ga = (g * b * a.pow(b.masked_fill(none, 1.0f) - 1.0f)).masked_fill(none, 0.0f).sum_to(a.shape());
+        }
         if (ctx.needs[1]) {
           const Tensor zero = a.eq(0.0f);  // ln a taken as 0 there, as above: a stand-in of 1
           gb = (g * y * a.masked_fill(zero, 1.0f).log()).masked_fill(zero, 0.0f).sum_to(b.shape());

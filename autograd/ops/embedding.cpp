@@ -58,8 +58,9 @@ Tensor embedding(const IndexTensor& ids, const Tensor& weight, std::optional<int
     for (int64_t j = begin; j < end; ++j) std::copy(w.data() + id[j] * D, w.data() + (id[j] + 1) * D, out.data() + j * D);
   });
   // The ids are copied: a caller may refill its id buffer with the next batch before backward.
+  const IndexTensor kept = ids.clone();
   return op.record(out, {weight}, {},
-      [ids = ids.clone(), pad = padding_idx.value_or(-1), V, D, N](const Tensor& g, const autograd::BackwardContext&)
+      [ids = kept, pad = padding_idx.value_or(-1), V, D, N](const Tensor& g, const autograd::BackwardContext&)
           -> std::vector<Tensor> {
         // In the forward pass this was out[j] = weight[ids[j]], so dweight[ids[j]] += dout[j].
         // A row read several times sums its gradients in j order; threads split the columns, so
@@ -77,7 +78,7 @@ Tensor embedding(const IndexTensor& ids, const Tensor& weight, std::optional<int
         });
         return {dw};
       },
-      [ids = ids.clone(), pad = padding_idx.value_or(-1), V, D, N](const Tensor& g, const autograd::BackwardContext&)
+      [ids = kept, pad = padding_idx.value_or(-1), V, D, N](const Tensor& g, const autograd::BackwardContext&)
           -> std::vector<Tensor> {
         // dweight = index_add of g's rows at the ids, the padding row's left out.
         const IndexTensor flat = ids.reshape({N});

@@ -69,13 +69,13 @@ Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h) {
 namespace {
 
 // gru_sequence's rule under create_graph: its reference differentiated, from the saved gi (5), h0
-// (0) and W_hh (1); b_hh's value does not enter the gradient.
+// (0), W_hh (1) and b_hh (6).
 autograd::BackwardFn sequence_graph_rule(bool reverse) {
   return autograd::composed_backward(
       [reverse](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
         return gru_sequence_reference(in[0], in[1], in[2], in[3], reverse);
       },
-      {5, 0, 1, autograd::kValueUnused});
+      {5, 0, 1, 6});
 }
 
 }  // namespace
@@ -129,7 +129,7 @@ Tensor gru_sequence(const Tensor& gi, const Tensor& h0, const Tensor& w_hh, cons
   autograd::add_flops(2 * T * B * G * H);  // the products h_{t-1}·W_hhᵀ (the gates are not counted)
   if (!keep) return out;
 
-  return op.record(out, {gi, h0, w_hh, b_hh}, {hc0, w, out, gh, gates, gic},
+  return op.record(out, {gi, h0, w_hh, b_hh}, {hc0, w, out, gh, gates, gic, b},
       [T, B, H, G, time_of](const Tensor& g, const BackwardContext& ctx) -> Grads {
         const Tensor &h0s = ctx.saved[0], &ws = ctx.saved[1], &hs = ctx.saved[2], &ghs = ctx.saved[3],
                      &gates_s = ctx.saved[4];

@@ -119,7 +119,8 @@ Tensor Tensor::gather(int64_t dim, const IndexTensor& index) const {
   Tensor out = Tensor::empty(index.shape());
   for (size_t flat = 0; flat < src_offset.size(); ++flat) out.data()[flat] = x.data()[src_offset[flat]];
   return op.record(out, {*this}, {},
-      [index, d, in_shape = shape()](const Tensor& g, const BackwardContext&) -> Grads {
+      [index = index.clone(), d, in_shape = shape()](const Tensor& g, const BackwardContext&) -> Grads {
+        // A copy: the caller may refill its index before backward.
         return {scatter_add(in_shape, d, index, g)};
       });
 }
@@ -130,6 +131,11 @@ Tensor scatter_add(const Shape& shape, int64_t dim, const IndexTensor& index, co
   if (src.shape() != index.shape())
     throw ShapeError("scatter_add: src of shape " + shape_str(src.shape()) + " must have the index's shape " +
                      shape_str(index.shape()));
+  bool fits = index.dim() == static_cast<int64_t>(shape.size());
+  for (int64_t k = 0; fits && k < index.dim(); ++k) fits = k == d || index.shape()[k] <= shape[k];
+  if (!fits)
+    throw ShapeError("scatter_add: index of shape " + shape_str(index.shape()) + " does not fit the output's shape " +
+                     shape_str(shape) + " (as many dims, none larger outside dim " + std::to_string(d) + ")");
   check_range(index, shape[d], op.name(), d);
   Tensor out = zeros(shape);
   const std::vector<int64_t> at = picked_offsets(out.strides(), d, index);

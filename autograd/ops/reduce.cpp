@@ -145,9 +145,11 @@ Tensor Tensor::norm(float p, std::vector<int64_t> dims, bool keepdim) const {
       },
       [p, rd, keep_shape = y.shape()](const Tensor& g, const BackwardContext& ctx) -> Grads {
         // The same, with the norm computed again from the attached x, so that it is differentiated
-        // too; 1 stands in for a zero norm (and |x| for x = 0), whose gradient is taken as 0.
+        // too; 1 stands in for a zero norm, whose gradient is taken as 0, and for p < 2 for x = 0,
+        // where |x|^(p-1) has no derivative (for p >= 2 it is smooth there, and x = 0 stays in).
         const Tensor& x = ctx.saved[0];
-        const Tensor n = x.norm(p, rd, true), zero = n.eq(0.0f) + x.eq(0.0f);
+        const Tensor n = x.norm(p, rd, true);
+        const Tensor zero = p < 2.0f ? n.eq(0.0f) + x.eq(0.0f) : n.eq(0.0f) + zeros_like(x);
         const Tensor ratio = x.masked_fill(zero, 1.0f) / n.masked_fill(n.eq(0.0f), 1.0f);
         const Tensor d = p == 2.0f ? ratio : (x.gt(0.0f) - x.lt(0.0f)) * ratio.abs().pow(p - 1.0f);
         return {(g.reshape(keep_shape) * d).masked_fill(zero, 0.0f)};

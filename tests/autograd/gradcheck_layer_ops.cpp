@@ -30,6 +30,10 @@ QKV_GRADCHECK("gru_sequence", {In::normal({3, 2, 6}), In::normal({2, 2}), In::no
               [](X x) { return gru_sequence(x[0], x[1], x[2], x[3]); });
 QKV_GRADCHECK("gru_sequence reverse without bias", {In::normal({4, 2, 6}), In::normal({2, 2}), In::normal({6, 2})},
               [](X x) { return gru_sequence(x[0], x[1], x[2], Tensor(), /*reverse=*/true); });
+// A bias that needs no gradient still enters the gates (and the rule create_graph runs).
+QKV_GRADCHECK("gru_sequence with a fixed bias",
+              {In::normal({3, 2, 6}), In::normal({2, 2}), In::normal({6, 2}), In::normal({6}).no_grad()},
+              [](X x) { return gru_sequence(x[0], x[1], x[2], x[3]); });
 QKV_GRADCHECK("gru_sequence of one step", {In::normal({1, 3, 9}), In::normal({3, 3}), In::normal({9, 3}), In::normal({9})},
               [](X x) { return gru_sequence(x[0], x[1], x[2], x[3]); });
 QKV_GRADCHECK("masked_softmax with a length per example", {In::normal({2, 3, 5})},

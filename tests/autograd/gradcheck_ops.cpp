@@ -83,6 +83,9 @@ QKV_GRADCHECK("sum dims keepdim", {In::normal({2, 3, 4})}, [](X x) { return x[0]
 QKV_GRADCHECK("mean", {In::normal({2, 3, 4})}, [](X x) { return x[0].mean({-1}).exp(); });
 QKV_GRADCHECK("var", {In::normal({3, 5})}, [](X x) { return x[0].var({1}); });
 QKV_GRADCHECK("norm 2", {In::normal({3, 4})}, [](X x) { return x[0].norm(2.0f, {1}); });
+// An element at 0: the 2-norm is smooth there, and its second derivative must see it.
+QKV_GRADCHECK("norm 2 with a zero", {In::fixed({2, 3}, {0.0f, 0.7f, -1.2f, 0.4f, 0.0f, 0.9f})},
+              [](X x) { return x[0].norm(2.0f, {1}); });
 QKV_GRADCHECK("norm 1", {In::away_from_zero({3, 4})}, [](X x) { return x[0].norm(1.0f); });
 QKV_GRADCHECK("norm 3", {In::away_from_zero({3, 4})}, [](X x) { return x[0].norm(3.0f, {0}, true); });
 QKV_GRADCHECK("norm inf", {In::fixed({2, 3}, {0.5f, -2, 1, 0.3f, 0.1f, -0.9f})}, [](X x) { return x[0].norm(INFINITY, {1}); });

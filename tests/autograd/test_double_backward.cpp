@@ -6,9 +6,12 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "autograd/hooks.h"
+#include "autograd/ops/layer_norm.h"
 #include "autograd/ops/map.h"
 #include "graph_testing.h"
 #include "qkv.h"
+#include "tensor/reference_mode.h"
 
 using namespace qkv;
 
@@ -81,6 +84,66 @@ TEST_CASE("grad leaves nothing behind in the nodes it does not walk") {
   // dy/dw[i][j] = tanh(c_j), for each row i
   const float t0 = std::tanh(0.5f), t1 = std::tanh(-1.0f);
   check_close(w.grad().to_vector(), {t0, t1, t0, t1}, 1e-6f);
+}
+
+TEST_CASE("grad leaves no seed behind in an output that leads to none of its inputs") {
+  Tensor w = tensor({3.0f}, true);
+  const Tensor x = tensor({2.0f}, true);
+  const Tensor a = (x * x).sum(), b = (w * w).sum();
+  BackwardOptions keep;
+  keep.retain_graph = true;
+  CHECK(grad({a, b}, {x}, {}, keep)[0].item() == 4.0f);
+  b.backward();
+  CHECK(w.grad().item() == 6.0f);  // 2w, not twice that
+}
+
+TEST_CASE("grad with respect to some inputs, through fused ops and checkpoint, touches no .grad() and matches backward") {
+  // A layer norm, attention and a GRU (fused in the fast mode), and a checkpointed block: grad()
+  // with respect to x alone gives backward's x.grad(), and the parameters' .grad() stay undefined.
+  manual_seed(4);
+  nn::TransformerEncoderBlock block(nn::TransformerBlockOptions{.num_hiddens = 8, .ffn_num_hiddens = 16,
+                                                                .num_heads = 2, .dropout = 0.0f});
+  nn::GRU gru(8, 4);
+  const Tensor x0 = randn({2, 3, 8});
+  for (const bool reference : {false, true})
+    for (const bool recompute : {false, true}) {
+      CAPTURE(reference);
+      CAPTURE(recompute);
+      const ReferenceModeGuard mode(reference);
+      const auto loss_of = [&](const Tensor& x) {
+        const auto body = [&](const std::vector<Tensor>& in) { return block.forward(in[0], IndexTensor{3, 2}); };
+        const Tensor h = recompute ? checkpoint(body, {x}) : body({x});
+        return (gru.forward(h.transpose(0, 1)).output.tanh() * 0.5f).sum();
+      };
+      Tensor x = x0.clone().requires_grad_(true);
+      loss_of(x).backward();
+      const std::vector<float> want = x.grad().to_vector();
+      block.zero_grad();
+      gru.zero_grad();
+      const Tensor fresh = x0.clone().requires_grad_(true);
+      for (const bool twice : {false, true}) {
+        BackwardOptions o;
+        o.create_graph = twice;
+        check_close(grad({loss_of(fresh)}, {fresh}, {}, o)[0].to_vector(), want, 1e-5f);
+        for (const Tensor& p : block.parameters()) CHECK_FALSE(p.grad().defined());
+        for (const Tensor& p : gru.parameters()) CHECK_FALSE(p.grad().defined());
+      }
+    }
+}
+
+TEST_CASE("create_graph gives each leaf a .grad() of its own") {
+  // a + b sends the same gradient to both leaves: an in-place change of one must not reach the other.
+  Tensor a = tensor({1.0f, 2.0f}, true), b = tensor({3.0f, 4.0f}, true);
+  (a + b).sum().backward({}, create_graph());
+  {
+    const NoGradGuard no_grad;
+    a.grad().detach().mul_(5.0f);
+  }
+  CHECK(b.grad().to_vector() == std::vector<float>{1.0f, 1.0f});
+  // pow's second derivative at a = 0 with exponent 0 is 0, not 0·∞
+  const Tensor base = tensor({0.0f, 1.0f}, true), e = tensor({0.0f, 2.0f}, true);
+  const Tensor d = grad({base.pow(e).sum()}, {base}, {}, create_graph())[0];
+  for (float v : grad({d.sum()}, {base, e})[1].to_vector()) CHECK(std::isfinite(v));
 }
 
 TEST_CASE("backward with create_graph leaves differentiable gradients in .grad()") {
@@ -197,4 +260,25 @@ TEST_CASE("checkpoint keeps only its inputs: the graph holds no activation of th
   CHECK(recomputed.grad_fn_name() == "checkpoint");
   CHECK(recomputed.grad_fn()->saved_bytes() == 64 * 64 * 4);  // x alone
   CHECK(recomputed.grad_fn()->inputs.size() == 1);
+}
+
+TEST_CASE("under create_graph a parameter's gradient hook runs once, with its whole gradient, in both modes") {
+  // Layer norm's rule there differentiates its reference in a walk of its own, which stops at the
+  // parameters: their hooks are the outer walk's to run.
+  for (const bool reference : {false, true}) {
+    CAPTURE(reference);
+    const ReferenceModeGuard mode(reference);
+    Tensor w = ones({4}, true), x = randn({3, 4}, true);
+    int calls = 0;
+    std::vector<float> seen;
+    const auto handle = autograd::register_post_accumulate_grad_hook(w, [&](const Tensor& t) {
+      ++calls;
+      CHECK_FALSE(is_grad_enabled());
+      seen = t.grad().to_vector();
+    });
+    const Tensor y = (layer_norm(x, w, Tensor(), 1e-5f) * x).sum();
+    y.backward({}, create_graph());
+    CHECK(calls == 1);
+    CHECK(seen == w.grad().to_vector());
+  }
 }
