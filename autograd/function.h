@@ -30,6 +30,11 @@
 //
 // A fused op passes composed_backward(its composed reference): the reference is run again from the
 // saved inputs and differentiated, so what the fast path fused the graph spells out.
+//
+// A buffer backward without graph_backward is refused under create_graph when the gradient g it
+// receives requires grad (its result then cannot, having been computed outside the graph); at the
+// start of a pass, where g is the constant seed, it cannot be told from a rule whose result is
+// constant. gradgradcheck over the registry is what proves an op's rules: give every new op an entry.
 #pragma once
 
 #include <functional>
