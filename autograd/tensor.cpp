@@ -57,6 +57,8 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   autograd::backward(*this, gradient, options);
 }
 
+// With create_graph a leaf's .grad() is a graph that may lead back to the leaf itself (a reference
+// cycle, as in PyTorch): zero_grad() frees it; qkv::grad, which fills no .grad(), makes none.
 void Tensor::backward(const Tensor& gradient, const BackwardOptions& options) const {
   autograd::backward(*this, gradient, options);
 }
