@@ -209,12 +209,11 @@ class Targets {
       for (size_t j = 0; j < order.size(); ++j) runs[j] = !node(order[j].get());
       return runs;
     }
-    std::unordered_map<const Node*, bool> leads;
     for (size_t j = order.size(); j-- > 0;) {
       bool any = order[j]->released;  // its edges are gone: run it, so that backward says why
       for (const Edge& e : order[j]->inputs)
-        any = any || (e.leaf && leaf(e.leaf.get())) || (e.node && (node(e.node.get()) || leads[e.node.get()]));
-      leads[order[j].get()] = runs[j] = any;
+        any = any || (e.leaf && leaf(e.leaf.get())) || (e.node && (node(e.node.get()) || walked_.count(e.node.get())));
+      runs[j] = any;
       if (any) walked_.insert(order[j].get());
     }
     return runs;

@@ -73,7 +73,6 @@ FunctionalResult hvp_at(const std::function<Tensor()>& f, const std::vector<Tens
 }  // namespace
 
 FunctionalResult hvp(const TensorsFn& f, const std::vector<Tensor>& inputs, const std::vector<Tensor>& v) {
-  check_directions("hvp", inputs, v);
   const std::vector<Tensor> xs = fresh_leaves(inputs);
   return hvp_at([&] { return f(xs); }, xs, v);
 }
