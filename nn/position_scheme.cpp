@@ -1,6 +1,7 @@
 #include "nn/position_scheme.h"
 
 #include "nn/alibi.h"
+#include "nn/fourier_features.h"
 #include "nn/registry.h"
 #include "tensor/error.h"
 
@@ -101,6 +102,8 @@ Registry<PositionFactory> builtin_schemes() {
              std::make_shared<ClippedRelativePositionBias>(s.num_heads, 16));
        }},
       {"alibi", [](const PositionSizes& s) { return std::make_shared<ALiBi>(s.num_heads); }},
+      {"learned-fourier", [](const PositionSizes& s) { return std::make_shared<FourierPositions>(s, true); }},
+      {"random-fourier", [](const PositionSizes& s) { return std::make_shared<FourierPositions>(s, false); }},
   });
 }
 

@@ -139,6 +139,9 @@ class RelativeBiasPositions : public PositionScheme {
 //   relative   T5 buckets, bidirectional, 32 buckets up to distance 128 (T5's defaults)
 //   clipped    Shaw et al.'s clipping at distance 16 (33 buckets)
 //   alibi      ALiBi's fixed linear penalties (nn/alibi.h)
+//   learned-fourier, random-fourier
+//              Fourier features of the position with learned (Li et al. 2021) or random (Tancik
+//              et al. 2020) frequencies, through an MLP (nn/fourier_features.h)
 // position_scheme(name) throws ValueError naming the known ones for any other name. A scheme of a
 // user's own registers from the user's file (nn/registry.h):
 //   static const bool registered = nn::register_position_scheme("mine", factory);

@@ -85,8 +85,10 @@ TEST_CASE("each scheme acts in its one place") {
   const nn::PositionSizes sizes{.num_hiddens = 8, .num_heads = 2, .max_len = 16};
   const Tensor X = randn({1, 4, 8}), q = randn({1, 2, 4, 4});
   const IndexTensor offsets{-1, 0, 1};
-  const std::set<std::string> input{"sinusoidal", "learned"}, qk{"rotary"}, bias{"relative", "clipped", "alibi"};
-  const std::set<std::string> builtin{"none", "sinusoidal", "learned", "rotary", "relative", "clipped", "alibi"};
+  const std::set<std::string> input{"sinusoidal", "learned", "learned-fourier", "random-fourier"}, qk{"rotary"},
+      bias{"relative", "clipped", "alibi"};
+  const std::set<std::string> builtin{"none",     "sinusoidal", "learned", "rotary",         "relative",
+                                      "clipped",  "alibi",      "learned-fourier", "random-fourier"};
   for (const std::string& name : builtin) CHECK(nn::position_schemes().contains(name));
   for (const std::string& name : nn::position_scheme_names()) {
     CAPTURE(name);
@@ -190,3 +192,4 @@ QKV_ENCODER_GRADCHECK("rotary", window(1));
 QKV_ENCODER_GRADCHECK("relative", causal());
 QKV_ENCODER_GRADCHECK("clipped", window(2));
 QKV_ENCODER_GRADCHECK("alibi", full());
+QKV_ENCODER_GRADCHECK("learned-fourier", causal());
