@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "nn/init.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
 
@@ -18,6 +19,8 @@ FourierFeatures::FourierFeatures(const FourierFeaturesOptions& o) : options(o) {
   frequencies = o.learned ? register_parameter("frequencies", W) : register_buffer("frequencies", W, /*persistent=*/true);
   hidden = register_module("hidden", std::make_shared<Linear>(2 * o.frequencies, o.hidden));
   output = register_module("output", std::make_shared<Linear>(o.hidden, o.out));
+  init::normal_(output->weight, 0.0f, 0.02f);
+  init::zeros_(output->bias);
 }
 
 Tensor FourierFeatures::features(const Tensor& x) const {

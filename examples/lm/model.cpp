@@ -42,6 +42,21 @@ Tensor CharGPT::forward_step(const IndexTensor& ids, qkv::nn::KVCache& cache) {
   return qkv::nn::functional::linear(encoder->forward_step(embedding->forward(ids), cache), embedding->weight);
 }
 
+std::shared_ptr<CharGPT> with_context(const CharGPT& model, int64_t context) {
+  ModelConfig c = model.config;
+  c.context = context;
+  const qkv::nn::StateDict weights = model.state_dict();
+  auto out = std::make_shared<CharGPT>(c);
+  for (const auto& [name, tensor] : out->state_dict())
+    if (const auto it = weights.find(name); it != weights.end() && it->second.shape() != tensor.shape())
+      throw qkv::ValueError("a context of " + std::to_string(context) + " needs " + name + " of shape " +
+                            qkv::shape_str(tensor.shape()) + "; the model's is " + qkv::shape_str(it->second.shape()) +
+                            ", one row per position it was trained at");
+  out->load_state_dict(weights);
+  out->train(model.is_training());
+  return out;
+}
+
 int32_t sample_id(const float* logits, int64_t V, const SampleOptions& o, qkv::Generator& gen) {
   if (V < 2) throw qkv::ValueError("sample_id: " + std::to_string(V) + " ids; expected the unknown symbol and a character");
   if (o.temperature == 0.0) return static_cast<int32_t>(std::max_element(logits + 1, logits + V) - logits);

@@ -52,6 +52,13 @@ class CharGPT : public qkv::nn::Module {
   std::shared_ptr<qkv::nn::TransformerEncoder> encoder;
 };
 
+// The model with the same weights reading windows of up to `context` characters, longer or shorter
+// than those it trained on: the position schemes that are functions of the position (sinusoidal,
+// rotary, ALiBi, relative buckets, Fourier features, none) are rebuilt for the new length. A weight
+// whose shape depends on the context, a learned table's one row per position, is refused: ValueError
+// naming it, since it holds nothing for positions past its last row.
+std::shared_ptr<CharGPT> with_context(const CharGPT& model, int64_t context);
+
 struct SampleOptions {
   int64_t tokens = 500;      // characters to generate after the prompt
   double temperature = 1.0;  // 0: always the most likely character (greedy)

@@ -332,12 +332,14 @@ Config with_vocabulary(Config config, const Data& data, bool fresh) {
 }
 
 // A fresh run's baselines, computed and written to baselines.json (printed when verbose); a resumed
-// run's, read from there.
-BaselineBits baselines(const qkv::examples::RunDirectory& run, const Data& data, bool verbose) {
+// run's, read from there; none (ngram_order 0) without options.baselines.
+BaselineBits baselines(const qkv::examples::RunDirectory& run, const Data& data, const TrainOptions& o) {
   if (!run.writer()) return {};
   const fs::path file = run.dir() / "baselines.json";
   if (run.resume() && fs::exists(file))
     return BaselineBits::from_json(qkv::examples::parse_json_of(qkv::io::read_text_file(file, "lm"), file.string()), file.string());
+  if (!o.baselines) return {};
+  const bool verbose = o.verbose;
   const BaselineBits b = compute_baselines(data);
   if (verbose) {
     std::cout << "baselines on test, bits per character:\n";
@@ -416,6 +418,7 @@ TrainResult finish(TrainResult result, const qkv::examples::RunDirectory& run, c
                    const Meter& meter, double best, const TrainOptions& o) {
   result.tokens_per_second = static_cast<double>(meter.steps * config.batch * config.model.context) /
                              std::max(meter.steps_time.seconds(), 1e-9);
+  result.training_seconds = meter.steps_time.seconds();
   if (o.verbose) std::cout << "training steps: " << std::fixed << std::setprecision(0) << result.tokens_per_second << " characters/s\n";
   if (!run.writer()) return result;
   result.best_validation_bits = best;
@@ -427,7 +430,7 @@ TrainResult finish(TrainResult result, const qkv::examples::RunDirectory& run, c
               << "this model, non-overlapping windows" << std::right << std::fixed << std::setprecision(3)
               << result.test_bits << "\n  " << std::left << std::setw(kLabelWidth) << "this model, sliding window"
               << std::right << result.test_bits_sliding << "\n";
-    print_baselines(std::cout, result.baselines);
+    if (result.baselines.ngram_order > 0) print_baselines(std::cout, result.baselines);
   }
   return result;
 }
@@ -459,7 +462,7 @@ TrainResult train(Config config, const TrainOptions& o) {
   qkv::optim::WarmupLR schedule(*optimizer, state.config.warmup, state.config.steps);  // reads the base lr before a checkpoint
   run.open();
   describe(data, state.config, o);
-  TrainResult result{.baselines = baselines(run, data, o.verbose)};
+  TrainResult result{.baselines = baselines(run, data, o)};
   qkv::examples::TrainStep step(model, *optimizer, {o.ranks, static_cast<uint64_t>(state.config.seed), state.config.clip});
   int64_t k = state.load(model, *optimizer, o.ranks);
   schedule.set_last_step(k);

@@ -112,8 +112,11 @@ std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& 
 inline constexpr const char* kColumns[] = {"step", "train_bits_per_char", "validation_bits_per_char", "lr", "seconds"};
 using Evaluation = qkv::examples::MetricsRow<kColumns>;
 
-// The run directory, figures, what is printed and the ranks (examples/common/run_directory.h).
-using TrainOptions = qkv::examples::RunOptions;
+// The run directory, figures, what is printed and the ranks (examples/common/run_directory.h), and
+// whether a fresh run computes the baselines (baselines.json; without it lm eval prints none).
+struct TrainOptions : qkv::examples::RunOptions {
+  bool baselines = true;
+};
 
 // One step on a batch of windows, inputs (B, T) and targets (B·T): the mean cross-entropy of
 // predicting each target from the inputs up to it, backward, clipping, AdamW (TrainStep).
@@ -141,6 +144,7 @@ struct TrainResult {
   double best_validation_bits = 0, test_bits = 0, test_bits_sliding = 0;  // test: Scoring's two ways
   BaselineBits baselines;
   double tokens_per_second = 0;
+  double training_seconds = 0;  // of this call's steps
 };
 
 // A fresh run (options.resume false) or the continuation of the one in options.run_dir.

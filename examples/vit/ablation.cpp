@@ -7,6 +7,7 @@
 
 #include "examples/vit/figures.h"
 #include "io/file.h"
+#include "plot/plot.h"
 #include "tensor/error.h"
 
 namespace vit {
@@ -22,12 +23,70 @@ std::vector<std::string> split_names(const std::string& list) {
   return names;
 }
 
+std::vector<TestView> resolution_views(const ImageSet& test, int64_t patch) {
+  const auto size = [](int64_t rows, int64_t cols) { return std::to_string(rows) + "×" + std::to_string(cols); };
+  const int64_t pad = 2 * patch;
+  return {{size(test.rows, test.cols) + ", as trained", test},
+          {size(2 * test.rows, 2 * test.cols) + ", 2× upsampled", upsampled(test, 2)},
+          {size(test.rows + pad, test.cols + pad) + ", padded, item at (" + std::to_string(pad) + ", " +
+               std::to_string(pad) + ")",
+           padded(test, test.rows + pad, test.cols + pad, pad, pad)}};
+}
+
+namespace {
+
+// Test accuracy of a run's model at each view's size (the run's own evaluation: with its mirror
+// images where it was trained on them).
+std::vector<double> resolution_accuracies(const Run& run, const std::vector<TestView>& views) {
+  std::vector<double> accuracy;
+  for (const TestView& v : views) {
+    Config c = run.config;
+    c.model.rows = v.images.rows, c.model.cols = v.images.cols;
+    const std::shared_ptr<ViT> model = resized(*run.model, v.images.rows, v.images.cols);
+    accuracy.push_back(evaluate(*model, v.images, c).accuracy);
+  }
+  return accuracy;
+}
+
+void write_resolution(const std::vector<AblationRow>& rows, const std::vector<TestView>& views,
+                      const AblationOptions& o) {
+  std::ostringstream md;
+  md << "| positions |";
+  for (const TestView& v : views) md << " " << v.name << " |";
+  md << "\n|---|";
+  for (size_t i = 0; i < views.size(); ++i) md << "---|";
+  md << "\n" << std::fixed << std::setprecision(2);
+  qkv::plot::HeatmapSpec spec;
+  spec.rows = static_cast<int>(rows.size()), spec.cols = static_cast<int>(views.size());
+  for (const AblationRow& r : rows) {
+    md << "| " << r.scheme << " |";
+    for (const double a : r.resolution) {
+      md << " " << 100 * a << " % |";
+      spec.values.push_back(static_cast<float>(100 * a));
+    }
+    md << "\n";
+    spec.row_labels.push_back(r.scheme);
+  }
+  for (const TestView& v : views) spec.col_labels.push_back(v.name.substr(0, v.name.find(',')));
+  spec.title = "Test accuracy (%) by the size of the test images";
+  spec.x_label = "test images";
+  spec.y_label = "positions";
+  spec.annotate = true;
+  spec.annotate_decimals = 1;
+  qkv::plot::draw_heatmap(spec).write_png((fs::path(o.out) / "resolution.png").string());
+  qkv::io::write_text_file(fs::path(o.out) / "resolution.md", md.str(), "vit ablate");
+  if (o.verbose) std::cout << "\ntest accuracy at other sizes:\n\n" << md.str();
+}
+
+}  // namespace
+
 std::vector<AblationRow> run_ablation(const Config& config, const AblationOptions& o) {
   // Every scheme's config is checked before the first one trains, and nothing of an earlier
   // ablation is overwritten.
-  if (fs::exists(fs::path(o.out) / "ablation.md"))
-    throw qkv::ValueError("vit ablate: " + (fs::path(o.out) / "ablation.md").string() +
-                          " exists; choose another --out (nothing was changed)");
+  for (const char* file : {"ablation.md", "resolution.md", "resolution.png"})
+    if (fs::exists(fs::path(o.out) / file))
+      throw qkv::ValueError("vit ablate: " + (fs::path(o.out) / file).string() +
+                            " exists; choose another --out (nothing was changed)");
   for (const std::string& scheme : o.schemes) {
     Config c = config;
     c.model.positions = scheme;
@@ -36,6 +95,9 @@ std::vector<AblationRow> run_ablation(const Config& config, const AblationOption
       throw qkv::ValueError("vit ablate: " + (fs::path(o.out) / scheme).string() +
                             " exists; choose another --out (nothing was changed)");
   }
+  Config data_config = config;
+  const ImageData data = load_data(data_config);
+  const std::vector<TestView> views = resolution_views(data.test, config.model.patch);
   std::vector<AblationRow> rows;
   TrainResult baselines;
   for (size_t i = 0; i < o.schemes.size(); ++i) {
@@ -49,7 +111,7 @@ std::vector<AblationRow> run_ablation(const Config& config, const AblationOption
     if (i == 0) baselines = r;
     const Run run = load_run(t.run_dir, "best");
     rows.push_back({o.schemes[i], r.best_validation_accuracy, r.test_accuracy, r.training_seconds,
-                    run.model->num_parameters()});
+                    run.model->num_parameters(), resolution_accuracies(run, views)});
     if (const qkv::Tensor P = run.model->positions->table(); P.defined())
       draw_position_similarity(P, run.config.model.grid_rows(), run.config.model.grid_cols(),
                                "Position similarity, " + o.schemes[i])
@@ -66,6 +128,7 @@ std::vector<AblationRow> run_ablation(const Config& config, const AblationOption
        << " %, MLP " << 100 * baselines.mlp_accuracy << " %\n";
   qkv::io::write_text_file(fs::path(o.out) / "ablation.md", md.str(), "vit ablate");
   if (o.verbose) std::cout << "\n" << md.str();
+  write_resolution(rows, views, o);
   return rows;
 }
 

@@ -122,6 +122,34 @@ ImageSet ImageSet::subset(const std::vector<int64_t>& indices) const {
   return s;
 }
 
+ImageSet upsampled(const ImageSet& set, int64_t factor) {
+  if (factor < 1) throw qkv::ValueError("upsampled: factor " + std::to_string(factor) + " is below 1");
+  ImageSet s;
+  s.rows = set.rows * factor, s.cols = set.cols * factor;
+  s.labels = set.labels;
+  s.pixels.resize(static_cast<size_t>(set.size() * s.rows * s.cols));
+  for (int64_t i = 0; i < set.size(); ++i)
+    for (int64_t y = 0; y < s.rows; ++y)
+      for (int64_t x = 0; x < s.cols; ++x)
+        s.pixels[static_cast<size_t>((i * s.rows + y) * s.cols + x)] = set.image(i)[(y / factor) * set.cols + x / factor];
+  return s;
+}
+
+ImageSet padded(const ImageSet& set, int64_t rows, int64_t cols, int64_t top, int64_t left) {
+  if (top < 0 || left < 0 || top + set.rows > rows || left + set.cols > cols)
+    throw qkv::ValueError("padded: images of " + std::to_string(set.rows) + "×" + std::to_string(set.cols) + " at (" +
+                          std::to_string(top) + ", " + std::to_string(left) + ") do not fit a canvas of " +
+                          std::to_string(rows) + "×" + std::to_string(cols));
+  ImageSet s;
+  s.rows = rows, s.cols = cols;
+  s.labels = set.labels;
+  s.pixels.assign(static_cast<size_t>(set.size() * rows * cols), 0);
+  for (int64_t i = 0; i < set.size(); ++i)
+    for (int64_t y = 0; y < set.rows; ++y)
+      std::copy_n(set.image(i) + y * set.cols, set.cols, s.pixels.begin() + ((i * rows + top + y) * cols + left));
+  return s;
+}
+
 ImageSet read_image_set(const fs::path& images, const fs::path& labels, int classes) {
   qkv::data::IdxBytes im = qkv::data::read_idx(images);
   const qkv::data::IdxBytes lb = qkv::data::read_idx(labels);

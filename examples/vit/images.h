@@ -32,6 +32,15 @@ struct ImageSet {
   ImageSet subset(const std::vector<int64_t>& indices) const;
 };
 
+// The images of `set` at another size, for a model trained at one to be read at another:
+//   upsampled  each pixel repeated as a factor × factor block (nearest neighbour): the same item at
+//              `factor` times the resolution
+//   padded     each image placed in a black rows × cols canvas with its top left corner at (top,
+//              left): the same item at the same resolution, moved
+// ValueError for a factor below 1, or an image that does not fit the canvas.
+ImageSet upsampled(const ImageSet& set, int64_t factor);
+ImageSet padded(const ImageSet& set, int64_t rows, int64_t cols, int64_t top, int64_t left);
+
 // An images file (count, rows, cols) and a labels file (count), IDX; FormatError naming the file:
 // a label file of another count than the image file, a label outside [0, classes), a file of
 // another rank.

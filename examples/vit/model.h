@@ -14,7 +14,17 @@
 //              paper's "2-dimensional embedding", appendix D.4)
 //   sin1d      the 1-D sinusoidal table over the raster order 0 .. N−1 (d2l §11.6.3)
 //   learned1d  a learned vector per patch, N(0, 0.02²) (the ViT paper's default)
+//   learned-fourier2d, random-fourier2d
+//              Fourier features of the patch's centre through an MLP (nn/fourier_features.h), with
+//              learned (Li et al. 2021) or random, fixed (Tancik et al. 2020) frequencies: D/2 of
+//              them, an MLP hidden width of D, σ = 2π (a cycle per image). The centre of patch (y, x)
+//              is ((y + ½)/rows, (x + ½)/cols) in patches of the grid: the image is the unit square
+//              whatever its size, so the scheme is a function of where in the image a patch lies.
 //   none       no positions: the encoder sees a bag of patches
+//
+// Another image size (resized): sin2d and sin1d by their formulas on the new grid, the Fourier
+// schemes at the new grid's centres, learned2d and learned1d by bilinear interpolation of their
+// tables to the new grid (the ViT paper, section 3.2; nn/functional/interpolate.h).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +55,9 @@ const std::vector<std::string>& position_names();
 class PatchPositions : public qkv::nn::Module {
  public:
   virtual qkv::Tensor table() const = 0;
+  // Takes the weights of the same scheme trained on another grid, resampled to this one's where
+  // their shapes follow the grid (learned tables); the default copies them as they are.
+  virtual void resample_from(const PatchPositions& trained) { load_state_dict(trained.state_dict()); }
 };
 // ValueError unless `name` is one of position_names() and width d suits it (sin2d: d divisible by
 // 4; learned2d, sin1d: d even), naming the scheme and what it needs.
@@ -70,5 +83,9 @@ class ViT : public qkv::nn::Module {
   qkv::Tensor cls_token;  // (1, 1, D); undefined with mean pooling
   std::shared_ptr<qkv::nn::TransformerEncoder> encoder;
 };
+
+// The model reading images of rows × cols (multiples of its patch) with the weights of `model`: the
+// same patches, encoder and head, and the positions carried to the new grid as above.
+std::shared_ptr<ViT> resized(const ViT& model, int64_t rows, int64_t cols);
 
 }  // namespace vit

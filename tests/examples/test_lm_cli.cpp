@@ -398,3 +398,75 @@ TEST_CASE("lm bench times recomputed steps, says so, and reads every option befo
   CHECK(b.output.empty());  // refused before the steps were timed
   CHECK(b.errors.find("--tokens") != std::string::npos);
 }
+
+namespace {
+
+// extrapolation.json's test bits of each scheme, in its order: a value per factor, −1 where refused.
+std::vector<std::vector<double>> extrapolation_bits(const fs::path& out) {
+  const qkv::io::Json json = qkv::io::parse_json(read(out / "extrapolation.json"));
+  std::vector<std::vector<double>> bits;
+  for (const qkv::io::Json& scheme : json.find("schemes")->as_array()) {
+    bits.emplace_back();
+    for (const qkv::io::Json& b : scheme.find("test_bits_per_char")->as_array())
+      bits.back().push_back(b.is_null() ? -1.0 : b.as_double());
+  }
+  return bits;
+}
+
+}  // namespace
+
+TEST_CASE("lm extrapolate reads each scheme's model at longer windows, the same in both modes; a learned table refuses") {
+  qkv::testing::ScratchDir dir;
+  write(dir / "text.txt", small_text());
+  std::vector<std::string> argv = {"extrapolate", "--text", (dir / "text.txt").string(), "--schemes",
+                                   "learned,alibi,random-fourier", "--factors", "1,2,4", "--steps", "20",
+                                   "--matmul", "highest"};
+  argv.insert(argv.end(), kTiny.begin(), kTiny.end() - 1);  // all but --no-figures: extrapolate draws one figure
+  const auto run = [&](const fs::path& out, std::vector<std::string> extra) {
+    std::vector<std::string> a = argv;
+    a.insert(a.end(), {"--out", out.string()});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run_program(kLmProgram, a);
+  };
+  const auto fast = run(dir / "fast", {});
+  REQUIRE_MESSAGE(fast.exit_code == 0, fast.errors);
+  const std::string table = read(dir / "fast" / "extrapolation.md");
+  CHECK(table.starts_with("| positions | 16 (L) | 32 | 64 | parameters | training seconds |\n"));
+  CHECK(table.find("| learned | ") != std::string::npos);
+  CHECK(table.find(" | refused | refused | ") != std::string::npos);
+  CHECK(table.find("learned refuses a longer window: a context of 32 needs encoder.positions.encoding.weight of "
+                   "shape (32,16); the model's is (16,16)") != std::string::npos);
+  CHECK(fast.output.find(table) != std::string::npos);
+  CHECK(fs::file_size(dir / "fast" / "extrapolation.png") > 1000);
+  // The first scheme's run computed the baselines; each run is one lm eval reads.
+  CHECK(fs::exists(dir / "fast" / "learned" / "baselines.json"));
+  CHECK_FALSE(fs::exists(dir / "fast" / "alibi" / "baselines.json"));
+  const auto e = run_program(kLmProgram, {"eval", "--run", (dir / "fast" / "alibi").string()});
+  CHECK_MESSAGE(e.exit_code == 0, e.errors);
+
+  const std::vector<std::vector<double>> bits = extrapolation_bits(dir / "fast");
+  REQUIRE(bits.size() == 3);
+  CHECK(bits[0][0] > 0);
+  CHECK(bits[0][1] == -1.0);
+  CHECK(bits[0][2] == -1.0);
+  for (size_t s = 1; s < 3; ++s)
+    for (const double b : bits[s]) CHECK((b > 0 && b < 8));
+  // The plain ops give the same numbers.
+  const auto plain = run(dir / "plain", {"--reference"});
+  REQUIRE_MESSAGE(plain.exit_code == 0, plain.errors);
+  const std::vector<std::vector<double>> plain_bits = extrapolation_bits(dir / "plain");
+  REQUIRE(plain_bits.size() == 3);
+  for (size_t s = 0; s < 3; ++s)
+    for (size_t f = 0; f < 3; ++f) CHECK(plain_bits[s][f] == doctest::Approx(bits[s][f]).epsilon(1e-3));
+
+  // Bad input is refused in one line, before anything is written over.
+  const auto again = run(dir / "fast", {});
+  CHECK(again.exit_code == 1);
+  CHECK(again.errors.find("extrapolation.md") != std::string::npos);
+  CHECK(read(dir / "fast" / "extrapolation.md") == table);
+  const auto factors = run_program(kLmProgram, {"extrapolate", "--out", (dir / "c").string(), "--factors", "2,1"});
+  CHECK(factors.errors.find("--factors: expected increasing multiples of the context") != std::string::npos);
+  const auto scheme = run_program(kLmProgram, {"extrapolate", "--out", (dir / "c").string(), "--schemes", "alibi,polar"});
+  CHECK(scheme.errors.find("--schemes: 'polar' is not a position scheme") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "c"));
+}

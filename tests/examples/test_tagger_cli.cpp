@@ -415,7 +415,7 @@ TEST_CASE("tagger train and ablate list the attention mechanisms of the registry
   CHECK(ablate.output.find("--ablate-attention VALUE") != std::string::npos);
   CHECK(ablate.output.find("(of dense, linformer, performer, talking_heads)") != std::string::npos);
   // The default list of position schemes is still the registry's.
-  CHECK(ablate.output.find("(default: alibi,clipped,learned,none,relative,rotary,sinusoidal)") !=
+  CHECK(ablate.output.find("(default: alibi,clipped,learned,learned-fourier,none,random-fourier,relative,rotary,sinusoidal)") !=
         std::string::npos);
 }
 

@@ -17,6 +17,7 @@
 #include "graph_testing.h"
 #include "io/scratch_dir.h"
 #include "nn/functional/loss.h"
+#include "nn/functional/interpolate.h"
 #include "nn/init.h"
 #include "nn/positional_encoding_2d.h"
 #include "tensor/error.h"
@@ -49,6 +50,8 @@ struct TinyViT : qkv::nn::Module {
   }
   std::shared_ptr<vit::ViT> vit;
 };
+
+bool same_values(const Tensor& a, const Tensor& b) { return a.shape() == b.shape() && a.to_vector() == b.to_vector(); }
 
 vit::Config generated_config(const std::string& positions) {
   vit::Config c;
@@ -169,6 +172,67 @@ TEST_CASE("the position schemes: sin2d is the 2-D table, learned2d concatenates 
   CHECK(vit::make_patch_positions("learned1d", 3, 5, 8)->table().shape() == qkv::Shape{15, 8});
   CHECK_THROWS_WITH_AS(vit::make_patch_positions("sin2d", 3, 5, 6), doctest::Contains("divisible by 4"), qkv::ValueError);
   CHECK_THROWS_WITH_AS(vit::make_patch_positions("polar", 3, 5, 8), doctest::Contains("sin2d, learned2d"), qkv::ValueError);
+}
+
+TEST_CASE("images at another size: upsampled by pixel blocks, padded onto a black canvas at a corner") {
+  vit::ImageSet set;
+  set.rows = 2, set.cols = 3;
+  set.pixels = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  set.labels = {4, 7};
+  const vit::ImageSet up = vit::upsampled(set, 2);
+  CHECK(up.rows == 4);
+  CHECK(up.cols == 6);
+  CHECK(up.labels == set.labels);
+  CHECK(std::vector<uint8_t>(up.image(1), up.image(1) + 24) ==
+        std::vector<uint8_t>{7, 7, 8, 8, 9, 9, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 10, 10, 11, 11, 12, 12});
+  const vit::ImageSet pad = vit::padded(set, 3, 5, 1, 2);
+  CHECK(std::vector<uint8_t>(pad.image(0), pad.image(0) + 15) ==
+        std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 4, 5, 6});
+  CHECK(pad.labels == set.labels);
+  CHECK_THROWS_AS(vit::padded(set, 3, 5, 2, 0), qkv::ValueError);
+  CHECK_THROWS_AS(vit::upsampled(set, 0), qkv::ValueError);
+}
+
+TEST_CASE("a ViT resized to another grid: formulas on the new grid, learned tables interpolated, the rest as trained") {
+  qkv::manual_seed(5);
+  for (const std::string& positions : vit::position_names()) {
+    CAPTURE(positions);
+    const vit::ModelConfig c = tiny_model(positions);  // 8×8 images, 4×4 patches: a 2×2 grid
+    vit::ViT model(c);
+    const std::shared_ptr<vit::ViT> big = vit::resized(model, 16, 12);
+    CHECK(big->config.rows == 16);
+    CHECK(big->config.cols == 12);
+    // Everything but the positions is the trained model's, to the bit.
+    const auto trained = model.state_dict();
+    for (const auto& [name, t] : big->state_dict()) {
+      if (name.rfind("positions.", 0) == 0 && name.find("features") == std::string::npos) continue;
+      REQUIRE(trained.count(name) == 1);
+      CHECK_MESSAGE(same_values(t, trained.at(name)), name);
+    }
+    const Tensor P = big->positions->table();
+    if (positions == "none") {
+      CHECK_FALSE(P.defined());
+      continue;
+    }
+    CHECK(P.shape() == qkv::Shape{4 * 3, c.d_model});
+    // The same size again is the model itself.
+    const std::shared_ptr<vit::ViT> same = vit::resized(model, 8, 8);
+    CHECK(same_values(same->positions->table(), model.positions->table()));
+    const Tensor images = qkv::randn({2, 4 * 3, 16});
+    CHECK(big->forward(images).shape() == qkv::Shape{2, c.classes});
+  }
+  // learned1d: the (2, 2, D) table resampled bilinearly, as PyTorch's interpolate (tested in
+  // tests/nn/test_fourier_features.cpp) on the table viewed as the grid.
+  vit::ViT model(tiny_model("learned1d"));
+  const Tensor grid = model.positions->table().view({2, 2, -1});
+  const Tensor expected = qkv::nn::functional::resize_bilinear(grid, 4, 3).reshape({12, -1});
+  CHECK(same_values(vit::resized(model, 16, 12)->positions->table(), expected));
+  // learned2d: the column table along x, the row table along y.
+  vit::ViT model2(tiny_model("learned2d"));
+  const Tensor full = model2.positions->table().view({2, 2, -1});
+  const Tensor resampled = vit::resized(model2, 16, 12)->positions->table().view({4, 3, -1});
+  CHECK((resampled - qkv::nn::functional::resize_bilinear(full, 4, 3)).abs().max().item() < 1e-6f);
+  CHECK_THROWS_AS(vit::resized(model2, 10, 8), qkv::ValueError);  // 4×4 patches do not tile 10 rows
 }
 
 TEST_CASE("without positions and with mean pooling the ViT cannot tell a patch order from another") {

@@ -143,6 +143,12 @@ TEST_CASE("vit ablate trains one run per scheme and writes the table") {
   CHECK(table.find("| none |") != std::string::npos);
   CHECK(fs::exists(fs::path(out) / "positions-sin2d.png"));
   CHECK_FALSE(fs::exists(fs::path(out) / "positions-none.png"));
+  // Then each model at other sizes: kTiny's 16×16 images, 2× upsampled and padded by two patches.
+  const std::string resolution = qkv::testing::read_file(fs::path(out) / "resolution.md");
+  CHECK(resolution.starts_with("| positions | 16×16, as trained | 32×32, 2× upsampled | 24×24, padded, item at (8, 8) |"));
+  CHECK(resolution.find("| sin2d | ") != std::string::npos);
+  CHECK(r.output.find("test accuracy at other sizes:") != std::string::npos);
+  CHECK(fs::file_size(fs::path(out) / "resolution.png") > 1000);
   const auto twice = run_program(kVitProgram, with({"ablate", "--out", (dir / "b").string(), "--schemes", "sin2d,sin2d"}, kTiny));
   CHECK(last_line(twice.errors).find("option --schemes lists 'sin2d' twice") != std::string::npos);
   const auto again = run_program(kVitProgram, with({"ablate", "--out", out, "--schemes", "learned1d"}, kTiny));
