@@ -8,7 +8,9 @@
 //
 // Learned (Li et al. 2021, "Learnable Fourier Features for Multi-Dimensional Spatial Positional
 //   Encoding", section 3, eqs. 2–3): W is a parameter, initialized N(0, σ²) (the paper's γ⁻² is
-//   σ² here); the paper's G groups of coordinates are one group here.
+//   σ² here); the paper's G groups of coordinates are one group here. The paper divides by the
+//   square root of the feature width, √(2F); qkv by √F, so that ‖r(x)‖ = 1 (a constant factor,
+//   which W₁ absorbs).
 // Random (Tancik et al. 2020, "Fourier Features Let Networks Learn High Frequency Functions",
 //   section 5): γ(v) = [cos(2πBv), sin(2πBv)] with B ~ N(0, s²), fixed, fed to an MLP. Here W = 2πB
 //   (σ = 2πs) is drawn once from the default generator, so the seed of the model's initialization
@@ -21,7 +23,8 @@
 //
 // Nothing in P is tied to a length or a grid: it is a function of the coordinates, evaluated
 // wherever it is asked, so a Fourier scheme reads sequences longer than any it was trained on
-// (whether well is what docs/positional_encodings.md measures).
+// (how well is what docs/positional_encodings.md measures, "Past the length and the size they
+// were trained at").
 #pragma once
 
 #include <cstdint>

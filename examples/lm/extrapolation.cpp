@@ -40,9 +40,9 @@ std::vector<int64_t> split_factors(const std::string& list) {
   std::vector<int64_t> factors;
   for (const std::string& item : qkv::examples::split_list("factors", list)) {
     const int64_t f = qkv::examples::parse_integer("factors", item);
-    if (f < 1 || f > 64) throw qkv::ValueError("--factors: " + item + " is outside 1 .. 64");
+    if (f < 1 || f > 64) throw qkv::ValueError("option --factors: " + item + " is outside 1 .. 64");
     if (!factors.empty() && f <= factors.back())
-      throw qkv::ValueError("--factors: expected increasing multiples of the context, got '" + list + "'");
+      throw qkv::ValueError("option --factors: expected increasing multiples of the context, got '" + list + "'");
     factors.push_back(f);
   }
   return factors;
@@ -52,11 +52,19 @@ namespace {
 
 const std::vector<std::string> kFiles = {"extrapolation.md", "extrapolation.json", "extrapolation.png"};
 
+// The longest window evaluation reads: that of lm train's longest context, whose attention weights
+// evaluate_bits keeps within a few MiB per head.
+constexpr int64_t kLongestWindow = 2048;
+
 // Refuses, before anything is trained or written, a scheme the config cannot build, an evaluation
-// window that cannot fit, and an OUT that holds a result of ours already.
+// window longer than kLongestWindow, and an OUT that holds a result of ours already.
 void check_before(const Config& config, const ExtrapolationOptions& o) {
-  if (o.schemes.empty()) throw qkv::ValueError("--schemes: no scheme to train");
-  if (o.factors.empty()) throw qkv::ValueError("--factors: no length to evaluate at");
+  if (o.schemes.empty()) throw qkv::ValueError("option --schemes: no scheme to train");
+  if (o.factors.empty()) throw qkv::ValueError("option --factors: no length to evaluate at");
+  if (const int64_t longest = o.factors.back() * config.model.context; longest > kLongestWindow)
+    throw qkv::ValueError("option --factors: " + std::to_string(o.factors.back()) + " × --context " +
+                          std::to_string(config.model.context) + " is a window of " + std::to_string(longest) +
+                          " characters; at most " + std::to_string(kLongestWindow) + " are read at once");
   for (const std::string& scheme : o.schemes) {
     Config c = config;
     c.model.positions = scheme;
@@ -74,6 +82,7 @@ ExtrapolationRow evaluate_run(const std::string& scheme, const fs::path& dir, co
   const Run run = load_run(dir, "best");
   const Data data = load_data(run.config, run.text());
   ExtrapolationRow row{.scheme = scheme, .parameters = run.model->num_parameters()};
+  for (const auto& piece : data.test) row.longest_piece = std::max(row.longest_piece, static_cast<int64_t>(piece.size()));
   for (const int64_t f : o.factors) {
     std::shared_ptr<CharGPT> model;
     try {
@@ -107,6 +116,9 @@ std::string table(const std::vector<ExtrapolationRow>& rows, const Extrapolation
   }
   for (const ExtrapolationRow& r : rows)
     if (!r.refusal.empty()) md << "\n" << r.scheme << " refuses a longer window: " << r.refusal << "\n";
+  // windows() reads a piece shorter than the window whole: such a column reads shorter windows than it says.
+  if (const int64_t piece = rows.empty() ? 0 : rows.front().longest_piece; piece < o.factors.back() * L)
+    md << "\nThe longest test piece has " << piece << " characters: a window longer than a piece reads the piece whole.\n";
   return md.str();
 }
 
@@ -149,8 +161,9 @@ void draw(const std::vector<ExtrapolationRow>& rows, const ExtrapolationOptions&
   const double x0 = static_cast<double>(o.factors.front() * L), x1 = static_cast<double>(o.factors.back() * L);
   spec.series.push_back({"Kneser-Ney " + std::to_string(baselines.ngram_order) + "-gram", {x0, x1},
                          {baselines.ngram, baselines.ngram}});
-  // Past 4 bits a curve has left the page: the axis keeps the schemes that read well readable.
-  spec.y_range = qkv::plot::AxisRange{std::max(0.0, low - 0.1), std::min(top, 4.0) + 0.1};
+  // Past 4 bits a curve has left the page: the axis keeps the schemes that read well readable
+  // (unless every value is above 4, as on a text much harder than English).
+  spec.y_range = qkv::plot::AxisRange{std::max(0.0, low - 0.1), std::max(std::min(top, 4.0), low) + 0.1};
   if (x1 > x0) spec.x_range = qkv::plot::AxisRange{x0 / 1.2, x1 * 1.2};
   qkv::plot::draw_line_plot(spec).write_png(path.string());
 }
@@ -180,10 +193,10 @@ std::vector<ExtrapolationRow> run_extrapolation(const Config& config, const Extr
   }
   const int64_t L = config.model.context;
   const std::string md = table(rows, o, L);
+  draw(rows, o, L, baselines, fs::path(o.out) / "extrapolation.png");  // first: of the three, the one that can throw
   qkv::io::write_text_file(fs::path(o.out) / "extrapolation.md", md, "lm extrapolate");
   qkv::io::write_text_file(fs::path(o.out) / "extrapolation.json", qkv::io::to_json(to_json(rows, o, config, baselines)) + "\n",
                            "lm extrapolate");
-  draw(rows, o, L, baselines, fs::path(o.out) / "extrapolation.png");
   if (o.verbose)
     std::cout << "\ntest bits per character by evaluation window, trained at " << L << " characters:\n\n"
               << md << "\nKneser-Ney " << baselines.ngram_order << "-gram on test: " << std::fixed

@@ -39,12 +39,14 @@ struct ExtrapolationRow {
   std::vector<std::optional<double>> bits;  // per factor; none where the model refuses the length
   std::string refusal;                      // why, where it refuses
   int64_t parameters = 0;
-  double seconds = 0;  // of training
+  double seconds = 0;        // of training
+  int64_t longest_piece = 0;  // characters of the longest test piece
 };
 
 // "a,b,c" → {"a", "b", "c"}, each one of nn::position_scheme_names(); ValueError naming --schemes.
 std::vector<std::string> split_schemes(const std::string& list);
-// "1,2,4,8" → {1, 2, 4, 8}: increasing, each in [1, 64]; ValueError naming --factors.
+// "1,2,4,8" → {1, 2, 4, 8}: increasing, each in [1, 64]; ValueError naming --factors. run_extrapolation
+// refuses a window (factor × context) longer than 2,048 characters.
 std::vector<int64_t> split_factors(const std::string& list);
 
 // Trains config once per scheme and evaluates each at every factor; writes OUT's files (refused,

@@ -222,7 +222,10 @@ double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, Scorin
 
 std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& c) {
   qkv::optim::ParamGroup decay, no_decay{.weight_decay = 0.0};
-  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  // Nor on learned Fourier frequencies (nn/fourier_features.h): decay would pull them toward 0,
+  // which random ones, a buffer, never are.
+  for (const auto& [name, p] : model.named_parameters())
+    (p.dim() >= 2 && !name.ends_with(".frequencies") ? decay : no_decay).params.push_back(p);
   return std::make_unique<qkv::optim::AdamW>(std::vector<qkv::optim::ParamGroup>{decay, no_decay},
                                              qkv::optim::AdamWOptions{.lr = c.lr, .betas = {0.9, 0.99},
                                                                       .weight_decay = c.weight_decay});

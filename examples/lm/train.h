@@ -104,7 +104,7 @@ double evaluate_bits(CharGPT& model, const Ids& pieces, int32_t start_id, Scorin
                      std::vector<double>* by_position = nullptr);
 
 // The AdamW of nanoGPT: decoupled weight decay on the matrices (and the tied embedding), none on
-// the biases and the norms' gains; betas (0.9, 0.99).
+// the biases, the norms' gains and learned Fourier frequencies; betas (0.9, 0.99).
 std::unique_ptr<qkv::optim::AdamW> make_optimizer(CharGPT& model, const Config& config);
 
 // One evaluation of a training: a row of metrics.csv, and of each checkpoint's history. Its loss

@@ -4,7 +4,7 @@
 //
 // Then each trained model reads the test images at other sizes (resized, examples/vit/model.h): 2×
 // upsampled (four times the patches, the item at twice the resolution), and padded by two patches
-// on every side but the item's, which sits at the bottom right (the same patches, moved): the
+// above and to the left, so that the item sits at the bottom right (the same patches, moved): the
 // resolution table (docs/positional_encodings.md), OUT/resolution.md and OUT/resolution.png.
 #pragma once
 

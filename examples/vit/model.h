@@ -60,7 +60,7 @@ class PatchPositions : public qkv::nn::Module {
   virtual void resample_from(const PatchPositions& trained) { load_state_dict(trained.state_dict()); }
 };
 // ValueError unless `name` is one of position_names() and width d suits it (sin2d: d divisible by
-// 4; learned2d, sin1d: d even), naming the scheme and what it needs.
+// 4; learned2d, sin1d and the Fourier schemes: d even), naming the scheme and what it needs.
 void check_position_width(const std::string& name, int64_t d);
 // The scheme of `name` for a grid_rows × grid_cols grid of width d, checked as above.
 std::shared_ptr<PatchPositions> make_patch_positions(const std::string& name, int64_t grid_rows, int64_t grid_cols,

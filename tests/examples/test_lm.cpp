@@ -235,3 +235,30 @@ TEST_CASE("--recompute: the blocks' activations recomputed in backward give the 
   };
   CHECK(gradients(false) == gradients(true));
 }
+
+TEST_CASE("with_context: the same weights read longer windows, and the first T positions as before; a learned table refuses") {
+  const std::vector<int64_t> ids = {3, 7, 1, 9, 22, 4, 4, 15, 2, 8, 13, 5};
+  for (const std::string& positions :
+       {"sinusoidal", "rotary", "alibi", "relative", "none", "learned-fourier", "random-fourier"}) {
+    CAPTURE(positions);
+    const std::shared_ptr<CharGPT> model = tiny_gpt(positions, 12);
+    model->eval();
+    const std::shared_ptr<CharGPT> longer = with_context(*model, 48);
+    CHECK(longer->config.context == 48);
+    CHECK_FALSE(longer->is_training());
+    qkv::NoGradGuard no_grad;
+    const qkv::Tensor short_logits = model->forward(qkv::IndexTensor(ids, {1, 12}));
+    const qkv::Tensor long_logits = longer->forward(qkv::IndexTensor(ids, {1, 12}));
+    CHECK((short_logits - long_logits).abs().max().item() == 0.0f);
+    std::vector<int64_t> many;
+    for (int i = 0; i < 48; ++i) many.push_back(1 + (i * 5) % 22);
+    CHECK(longer->forward(qkv::IndexTensor(many, {1, 48})).shape() == qkv::Shape{1, 48, 23});
+    CHECK_THROWS_AS(model->forward(qkv::IndexTensor(many, {1, 48})), qkv::ShapeError);
+  }
+  const std::shared_ptr<CharGPT> learned = tiny_gpt("learned", 12);
+  CHECK_THROWS_WITH_AS(with_context(*learned, 48),
+                       "a context of 48 needs encoder.positions.encoding.weight of shape (48,32); the model's is "
+                       "(12,32), one row per position it was trained at",
+                       qkv::ValueError);
+  CHECK_THROWS_AS(with_context(*learned, 6), qkv::ValueError);  // shorter too: the table's shape is the context's
+}

@@ -17,8 +17,10 @@
 #include "graph_testing.h"
 #include "io/scratch_dir.h"
 #include "nn/functional/loss.h"
+#include "nn/fourier_features.h"
 #include "nn/functional/interpolate.h"
 #include "nn/init.h"
+#include "nn/positional_encoding.h"
 #include "nn/positional_encoding_2d.h"
 #include "tensor/error.h"
 #include "tensor/factories.h"
@@ -221,6 +223,21 @@ TEST_CASE("a ViT resized to another grid: formulas on the new grid, learned tabl
     const Tensor images = qkv::randn({2, 4 * 3, 16});
     CHECK(big->forward(images).shape() == qkv::Shape{2, c.classes});
   }
+  // sin2d and sin1d: their formulas on the new grid of 4 × 3 patches.
+  CHECK(same_values(vit::resized(vit::ViT(tiny_model("sin2d")), 16, 12)->positions->table(),
+                    qkv::nn::sinusoidal_table_2d(4, 3, 8).reshape({12, 8})));
+  CHECK(same_values(vit::resized(vit::ViT(tiny_model("sin1d")), 16, 12)->positions->table(),
+                    qkv::nn::sinusoidal_table(12, 8)));
+  // The Fourier schemes: the trained features at the new grid's patch centres in the unit square.
+  vit::ViT fourier(tiny_model("learned-fourier2d"));
+  const std::shared_ptr<vit::ViT> fourier_big = vit::resized(fourier, 16, 12);
+  std::vector<float> centres;
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 3; ++x) centres.insert(centres.end(), {(y + 0.5f) / 4, (x + 0.5f) / 3});
+  const auto* features = dynamic_cast<const qkv::nn::FourierFeatures*>(
+      fourier.positions->named_children().front().second.get());
+  REQUIRE(features != nullptr);
+  CHECK(same_values(fourier_big->positions->table(), features->forward(qkv::tensor(centres, {12, 2}))));
   // learned1d: the (2, 2, D) table resampled bilinearly, as PyTorch's interpolate (tested in
   // tests/nn/test_fourier_features.cpp) on the table viewed as the grid.
   vit::ViT model(tiny_model("learned1d"));

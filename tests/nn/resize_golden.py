@@ -1,4 +1,4 @@
-# The golden values of tests/nn/test_fourier_features.cpp's resize_bilinear case: PyTorch's bilinear
+# The golden values of tests/nn/test_interpolate.cpp: PyTorch's bilinear
 # F.interpolate (align_corners=False) of a channels-last grid, printed as C++ initializers.
 #   /usr/bin/python3 tests/nn/resize_golden.py
 import torch
