@@ -147,23 +147,24 @@ void draw(const std::vector<ExtrapolationRow>& rows, const ExtrapolationOptions&
   spec.y_label = "bits per character";
   spec.log_x = true;
   spec.markers = true;
-  double low = baselines.ngram, top = baselines.ngram;
+  double low = baselines.ngram, top = baselines.ngram, best = 1e9;  // best: the lowest of the schemes
   for (const ExtrapolationRow& r : rows) {
     qkv::plot::Series s{r.scheme, {}, {}};
     for (size_t i = 0; i < r.bits.size(); ++i)
       if (r.bits[i]) {
         s.x.push_back(static_cast<double>(o.factors[i] * L));
         s.y.push_back(*r.bits[i]);
-        low = std::min(low, *r.bits[i]), top = std::max(top, *r.bits[i]);
+        low = std::min(low, *r.bits[i]), top = std::max(top, *r.bits[i]), best = std::min(best, *r.bits[i]);
       }
-    spec.series.push_back(s);
+    if (!s.x.empty()) spec.series.push_back(s);  // a scheme refused at every length has no curve
   }
   const double x0 = static_cast<double>(o.factors.front() * L), x1 = static_cast<double>(o.factors.back() * L);
   spec.series.push_back({"Kneser-Ney " + std::to_string(baselines.ngram_order) + "-gram", {x0, x1},
                          {baselines.ngram, baselines.ngram}});
   // Past 4 bits a curve has left the page: the axis keeps the schemes that read well readable
   // (unless every value is above 4, as on a text much harder than English).
-  spec.y_range = qkv::plot::AxisRange{std::max(0.0, low - 0.1), std::max(std::min(top, 4.0), low) + 0.1};
+  spec.y_range =
+      qkv::plot::AxisRange{std::max(0.0, low - 0.1), std::min(std::max(4.0, best + 1.0), std::max(top, low)) + 0.1};
   if (x1 > x0) spec.x_range = qkv::plot::AxisRange{x0 / 1.2, x1 * 1.2};
   qkv::plot::draw_line_plot(spec).write_png(path.string());
 }
@@ -172,6 +173,7 @@ void draw(const std::vector<ExtrapolationRow>& rows, const ExtrapolationOptions&
 
 std::vector<ExtrapolationRow> run_extrapolation(const Config& config, const ExtrapolationOptions& o) {
   check_before(config, o);
+  load_data(config);  // a text that cannot be read or is too short is refused before OUT is made
   qkv::examples::make_output_directory("out", o.out);
   std::vector<ExtrapolationRow> rows;
   BaselineBits baselines;

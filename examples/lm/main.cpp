@@ -37,6 +37,7 @@ void check_text_options(const Args& a) {
 // option out of range.
 Config config_from(const Args& a, Config c = {}) {
   qkv::examples::read_options(a, c);
+  if (a.has("schemes")) c.model.positions = split_schemes(a.str("schemes")).front();  // extrapolate: each is checked
   check_text_options(a);
   c.matmul = qkv::examples::resolved_matmul(c.matmul);
   c.validate();

@@ -46,8 +46,8 @@ void Config::validate() const {
   if (model.positions == "rotary" && (model.d_model / model.heads) % 2 != 0)
     throw qkv::ValueError("positions (--positions) rotary needs an even head width; d_model / heads is " +
                           std::to_string(model.d_model / model.heads));
-  if (model.positions == "sinusoidal" && model.d_model % 2 != 0)
-    throw qkv::ValueError("positions (--positions) sinusoidal needs an even d_model (--d-model); it is " +
+  if ((model.positions == "sinusoidal" || model.positions.ends_with("-fourier")) && model.d_model % 2 != 0)
+    throw qkv::ValueError("positions (--positions) " + model.positions + " needs an even d_model (--d-model); it is " +
                           std::to_string(model.d_model));
   check_int("layers", model.layers, 1, 64);
   check_int("ffn_hidden", model.ffn_hidden, 1, 65536);

@@ -67,7 +67,13 @@ void write_resolution(const std::vector<AblationRow>& rows, const std::vector<Te
     md << "\n";
     spec.row_labels.push_back(r.scheme);
   }
-  for (const TestView& v : views) spec.col_labels.push_back(v.name.substr(0, v.name.find(',')));
+  for (const TestView& v : views) {  // the figure's font has no ×
+    std::string label = v.name.substr(0, v.name.find(','));
+    label.replace(label.find("×"), std::string("×").size(), "x");
+    spec.col_labels.push_back(label + (v.name.find("upsampled") != std::string::npos ? " up"
+                                       : v.name.find("padded") != std::string::npos  ? " padded"
+                                                                                      : ""));
+  }
   spec.title = "Test accuracy (%) by the size of the test images";
   spec.x_label = "test images";
   spec.y_label = "positions";
@@ -81,23 +87,28 @@ void write_resolution(const std::vector<AblationRow>& rows, const std::vector<Te
 }  // namespace
 
 std::vector<AblationRow> run_ablation(const Config& config, const AblationOptions& o) {
-  // Every scheme's config is checked before the first one trains, and nothing of an earlier
-  // ablation is overwritten.
-  for (const char* file : {"ablation.md", "resolution.md", "resolution.png"})
+  // Every scheme's config is checked, with the data's size, before the first one trains; so are the
+  // sizes the models are read at; and nothing of an earlier ablation is overwritten.
+  Config data_config = config;
+  const ImageData data = load_data(data_config);
+  std::vector<std::string> files = {"ablation.md", "resolution.md", "resolution.png"};
+  for (const std::string& scheme : o.schemes) {
+    Config c = data_config;
+    c.model.positions = scheme;
+    c.validate();
+    files.insert(files.end(), {scheme, "positions-" + scheme + ".png"});
+  }
+  for (const std::string& file : files)
     if (fs::exists(fs::path(o.out) / file))
       throw qkv::ValueError("vit ablate: " + (fs::path(o.out) / file).string() +
                             " exists; choose another --out (nothing was changed)");
-  for (const std::string& scheme : o.schemes) {
-    Config c = config;
-    c.model.positions = scheme;
-    c.validate();
-    if (fs::exists(fs::path(o.out) / scheme))
-      throw qkv::ValueError("vit ablate: " + (fs::path(o.out) / scheme).string() +
-                            " exists; choose another --out (nothing was changed)");
-  }
-  Config data_config = config;
-  const ImageData data = load_data(data_config);
   const std::vector<TestView> views = resolution_views(data.test, config.model.patch);
+  for (const TestView& v : views)
+    if (const int64_t n = (v.images.rows / config.model.patch) * (v.images.cols / config.model.patch); n > kMaxPatches)
+      throw qkv::ValueError("vit ablate: the test images at " + v.name + " would be " + std::to_string(n) +
+                            " patches of " + std::to_string(config.model.patch) + "×" + std::to_string(config.model.patch) +
+                            "; at most " + std::to_string(kMaxPatches) + " (choose a larger --patch)");
+  qkv::examples::make_output_directory("out", o.out);
   std::vector<AblationRow> rows;
   TrainResult baselines;
   for (size_t i = 0; i < o.schemes.size(); ++i) {

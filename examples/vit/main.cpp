@@ -48,6 +48,7 @@ Config config_from(const Args& a) {
   if (a.has("no-test-flip")) c.test_flip = !a.flag("no-test-flip");
   c.matmul = qkv::examples::resolved_matmul(c.matmul);
   c.model.rows = c.model.cols = 0;  // from the data
+  if (a.has("schemes")) c.model.positions = split_names(a.str("schemes")).front();  // ablate: each is checked
   if (!a.has("data")) return c.validate(), c;  // bench: a model on random images
   if (c.data.empty()) throw qkv::ValueError("--data is empty; expected fashion-mnist, generated or a directory");
   if (c.cache.empty()) throw qkv::ValueError("--cache is empty; expected a directory");
@@ -168,7 +169,6 @@ int cmd_ablate(const Args& a) {
   o.out = a.str("out");
   o.schemes = split_names(a.str("schemes"));
   qkv::examples::use_matmul_precision(config.matmul);  // refused before anything is written
-  qkv::examples::make_output_directory("out", o.out);
   run_ablation(config, o);
   return 0;
 }

@@ -34,8 +34,6 @@ using qkv::io::Json;
 
 namespace {
 
-constexpr int64_t kMaxPatches = 1024;
-
 // The generator streams of an epoch's order, its mirrorings and its crops (examples/common/ranks.h).
 constexpr uint64_t kOrderStream = 0, kFlipStream = 1, kCropStream = 2;
 

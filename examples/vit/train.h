@@ -74,6 +74,10 @@ struct Config {
   bool flips_tests() const { return flip && test_flip; }
 };
 
+// The most patches an image is cut into, in training and when a model reads another size
+// (validate, vit ablate): attention keeps (B, H, T, T) weights.
+inline constexpr int64_t kMaxPatches = 1024;
+
 // The run directory's files and rules (examples/common/run_directory.h).
 extern const qkv::examples::RunLayout kRunLayout;
 
