@@ -469,4 +469,13 @@ TEST_CASE("lm extrapolate reads each scheme's model at longer windows, the same 
   const auto scheme = run_program(kLmProgram, {"extrapolate", "--out", (dir / "c").string(), "--schemes", "alibi,polar"});
   CHECK(scheme.errors.find("--schemes: 'polar' is not a position scheme") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "c"));
+
+  // Only the listed schemes are checked (rotary, lm train's default, would need an even head width),
+  // and one refused at every window still has its row.
+  const auto refused = run_program(
+      kLmProgram, {"extrapolate", "--text", (dir / "text.txt").string(), "--out", (dir / "r").string(), "--schemes",
+                   "learned", "--factors", "2", "--steps", "10", "--eval-every", "10", "--warmup", "2", "--context",
+                   "16", "--d-model", "18", "--heads", "2", "--layers", "1", "--ffn-hidden", "32", "--batch", "4"});
+  REQUIRE_MESSAGE(refused.exit_code == 0, refused.errors);
+  CHECK(read(dir / "r" / "extrapolation.md").find("| learned | refused | ") != std::string::npos);
 }
