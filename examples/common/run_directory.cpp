@@ -328,6 +328,22 @@ RunOptions run_options_from(const Args& args) {
   return o;
 }
 
+void refuse_existing_comparison(const std::string& program, const std::string& out,
+                                const std::vector<std::string>& names, const std::vector<std::string>& files) {
+  std::vector<std::string> taken = files;
+  taken.insert(taken.end(), names.begin(), names.end());
+  for (const std::string& name : taken)
+    if (const fs::path path = fs::path(out) / name; fs::exists(path))
+      throw ValueError(program + ": " + path.string() + " exists; choose another --out (nothing was changed)");
+}
+
+RunOptions comparison_run(const std::string& out, const std::string& name, bool verbose) {
+  RunOptions o;
+  o.run_dir = (fs::path(out) / name).string();
+  o.verbose = o.progress = verbose;
+  return o;
+}
+
 void announce_training(const std::string& program, const RunOptions& o) {
   if (!o.ranks.root()) return;
   const dist::ProcessGroup* group = o.ranks.group;

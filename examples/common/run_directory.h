@@ -168,6 +168,15 @@ struct RunOptions {
 std::vector<Args::Option> run_options(const std::string& run_dir);
 RunOptions run_options_from(const Args& args);
 
+// A comparison (lm extrapolate, vit ablate) trains one run per name (a scheme) in a directory of its
+// own, OUT/NAME, and writes its tables and figures into OUT. Before anything is trained it refuses,
+// naming the path, an OUT that holds any of `files` or any OUT/NAME already: "vit ablate:
+// OUT/ablation.md exists; choose another --out (nothing was changed)".
+void refuse_existing_comparison(const std::string& program, const std::string& out,
+                                const std::vector<std::string>& names, const std::vector<std::string>& files);
+// The options of NAME's run in such a comparison: OUT/NAME, a fresh run, quiet unless `verbose`.
+RunOptions comparison_run(const std::string& out, const std::string& name, bool verbose);
+
 // On rank 0: "lm: training on 2 ranks (mpi) of 1 thread(s), reference mode (...), run directory D".
 void announce_training(const std::string& program, const RunOptions& options);
 

@@ -70,11 +70,7 @@ void check_before(const Config& config, const ExtrapolationOptions& o) {
     c.model.positions = scheme;
     c.validate();
   }
-  qkv::examples::refuse_existing("out", o.out, kFiles);
-  for (const std::string& scheme : o.schemes)
-    if (fs::exists(fs::path(o.out) / scheme))
-      throw qkv::ValueError("lm extrapolate: " + (fs::path(o.out) / scheme).string() +
-                            " exists; choose another --out (nothing was changed)");
+  qkv::examples::refuse_existing_comparison("lm extrapolate", o.out, o.schemes, kFiles);
 }
 
 // Test bits per character of the run in `dir` at each factor's window; none where it refuses.
@@ -181,11 +177,9 @@ std::vector<ExtrapolationRow> run_extrapolation(const Config& config, const Extr
     Config c = config;
     c.model.positions = o.schemes[i];
     TrainOptions t;
-    t.run_dir = (fs::path(o.out) / o.schemes[i]).string();
+    static_cast<qkv::examples::RunOptions&>(t) = qkv::examples::comparison_run(o.out, o.schemes[i], o.verbose);
     t.baselines = i == 0;
     t.figures = false;
-    t.verbose = o.verbose;
-    t.progress = o.verbose;
     if (o.verbose) std::cout << "\nlm extrapolate: " << o.schemes[i] << " positions\n";
     const TrainResult r = train(c, t);
     if (i == 0) baselines = r.baselines;

@@ -96,12 +96,9 @@ std::vector<AblationRow> run_ablation(const Config& config, const AblationOption
     Config c = data_config;
     c.model.positions = scheme;
     c.validate();
-    files.insert(files.end(), {scheme, "positions-" + scheme + ".png"});
+    files.push_back("positions-" + scheme + ".png");
   }
-  for (const std::string& file : files)
-    if (fs::exists(fs::path(o.out) / file))
-      throw qkv::ValueError("vit ablate: " + (fs::path(o.out) / file).string() +
-                            " exists; choose another --out (nothing was changed)");
+  qkv::examples::refuse_existing_comparison("vit ablate", o.out, o.schemes, files);
   const std::vector<TestView> views = resolution_views(data.test, config.model.patch);
   for (const TestView& v : views)
     if (const int64_t n = (v.images.rows / config.model.patch) * (v.images.cols / config.model.patch); n > kMaxPatches)
@@ -115,9 +112,8 @@ std::vector<AblationRow> run_ablation(const Config& config, const AblationOption
     Config c = config;
     c.model.positions = o.schemes[i];
     TrainOptions t;
-    t.run_dir = (fs::path(o.out) / o.schemes[i]).string();
+    static_cast<qkv::examples::RunOptions&>(t) = qkv::examples::comparison_run(o.out, o.schemes[i], o.verbose);
     t.baselines = i == 0;
-    t.verbose = o.verbose;
     const TrainResult r = train(c, t);
     if (i == 0) baselines = r;
     const Run run = load_run(t.run_dir, "best");
