@@ -77,7 +77,9 @@ void check_before(const Config& config, const ExtrapolationOptions& o) {
 ExtrapolationRow evaluate_run(const std::string& scheme, const fs::path& dir, const ExtrapolationOptions& o) {
   const Run run = load_run(dir, "best");
   const Data data = load_data(run.config, run.text());
-  ExtrapolationRow row{.scheme = scheme, .parameters = run.model->num_parameters()};
+  ExtrapolationRow row;
+  row.scheme = scheme;
+  row.parameters = run.model->num_parameters();
   for (const auto& piece : data.test) row.longest_piece = std::max(row.longest_piece, static_cast<int64_t>(piece.size()));
   for (const int64_t f : o.factors) {
     std::shared_ptr<CharGPT> model;
@@ -124,7 +126,10 @@ Json to_json(const std::vector<ExtrapolationRow>& rows, const ExtrapolationOptio
   for (const int64_t f : o.factors) lengths.push_back(Json(f * config.model.context));
   for (const ExtrapolationRow& r : rows) {
     Json::Array bits;
-    for (const auto& b : r.bits) bits.push_back(b ? Json(*b) : Json(nullptr));
+    for (const auto& b : r.bits) {
+      if (b) bits.emplace_back(*b);
+      else bits.emplace_back(nullptr);  // refused
+    }
     out.push_back(Json(Json::Object{{"positions", Json(r.scheme)}, {"test_bits_per_char", Json(bits)},
                                     {"refusal", Json(r.refusal)}, {"parameters", Json(r.parameters)},
                                     {"training_seconds", Json(r.seconds)}}));

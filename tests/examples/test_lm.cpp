@@ -238,7 +238,7 @@ TEST_CASE("--recompute: the blocks' activations recomputed in backward give the 
 
 TEST_CASE("with_context: the same weights read longer windows, and the first T positions as before; a learned table refuses") {
   const std::vector<int64_t> ids = {3, 7, 1, 9, 22, 4, 4, 15, 2, 8, 13, 5};
-  for (const std::string& positions :
+  for (const std::string positions :
        {"sinusoidal", "rotary", "alibi", "relative", "none", "learned-fourier", "random-fourier"}) {
     CAPTURE(positions);
     const std::shared_ptr<CharGPT> model = tiny_gpt(positions, 12);
