@@ -174,8 +174,16 @@ RunOptions run_options_from(const Args& args);
 // OUT/ablation.md exists; choose another --out (nothing was changed)".
 void refuse_existing_comparison(const std::string& program, const std::string& out,
                                 const std::vector<std::string>& names, const std::vector<std::string>& files);
-// The options of NAME's run in such a comparison: OUT/NAME, a fresh run, quiet unless `verbose`.
+// The options of NAME's run in such a comparison: OUT/NAME, a fresh run, quiet unless `verbose`; a
+// program's TrainOptions (a RunOptions with `baselines`) computes the baselines in the first run alone.
 RunOptions comparison_run(const std::string& out, const std::string& name, bool verbose);
+template <class TrainOptions>
+TrainOptions comparison_run(const std::string& out, const std::string& name, bool first, bool verbose) {
+  TrainOptions o;
+  static_cast<RunOptions&>(o) = comparison_run(out, name, verbose);
+  o.baselines = first;
+  return o;
+}
 
 // On rank 0: "lm: training on 2 ranks (mpi) of 1 thread(s), reference mode (...), run directory D".
 void announce_training(const std::string& program, const RunOptions& options);

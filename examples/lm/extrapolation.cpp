@@ -74,9 +74,9 @@ void check_before(const Config& config, const ExtrapolationOptions& o) {
 }
 
 // Test bits per character of the run in `dir` at each factor's window; none where it refuses.
-ExtrapolationRow evaluate_run(const std::string& scheme, const fs::path& dir, const ExtrapolationOptions& o) {
+ExtrapolationRow evaluate_run(const std::string& scheme, const fs::path& dir, const Data& data,
+                              const ExtrapolationOptions& o) {
   const Run run = load_run(dir, "best");
-  const Data data = load_data(run.config, run.text());
   ExtrapolationRow row;
   row.scheme = scheme;
   row.parameters = run.model->num_parameters();
@@ -174,21 +174,19 @@ void draw(const std::vector<ExtrapolationRow>& rows, const ExtrapolationOptions&
 
 std::vector<ExtrapolationRow> run_extrapolation(const Config& config, const ExtrapolationOptions& o) {
   check_before(config, o);
-  load_data(config);  // a text that cannot be read or is too short is refused before OUT is made
+  const Data data = load_data(config);  // a text that cannot be read or is too short is refused before OUT is made
   qkv::examples::make_output_directory("out", o.out);
   std::vector<ExtrapolationRow> rows;
   BaselineBits baselines;
   for (size_t i = 0; i < o.schemes.size(); ++i) {
     Config c = config;
     c.model.positions = o.schemes[i];
-    TrainOptions t;
-    static_cast<qkv::examples::RunOptions&>(t) = qkv::examples::comparison_run(o.out, o.schemes[i], o.verbose);
-    t.baselines = i == 0;
+    TrainOptions t = qkv::examples::comparison_run<TrainOptions>(o.out, o.schemes[i], i == 0, o.verbose);
     t.figures = false;
     if (o.verbose) std::cout << "\nlm extrapolate: " << o.schemes[i] << " positions\n";
     const TrainResult r = train(c, t);
     if (i == 0) baselines = r.baselines;
-    ExtrapolationRow row = evaluate_run(o.schemes[i], t.run_dir, o);
+    ExtrapolationRow row = evaluate_run(o.schemes[i], t.run_dir, data, o);
     row.seconds = r.training_seconds;
     rows.push_back(std::move(row));
   }

@@ -67,13 +67,11 @@ void write_resolution(const std::vector<AblationRow>& rows, const std::vector<Te
     md << "\n";
     spec.row_labels.push_back(r.scheme);
   }
-  for (const TestView& v : views) {  // the figure's font has no ×
-    std::string label = v.name.substr(0, v.name.find(','));
-    label.replace(label.find("×"), std::string("×").size(), "x");
-    spec.col_labels.push_back(label + (v.name.find("upsampled") != std::string::npos ? " up"
-                                       : v.name.find("padded") != std::string::npos  ? " padded"
-                                                                                      : ""));
-  }
+  // The figure's font has no ×; the views are resolution_views', in order.
+  const std::vector<std::string> kinds = {"", " up", " padded"};
+  for (size_t i = 0; i < views.size(); ++i)
+    spec.col_labels.push_back(std::to_string(views[i].images.rows) + "x" + std::to_string(views[i].images.cols) +
+                              kinds.at(i));
   spec.title = "Test accuracy (%) by the size of the test images";
   spec.x_label = "test images";
   spec.y_label = "positions";
@@ -111,9 +109,7 @@ std::vector<AblationRow> run_ablation(const Config& config, const AblationOption
   for (size_t i = 0; i < o.schemes.size(); ++i) {
     Config c = config;
     c.model.positions = o.schemes[i];
-    TrainOptions t;
-    static_cast<qkv::examples::RunOptions&>(t) = qkv::examples::comparison_run(o.out, o.schemes[i], o.verbose);
-    t.baselines = i == 0;
+    const TrainOptions t = qkv::examples::comparison_run<TrainOptions>(o.out, o.schemes[i], i == 0, o.verbose);
     const TrainResult r = train(c, t);
     if (i == 0) baselines = r;
     const Run run = load_run(t.run_dir, "best");
